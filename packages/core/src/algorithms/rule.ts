@@ -1,0 +1,71 @@
+import { formatDuration, parseDuration } from '../duration.js'
+import { invalid, RateLimitError } from '../errors.js'
+import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
+
+/**
+ * Products such as `limit × window` must stay exact in IEEE doubles, in JavaScript and in Redis Lua alike.
+ * NOTE: 2^50 leaves room for the sums of up to eight such products below 2^53.
+ */
+export const MAX_PRODUCT = 2 ** 50
+
+/** Validates a whole, positive count such as `limit` or `capacity`. */
+export function parseCount(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', option, value, 'a positive whole number such as 100')
+  }
+  return value
+}
+
+export function checkProduct(a: number, b: number, what: string): void {
+  if (a * b > MAX_PRODUCT) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `${what} is too large: the product must stay below 2^50 so that every decision is exact. Use a coarser window or a smaller limit.`,
+    )
+  }
+}
+
+export function parseRuleName(value: unknown, fallback: string): string {
+  if (value === undefined) return fallback
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(value)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'name',
+      value,
+      'a short token of letters, digits, `_`, `.`, `-`',
+    )
+  }
+  return value
+}
+
+/** Builds a window-based rule: validates `{ limit, window, name }` and binds the algorithm to them. */
+export function windowRule(
+  algorithm: AlgorithmName,
+  code: number,
+  options: WindowRuleOptions,
+  makeLogic: (limit: number, windowMs: number) => AlgorithmLogic<unknown>,
+): Rule {
+  if (typeof options !== 'object' || options === null) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      algorithm,
+      options,
+      'an object like { limit: 100, window: "1m" }',
+    )
+  }
+  const limit = parseCount(options.limit, 'limit')
+  const windowMs = parseDuration(options.window, 'window')
+  checkProduct(limit, windowMs, '`limit` × `window` (ms)')
+  return Object.freeze({
+    algorithm,
+    limit,
+    windowMs,
+    name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
+    id: `${algorithm
+      .split('-')
+      .map((word) => word[0])
+      .join('')}${windowMs}`,
+    logic: makeLogic(limit, windowMs),
+    script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
+  })
+}

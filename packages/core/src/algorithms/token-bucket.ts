@@ -1,0 +1,142 @@
+import { type Duration, formatDuration, parseDuration } from '../duration.js'
+import { invalid } from '../errors.js'
+import { checkProduct, parseCount, parseRuleName } from './rule.js'
+import type { AlgorithmLogic, Rule } from './types.js'
+
+export interface TokenBucketOptions {
+  /** Most tokens the bucket holds: the largest burst. A positive whole number. */
+  capacity: number
+  /** Tokens added per `interval`, continuously (not in steps). A positive whole number. */
+  refillRate: number
+  /** The period of `refillRate`. @default '1s' */
+  interval?: Duration
+  /** Policy name for draft-8 headers. @default `'<capacity>-per-<time to fill>'` */
+  name?: string
+}
+
+/**
+ * Tokens, scaled by `interval` so that refill stays in whole numbers: one token is `interval` units and the
+ * bucket gains `refillRate` units per millisecond.
+ */
+interface TokenBucketState {
+  tokens: number
+  /** Time of the last refill (ms); NaN for a bucket never seen, which starts full. */
+  last: number
+}
+
+/** @internal */
+export const TOKEN_BUCKET_CODE = 4
+
+/**
+ * Token bucket: bursts up to `capacity`, sustained `refillRate` per `interval`. O(1) memory. Beyond the
+ * seeds: use it when clients should be able to burst and then continue at an average rate.
+ * @example tokenBucket({ capacity: 20, refillRate: 5, interval: '1s' }) // bursts of 20, then 5/s
+ */
+export function tokenBucket(options: TokenBucketOptions): Rule {
+  if (typeof options !== 'object' || options === null) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'token-bucket',
+      options,
+      'an object like { capacity: 20, refillRate: 5 }',
+    )
+  }
+  const capacity = parseCount(options.capacity, 'capacity')
+  const refillRate = parseCount(options.refillRate, 'refillRate')
+  const intervalMs = options.interval === undefined ? 1000 : parseDuration(options.interval, 'interval')
+  checkProduct(capacity, intervalMs, '`capacity` × `interval` (ms)')
+  checkProduct(refillRate, intervalMs, '`refillRate` × `interval` (ms)')
+  const fillMs = Math.ceil((capacity * intervalMs) / refillRate)
+  return Object.freeze({
+    algorithm: 'token-bucket',
+    limit: capacity,
+    windowMs: fillMs,
+    name: parseRuleName(options.name, `${capacity}-per-${formatDuration(fillMs)}`),
+    id: `tb${capacity}-${refillRate}-${intervalMs}`,
+    logic: tokenBucketLogic(capacity, refillRate, intervalMs),
+    script: Object.freeze({
+      code: TOKEN_BUCKET_CODE,
+      params: Object.freeze([capacity, refillRate, intervalMs] as const),
+    }),
+  })
+}
+
+function tokenBucketLogic(
+  capacity: number,
+  refillRate: number,
+  intervalMs: number,
+): AlgorithmLogic<TokenBucketState> {
+  const full = capacity * intervalMs
+  const untilFull = (tokens: number) => Math.ceil((full - tokens) / refillRate)
+  return {
+    create: () => ({ tokens: full, last: Number.NaN }),
+    advance(state, now) {
+      if (Number.isNaN(state.last)) {
+        state.tokens = full
+        state.last = now
+        return
+      }
+      const elapsed = now - state.last
+      if (elapsed <= 0) return
+      // Compare before multiplying so that a long idle time cannot overflow exact integers.
+      state.tokens = elapsed >= untilFull(state.tokens) ? full : state.tokens + elapsed * refillRate
+      state.last = now
+    },
+    fits: (state, _now, cost) => state.tokens >= cost * intervalMs,
+    consume(state, _now, cost) {
+      state.tokens -= cost * intervalMs
+    },
+    refund(state, _now, cost) {
+      state.tokens = Math.min(full, state.tokens + cost * intervalMs)
+    },
+    report(state, _now, pending, deniedCost) {
+      const tokens = state.tokens - pending * intervalMs
+      const missing = deniedCost * intervalMs - state.tokens
+      return {
+        remaining: Math.floor(tokens / intervalMs),
+        reset: untilFull(tokens),
+        retryAfter: deniedCost > 0 && missing > 0 ? Math.ceil(missing / refillRate) : 0,
+      }
+    },
+    ttl: (state) => untilFull(state.tokens),
+  }
+}
+
+/** @internal Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>"` with its TTL. */
+export const TOKEN_BUCKET_LUA = `
+A[${TOKEN_BUCKET_CODE}] = {
+  load = function(key, capacity, rate, interval, now)
+    local full = capacity * interval
+    local st = { key = key, rate = rate, interval = interval, full = full, now = now, tokens = full }
+    local raw = redis.call('GET', key)
+    if raw then
+      local tokens, last = string.match(raw, '^(%d+):(%-?%d+)$')
+      if tokens then
+        st.tokens = tonumber(tokens)
+        local elapsed = now - tonumber(last)
+        if elapsed <= 0 then
+          st.last = tonumber(last)
+        elseif elapsed >= math.ceil((full - st.tokens) / rate) then
+          st.tokens = full
+        else
+          st.tokens = st.tokens + elapsed * rate
+        end
+      end
+    end
+    st.last = st.last or now
+    return st
+  end,
+  fits = function(st, cost) return st.tokens >= cost * st.interval end,
+  consume = function(st, cost) st.tokens = st.tokens - cost * st.interval end,
+  refund = function(st, cost) st.tokens = math.min(st.full, st.tokens + cost * st.interval) end,
+  ttl = function(st) return math.ceil((st.full - st.tokens) / st.rate) end,
+  write = function(st, ttl) redis.call('SET', st.key, num(st.tokens) .. ':' .. num(st.last), 'PX', num(ttl)) end,
+  report = function(st, pending, denied_cost)
+    local tokens = st.tokens - pending * st.interval
+    local missing = denied_cost * st.interval - st.tokens
+    local retry = 0
+    if denied_cost > 0 and missing > 0 then retry = math.ceil(missing / st.rate) end
+    return math.floor(tokens / st.interval), math.ceil((st.full - tokens) / st.rate), retry
+  end,
+}
+`

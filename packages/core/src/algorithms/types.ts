@@ -1,0 +1,72 @@
+import type { Duration } from '../duration.js'
+
+/** The algorithms ratewindow ships. */
+export type AlgorithmName = 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket'
+
+/** What one rule reports for one decision, in whole milliseconds. */
+export interface RuleOutcome {
+  /** How many cost-1 requests this rule would still admit now. */
+  remaining: number
+  /** Wait until this rule's whole quota is free again, if nothing else arrived (0 when it already is). */
+  reset: number
+  /** Smallest wait after which the same request passes this rule (0 when it passes now). */
+  retryAfter: number
+}
+
+/**
+ * The pure decision of one algorithm over its per-key state `S`. Written once here in TypeScript and once in
+ * Lua (`lua` on the rule); the conformance suite demands that both give identical results.
+ *
+ * A decision runs in two phases so that several rules are all-or-nothing: every rule is `advance`d to `now`
+ * and asked whether the request `fits`; only when all fit is each one `consume`d.
+ * @internal
+ */
+export interface AlgorithmLogic<S> {
+  /** A fresh state: the key has never been seen, or has expired. */
+  create(): S
+  /** Brings the state to `now` (rolls windows, prunes the log, refills tokens). Meaning-preserving. */
+  advance(state: S, now: number): void
+  /** Whether a request of `cost` passes now. */
+  fits(state: S, now: number, cost: number): boolean
+  /** Records an admitted request of `cost` at `now`. */
+  consume(state: S, now: number, cost: number): void
+  /** Gives back `cost` admitted at `at` (for skipped requests), where the state still holds it. */
+  refund(state: S, now: number, cost: number, at: number): void
+  /**
+   * The outcome after the decision. `pending` is a cost admitted but not written (a peek), `deniedCost`
+   * the cost of a denied request (0 when the request was allowed).
+   */
+  report(state: S, now: number, pending: number, deniedCost: number): RuleOutcome
+  /** How long the state matters; 0 when it equals a fresh state and may be dropped. */
+  ttl(state: S, now: number): number
+}
+
+/**
+ * One rate limit rule: an algorithm with its parameters. Create rules with `fixedWindow`,
+ * `slidingWindowLog`, `slidingWindowCounter` or `tokenBucket`; the limiter never switches on names.
+ */
+export interface Rule {
+  readonly algorithm: AlgorithmName
+  /** Requests (cost units) admitted per window; the bucket capacity for the token bucket. */
+  readonly limit: number
+  /** The window in ms; for the token bucket, the time to refill an empty bucket. */
+  readonly windowMs: number
+  /** Policy name reported in draft-8 headers. */
+  readonly name: string
+  /** Storage suffix: algorithm and window, so a changed limit keeps its count. */
+  readonly id: string
+  /** @internal */
+  readonly logic: AlgorithmLogic<unknown>
+  /** @internal Lua algorithm code and its three numeric parameters. */
+  readonly script: { readonly code: number; readonly params: readonly [number, number, number] }
+}
+
+/** Options shared by the window-based rule factories. */
+export interface WindowRuleOptions {
+  /** Requests admitted per window: a positive whole number. */
+  limit: number
+  /** The window: milliseconds or `'500ms' | '30s' | '1m' | '1h' | '1d'`. */
+  window: Duration
+  /** Policy name for draft-8 headers. @default `'<limit>-per-<window>'` */
+  name?: string
+}

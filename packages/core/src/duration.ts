@@ -1,0 +1,34 @@
+import { invalid } from './errors.js'
+
+/** A duration: whole milliseconds, or a string such as `'500ms'`, `'30s'`, `'1m'`, `'1h'`, `'1d'`. */
+export type Duration = number | `${number}${DurationUnit}`
+export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd'
+
+const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const DURATION_PATTERN = /^(\d+)(ms|s|m|h|d)$/
+const ALLOWED = "a positive whole number of milliseconds or a string like '500ms', '30s', '1m', '1h', '1d'"
+
+/**
+ * Parses a duration into whole milliseconds. Throws a `RateLimitError` naming `option` when the value is
+ * not a positive whole number of milliseconds (no silent rounding of `1.5` or `'1x'`).
+ */
+export function parseDuration(value: unknown, option: string): number {
+  let ms: number | undefined
+  if (typeof value === 'number') ms = value
+  else if (typeof value === 'string') {
+    const match = DURATION_PATTERN.exec(value.trim())
+    if (match) ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit]
+  }
+  if (ms === undefined || !Number.isSafeInteger(ms) || ms <= 0) {
+    throw invalid('ERR_RATEWINDOW_INVALID_WINDOW', option, value, ALLOWED)
+  }
+  return ms
+}
+
+/** Formats milliseconds in the largest unit that divides them: 60000 → '1m', 1500 → '1500ms'. */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    if (ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`
+  }
+  return `${ms}ms`
+}

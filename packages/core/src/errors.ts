@@ -1,0 +1,56 @@
+/**
+ * Stable error codes. Match on `error.code`, never on the message text.
+ */
+export type RateLimitErrorCode =
+  | 'ERR_RATEWINDOW_INVALID_OPTION'
+  | 'ERR_RATEWINDOW_INVALID_LIMIT'
+  | 'ERR_RATEWINDOW_INVALID_WINDOW'
+  | 'ERR_RATEWINDOW_INVALID_ALGORITHM'
+  | 'ERR_RATEWINDOW_INVALID_COST'
+  | 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT'
+  | 'ERR_RATEWINDOW_DUPLICATE_RULE'
+  | 'ERR_RATEWINDOW_INVALID_KEY'
+  | 'ERR_RATEWINDOW_INVALID_IP'
+  | 'ERR_RATEWINDOW_STORE'
+  | 'ERR_RATEWINDOW_STORE_TIMEOUT'
+
+/** Every error ratewindow throws on purpose is a `RateLimitError` with a stable `code`. */
+export class RateLimitError extends Error {
+  override readonly name = 'RateLimitError'
+  readonly code: RateLimitErrorCode
+  /** The option at fault, when there is one (for example `limit` or `rules[1].window`). */
+  readonly option: string | undefined
+
+  constructor(code: RateLimitErrorCode, message: string, options: { option?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.option = options.option
+  }
+}
+
+/** Renders a received value for an error message: short, typed, never a crash on odd input. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
+    return JSON.stringify(shown)
+  }
+  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : String(value)
+  if (typeof value === 'bigint') return `${value}n`
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return `an array of ${value.length}`
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'object') return 'an object'
+  return String(value)
+}
+
+/** Builds the standard "`option` must be …, received …" error. */
+export function invalid(
+  code: RateLimitErrorCode,
+  option: string,
+  value: unknown,
+  allowed: string,
+): RateLimitError {
+  return new RateLimitError(code, `\`${option}\` must be ${allowed}; received ${describeValue(value)}.`, {
+    option,
+  })
+}

@@ -1,0 +1,32 @@
+export {
+  type AlgorithmName,
+  fixedWindow,
+  type Rule,
+  type RuleOutcome,
+  slidingWindowCounter,
+  slidingWindowLog,
+  type TokenBucketOptions,
+  tokenBucket,
+  type WindowRuleOptions,
+} from './algorithms/index.js'
+export { type Duration, formatDuration, parseDuration } from './duration.js'
+export { RateLimitError, type RateLimitErrorCode } from './errors.js'
+export {
+  HEADER_FORMATS,
+  type HeaderFormat,
+  type HeaderOptions,
+  partitionKey,
+  rateLimitHeaders,
+  toSeconds,
+} from './headers.js'
+export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
+export {
+  type DecisionSource,
+  type LimitOptions,
+  RateLimiter,
+  type RateLimiterOptions,
+  type RateLimitResult,
+  type RuleResult,
+} from './limiter.js'
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
+export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'

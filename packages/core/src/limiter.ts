@@ -1,0 +1,215 @@
+import type { Rule, RuleOutcome } from './algorithms/types.js'
+import { describeValue, invalid, RateLimitError } from './errors.js'
+import { MemoryStore } from './stores/memory.js'
+import type { Decision, Store, StoreRequest } from './stores/types.js'
+
+export interface RateLimiterOptions {
+  /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
+  rules: Rule | readonly Rule[]
+  /** Where state lives. @default new MemoryStore() */
+  store?: Store
+  /** Namespace for this limiter's keys, so limiters can share a store. @default 'rw' */
+  prefix?: string
+}
+
+export interface LimitOptions {
+  /** Whole units this request costs; 0 checks without consuming. @default 1 */
+  cost?: number
+}
+
+/** One rule's part of a result. */
+export interface RuleResult extends RuleOutcome {
+  rule: Rule
+  /** Whether this rule admits the request. */
+  allowed: boolean
+}
+
+/** Where a decision came from. */
+export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache'
+
+/**
+ * A truthful decision. Times are whole milliseconds. `limit`, `remaining` and `reset` describe the reported
+ * rule: on a denial the one that blocks longest, otherwise the one with the fewest requests left.
+ */
+export interface RateLimitResult {
+  allowed: boolean
+  limit: number
+  /** How many cost-1 requests would still pass now (across all rules). */
+  remaining: number
+  /** Wait until the reported rule's whole quota is free again, if nothing else arrived. */
+  reset: number
+  /** Smallest wait after which the same request passes if nothing else arrives (0 when allowed). */
+  retryAfter: number
+  /** The identifier that was limited. */
+  key: string
+  cost: number
+  /** Decision time in epoch ms, from the store's clock. Pass it back to `refund`. */
+  at: number
+  /** The reported rule. */
+  rule: Rule
+  /** Every rule's outcome, in rule order. */
+  rules: RuleResult[]
+  source: DecisionSource
+}
+
+/**
+ * Applies rules to client identifiers through a store.
+ * @example
+ * const limiter = new RateLimiter({ rules: slidingWindowCounter({ limit: 100, window: '1m' }) })
+ * const result = await limiter.limit('user:alice')
+ * if (!result.allowed) console.log(`retry in ${result.retryAfter} ms`)
+ */
+export class RateLimiter {
+  readonly rules: readonly Rule[]
+  readonly store: Store
+  readonly prefix: string
+  /** The smallest limit among the rules: no cost above it can ever pass. */
+  readonly maxCost: number
+
+  constructor(options: RateLimiterOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'options',
+        options,
+        'an object like { rules: slidingWindowCounter(...) }',
+      )
+    }
+    this.rules = parseRules(options.rules)
+    this.store = options.store ?? new MemoryStore()
+    if (typeof this.store.consume !== 'function' || typeof this.store.peek !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'store',
+        options.store,
+        'a Store such as new MemoryStore()',
+      )
+    }
+    this.prefix = options.prefix ?? 'rw'
+    if (typeof this.prefix !== 'string' || this.prefix.length > 64 || /[{}]/.test(this.prefix)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'prefix',
+        options.prefix,
+        'a string of at most 64 characters without `{` or `}`',
+      )
+    }
+    this.maxCost = Math.min(...this.rules.map((rule) => rule.limit))
+  }
+
+  /** Decides for one request of `key` and records it when allowed. */
+  async limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
+    const request = this.#request(key, options?.cost)
+    return toResult(request, await this.store.consume(request), 'store')
+  }
+
+  /** The result `limit` would give now, without consuming anything. */
+  async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
+    const request = this.#request(key, options?.cost)
+    return toResult(request, await this.store.peek(request), 'store')
+  }
+
+  /** Gives back an admitted request, e.g. one whose response should not count. Pass its result. */
+  async refund(result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed'>): Promise<void> {
+    if (!result.allowed || result.cost === 0) return
+    const request = this.#request(result.key, result.cost)
+    await this.store.refund({ ...request, at: result.at })
+  }
+
+  /** Forgets everything about `key`. */
+  async reset(key: string): Promise<void> {
+    checkKey(key)
+    await this.store.reset({ prefix: this.prefix, key, rules: this.rules })
+  }
+
+  #request(key: string, cost: number | undefined = 1): StoreRequest {
+    checkKey(key)
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+      throw invalid('ERR_RATEWINDOW_INVALID_COST', 'cost', cost, 'a whole number >= 0')
+    }
+    if (cost > this.maxCost) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+        `\`cost\` ${cost} exceeds the smallest limit (${this.maxCost}): such a request could never pass. Lower the cost or raise the limit.`,
+        { option: 'cost' },
+      )
+    }
+    return { prefix: this.prefix, key, rules: this.rules, cost }
+  }
+}
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string') {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_KEY',
+      `The key must be a string; received ${describeValue(key)}.`,
+      {
+        option: 'key',
+      },
+    )
+  }
+}
+
+/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids. */
+export function parseRules(rules: unknown): readonly Rule[] {
+  const list = Array.isArray(rules) ? rules : [rules]
+  if (list.length === 0)
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'rules', rules, 'a rule or a non-empty array of rules')
+  const ids = new Set<string>()
+  list.forEach((rule: unknown, i) => {
+    if (!isRule(rule)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        Array.isArray(rules) ? `rules[${i}]` : 'rules',
+        rule,
+        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket',
+      )
+    }
+    if (ids.has(rule.id)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_DUPLICATE_RULE',
+        `\`rules[${i}]\` repeats a ${rule.algorithm} rule with the same window; merge them or change one window.`,
+        { option: `rules[${i}]` },
+      )
+    }
+    ids.add(rule.id)
+  })
+  return Object.freeze([...list])
+}
+
+function isRule(value: unknown): value is Rule {
+  return typeof value === 'object' && value !== null && 'logic' in value && 'script' in value && 'id' in value
+}
+
+/** Builds the public result from a store decision. */
+export function toResult(request: StoreRequest, decision: Decision, source: DecisionSource): RateLimitResult {
+  const { rules, key, cost } = request
+  const results: RuleResult[] = decision.outcomes.map((outcome, i) => ({
+    ...outcome,
+    rule: rules[i]!,
+    allowed: decision.allowed || outcome.retryAfter === 0,
+  }))
+  let reported = results[0]!
+  let remaining = reported.remaining
+  for (const result of results) {
+    remaining = Math.min(remaining, result.remaining)
+    const worse = decision.allowed
+      ? result.remaining < reported.remaining ||
+        (result.remaining === reported.remaining && result.reset > reported.reset)
+      : result.retryAfter > reported.retryAfter
+    if (worse) reported = result
+  }
+  return {
+    allowed: decision.allowed,
+    limit: reported.rule.limit,
+    remaining,
+    reset: reported.reset,
+    retryAfter: decision.allowed ? 0 : reported.retryAfter,
+    key,
+    cost,
+    at: decision.now,
+    rule: reported.rule,
+    rules: results,
+    source,
+  }
+}

@@ -1,0 +1,29 @@
+import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import type { Decision } from './types.js'
+
+/**
+ * The all-or-nothing decision over in-process states, shared by in-process stores. The Redis script runs
+ * the same steps in Lua: advance every rule, check that every rule fits, then consume from all or none.
+ * @internal
+ */
+export function decideLocally(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  write: boolean,
+): Decision {
+  let allowed = true
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.advance(states[i], now)
+    if (!logic.fits(states[i], now, cost)) allowed = false
+  }
+  const outcomes: RuleOutcome[] = new Array(rules.length)
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    if (allowed && write) logic.consume(states[i], now, cost)
+    outcomes[i] = logic.report(states[i], now, allowed && !write ? cost : 0, allowed ? 0 : cost)
+  }
+  return { allowed, now, outcomes }
+}

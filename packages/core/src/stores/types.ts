@@ -1,0 +1,48 @@
+import type { Rule, RuleOutcome } from '../algorithms/types.js'
+
+export type Awaitable<T> = T | Promise<T>
+
+/** Addresses the state of one client under one limiter. */
+export interface StoreTarget {
+  /** The limiter's namespace (`RateLimiter` option `prefix`). */
+  prefix: string
+  /** The client identifier, any string (hashed by stores that need bounded keys). */
+  key: string
+  /** The rules checked together, all-or-nothing. */
+  rules: readonly Rule[]
+}
+
+export interface StoreRequest extends StoreTarget {
+  /** Whole units the request costs. */
+  cost: number
+}
+
+export interface RefundRequest extends StoreRequest {
+  /** The `at` of the decision being refunded (ms, the store's clock). */
+  at: number
+}
+
+/** A store's answer: one outcome per rule, in the order of `rules`. */
+export interface Decision {
+  allowed: boolean
+  /** Decision time in epoch ms, from the store's clock (Redis: the server's `TIME` by default). */
+  now: number
+  outcomes: RuleOutcome[]
+}
+
+/**
+ * Where rate limit state lives. `MemoryStore` and `RedisStore` implement it and pass one conformance suite:
+ * the same trace gives the same decisions. Implementations must apply a request to all rules atomically.
+ */
+export interface Store {
+  /** Decides and, when every rule admits the request, records it in all of them. */
+  consume(request: StoreRequest): Awaitable<Decision>
+  /** The decision `consume` would give now, writing nothing. */
+  peek(request: StoreRequest): Awaitable<Decision>
+  /** Gives back the cost of an admitted request (for `skipFailedRequests` and friends). */
+  refund(request: RefundRequest): Awaitable<void>
+  /** Forgets the client's state for these rules. */
+  reset(target: StoreTarget): Awaitable<void>
+  /** Releases timers or connections the store owns. */
+  close?(): Awaitable<void>
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import {
+  fixedWindow,
+  MemoryStore,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+} from '../src/index.js'
+
+describe('MemoryStore', () => {
+  it('holds at most maxKeys keys and evicts the least recently used', async () => {
+    const now = 1_000_000
+    const store = new MemoryStore({ clock: () => now, maxKeys: 3 })
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), store })
+    for (const key of ['a', 'b', 'c']) await limiter.limit(key)
+    await limiter.limit('a') // touch: 'b' is now the least recently used
+    await limiter.limit('d')
+    expect(store.size).toBe(3)
+    expect((await limiter.peek('a')).allowed).toBe(false) // kept
+    expect((await limiter.peek('b')).allowed).toBe(true) // evicted, starts afresh
+    expect((await limiter.peek('c')).allowed).toBe(false)
+  })
+
+  it('drops keys once expired, and never stores a key that holds nothing', async () => {
+    let now = 1_000_000
+    const store = new MemoryStore({ clock: () => now })
+    const limiter = new RateLimiter({ rules: slidingWindowCounter({ limit: 5, window: '1s' }), store })
+    await limiter.limit('a')
+    await limiter.peek('never-consumed')
+    await limiter.limit('zero', { cost: 0 })
+    expect(store.size).toBe(1)
+    now += 1_999 // the counter's state lasts until its count has left the previous window too
+    store.sweep()
+    expect(store.size).toBe(1)
+    now += 1
+    store.sweep()
+    expect(store.size).toBe(0)
+  })
+
+  it('hashes very long identifiers so that the key bound is a memory bound', async () => {
+    const store = new MemoryStore()
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1m' }), store })
+    const long = 'x'.repeat(10_000)
+    await limiter.limit(long)
+    expect((await limiter.limit(long)).allowed).toBe(false)
+    expect((await limiter.limit(`${long}y`)).allowed).toBe(true)
+  })
+
+  it('grows the log ring buffer up to the limit and keeps order across wrap-around', async () => {
+    let now = 0
+    const limiter = new RateLimiter({
+      rules: slidingWindowLog({ limit: 20, window: 100 }),
+      store: new MemoryStore({ clock: () => now }),
+    })
+    let admitted = 0
+    for (let i = 0; i < 500; i++) {
+      now += 3
+      if ((await limiter.limit('k')).allowed) admitted++
+    }
+    // 20 per 100 ms, at one request every 3 ms: 20 admitted in each 100 ms, exactly.
+    expect(admitted).toBe(300)
+  })
+
+  it('limiters with different prefixes or rules do not share state', async () => {
+    const store = new MemoryStore()
+    const rule = fixedWindow({ limit: 1, window: '1m' })
+    const a = new RateLimiter({ rules: rule, store, prefix: 'a' })
+    const b = new RateLimiter({ rules: rule, store, prefix: 'b' })
+    const c = new RateLimiter({
+      rules: [rule, slidingWindowLog({ limit: 1, window: '1m' })],
+      store,
+      prefix: 'a',
+    })
+    expect((await a.limit('k')).allowed).toBe(true)
+    expect((await b.limit('k')).allowed).toBe(true)
+    expect((await c.limit('k')).allowed).toBe(true)
+    expect((await a.limit('k')).allowed).toBe(false)
+  })
+})

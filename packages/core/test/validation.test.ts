@@ -1,0 +1,141 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  fixedWindow,
+  MemoryStore,
+  parseDuration,
+  RateLimitError,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '../src/index.js'
+
+function errorOf(fn: () => unknown): RateLimitError {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).toBeInstanceOf(RateLimitError)
+    return error as RateLimitError
+  }
+  throw new Error('expected a RateLimitError')
+}
+
+describe('durations', () => {
+  it.each([
+    [500, 500],
+    ['500ms', 500],
+    ['30s', 30_000],
+    ['1m', 60_000],
+    ['1h', 3_600_000],
+    ['1d', 86_400_000],
+  ])('%s is %d ms', (input, ms) => {
+    expect(parseDuration(input, 'window')).toBe(ms)
+  })
+
+  it.each(['1x', '', '1.5s', '-1s', 0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, null, '10'])(
+    'rejects %s naming the option and the value',
+    (input) => {
+      const error = errorOf(() => fixedWindow({ limit: 1, window: input as never }))
+      expect(error.code).toBe('ERR_RATEWINDOW_INVALID_WINDOW')
+      expect(error.option).toBe('window')
+      expect(error.message).toContain('`window`')
+      expect(error.message).toContain('received')
+      expect(error.message).toContain("'30s'")
+    },
+  )
+})
+
+describe('rule options', () => {
+  it.each([-1, 0, 1.5, Number.NaN, '100', undefined, Number.MAX_SAFE_INTEGER + 1])(
+    'limit %s is rejected',
+    (limit) => {
+      const error = errorOf(() => slidingWindowCounter({ limit: limit as never, window: '1m' }))
+      expect(error.code).toBe('ERR_RATEWINDOW_INVALID_LIMIT')
+      expect(error.message).toMatch(/^`limit` must be a positive whole number/)
+    },
+  )
+
+  it('names the received value in the message', () => {
+    expect(errorOf(() => fixedWindow({ limit: -1, window: '1m' })).message).toContain('received -1')
+    expect(errorOf(() => fixedWindow({ limit: 1, window: '1x' })).message).toContain('received "1x"')
+  })
+
+  it('rejects products that would not stay exact', () => {
+    const error = errorOf(() => slidingWindowLog({ limit: 2 ** 30, window: '1d' }))
+    expect(error.code).toBe('ERR_RATEWINDOW_INVALID_OPTION')
+    expect(error.message).toContain('`limit` × `window`')
+  })
+
+  it('validates token bucket options by name', () => {
+    expect(errorOf(() => tokenBucket({ capacity: 0, refillRate: 1 })).option).toBe('capacity')
+    expect(errorOf(() => tokenBucket({ capacity: 1, refillRate: 0.5 })).option).toBe('refillRate')
+    expect(errorOf(() => tokenBucket({ capacity: 1, refillRate: 1, interval: '1y' as never })).option).toBe(
+      'interval',
+    )
+  })
+
+  it('rejects a policy name that would break a structured header', () => {
+    expect(errorOf(() => fixedWindow({ limit: 1, window: 1, name: 'a"b' })).option).toBe('name')
+  })
+})
+
+describe('RateLimiter options', () => {
+  const rule = slidingWindowCounter({ limit: 10, window: '1m' })
+
+  it('rejects missing, empty and foreign rules', () => {
+    expect(errorOf(() => new RateLimiter({ rules: [] })).option).toBe('rules')
+    expect(errorOf(() => new RateLimiter({ rules: [rule, { limit: 5 } as never] })).option).toBe('rules[1]')
+    expect(errorOf(() => new RateLimiter(undefined as never)).option).toBe('options')
+  })
+
+  it('rejects two rules that would share storage', () => {
+    const error = errorOf(
+      () => new RateLimiter({ rules: [rule, slidingWindowCounter({ limit: 5, window: 60_000 })] }),
+    )
+    expect(error.code).toBe('ERR_RATEWINDOW_DUPLICATE_RULE')
+  })
+
+  it('rejects a cost that no rule could ever admit, and a fractional or negative cost', async () => {
+    const limiter = new RateLimiter({ rules: [rule, fixedWindow({ limit: 3, window: '1s' })] })
+    await expect(limiter.limit('k', { cost: 4 })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+    })
+    await expect(limiter.limit('k', { cost: 1.5 })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_COST',
+    })
+    await expect(limiter.limit('k', { cost: -1 })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_COST',
+    })
+    expect((await limiter.limit('k', { cost: 3 })).allowed).toBe(true)
+  })
+
+  it('rejects a key that is not a string', async () => {
+    const limiter = new RateLimiter({ rules: rule })
+    await expect(limiter.limit(42 as never)).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_KEY' })
+  })
+
+  it('rejects a prefix with braces (they would break the Redis hash tag)', () => {
+    expect(errorOf(() => new RateLimiter({ rules: rule, prefix: 'a{b' })).option).toBe('prefix')
+  })
+
+  it('rejects bad MemoryStore options', () => {
+    expect(errorOf(() => new MemoryStore({ maxKeys: 0 })).option).toBe('maxKeys')
+    expect(errorOf(() => new MemoryStore({ clock: 5 as never })).option).toBe('clock')
+  })
+
+  it('any rule options either build a rule or throw a RateLimitError with a code', () => {
+    fc.assert(
+      fc.property(fc.anything(), fc.anything(), (limit, window) => {
+        try {
+          const built = slidingWindowCounter({ limit, window } as never)
+          expect(built.limit).toBeGreaterThan(0)
+        } catch (error) {
+          expect(error).toBeInstanceOf(RateLimitError)
+          expect((error as RateLimitError).code).toMatch(/^ERR_RATEWINDOW_/)
+        }
+      }),
+      { numRuns: 500 },
+    )
+  })
+})

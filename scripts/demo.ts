@@ -1,0 +1,3 @@
+import { runSimulation } from './simulation.js'
+
+await runSimulation()

@@ -1,0 +1,109 @@
+import type { Rule } from '@ratewindow/core'
+
+/**
+ * A naive model of every algorithm, written from the definitions in DESIGN.md and independent of the
+ * library's code: it keeps the full history of admitted requests and recomputes everything from it.
+ * Waits are found by binary search over time (every algorithm's "fits" only gets easier as time passes
+ * when nothing arrives), never by a formula.
+ */
+export interface Admission {
+  time: number
+  cost: number
+}
+
+export interface ReferenceOutcome {
+  allowed: boolean
+  remaining: number[]
+  reset: number[]
+  retryAfter: number
+}
+
+function sumWhere(history: readonly Admission[], keep: (a: Admission) => boolean): number {
+  let total = 0
+  for (const admission of history) if (keep(admission)) total += admission.cost
+  return total
+}
+
+/** Token bucket level at `now`, in units of 1/interval token, by replaying the history. */
+function tokensAt(rule: Rule, history: readonly Admission[], now: number): number {
+  const [capacity, refillRate, interval] = rule.script.params
+  const full = capacity * interval
+  let tokens = full
+  let last = history[0]?.time ?? now
+  for (const admission of [...history, { time: now, cost: 0 }]) {
+    const elapsed = Math.max(0, admission.time - last)
+    tokens = Math.min(full, tokens + elapsed * refillRate)
+    last = Math.max(last, admission.time)
+    tokens -= admission.cost * interval
+  }
+  return tokens
+}
+
+/** Whether a request of `cost` passes `rule` at `now`, given the admitted history. */
+export function fits(rule: Rule, history: readonly Admission[], now: number, cost: number): boolean {
+  const { limit, windowMs: W } = rule
+  switch (rule.algorithm) {
+    case 'fixed-window': {
+      const win = Math.floor(now / W)
+      return sumWhere(history, (a) => Math.floor(a.time / W) === win) + cost <= limit
+    }
+    case 'sliding-window-log':
+      return sumWhere(history, (a) => now - a.time < W) + cost <= limit
+    case 'sliding-window-counter': {
+      const win = Math.floor(now / W)
+      const curr = sumWhere(history, (a) => Math.floor(a.time / W) === win)
+      const prev = sumWhere(history, (a) => Math.floor(a.time / W) === win - 1)
+      const elapsed = now - win * W
+      return prev * (W - elapsed) + (curr + cost) * W <= limit * W
+    }
+    case 'token-bucket':
+      return tokensAt(rule, history, now) >= cost * rule.script.params[2]
+  }
+}
+
+/** How many cost-1 requests `rule` admits at `now`. */
+export function remainingOf(rule: Rule, history: readonly Admission[], now: number): number {
+  let k = 0
+  while (k < rule.limit && fits(rule, history, now, k + 1)) k++
+  return k
+}
+
+/** Smallest d >= from with pred(now + d), by binary search on a predicate monotone in d. */
+function firstTrue(pred: (d: number) => boolean, from: number, upTo: number): number {
+  let lo = from
+  let hi = upTo
+  if (!pred(hi)) throw new Error(`reference: predicate never turns true up to ${upTo} ms`)
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2)
+    if (pred(mid)) hi = mid
+    else lo = mid + 1
+  }
+  return lo
+}
+
+/** The decision for a request of `cost` at `now` over all rules, and the history after it. */
+export function decide(
+  rules: readonly Rule[],
+  histories: Admission[][],
+  now: number,
+  cost: number,
+  write: boolean,
+): ReferenceOutcome {
+  const allowed = rules.every((rule, i) => fits(rule, histories[i]!, now, cost))
+  const after = histories.map((history) => (allowed ? [...history, { time: now, cost }] : history))
+  if (allowed && write)
+    after.forEach((history, i) => {
+      histories[i] = history
+    })
+  const horizon = 3 * Math.max(...rules.map((rule) => rule.windowMs)) + 1
+  return {
+    allowed,
+    remaining: rules.map((rule, i) => remainingOf(rule, after[i]!, now)),
+    reset: rules.map((rule, i) =>
+      firstTrue((d) => remainingOf(rule, after[i]!, now + d) === rule.limit, 0, horizon),
+    ),
+    retryAfter: allowed
+      ? 0
+      : firstTrue((d) => rules.every((rule, i) => fits(rule, histories[i]!, now + d, cost)), 1, horizon),
+  }
+}

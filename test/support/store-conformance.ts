@@ -1,0 +1,385 @@
+import {
+  fixedWindow,
+  RateLimiter,
+  type Rule,
+  type Store,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from './clock.js'
+import { type Admission, decide } from './reference.js'
+
+export interface StoreUnderTest {
+  name: string
+  /** A store whose time is `clock` (the Redis store receives it through its `clock` option). */
+  createStore(clock: ManualClock): Store | Promise<Store>
+  /** Property runs per property (Redis round trips cost more than memory). */
+  numRuns?: number
+}
+
+const SECOND = 1_000
+const MINUTE = 60_000
+let uniquePrefix = 0
+
+/** Runs the shared store conformance suite: the same traces must give the same decisions in every store. */
+export function describeStoreConformance(subject: StoreUnderTest): void {
+  const numRuns = Number(process.env.PROPERTY_RUNS ?? subject.numRuns ?? 200)
+
+  async function setup(rules: Rule | Rule[], start = 1_700_000_040_000) {
+    const clock = new ManualClock(start)
+    const store = await subject.createStore(clock)
+    const limiter = new RateLimiter({ rules, store, prefix: `t${process.pid}x${uniquePrefix++}` })
+    return { clock, store, limiter }
+  }
+
+  describe(`${subject.name}: seed worked examples`, () => {
+    it('seed 000 (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
+      const t0 = 1_700_000_040_000 - (1_700_000_040_000 % MINUTE)
+      const { clock, limiter } = await setup(slidingWindowLog({ limit: 10, window: '60s' }), t0)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 9 })
+      clock.set(t0 + 5 * SECOND)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 8 })
+      for (let i = 3; i <= 10; i++) {
+        clock.set(t0 + 5 * SECOND + (i - 2) * 500) // requests 3..10, "made quickly", before t = 10 s
+        expect((await limiter.limit('k')).allowed).toBe(true)
+      }
+      clock.set(t0 + 10 * SECOND)
+      expect(await limiter.limit('k')).toMatchObject({
+        allowed: false,
+        remaining: 0,
+        retryAfter: 50 * SECOND,
+      })
+      // NOTE: the seed says that at t = 40 s requests 1-4 have expired and 6 remain. With a 60 s window nothing
+      // sent at t >= 0 has left by t = 40 s (the oldest leaves at t = 60 s), so the correct answer is: still
+      // 10 in the window, denied, retry in 20 s.
+      clock.set(t0 + 40 * SECOND)
+      expect(await limiter.limit('k')).toMatchObject({
+        allowed: false,
+        remaining: 0,
+        retryAfter: 20 * SECOND,
+      })
+      // Half-open window: at exactly t = 60 s request 1 has left, so one more passes.
+      clock.set(t0 + 60 * SECOND - 1)
+      expect((await limiter.limit('k')).allowed).toBe(false)
+      clock.set(t0 + 60 * SECOND)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
+    })
+
+    it('seed 001 (log, 5 per 60 s): a denial reports when the oldest entry leaves, not the window size', async () => {
+      const base = 1_700_000_100_000
+      const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), base)
+      for (const offset of [0, 15_000, 30_000, 40_000, 50_000]) {
+        clock.set(base + offset)
+        expect((await limiter.limit('alice')).allowed).toBe(true)
+      }
+      clock.set(base + 55_000)
+      const denied = await limiter.limit('alice')
+      expect(denied).toMatchObject({ allowed: false, remaining: 0 })
+      expect(denied.retryAfter).toBe(5_000) // the entry at +0 leaves at +60 s; the seed would say 60 s
+    })
+
+    it('seed 002 (log, 5 per 60 s): at 3720 the entry at 3650 is pruned, 3 remain, the request passes', async () => {
+      const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), 0)
+      for (const second of [3650, 3680, 3695, 3710]) {
+        clock.set(second * SECOND)
+        expect((await limiter.limit('user')).allowed).toBe(true)
+      }
+      clock.set(3720 * SECOND)
+      const result = await limiter.limit('user')
+      // Three entries survive (3680, 3695, 3710); with 3720 added, the list holds four: one more fits.
+      expect(result).toMatchObject({ allowed: true, remaining: 1 })
+      expect(result.reset).toBe(60 * SECOND) // the whole quota is free once 3720 leaves
+      const full = await limiter.limit('user')
+      expect(full).toMatchObject({ allowed: true, remaining: 0 })
+      // Denied now; the oldest counted entry (3680) leaves at 3740.
+      expect(await limiter.limit('user')).toMatchObject({ allowed: false, retryAfter: 20 * SECOND })
+    })
+
+    it('seed 003 (fixed window): 100 at the end of one window and 100 at the start of the next all pass', async () => {
+      const { clock, limiter } = await setup(fixedWindow({ limit: 100, window: '1m' }), 30 * MINUTE)
+      let admitted = 0
+      for (let i = 0; i < 100; i++) {
+        clock.set(31 * MINUTE - SECOND + i * 10) // the last second of the 12:00-12:01 window
+        if ((await limiter.limit('k')).allowed) admitted++
+      }
+      for (let i = 0; i < 100; i++) {
+        clock.set(31 * MINUTE + i * 10) // the first second of the next window
+        if ((await limiter.limit('k')).allowed) admitted++
+      }
+      expect(admitted).toBe(200) // 2 × limit within two seconds: the documented flaw
+    })
+
+    it('seed 003 (counter, 100 per minute): prev 80, curr 30, 30 s in: estimate 70, allowed', async () => {
+      const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 4 * MINUTE)
+      for (let i = 0; i < 80; i++) expect((await limiter.limit('k')).allowed).toBe(true)
+      clock.set(5 * MINUTE + 15 * SECOND) // 80 × 0.75 = 60 counted from the previous window: 30 more fit
+      for (let i = 0; i < 30; i++) expect((await limiter.limit('k')).allowed).toBe(true)
+      clock.set(5 * MINUTE + 30 * SECOND)
+      // 80 × 0.5 + 30 = 70 before; this request makes 71, so 29 more cost-1 requests fit.
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 29 })
+    })
+
+    it('seed 003 (counter): traffic back-loaded in the previous window is under-counted, within the bound', async () => {
+      const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 0)
+      clock.set(MINUTE - 10 * SECOND) // all 100 in the last 10 s of the previous window
+      for (let i = 0; i < 100; i++) expect((await limiter.limit('k', { cost: 1 })).allowed).toBe(true)
+      clock.set(MINUTE + 30 * SECOND) // 50 % into the current window: estimate 100 × 0.5 = 50
+      let admitted = 0
+      while ((await limiter.limit('k')).allowed) admitted++
+      expect(admitted).toBe(50)
+      // The trailing minute (30 s, 90 s] now holds 150: the documented bound is limit + prev × elapsed / W.
+    })
+
+    it('seed 004 (counter, 7 per minute): prev 5, curr 3, 30 s in: allowed, then denied (no floor)', async () => {
+      const { clock, limiter } = await setup(slidingWindowCounter({ limit: 7, window: '1m' }), 0)
+      for (let i = 0; i < 5; i++) await limiter.limit('k')
+      clock.set(MINUTE + 20 * SECOND) // 5 × 40/60 ≈ 3.3 from the previous window: 3 more fit
+      for (let i = 0; i < 3; i++) expect((await limiter.limit('k')).allowed).toBe(true)
+      clock.set(MINUTE + 30 * SECOND)
+      // 3 + 5 × 0.5 = 5.5; with this request 6.5 <= 7: allowed, and no whole request fits after it.
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
+      // The seed's floor(6.5) = 6 < 7 would admit a 5th, making the estimate 7.5 > 7. We deny it, and the
+      // truthful wait is 6 s (5 × (30 − 6) / 60 + 5 = 7), not the seed's "end of the window".
+      expect(await limiter.limit('k')).toMatchObject({ allowed: false, retryAfter: 6 * SECOND })
+      clock.advance(6 * SECOND - 1)
+      expect((await limiter.peek('k')).allowed).toBe(false)
+      clock.advance(1)
+      expect((await limiter.peek('k')).allowed).toBe(true)
+    })
+
+    it('token bucket: a burst of capacity, then the refill rate', async () => {
+      const { clock, limiter } = await setup(tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }))
+      for (let i = 9; i >= 0; i--)
+        expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: i })
+      expect(await limiter.limit('k')).toMatchObject({ allowed: false, retryAfter: 1000, reset: 10_000 })
+      clock.advance(2_500)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 1 })
+      // 1.5 tokens left: a cost-2 request misses half a token, 500 ms of refill.
+      expect(await limiter.limit('k', { cost: 2 })).toMatchObject({ allowed: false, retryAfter: 500 })
+    })
+  })
+
+  describe(`${subject.name}: boundaries`, () => {
+    it('the log admits exactly `limit` in every window across a boundary burst', async () => {
+      const { clock, limiter } = await setup(slidingWindowLog({ limit: 100, window: '1m' }), 0)
+      let admitted = 0
+      for (let i = 0; i < 200; i++) {
+        clock.set(MINUTE - SECOND + i * 10)
+        if ((await limiter.limit('k')).allowed) admitted++
+      }
+      expect(admitted).toBe(100)
+    })
+
+    it('the counter admits far less than 2 × limit across a boundary burst', async () => {
+      const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 0)
+      let admitted = 0
+      for (let i = 0; i < 200; i++) {
+        clock.set(MINUTE - SECOND + i * 10)
+        if ((await limiter.limit('k')).allowed) admitted++
+      }
+      // 100 before the boundary; 1 s after it the estimate is 100 × 59/60 + curr, so curr <= 1.
+      expect(admitted).toBe(101)
+    })
+
+    it('a request exactly `window` after an entry sees it gone; 1 ms earlier it does not', async () => {
+      for (const rule of [
+        slidingWindowLog({ limit: 1, window: 1000 }),
+        fixedWindow({ limit: 1, window: 1000 }),
+      ]) {
+        const { clock, limiter } = await setup(rule, 5_000)
+        expect((await limiter.limit('k')).allowed).toBe(true)
+        clock.advance(999)
+        expect((await limiter.peek('k')).allowed).toBe(false)
+        clock.advance(1)
+        expect((await limiter.peek('k')).allowed).toBe(true)
+      }
+    })
+  })
+
+  describe(`${subject.name}: several rules, peek, reset, refund`, () => {
+    it('a request denied by one rule consumes from none', async () => {
+      const { clock, limiter } = await setup([
+        slidingWindowCounter({ limit: 2, window: '1s' }),
+        fixedWindow({ limit: 3, window: '1h' }),
+      ])
+      expect((await limiter.limit('k')).allowed).toBe(true)
+      expect((await limiter.limit('k')).allowed).toBe(true)
+      const denied = await limiter.limit('k')
+      expect(denied.allowed).toBe(false)
+      expect(denied.rules.map((rule) => rule.allowed)).toEqual([false, true])
+      expect(denied.rules[1]!.remaining).toBe(1) // the hourly rule did not pay for the denied request
+      clock.advance(2_000)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0, limit: 3 })
+      const blocked = await limiter.limit('k')
+      expect(blocked.allowed).toBe(false)
+      expect(blocked.rule.windowMs).toBe(3_600_000)
+    })
+
+    it('peek reports without consuming; reset forgets; refund gives back', async () => {
+      const { limiter } = await setup(slidingWindowLog({ limit: 2, window: '1m' }))
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 })
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 })
+      const first = await limiter.limit('k')
+      await limiter.limit('k')
+      expect((await limiter.peek('k')).allowed).toBe(false)
+      await limiter.refund(first)
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 0 })
+      await limiter.reset('k')
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1, reset: 60_000 })
+    })
+
+    it('keys are independent', async () => {
+      const { limiter } = await setup(fixedWindow({ limit: 1, window: '1m' }))
+      expect((await limiter.limit('a')).allowed).toBe(true)
+      expect((await limiter.limit('b')).allowed).toBe(true)
+      expect((await limiter.limit('a')).allowed).toBe(false)
+    })
+  })
+
+  describe(`${subject.name}: properties over random traces`, () => {
+    it('every decision equals the naive reference model', async () => {
+      await fc.assert(
+        fc.asyncProperty(traceArbitrary(), async ({ rules: specs, steps }) => {
+          const rules = specs.map(buildRule)
+          const { clock, limiter } = await setup(rules, 1_700_000_000_000)
+          const histories = new Map<string, Admission[][]>()
+          for (const step of steps) {
+            clock.advance(step.delay)
+            const history = histories.get(step.key) ?? rules.map(() => [])
+            histories.set(step.key, history)
+            const expected = decide(rules, history, clock.now, step.cost, step.action === 'limit')
+            const result =
+              step.action === 'limit'
+                ? await limiter.limit(step.key, { cost: step.cost })
+                : await limiter.peek(step.key, { cost: step.cost })
+            expect(result.allowed).toBe(expected.allowed)
+            expect(result.retryAfter).toBe(expected.retryAfter)
+            expect(result.rules.map((rule) => rule.remaining)).toEqual(expected.remaining)
+            expect(result.rules.map((rule) => rule.reset)).toEqual(expected.reset)
+            expect(result.remaining).toBe(Math.min(...expected.remaining))
+          }
+        }),
+        { numRuns },
+      )
+    })
+
+    it('retryAfter is truthful: the same request passes at now + retryAfter, not 1 ms earlier', async () => {
+      await fc.assert(
+        fc.asyncProperty(traceArbitrary(), async ({ rules: specs, steps }) => {
+          const rules = specs.map(buildRule)
+          const { clock, limiter } = await setup(rules, 1_700_000_000_000)
+          for (const step of steps) {
+            clock.advance(step.delay)
+            const result = await limiter.limit(step.key, { cost: step.cost })
+            if (result.allowed) continue
+            const now = clock.now
+            clock.set(now + result.retryAfter - 1)
+            expect((await limiter.peek(step.key, { cost: step.cost })).allowed).toBe(false)
+            clock.set(now + result.retryAfter)
+            expect((await limiter.peek(step.key, { cost: step.cost })).allowed).toBe(true)
+            clock.set(now)
+          }
+        }),
+        { numRuns },
+      )
+    })
+
+    it('remaining is truthful: exactly that many cost-1 requests pass at once', async () => {
+      await fc.assert(
+        fc.asyncProperty(traceArbitrary(), async ({ rules: specs, steps }) => {
+          const rules = specs.map(buildRule)
+          const { clock, limiter } = await setup(rules, 1_700_000_000_000)
+          for (const step of steps) {
+            clock.advance(step.delay)
+            await limiter.limit(step.key, { cost: step.cost })
+          }
+          const { remaining } = await limiter.peek('a', { cost: 0 })
+          for (let i = 0; i < remaining; i++) expect((await limiter.limit('a')).allowed).toBe(true)
+          expect((await limiter.limit('a')).allowed).toBe(false)
+        }),
+        { numRuns },
+      )
+    })
+
+    it('the log never admits more than `limit` in any half-open window', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 6 }),
+          fc.integer({ min: 10, max: 2_000 }),
+          fc.array(
+            fc.record({ delay: fc.integer({ min: 0, max: 700 }), cost: fc.integer({ min: 0, max: 2 }) }),
+            {
+              maxLength: 60,
+            },
+          ),
+          async (limit, window, steps) => {
+            const { clock, limiter } = await setup(slidingWindowLog({ limit: Math.max(limit, 2), window }), 0)
+            const admitted: Admission[] = []
+            for (const step of steps) {
+              clock.advance(step.delay)
+              if ((await limiter.limit('k', { cost: step.cost })).allowed)
+                admitted.push({ time: clock.now, cost: step.cost })
+            }
+            for (const end of admitted) {
+              const inWindow = admitted.filter((a) => a.time > end.time - window && a.time <= end.time)
+              expect(inWindow.reduce((sum, a) => sum + a.cost, 0)).toBeLessThanOrEqual(Math.max(limit, 2))
+            }
+          },
+        ),
+        { numRuns },
+      )
+    })
+  })
+}
+
+type RuleSpec =
+  | { kind: 'fixed' | 'log' | 'counter'; limit: number; window: number }
+  | { kind: 'bucket'; capacity: number; refillRate: number; interval: number }
+
+/** Rules are generated as plain specs, so that fast-check prints a failing trace readably. */
+export function buildRule(spec: RuleSpec): Rule {
+  switch (spec.kind) {
+    case 'fixed':
+      return fixedWindow(spec)
+    case 'log':
+      return slidingWindowLog(spec)
+    case 'counter':
+      return slidingWindowCounter(spec)
+    case 'bucket':
+      return tokenBucket(spec)
+  }
+}
+
+const windowSpec = { limit: fc.integer({ min: 2, max: 6 }), window: fc.integer({ min: 10, max: 3_000 }) }
+const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
+  fc.record({ kind: fc.constantFrom('fixed' as const, 'log' as const, 'counter' as const), ...windowSpec }),
+  fc.record({
+    kind: fc.constant('bucket' as const),
+    capacity: fc.integer({ min: 2, max: 6 }),
+    refillRate: fc.integer({ min: 1, max: 5 }),
+    interval: fc.integer({ min: 10, max: 1_000 }),
+  }),
+)
+
+/** Random rule sets (1-3 rules with distinct ids) and traces of (delay, key, cost, limit | peek). */
+function traceArbitrary() {
+  return fc.record({
+    rules: fc.uniqueArray(ruleSpecArbitrary, {
+      minLength: 1,
+      maxLength: 3,
+      selector: (spec) => buildRule(spec).id,
+    }),
+    steps: fc.array(
+      fc.record({
+        delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 4_000 })),
+        key: fc.constantFrom('a', 'b'),
+        cost: fc.integer({ min: 0, max: 2 }),
+        action: fc.constantFrom('limit', 'limit', 'limit', 'peek'),
+      }),
+      { minLength: 1, maxLength: 40 },
+    ),
+  })
+}
