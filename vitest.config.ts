@@ -8,7 +8,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['@ratewindow/source'] } },
   test: {
     include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-    testTimeout: 30_000,
+    globalSetup: ['test/support/global-setup.ts'],
+    testTimeout: 60_000,
     hookTimeout: 60_000,
   },
 })

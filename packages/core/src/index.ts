@@ -29,4 +29,5 @@ export {
   type RuleResult,
 } from './limiter.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
+export { type RedisClient, RedisStore, type RedisStoreOptions } from './stores/redis.js'
 export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'

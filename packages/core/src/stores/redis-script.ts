@@ -1,0 +1,71 @@
+import { ALGORITHMS_LUA } from '../algorithms/index.js'
+
+/** @internal Modes of the decision script. */
+export const MODE = { consume: 0, peek: 1, refund: 2 } as const
+
+/**
+ * @internal The one script behind every RedisStore call: all rules of a request, whatever their
+ * algorithms, decided and written atomically in one round trip.
+ *
+ * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
+ * ARGV[1]  mode: 0 consume, 1 peek, 2 refund
+ * ARGV[2]  now in epoch ms, or -1 to read the server's TIME
+ * ARGV[3]  cost, whole units
+ * ARGV[4]  refund: the `at` (epoch ms) of the decision being refunded; otherwise 0
+ * ARGV[4i+1 .. 4i+4]  rule i: algorithm code and its three numeric parameters
+ *
+ * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms) }.
+ * NOTE: numbers go to redis.call through num(): Lua's default number formatting keeps 14 digits only.
+ */
+export const DECISION_SCRIPT = `
+local function num(n) return string.format('%.0f', n) end
+local A = {}
+${ALGORITHMS_LUA}
+local function persist(algo, st)
+  local ttl = algo.ttl(st)
+  if ttl > 0 then algo.write(st, ttl) else redis.call('DEL', st.key) end
+end
+
+local mode, now, cost, at = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if now < 0 then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+local algos, states, allowed = {}, {}, true
+for i = 1, #KEYS do
+  local base = 4 * i
+  local algo = A[tonumber(ARGV[base + 1])]
+  algos[i] = algo
+  states[i] = algo.load(KEYS[i], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), now)
+  if not algo.fits(states[i], cost) then allowed = false end
+end
+
+if mode == ${MODE.refund} then
+  for i = 1, #KEYS do
+    algos[i].refund(states[i], cost, at)
+    persist(algos[i], states[i])
+  end
+  return { 1, now }
+end
+
+local out = { allowed and 1 or 0, now }
+for i = 1, #KEYS do
+  local algo, st = algos[i], states[i]
+  local pending, denied_cost = 0, cost
+  if allowed then denied_cost = 0 end
+  if allowed and mode == ${MODE.consume} then
+    algo.consume(st, cost)
+    persist(algo, st)
+  else
+    if allowed then pending = cost end
+    -- Repair a key found without a TTL (written by hand, or by an old version): it must not live forever.
+    if redis.call('PTTL', st.key) == -1 then persist(algo, st) end
+  end
+  local remaining, reset, retry = algo.report(st, pending, denied_cost)
+  out[#out + 1] = remaining
+  out[#out + 1] = reset
+  out[#out + 1] = retry
+end
+return out
+`

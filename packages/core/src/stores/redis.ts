@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto'
+import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import { invalid, RateLimitError } from '../errors.js'
+import { DECISION_SCRIPT, MODE } from './redis-script.js'
+import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
+
+/**
+ * The part of an ioredis `Redis` or `Cluster` client that the store uses. Narrowed so that both fit, and any
+ * client with the same methods.
+ */
+export interface RedisClient {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  del(...keys: string[]): Promise<number>
+}
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster` client, already configured (see docs/redis.md for settings). */
+  client: RedisClient
+  /** Prepended to every key, e.g. to share a database between applications. @default '' */
+  prefix?: string
+  /**
+   * Client-side time in epoch ms, for tests and simulations. By default the script reads the Redis server's
+   * `TIME`, so clock skew between application servers cannot change a decision.
+   */
+  clock?: () => number
+}
+
+const SCRIPT_SHA = createHash('sha1').update(DECISION_SCRIPT).digest('hex')
+/** Named after the script's hash, so that two library versions on one client never share a definition. */
+const COMMAND = `ratewindow_${SCRIPT_SHA.slice(0, 12)}`
+
+type ScriptCommand = (numberOfKeys: number, ...keysAndArgs: (string | number)[]) => Promise<number[]>
+
+/**
+ * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster. One round trip per decision: a single
+ * Lua script, run by EVALSHA through ioredis `defineCommand` (it resends the script only on NOSCRIPT),
+ * decides every rule of a request and writes them with their TTLs atomically.
+ *
+ * Keys are `<prefix><limiter prefix>{<hash of identifier>}:<rule id>`: the hash tag keeps all rules of one
+ * client in one Cluster slot, and hashing bounds key length and removes braces from hostile identifiers.
+ */
+export class RedisStore implements Store {
+  /** The Lua script behind every call and its SHA1, e.g. to `SCRIPT LOAD` it ahead or benchmark it. */
+  static readonly script: { readonly lua: string; readonly sha1: string } = Object.freeze({
+    lua: DECISION_SCRIPT,
+    sha1: SCRIPT_SHA,
+  })
+
+  readonly #client: RedisClient
+  readonly #command: ScriptCommand
+  readonly #prefix: string
+  readonly #clock: (() => number) | undefined
+
+  constructor(options: RedisStoreOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'options',
+        options,
+        'an object like { client: new Redis() }',
+      )
+    }
+    const { client, prefix = '', clock } = options
+    if (typeof client?.defineCommand !== 'function' || typeof client.del !== 'function') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'client', client, 'an ioredis Redis or Cluster client')
+    }
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
+    }
+    if (clock !== undefined && typeof clock !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'clock',
+        clock,
+        'a function returning epoch ms, or undefined',
+      )
+    }
+    const commands = client as unknown as Record<string, ScriptCommand | undefined>
+    if (typeof commands[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: DECISION_SCRIPT })
+    this.#client = client
+    this.#command = commands[COMMAND]!.bind(client)
+    this.#prefix = prefix
+    this.#clock = clock
+  }
+
+  /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */
+  keyFor(prefix: string, key: string, rule: Rule): string {
+    return `${this.#base(prefix, key)}${rule.id}`
+  }
+
+  async consume(request: StoreRequest): Promise<Decision> {
+    return this.#decide(request, MODE.consume, 0)
+  }
+
+  async peek(request: StoreRequest): Promise<Decision> {
+    return this.#decide(request, MODE.peek, 0)
+  }
+
+  async refund(request: RefundRequest): Promise<void> {
+    await this.#run(request, MODE.refund, request.at)
+  }
+
+  async reset(target: StoreTarget): Promise<void> {
+    const base = this.#base(target.prefix, target.key)
+    await this.#client.del(...target.rules.map((rule) => `${base}${rule.id}`))
+  }
+
+  #base(prefix: string, key: string): string {
+    return `${this.#prefix}${prefix}{${createHash('sha256').update(key).digest('base64url').slice(0, 22)}}:`
+  }
+
+  async #decide(request: StoreRequest, mode: number, at: number): Promise<Decision> {
+    const reply = await this.#run(request, mode, at)
+    const outcomes: RuleOutcome[] = new Array(request.rules.length)
+    for (let i = 0; i < outcomes.length; i++) {
+      outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
+    }
+    return { allowed: reply[0] === 1, now: reply[1]!, outcomes }
+  }
+
+  async #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
+    const { rules } = request
+    const base = this.#base(request.prefix, request.key)
+    const keysAndArgs: (string | number)[] = rules.map((rule) => `${base}${rule.id}`)
+    keysAndArgs.push(mode, this.#now(), request.cost, at)
+    for (const rule of rules) keysAndArgs.push(rule.script.code, ...rule.script.params)
+    const reply = await this.#command(rules.length, ...keysAndArgs)
+    if (!Array.isArray(reply) || reply.length < 2) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `Unexpected reply from the rate limit script: ${String(reply)}`,
+      )
+    }
+    return reply
+  }
+
+  #now(): number {
+    if (this.#clock === undefined) return -1
+    const now = Math.floor(this.#clock())
+    if (!Number.isSafeInteger(now) || now < 0) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `\`clock\` returned ${now}: expected epoch milliseconds.`,
+      )
+    }
+    return now
+  }
+}

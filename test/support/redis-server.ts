@@ -1,0 +1,181 @@
+/**
+ * Real redis-server processes for the tests, on free loopback ports: a standalone server and a Redis Cluster
+ * built with `redis-cli --cluster create`. Nothing here is mocked.
+ */
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+const HOST = '127.0.0.1'
+
+export const REDIS_MISSING =
+  'redis-server was not found on PATH. The Redis tests need a real server: install it with ' +
+  '`apt-get install redis-server redis-tools` (Debian/Ubuntu, as root) or `brew install redis`, ' +
+  'or run `pnpm test:all`, which installs it when it can.'
+
+/** Why Redis tests cannot run here, or undefined when redis-server and redis-cli are on PATH. */
+export function redisUnavailable(): string | undefined {
+  for (const binary of ['redis-server', 'redis-cli']) {
+    if (spawnSync(binary, ['--version']).error) return REDIS_MISSING
+  }
+  return undefined
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.once('error', () => resolve(false))
+    server.listen(port, HOST, () => server.close(() => resolve(true)))
+  })
+}
+
+/** A free port whose cluster bus port (+10000) is free too. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 30_000)
+    if ((await portIsFree(port)) && (await portIsFree(port + 10_000))) return port
+  }
+  throw new Error('no free port found for redis-server')
+}
+
+/** Resolves once the server at `port` answers PING. */
+export async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const answered = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: HOST, port })
+      socket.setTimeout(500)
+      socket.once('connect', () => socket.write('PING\r\n'))
+      socket.once('data', (data) => {
+        socket.destroy()
+        resolve(data.toString().startsWith('+PONG'))
+      })
+      socket.once('error', () => resolve(false))
+      socket.once('timeout', () => {
+        socket.destroy()
+        resolve(false)
+      })
+    })
+    if (answered) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`)
+}
+
+export class RedisServer {
+  #process: ChildProcess | undefined
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+    readonly extraArgs: readonly string[] = [],
+  ) {}
+
+  static async start(extraArgs: readonly string[] = [], port?: number): Promise<RedisServer> {
+    const server = new RedisServer(
+      port ?? (await freePort()),
+      mkdtempSync(join(tmpdir(), 'ratewindow-redis-')),
+      extraArgs,
+    )
+    await server.restart()
+    return server
+  }
+
+  /** Starts (again) on the same port, as after a crash. */
+  async restart(): Promise<void> {
+    const missing = redisUnavailable()
+    if (missing) throw new Error(missing)
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      HOST,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      this.dir,
+    ]
+    this.#process = spawn('redis-server', [...args, ...this.extraArgs], { stdio: 'ignore' })
+    this.#process.on('error', () => {}) // a failed start shows as no answer to PING
+    this.#process.unref()
+    await waitForPing(this.port)
+  }
+
+  /** Kills the process the hard way (no shutdown, no save), and waits for it to be gone. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.#process
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.ref() // keep the event loop alive until the exit is seen
+    child.kill(signal)
+    await exited
+  }
+
+  async stop(): Promise<void> {
+    await this.kill('SIGKILL')
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await run('redis-cli', ['-h', HOST, '-p', String(this.port), ...args])
+    return stdout
+  }
+}
+
+export class RedisClusterProcesses {
+  constructor(readonly nodes: RedisServer[]) {}
+
+  static async start(masters = 3, replicasPerMaster = 0): Promise<RedisClusterProcesses> {
+    const count = masters * (1 + replicasPerMaster)
+    const nodes: RedisServer[] = []
+    for (let i = 0; i < count; i++) {
+      nodes.push(
+        await RedisServer.start([
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          '1000',
+          '--cluster-require-full-coverage',
+          'no',
+        ]),
+      )
+    }
+    const cluster = new RedisClusterProcesses(nodes)
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `${HOST}:${node.port}`),
+      '--cluster-replicas',
+      String(replicasPerMaster),
+      '--cluster-yes',
+    ])
+    await cluster.waitUntilHealthy()
+    return cluster
+  }
+
+  get startupNodes(): { host: string; port: number }[] {
+    return this.nodes.map((node) => ({ host: HOST, port: node.port }))
+  }
+
+  /** Waits until every live node reports cluster_state:ok. */
+  async waitUntilHealthy(timeoutMs = 20_000, nodes = this.nodes): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    for (const node of nodes) {
+      while (!(await node.cli('cluster', 'info')).includes('cluster_state:ok')) {
+        if (Date.now() > deadline) throw new Error(`cluster node ${node.port} did not reach cluster_state:ok`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.stop()))
+  }
+}

@@ -1,0 +1,41 @@
+import { Cluster, Redis } from 'ioredis'
+import { afterAll, inject } from 'vitest'
+
+/** The shared test servers. Throws (so the test fails, never skips) when Redis is not installed. */
+export function redisEnvironment(): {
+  standalonePort: number
+  clusterNodes: { host: string; port: number }[]
+} {
+  const environment = inject('redis')
+  if (environment.error || !environment.standalonePort || !environment.clusterNodes) {
+    throw new Error(environment.error ?? 'the Redis test servers did not start')
+  }
+  return { standalonePort: environment.standalonePort, clusterNodes: environment.clusterNodes }
+}
+
+const clients: (Redis | Cluster)[] = []
+
+/** An ioredis client for the shared standalone server (or `port`), closed after the file's tests. */
+export function standaloneClient(port = redisEnvironment().standalonePort): Redis {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    maxRetriesPerRequest: 1,
+    autoResendUnfulfilledCommands: false,
+  })
+  clients.push(client)
+  return client
+}
+
+/** An ioredis Cluster client for the shared cluster (or `nodes`), closed after the file's tests. */
+export function clusterClient(nodes = redisEnvironment().clusterNodes): Cluster {
+  const client = new Cluster(nodes, {
+    redisOptions: { maxRetriesPerRequest: 1, autoResendUnfulfilledCommands: false },
+  })
+  clients.push(client)
+  return client
+}
+
+afterAll(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.quit().catch(() => client.disconnect())))
+})
