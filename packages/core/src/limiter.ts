@@ -1,7 +1,16 @@
 import type { Rule, RuleOutcome } from './algorithms/types.js'
+import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
+import { type Duration, parseDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
+import { CircuitBreaker, type CircuitBreakerOptions, throttledErrorLog, withTimeout } from './failure.js'
 import { MemoryStore } from './stores/memory.js'
 import type { Decision, Store, StoreRequest } from './stores/types.js'
+
+/** What failed, for `onError`. */
+export interface FailureContext {
+  operation: 'consume' | 'peek' | 'refund' | 'fallback'
+  key: string
+}
 
 export interface RateLimiterOptions {
   /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
@@ -10,6 +19,24 @@ export interface RateLimiterOptions {
   store?: Store
   /** Namespace for this limiter's keys, so limiters can share a store. @default 'rw' */
   prefix?: string
+  /** Longest wait for an asynchronous store before the failure policy answers instead. @default '250ms' */
+  timeout?: Duration
+  /**
+   * When the store fails or times out (and no `fallback` answers): `'allow'` lets the request through
+   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
+   */
+  onStoreError?: 'allow' | 'deny'
+  /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
+  fallback?: Store
+  /** Receives every store failure. @default a throttled console.error (first failure, then one line per 10 s) */
+  onError?: (error: unknown, context: FailureContext) => void
+  /** Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. @default {} */
+  circuitBreaker?: CircuitBreakerOptions | false
+  /**
+   * Remember denied keys until their `retryAfter` passes and answer them without a store call. Worth it with
+   * Redis under floods; uses local time, so leave it off when the store's clock is simulated. @default false
+   */
+  blockedCache?: BlockedCacheOptions | boolean
 }
 
 export interface LimitOptions {
@@ -65,6 +92,12 @@ export class RateLimiter {
   readonly prefix: string
   /** The smallest limit among the rules: no cost above it can ever pass. */
   readonly maxCost: number
+  readonly #timeout: number
+  readonly #allowOnError: boolean
+  readonly #fallback: Store | undefined
+  readonly #onError: (error: unknown, context: FailureContext) => void
+  readonly #breaker: CircuitBreaker | undefined
+  readonly #blocked: BlockedCache | undefined
 
   constructor(options: RateLimiterOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -95,31 +128,101 @@ export class RateLimiter {
       )
     }
     this.maxCost = Math.min(...this.rules.map((rule) => rule.limit))
+    this.#timeout = parseDuration(options.timeout ?? '250ms', 'timeout')
+    const {
+      onStoreError = 'allow',
+      fallback,
+      onError = throttledErrorLog(),
+      circuitBreaker = {},
+      blockedCache,
+    } = options
+    if (onStoreError !== 'allow' && onStoreError !== 'deny') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+    }
+    if (fallback !== undefined && typeof fallback?.consume !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'fallback',
+        fallback,
+        'a Store such as new MemoryStore()',
+      )
+    }
+    if (typeof onError !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+    this.#allowOnError = onStoreError === 'allow'
+    this.#fallback = fallback
+    this.#onError = onError
+    this.#breaker = circuitBreaker === false ? undefined : new CircuitBreaker(circuitBreaker)
+    this.#blocked = blockedCache ? new BlockedCache(blockedCache === true ? {} : blockedCache) : undefined
   }
 
-  /** Decides for one request of `key` and records it when allowed. */
+  /** Decides for one request of `key` and records it when allowed. Never rejects for a store failure. */
   async limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
-    return toResult(request, await this.store.consume(request), 'store')
+    const cached = this.#blocked?.get(key, request.cost)
+    if (cached !== undefined) return cached
+    const result = await this.#decide(request, 'consume')
+    if (!result.allowed && result.source === 'store') this.#blocked?.set(key, result)
+    return result
   }
 
   /** The result `limit` would give now, without consuming anything. */
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
-    const request = this.#request(key, options?.cost)
-    return toResult(request, await this.store.peek(request), 'store')
+    return this.#decide(this.#request(key, options?.cost), 'peek')
   }
 
-  /** Gives back an admitted request, e.g. one whose response should not count. Pass its result. */
-  async refund(result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed'>): Promise<void> {
-    if (!result.allowed || result.cost === 0) return
+  /**
+   * Gives back an admitted request, e.g. one whose response should not count. Pass its result. A failure is
+   * reported to `onError`, never thrown.
+   */
+  async refund(result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source'>): Promise<void> {
+    if (!result.allowed || result.cost === 0 || result.source === 'policy') return
     const request = this.#request(result.key, result.cost)
-    await this.store.refund({ ...request, at: result.at })
+    this.#blocked?.delete(result.key)
+    const store = result.source === 'fallback' ? this.#fallback! : this.store
+    try {
+      await withTimeout(
+        Promise.resolve(store.refund({ ...request, at: result.at })),
+        this.#timeout,
+        'store.refund',
+      )
+    } catch (error) {
+      this.#onError(error, { operation: 'refund', key: result.key })
+    }
   }
 
-  /** Forgets everything about `key`. */
+  /** Forgets everything about `key` (in the fallback store too). Rejects if the store fails. */
   async reset(key: string): Promise<void> {
     checkKey(key)
-    await this.store.reset({ prefix: this.prefix, key, rules: this.rules })
+    this.#blocked?.delete(key)
+    const target = { prefix: this.prefix, key, rules: this.rules }
+    await Promise.all([this.store.reset(target), this.#fallback?.reset(target)])
+  }
+
+  /** The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure. */
+  async #decide(request: StoreRequest, operation: 'consume' | 'peek'): Promise<RateLimitResult> {
+    if (this.#breaker?.allows() ?? true) {
+      try {
+        const pending = this.store[operation](request)
+        const decision =
+          pending instanceof Promise
+            ? await withTimeout(pending, this.#timeout, `store.${operation}`)
+            : pending
+        this.#breaker?.success()
+        return toResult(request, decision, 'store')
+      } catch (error) {
+        this.#breaker?.failure()
+        this.#onError(error, { operation, key: request.key })
+      }
+    }
+    if (this.#fallback !== undefined) {
+      try {
+        return toResult(request, await this.#fallback[operation](request), 'fallback')
+      } catch (error) {
+        this.#onError(error, { operation: 'fallback', key: request.key })
+      }
+    }
+    return policyResult(request, this.#allowOnError, Math.max(1_000, this.#breaker?.retryIn ?? 0))
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
@@ -179,6 +282,33 @@ export function parseRules(rules: unknown): readonly Rule[] {
 
 function isRule(value: unknown): value is Rule {
   return typeof value === 'object' && value !== null && 'logic' in value && 'script' in value && 'id' in value
+}
+
+/**
+ * The failure policy's answer: the store could not decide. `limit` is the first rule's, `remaining` and
+ * `reset` are unknown (reported as 0); adapters write no RateLimit headers for it.
+ */
+function policyResult(request: StoreRequest, allowed: boolean, retryAfter: number): RateLimitResult {
+  const rule = request.rules[0]!
+  return {
+    allowed,
+    limit: rule.limit,
+    remaining: 0,
+    reset: 0,
+    retryAfter: allowed ? 0 : retryAfter,
+    key: request.key,
+    cost: request.cost,
+    at: Date.now(),
+    rule,
+    rules: request.rules.map((each) => ({
+      rule: each,
+      allowed,
+      remaining: 0,
+      reset: 0,
+      retryAfter: allowed ? 0 : retryAfter,
+    })),
+    source: 'policy',
+  }
 }
 
 /** Builds the public result from a store decision. */
