@@ -9,8 +9,10 @@ export {
   tokenBucket,
   type WindowRuleOptions,
 } from './algorithms/index.js'
+export { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
 export { type Duration, formatDuration, parseDuration } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
+export { CircuitBreaker, type CircuitBreakerOptions } from './failure.js'
 export {
   HEADER_FORMATS,
   type HeaderFormat,
@@ -19,9 +21,17 @@ export {
   rateLimitHeaders,
   toSeconds,
 } from './headers.js'
+export {
+  type FrameworkBinding,
+  type HttpDecision,
+  HttpRateLimiter,
+  type HttpRateLimitOptions,
+  type ResponseBody,
+} from './http.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export {
   type DecisionSource,
+  type FailureContext,
   type LimitOptions,
   RateLimiter,
   type RateLimiterOptions,

@@ -1,0 +1,73 @@
+import {
+  type FrameworkBinding,
+  HttpRateLimiter,
+  type HttpRateLimitOptions,
+  type RateLimitResult,
+} from '@ratewindow/core'
+import type { NextFunction, Request, RequestHandler, Response } from 'express'
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The rate limit decision for this request, set by `@ratewindow/express`. */
+      rateLimit?: RateLimitResult
+    }
+  }
+}
+
+export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request> {
+  /** Replaces the default 429 answer. Headers are already set; send a response or call `next`. */
+  handler?: (
+    request: Request,
+    response: Response,
+    next: NextFunction,
+    result: RateLimitResult,
+  ) => void | Promise<void>
+}
+
+const binding: FrameworkBinding<Request> = {
+  name: 'Express',
+  clientIp: (request) => request.ip ?? request.socket.remoteAddress,
+  untrustedForwardedFor: (request) =>
+    request.headers['x-forwarded-for'] !== undefined && !request.app.get('trust proxy'),
+  trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",
+}
+
+/**
+ * Express middleware (Express 4 and 5): `app.use(rateLimit({ limit: 100, window: '1m' }))`, or per route.
+ * Options are validated here, at construction.
+ */
+export function rateLimit(options: ExpressRateLimitOptions = {}): RequestHandler {
+  const engine = new HttpRateLimiter(options, binding)
+  const { handler } = options
+  return async function rateLimitMiddleware(request, response, next) {
+    try {
+      const decision = await engine.decide(request)
+      if (decision === undefined) return next()
+      request.rateLimit = decision.result
+      if (response.headersSent) return next()
+      response.set(decision.headers)
+      if (decision.result.allowed) {
+        decision.track(response)
+        return next()
+      }
+      if (handler) return await handler(request, response, next, decision.result)
+      const { contentType, payload } = await decision.body()
+      response.status(decision.statusCode).type(contentType).send(payload)
+    } catch (error) {
+      next(error)
+    }
+  }
+}
+
+export type { RateLimitResult } from '@ratewindow/core'
+export {
+  fixedWindow,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+export default rateLimit

@@ -1,0 +1,62 @@
+import {
+  type FrameworkBinding,
+  HttpRateLimiter,
+  type HttpRateLimitOptions,
+  type RateLimitResult,
+} from '@ratewindow/core'
+import type { Context, Middleware, Next } from 'koa'
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The rate limit decision for this request, set by `@ratewindow/koa`. */
+    rateLimit?: RateLimitResult
+  }
+}
+
+export interface KoaRateLimitOptions extends HttpRateLimitOptions<Context> {
+  /** Replaces the default 429 answer. Headers are already set; set `ctx.status` and `ctx.body`. */
+  handler?: (ctx: Context, result: RateLimitResult) => void | Promise<void>
+}
+
+const binding: FrameworkBinding<Context> = {
+  name: 'Koa',
+  clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
+  untrustedForwardedFor: (ctx) => ctx.get('x-forwarded-for') !== '' && !ctx.app.proxy,
+  trustProxyHint: 'set app.proxy = true (and app.maxIpsCount to the number of proxies)',
+}
+
+/**
+ * Koa middleware: `app.use(rateLimit({ limit: 100, window: '1m' }))`. Over the limit it answers without
+ * calling `next()`.
+ */
+export function rateLimit(options: KoaRateLimitOptions = {}): Middleware {
+  const engine = new HttpRateLimiter(options, binding)
+  const { handler } = options
+  return async function rateLimitMiddleware(ctx: Context, next: Next) {
+    const decision = await engine.decide(ctx)
+    if (decision === undefined) return next()
+    ctx.state.rateLimit = decision.result
+    ctx.set(decision.headers)
+    if (decision.result.allowed) {
+      decision.track(ctx.res)
+      return next()
+    }
+    if (handler) return handler(ctx, decision.result)
+    const { contentType, payload } = await decision.body()
+    ctx.status = decision.statusCode
+    ctx.type = contentType
+    ctx.body = payload
+  }
+}
+
+export type { RateLimitResult } from '@ratewindow/core'
+export {
+  fixedWindow,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+export default rateLimit

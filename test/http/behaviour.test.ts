@@ -1,0 +1,282 @@
+import {
+  fixedWindow,
+  MemoryStore,
+  RedisStore,
+  type Store,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import request from 'supertest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { ManualClock } from '../support/clock.js'
+import { standaloneClient } from '../support/redis.js'
+import { type AppSpec, FRAMEWORKS, type RunningApp } from './harness.js'
+
+const failingStore: Store = {
+  consume: () => Promise.reject(new Error('connection refused')),
+  peek: () => Promise.reject(new Error('connection refused')),
+  refund: () => Promise.reject(new Error('connection refused')),
+  reset: () => Promise.reject(new Error('connection refused')),
+}
+
+let storeCount = 0
+const stores: [string, (clock: ManualClock) => Store][] = [
+  ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
+  [
+    'Redis store',
+    (clock) =>
+      new RedisStore({ client: standaloneClient(), clock: clock.read, prefix: `http${storeCount++}:` }),
+  ],
+]
+
+describe.each(FRAMEWORKS)('$name', (framework) => {
+  let app: RunningApp | undefined
+  afterEach(async () => {
+    await app?.close()
+    app = undefined
+  })
+  const start = async (spec: AppSpec) => {
+    app = await framework.start(spec)
+    return app.url
+  }
+
+  describe.each(stores)('with the %s', (_, makeStore) => {
+    it('admits the limit, then answers 429 with truthful draft-6 headers and a JSON body', async () => {
+      const clock = new ManualClock(1_700_000_080_000) // 40 s into a minute
+      const url = await start({
+        global: { limit: 2, window: '1m', algorithm: 'fixed-window', store: makeStore(clock) },
+      })
+      const first = await request(url).get('/').expect(200, 'ok')
+      expect(first.headers).toMatchObject({
+        'ratelimit-policy': '2;w=60',
+        'ratelimit-limit': '2',
+        'ratelimit-remaining': '1',
+        'ratelimit-reset': '20',
+      })
+      expect(first.headers['retry-after']).toBeUndefined()
+      await request(url).get('/').expect(200)
+      clock.advance(500)
+      const denied = await request(url).get('/').expect(429)
+      expect(denied.headers['retry-after']).toBe('20') // 19.5 s rounded up
+      expect(denied.headers['ratelimit-reset']).toBe('20')
+      expect(denied.headers['ratelimit-remaining']).toBe('0')
+      expect(denied.headers['content-type']).toMatch(/^application\/json/)
+      expect(denied.body).toEqual({
+        error: 'Too Many Requests',
+        message: 'Too many requests: retry in 20 seconds.',
+        retryAfter: 20,
+      })
+      clock.advance(19_500)
+      await request(url).get('/').expect(200)
+    })
+
+    it('groups IPv6 clients by /56 and keeps neighbouring prefixes apart', async () => {
+      const url = await start({ global: { limit: 1, store: makeStore(new ManualClock()) } })
+      await request(url).get('/').set('X-Forwarded-For', '2001:db8:1:100::1').expect(200)
+      await request(url).get('/').set('X-Forwarded-For', '2001:db8:1:1ff:abcd::2').expect(429)
+      await request(url).get('/').set('X-Forwarded-For', '2001:db8:1:200::1').expect(200)
+      await request(url).get('/').set('X-Forwarded-For', '::ffff:198.51.100.7').expect(200)
+      await request(url).get('/').set('X-Forwarded-For', '198.51.100.7').expect(429)
+    })
+
+    it('checks several rules at once, all-or-nothing', async () => {
+      const clock = new ManualClock(1_699_999_200_000) // the start of an hour
+      const url = await start({
+        global: {
+          rules: [
+            tokenBucket({ capacity: 2, refillRate: 1, interval: '1s' }),
+            fixedWindow({ limit: 3, window: '1h' }),
+          ],
+          store: makeStore(clock),
+        },
+      })
+      await request(url).get('/').expect(200)
+      const second = await request(url).get('/').expect(200)
+      expect(second.headers['ratelimit-remaining']).toBe('0')
+      expect(second.headers['ratelimit-policy']).toBe('2;w=2, 3;w=3600')
+      expect((await request(url).get('/').expect(429)).headers['retry-after']).toBe('1')
+      clock.advance(1_000)
+      const third = await request(url).get('/').expect(200)
+      expect(third.headers['ratelimit-limit']).toBe('3') // the hourly rule is now the tightest: 0 left
+      clock.advance(5_000)
+      expect((await request(url).get('/').expect(429)).headers['retry-after']).toBe('3594')
+    })
+  })
+
+  it('writes draft-7, draft-8 (with a keyed partition key), legacy, or no headers', async () => {
+    let url = await start({ global: { limit: 5, headers: 'draft-7', legacyHeaders: true } })
+    const draft7 = await request(url).get('/').expect(200)
+    expect(draft7.headers['ratelimit']).toMatch(/^limit=5, remaining=4, reset=\d+$/)
+    expect(draft7.headers['ratelimit-policy']).toBe('5;w=60')
+    expect(draft7.headers['x-ratelimit-limit']).toBe('5')
+    expect(draft7.headers['x-ratelimit-remaining']).toBe('4')
+    expect(Number(draft7.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000)
+    await app!.close()
+    url = await start({
+      global: {
+        limit: 5,
+        window: '1m',
+        headers: 'draft-8',
+        partitionKeySecret: 'a-server-secret-of-32-characters',
+      },
+    })
+    const draft8 = await request(url).get('/').expect(200)
+    expect(draft8.headers['ratelimit-policy']).toMatch(/^"5-per-1m";q=5;w=60;pk=:[A-Za-z0-9+/]{16}:$/)
+    expect(draft8.headers['ratelimit']).toMatch(/^"5-per-1m";r=4;t=\d+;pk=:[A-Za-z0-9+/]{16}:$/)
+    expect(JSON.stringify(draft8.headers)).not.toContain('127.0.0.1')
+    await app!.close()
+    url = await start({ global: { limit: 1, headers: false } })
+    const none = await request(url).get('/').expect(200)
+    expect(Object.keys(none.headers).filter((name) => name.includes('ratelimit'))).toEqual([])
+    expect((await request(url).get('/').expect(429)).headers['retry-after']).toMatch(/^\d+$/)
+  })
+
+  it('answers with RFC 9457 problem details when asked', async () => {
+    const url = await start({ global: { limit: 1, problemDetails: true, statusCode: 429 } })
+    await request(url).get('/')
+    const denied = await request(url).get('/').expect(429)
+    expect(denied.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(JSON.parse(denied.text)).toMatchObject({
+      type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+      status: 429,
+      'violated-policies': ['1-per-1m'],
+    })
+  })
+
+  it('takes `message` as a string, an object, or a function, and `statusCode`', async () => {
+    let url = await start({ global: { limit: 1, message: 'slow down', statusCode: 503 } })
+    await request(url).get('/')
+    const text = await request(url).get('/').expect(503)
+    expect(text.text).toBe('slow down')
+    expect(text.headers['content-type']).toMatch(/^text\/plain/)
+    await app!.close()
+    url = await start({
+      global: { limit: 1, message: (_request, result) => ({ wait: result.retryAfter > 0 }) },
+    })
+    await request(url).get('/')
+    expect((await request(url).get('/').expect(429)).body).toEqual({ wait: true })
+  })
+
+  it('does not count skipped requests', async () => {
+    const url = await start({
+      global: { limit: 1, skip: (req: unknown) => headerOf(req, 'x-internal') === 'yes' },
+    })
+    await request(url).get('/').set('X-Internal', 'yes').expect(200)
+    await request(url).get('/').set('X-Internal', 'yes').expect(200)
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(429)
+  })
+
+  it('charges `cost` per request, fixed or per request', async () => {
+    let url = await start({ global: { limit: 5, cost: 2 } })
+    expect((await request(url).get('/').expect(200)).headers['ratelimit-remaining']).toBe('3')
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(429)
+    await app!.close()
+    url = await start({ global: { limit: 5, cost: (req: unknown) => Number(headerOf(req, 'x-cost') ?? 1) } })
+    expect((await request(url).get('/').set('X-Cost', '4').expect(200)).headers['ratelimit-remaining']).toBe(
+      '1',
+    )
+    await request(url).get('/').set('X-Cost', '2').expect(429)
+    await request(url).get('/').expect(200)
+  })
+
+  it('takes `limit` as a function of the request and `key` as a function', async () => {
+    const url = await start({
+      global: {
+        limit: (req: unknown) => (headerOf(req, 'x-plan') === 'pro' ? 3 : 1),
+        key: (req: unknown) => headerOf(req, 'x-user') ?? 'anonymous',
+      },
+    })
+    await request(url).get('/').set('X-User', 'free-user').expect(200)
+    await request(url).get('/').set('X-User', 'free-user').expect(429)
+    for (let i = 0; i < 3; i++)
+      await request(url).get('/').set('X-User', 'pro-user').set('X-Plan', 'pro').expect(200)
+    await request(url).get('/').set('X-User', 'pro-user').set('X-Plan', 'pro').expect(429)
+  })
+
+  it('skipFailedRequests gives back requests that failed; skipSuccessfulRequests those that passed', async () => {
+    let url = await start({ global: { limit: 2, skipFailedRequests: true } })
+    for (let i = 0; i < 4; i++) await request(url).get('/fail').expect(500)
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(429)
+    await app!.close()
+    url = await start({ global: { limit: 2, skipSuccessfulRequests: true } })
+    for (let i = 0; i < 4; i++) await request(url).get('/').expect(200)
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/fail').expect(429)
+  })
+
+  it('limits one route on its own', async () => {
+    const url = await start({ route: { limit: 1 } })
+    await request(url).get('/limited').expect(200)
+    await request(url).get('/limited').expect(429)
+    for (let i = 0; i < 3; i++) await request(url).get('/').expect(200)
+  })
+
+  it('exposes the result on the request', async () => {
+    const url = await start({ global: { limit: 3 } })
+    const { body } = await request(url).get('/state').expect(200)
+    expect(body).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: '127.0.0.1', source: 'store' })
+  })
+
+  it('fails open by default when the store fails, and reports the failure', async () => {
+    const onError = vi.fn()
+    const url = await start({ global: { limit: 1, store: failingStore, onError } })
+    const response = await request(url).get('/').expect(200, 'ok')
+    expect(response.headers['ratelimit-limit']).toBeUndefined() // no figures to report: nothing invented
+    expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'connection refused' }), {
+      operation: 'consume',
+      key: '127.0.0.1',
+    })
+  })
+
+  it('fails closed with 503 and Retry-After when onStoreError is deny', async () => {
+    const url = await start({
+      global: { limit: 1, store: failingStore, onStoreError: 'deny', onError: () => {} },
+    })
+    const response = await request(url).get('/').expect(503)
+    expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+  })
+
+  it('passes a key failure to the framework error handling, and keeps serving', async () => {
+    const url = await start({
+      global: {
+        limit: 1,
+        key: () => {
+          throw Object.assign(new Error('no key'), { code: 'NO_KEY' })
+        },
+      },
+    })
+    expect((await request(url).get('/').expect(500)).body).toEqual({ error: 'NO_KEY' })
+    expect((await request(url).get('/').expect(500)).body).toEqual({ error: 'NO_KEY' })
+  })
+
+  it('rejects bad options at construction, naming the option', async () => {
+    await expect(framework.start({ global: { limit: 10, window: '1x' as never } })).rejects.toThrow(
+      /`window`/,
+    )
+    await expect(framework.start({ global: { algorithm: 'leaky' as never } })).rejects.toThrow(/`algorithm`/)
+    await expect(framework.start({ global: { headers: 'draft-5' as never } })).rejects.toThrow(/`headers`/)
+  })
+
+  it('uses the algorithm asked for', async () => {
+    const url = await start({ global: { limit: 2, window: '10s', algorithm: 'sliding-window-log' } })
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(200)
+    const denied = await request(url).get('/').expect(429)
+    expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(10)
+  })
+})
+
+function headerOf(req: unknown, name: string): string | undefined {
+  const headers = (req as { headers?: Record<string, string> }).headers
+  const value = headers?.[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+void slidingWindowCounter
+void slidingWindowLog

@@ -1,0 +1,151 @@
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import express from 'express'
+import Fastify from 'fastify'
+import Koa from 'koa'
+import request from 'supertest'
+import { describe, expect, it, vi } from 'vitest'
+import { FRAMEWORKS } from './harness.js'
+
+describe('Express specifics', () => {
+  it('calls a custom handler with (req, res, next, result) after setting headers', async () => {
+    const app = express()
+    app.use(
+      expressRateLimit({
+        limit: 1,
+        handler: (_request, response, _next, result) => {
+          response.status(429).json({ custom: true, retryAfter: result.retryAfter > 0 })
+        },
+      }),
+    )
+    app.get('/', (_request, response) => {
+      response.send('ok')
+    })
+    await request(app).get('/').expect(200)
+    const denied = await request(app).get('/').expect(429)
+    expect(denied.body).toEqual({ custom: true, retryAfter: true })
+    expect(denied.headers['retry-after']).toBeDefined()
+  })
+
+  it('writes nothing when an earlier middleware already answered', async () => {
+    const app = express()
+    const seen: unknown[] = []
+    app.use((_request, response, next) => {
+      response.send('early')
+      next()
+    })
+    app.use(expressRateLimit({ limit: 1 }))
+    app.use((request: express.Request, _response: express.Response, next: express.NextFunction) => {
+      seen.push(request.rateLimit?.allowed)
+      next()
+    })
+    app.use(
+      (error: Error, _request: express.Request, _response: express.Response, next: express.NextFunction) => {
+        seen.push(error)
+        next()
+      },
+    )
+    await request(app).get('/').expect(200, 'early')
+    await request(app).get('/').expect(200, 'early')
+    expect(seen).toEqual([true, false])
+  })
+})
+
+describe('Koa specifics', () => {
+  it('does not call next() when limited, and calls a custom handler with (ctx, result)', async () => {
+    const app = new Koa()
+    const downstream = vi.fn()
+    app.use(
+      koaRateLimit({
+        limit: 1,
+        handler: (ctx, result) => {
+          ctx.status = 429
+          ctx.body = { custom: result.allowed }
+        },
+      }),
+    )
+    app.use((ctx) => {
+      downstream()
+      ctx.body = 'ok'
+    })
+    const server = app.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    await request(server).get('/').expect(200)
+    expect((await request(server).get('/').expect(429)).body).toEqual({ custom: false })
+    expect(downstream).toHaveBeenCalledTimes(1)
+    server.close()
+  })
+})
+
+describe('Fastify specifics', () => {
+  it('exempts routes with config.rateLimit false, and counts a request once under nested registrations', async () => {
+    const app = Fastify()
+    await app.register(fastifyRateLimit, { limit: 2 })
+    app.get('/', async () => 'ok')
+    app.get('/health', { config: { rateLimit: false } }, async () => 'up')
+    await app.register(async (child) => {
+      await child.register(fastifyRateLimit, { limit: 2 })
+      child.get('/nested', async (request) => request.rateLimit?.remaining)
+    })
+    await app.ready()
+    for (let i = 0; i < 5; i++) expect((await app.inject('/health')).statusCode).toBe(200)
+    // The innermost registration decides; the outer one sees the request as counted and skips it.
+    expect((await app.inject('/nested')).body).toBe('1')
+    expect((await app.inject('/')).statusCode).toBe(200)
+    expect((await app.inject('/')).statusCode).toBe(200) // the outer limiter did not count /nested
+    expect((await app.inject('/')).statusCode).toBe(429)
+    await app.close()
+  })
+
+  it('limits only configured routes with global: false, and calls a custom handler', async () => {
+    const app = Fastify()
+    await app.register(fastifyRateLimit, {
+      global: false,
+      handler: async (_request, reply, result) => reply.code(429).send({ custom: result.limit }),
+    })
+    app.get('/free', async () => 'free')
+    app.get(
+      '/login',
+      { config: { rateLimit: { limit: 1, algorithm: 'sliding-window-log' } } },
+      async () => 'in',
+    )
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    for (let i = 0; i < 3; i++) await request(url).get('/free').expect(200)
+    await request(url).get('/login').expect(200)
+    expect((await request(url).get('/login').expect(429)).body).toEqual({ custom: 1 })
+    await app.close()
+  })
+
+  it('declares its name and supported Fastify range', () => {
+    const meta = (fastifyRateLimit as unknown as Record<symbol, { name: string; fastify: string }>)[
+      Symbol.for('plugin-meta')
+    ]
+    expect(meta).toMatchObject({ name: '@ratewindow/fastify', fastify: '4.x || 5.x' })
+  })
+})
+
+describe.each(FRAMEWORKS)('$name without trust proxy', (framework) => {
+  it('warns once when X-Forwarded-For arrives but proxies are not trusted, and keys by the socket', async () => {
+    const warnings: Error[] = []
+    const listener = (warning: Error) => warnings.push(warning)
+    process.on('warning', listener)
+    const app = await framework.start({ global: { limit: 1 }, trustProxy: false })
+    try {
+      await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.9').expect(200)
+      await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.10').expect(429) // same socket, same bucket
+      await new Promise((resolve) => setImmediate(resolve))
+      const ours = warnings.filter((warning) =>
+        String((warning as { code?: string }).code).startsWith('RATEWINDOW_UNTRUSTED_PROXY'),
+      )
+      expect(ours).toHaveLength(1)
+      expect(ours[0]!.message).toMatch(/trust/)
+    } finally {
+      process.off('warning', listener)
+      await app.close()
+    }
+  })
+})

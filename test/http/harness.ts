@@ -1,0 +1,155 @@
+/**
+ * One harness per framework and major version: real apps on real listening servers (127.0.0.1, free port),
+ * with the same routes, so that one behaviour suite runs unchanged against every adapter.
+ */
+import { once } from 'node:events'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { HttpRateLimitOptions } from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import express5 from 'express'
+import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
+
+/** The options common to all adapters (handler signatures differ and are tested per framework). */
+export type CommonOptions = HttpRateLimitOptions<unknown>
+
+export interface AppSpec {
+  /** Middleware options applied to every route. */
+  global?: CommonOptions
+  /** Options for one route only: `/limited`. */
+  route?: CommonOptions
+  /** Trust X-Forwarded-For (to choose client IPs in tests). @default true */
+  trustProxy?: boolean
+}
+
+export interface RunningApp {
+  url: string
+  server: Server
+  close(): Promise<void>
+}
+
+/**
+ * Routes: GET / (200 "ok"), GET /fail (500), GET /limited (the per-route limit), GET /state (the result the
+ * adapter exposed on the request, as JSON).
+ */
+export interface Framework {
+  name: string
+  start(spec: AppSpec): Promise<RunningApp>
+}
+
+async function listen(server: Server): Promise<RunningApp> {
+  if (!server.listening) {
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+  }
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
+}
+
+function expressFramework(name: string, create: typeof express5): Framework {
+  return {
+    name,
+    async start({ global, route, trustProxy = true }) {
+      const app = create()
+      app.set('trust proxy', trustProxy)
+      if (global) app.use(expressRateLimit(global))
+      app.get('/', (_request, response) => {
+        response.send('ok')
+      })
+      app.get('/fail', (_request, response) => {
+        response.status(500).send('failed')
+      })
+      app.get('/limited', ...(route ? [expressRateLimit(route)] : []), (_request, response) => {
+        response.send('limited route')
+      })
+      app.get('/state', (request, response) => {
+        response.json(request.rateLimit ?? null)
+      })
+      app.use(
+        (
+          error: Error & { code?: string },
+          _request: unknown,
+          response: express5.Response,
+          _next: unknown,
+        ) => {
+          response.status(500).json({ error: error.code ?? error.message })
+        },
+      )
+      return listen(app.listen(0, '127.0.0.1'))
+    },
+  }
+}
+
+function koaFramework(name: string, Koa: typeof Koa3): Framework {
+  return {
+    name,
+    async start({ global, route, trustProxy = true }) {
+      const app = new Koa()
+      app.proxy = trustProxy
+      app.use(async (ctx, next) => {
+        try {
+          await next()
+        } catch (error) {
+          ctx.status = 500
+          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
+        }
+      })
+      if (global) app.use(koaRateLimit(global))
+      const perRoute = route ? koaRateLimit(route) : undefined
+      app.use(async (ctx, next) => {
+        if (ctx.path === '/limited' && perRoute) return perRoute(ctx, next)
+        return next()
+      })
+      app.use((ctx) => {
+        if (ctx.path === '/fail') {
+          ctx.status = 500
+          ctx.body = 'failed'
+        } else if (ctx.path === '/limited') ctx.body = 'limited route'
+        else if (ctx.path === '/state') ctx.body = ctx.state.rateLimit ?? null
+        else ctx.body = 'ok'
+      })
+      return listen(app.listen(0, '127.0.0.1'))
+    },
+  }
+}
+
+function fastifyFramework(name: string, create: typeof fastify5): Framework {
+  return {
+    name,
+    async start({ global, route, trustProxy = true }) {
+      const app = create({ trustProxy })
+      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
+        void reply.code(500).send({ error: error.code ?? error.message })
+      })
+      await app.register(fastifyRateLimit, {
+        ...(global ?? {}),
+        global: global !== undefined,
+      } as FastifyRateLimitOptions)
+      app.get('/', async () => 'ok')
+      app.get('/fail', async (_request, reply) => reply.code(500).send('failed'))
+      app.get('/limited', { config: route ? { rateLimit: route } : {} }, async () => 'limited route')
+      app.get('/state', async (request) => request.rateLimit)
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      return listen(app.server)
+    },
+  }
+}
+
+export const FRAMEWORKS: Framework[] = [
+  expressFramework('Express 5', express5),
+  expressFramework('Express 4', express4 as unknown as typeof express5),
+  koaFramework('Koa 3', Koa3),
+  koaFramework('Koa 2', Koa2 as unknown as typeof Koa3),
+  fastifyFramework('Fastify 5', fastify5),
+  fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
+]
