@@ -18,10 +18,14 @@ export interface MemoryStoreOptions {
 }
 
 interface Entry {
+  id: string
   /** One state per rule, in rule order. */
   states: unknown[]
   /** When every state equals a fresh one again (ms, the store's clock). */
   expiresAt: number
+  /** Neighbours in the recency list: `older` towards the least recently used end. */
+  older: Entry | undefined
+  newer: Entry | undefined
 }
 
 const SWEEP_SLICE = 5_000
@@ -38,6 +42,12 @@ const MAX_RAW_KEY_LENGTH = 128
  */
 export class MemoryStore implements Store {
   readonly #entries = new Map<string, Entry>()
+  /**
+   * NOTE: recency is a doubly linked list through the entries, not Map re-insertion: deleting from the front
+   * of a Map leaves holes that every `keys().next()` walks over, which made eviction quadratic under floods.
+   */
+  #leastRecent: Entry | undefined
+  #mostRecent: Entry | undefined
   readonly #signatures = new WeakMap<readonly Rule[], string>()
   readonly #clock: () => number
   readonly #maxKeys: number
@@ -72,7 +82,7 @@ export class MemoryStore implements Store {
     const id = this.#id(request)
     const entry = this.#take(id, request.rules, now)
     const decision = decideLocally(request.rules, entry.states, now, request.cost, true)
-    this.#keep(id, entry, request.rules, now)
+    this.#keep(entry, request.rules, now)
     return decision
   }
 
@@ -96,22 +106,25 @@ export class MemoryStore implements Store {
       rule.logic.advance(entry.states[i], now)
       rule.logic.refund(entry.states[i], now, request.cost, request.at)
     })
-    this.#keep(id, entry, request.rules, now)
+    this.#keep(entry, request.rules, now)
   }
 
   reset(target: StoreTarget): void {
-    this.#entries.delete(this.#id(target))
+    const entry = this.#entries.get(this.#id(target))
+    if (entry !== undefined) this.#remove(entry)
   }
 
   /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
   sweep(): void {
     const now = this.#clock()
-    for (const [id, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(id)
+    for (const entry of this.#entries.values()) if (entry.expiresAt <= now) this.#remove(entry)
   }
 
   close(): void {
     clearInterval(this.#timer)
     this.#entries.clear()
+    this.#leastRecent = undefined
+    this.#mostRecent = undefined
   }
 
   #id(target: StoreTarget): string {
@@ -127,36 +140,70 @@ export class MemoryStore implements Store {
     return `${signature}\u0000${target.prefix}\u0000${key}`
   }
 
-  /** The entry for `id`, moved to the most-recently-used end; fresh if missing or expired. */
+  /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */
   #take(id: string, rules: readonly Rule[], now: number): Entry {
-    const entry = this.#entries.get(id)
-    if (entry !== undefined) {
-      this.#entries.delete(id)
-      if (entry.expiresAt > now) return entry
-    } else if (this.#entries.size >= this.#maxKeys) {
-      // Map iteration order is insertion order, and every use re-inserts: the first key is the least recent.
-      const oldest = this.#entries.keys().next()
-      if (!oldest.done) this.#entries.delete(oldest.value)
+    let entry = this.#entries.get(id)
+    if (entry === undefined) {
+      if (this.#entries.size >= this.#maxKeys && this.#leastRecent !== undefined)
+        this.#remove(this.#leastRecent)
+      entry = {
+        id,
+        states: rules.map((rule) => rule.logic.create()),
+        expiresAt: 0,
+        older: undefined,
+        newer: undefined,
+      }
+      this.#entries.set(id, entry)
+      this.#append(entry)
+    } else if (entry.expiresAt <= now) {
+      entry.states = rules.map((rule) => rule.logic.create())
     }
-    return { states: rules.map((rule) => rule.logic.create()), expiresAt: 0 }
+    return entry
   }
 
-  #keep(id: string, entry: Entry, rules: readonly Rule[], now: number): void {
+  /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
+  #keep(entry: Entry, rules: readonly Rule[], now: number): void {
     let ttl = 0
     for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(entry.states[i], now))
     if (ttl <= 0) {
-      this.#entries.delete(id)
+      this.#remove(entry)
       return
     }
     entry.expiresAt = now + ttl
-    this.#entries.set(id, entry)
+    if (entry !== this.#mostRecent) {
+      this.#unlink(entry)
+      this.#append(entry)
+    }
+  }
+
+  #remove(entry: Entry): void {
+    if (this.#entries.get(entry.id) !== entry) return
+    this.#entries.delete(entry.id)
+    this.#unlink(entry)
+  }
+
+  #append(entry: Entry): void {
+    entry.older = this.#mostRecent
+    entry.newer = undefined
+    if (this.#mostRecent !== undefined) this.#mostRecent.newer = entry
+    else this.#leastRecent = entry
+    this.#mostRecent = entry
+  }
+
+  #unlink(entry: Entry): void {
+    if (entry.older !== undefined) entry.older.newer = entry.newer
+    else if (this.#leastRecent === entry) this.#leastRecent = entry.newer
+    if (entry.newer !== undefined) entry.newer.older = entry.older
+    else if (this.#mostRecent === entry) this.#mostRecent = entry.older
+    entry.older = undefined
+    entry.newer = undefined
   }
 
   /** Sweeps in slices of SWEEP_SLICE keys, yielding to the event loop between slices. */
   #sweepInSlices(): void {
     if (this.#sweeping) return
     this.#sweeping = true
-    const entries = this.#entries.entries()
+    const entries = this.#entries.values()
     const slice = () => {
       const now = this.#clock()
       for (let i = 0; i < SWEEP_SLICE; i++) {
@@ -165,7 +212,7 @@ export class MemoryStore implements Store {
           this.#sweeping = false
           return
         }
-        if (next.value[1].expiresAt <= now) this.#entries.delete(next.value[0])
+        if (next.value.expiresAt <= now) this.#remove(next.value)
       }
       setImmediate(slice)
     }
