@@ -75,17 +75,15 @@ export interface FrameworkBinding<Req> {
   trustProxyHint: string
 }
 
-/** A decision in HTTP terms: what to send. */
+/** A decision in HTTP terms: what to send. Plain data; `body` and `track` are methods of the engine. */
 export interface HttpDecision {
   result: RateLimitResult
   /** Headers to set on the response, allowed or not. */
   headers: Record<string, string>
   /** The status of a denial (429, or 503 when the failure policy denied). */
   statusCode: number
-  /** Builds the denial body. */
-  body(): Promise<{ contentType: string; payload: string }>
-  /** Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. */
-  track(response: ServerResponse): void
+  /** @internal The limiter that decided (the one to refund through). */
+  limiter: RateLimiter
 }
 
 const ALGORITHMS: Record<AlgorithmName, (limit: number, window: Duration) => Rule> = {
@@ -161,10 +159,10 @@ export class HttpRateLimiter<Req> {
     const limiter =
       this.#fixed ?? this.#limiterFor(await (options.limit as (request: Req) => Awaitable<number>)(request))
     const result = await limiter.limit(key, { cost })
-    return this.#toDecision(request, limiter, result)
+    return this.#toDecision(limiter, result)
   }
 
-  #toDecision(request: Req, limiter: RateLimiter, result: RateLimitResult): HttpDecision {
+  #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
     const options = this.#options
     const policy = result.source === 'policy'
     const format = options.headers ?? 'draft-6'
@@ -178,41 +176,45 @@ export class HttpRateLimiter<Req> {
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }
       : rateLimitHeaders(result, { format, legacy: options.legacyHeaders ?? false, partitionKey: pk })
     const statusCode = policy ? 503 : (options.statusCode ?? 429)
-    return {
-      result,
-      headers,
-      statusCode,
-      body: async () => {
-        if (policy)
-          return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
-        const { message } = options
-        if (message !== undefined) {
-          const body = typeof message === 'function' ? await message(request, result) : message
-          return typeof body === 'string'
-            ? { contentType: 'text/plain; charset=utf-8', payload: body }
-            : json(body)
-        }
-        const seconds = toSeconds(result.retryAfter)
-        if (options.problemDetails) {
-          return {
-            contentType: 'application/problem+json',
-            payload: JSON.stringify({
-              type: QUOTA_EXCEEDED,
-              title: 'Request cannot be satisfied as assigned quota has been exceeded',
-              status: statusCode,
-              detail: `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
-              'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
-            }),
-          }
-        }
-        return json({
-          error: 'Too Many Requests',
-          message: `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
-          retryAfter: seconds,
-        })
-      },
-      track: (response) => this.#track(response, limiter, result),
+    return { result, headers, statusCode, limiter }
+  }
+
+  /** The body of a denial: `message`, problem details, or the default JSON. */
+  async body(
+    request: Req,
+    { result, statusCode }: HttpDecision,
+  ): Promise<{ contentType: string; payload: string }> {
+    const options = this.#options
+    if (result.source === 'policy') {
+      return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
     }
+    const { message } = options
+    if (message !== undefined) {
+      const body = typeof message === 'function' ? await message(request, result) : message
+      return typeof body === 'string'
+        ? { contentType: 'text/plain; charset=utf-8', payload: body }
+        : json(body)
+    }
+    const seconds = toSeconds(result.retryAfter)
+    const detail = `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+    if (options.problemDetails) {
+      return {
+        contentType: 'application/problem+json',
+        payload: JSON.stringify({
+          type: QUOTA_EXCEEDED,
+          title: 'Request cannot be satisfied as assigned quota has been exceeded',
+          status: statusCode,
+          detail,
+          'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
+        }),
+      }
+    }
+    return json({ error: 'Too Many Requests', message: detail, retryAfter: seconds })
+  }
+
+  /** Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. */
+  track(response: ServerResponse, { limiter, result }: HttpDecision): void {
+    this.#track(response, limiter, result)
   }
 
   #track(response: ServerResponse, limiter: RateLimiter, result: RateLimitResult): void {

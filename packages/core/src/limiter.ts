@@ -314,31 +314,38 @@ function policyResult(request: StoreRequest, allowed: boolean, retryAfter: numbe
 /** Builds the public result from a store decision. */
 export function toResult(request: StoreRequest, decision: Decision, source: DecisionSource): RateLimitResult {
   const { rules, key, cost } = request
-  const results: RuleResult[] = decision.outcomes.map((outcome, i) => ({
-    ...outcome,
-    rule: rules[i]!,
-    allowed: decision.allowed || outcome.retryAfter === 0,
-  }))
-  let reported = results[0]!
-  let remaining = reported.remaining
-  for (const result of results) {
-    remaining = Math.min(remaining, result.remaining)
-    const worse = decision.allowed
-      ? result.remaining < reported.remaining ||
-        (result.remaining === reported.remaining && result.reset > reported.reset)
-      : result.retryAfter > reported.retryAfter
-    if (worse) reported = result
+  const { outcomes, allowed } = decision
+  const results: RuleResult[] = new Array(outcomes.length)
+  let reported = 0
+  let remaining = Number.POSITIVE_INFINITY
+  for (let i = 0; i < outcomes.length; i++) {
+    const outcome = outcomes[i]!
+    results[i] = {
+      rule: rules[i]!,
+      allowed: allowed || outcome.retryAfter === 0,
+      remaining: outcome.remaining,
+      reset: outcome.reset,
+      retryAfter: outcome.retryAfter,
+    }
+    remaining = Math.min(remaining, outcome.remaining)
+    const best = outcomes[reported]!
+    const worse = allowed
+      ? outcome.remaining < best.remaining ||
+        (outcome.remaining === best.remaining && outcome.reset > best.reset)
+      : outcome.retryAfter > best.retryAfter
+    if (worse) reported = i
   }
+  const rule = results[reported]!
   return {
-    allowed: decision.allowed,
-    limit: reported.rule.limit,
+    allowed,
+    limit: rule.rule.limit,
     remaining,
-    reset: reported.reset,
-    retryAfter: decision.allowed ? 0 : reported.retryAfter,
+    reset: rule.reset,
+    retryAfter: allowed ? 0 : rule.retryAfter,
     key,
     cost,
     at: decision.now,
-    rule: reported.rule,
+    rule: rule.rule,
     rules: results,
     source,
   }

@@ -48,11 +48,11 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RequestHandler
       if (response.headersSent) return next()
       response.set(decision.headers)
       if (decision.result.allowed) {
-        decision.track(response)
+        engine.track(response, decision)
         return next()
       }
       if (handler) return await handler(request, response, next, decision.result)
-      const { contentType, payload } = await decision.body()
+      const { contentType, payload } = await engine.body(request, decision)
       response.status(decision.statusCode).type(contentType).send(payload)
     } catch (error) {
       next(error)

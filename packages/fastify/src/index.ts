@@ -52,9 +52,9 @@ function hook(options: FastifyRateLimitOptions): onRequestHookHandler {
     if (decision === undefined) return
     request.rateLimit = decision.result
     reply.headers(decision.headers)
-    if (decision.result.allowed) return decision.track(reply.raw)
+    if (decision.result.allowed) return engine.track(reply.raw, decision)
     if (handler) return handler(request, reply, decision.result)
-    const { contentType, payload } = await decision.body()
+    const { contentType, payload } = await engine.body(request, decision)
     return reply.code(decision.statusCode).type(contentType).send(payload)
   }
 }

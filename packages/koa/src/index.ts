@@ -38,11 +38,11 @@ export function rateLimit(options: KoaRateLimitOptions = {}): Middleware {
     ctx.state.rateLimit = decision.result
     ctx.set(decision.headers)
     if (decision.result.allowed) {
-      decision.track(ctx.res)
+      engine.track(ctx.res, decision)
       return next()
     }
     if (handler) return handler(ctx, decision.result)
-    const { contentType, payload } = await decision.body()
+    const { contentType, payload } = await engine.body(ctx, decision)
     ctx.status = decision.statusCode
     ctx.type = contentType
     ctx.body = payload
