@@ -99,6 +99,8 @@ export class RedisServer {
       'no',
       '--dir',
       this.dir,
+      '--logfile',
+      'redis.log',
     ]
     this.#process = spawn('redis-server', [...args, ...this.extraArgs], { stdio: 'ignore' })
     this.#process.on('error', () => {}) // a failed start shows as no answer to PING
@@ -144,6 +146,11 @@ export class RedisClusterProcesses {
           '1000',
           '--cluster-require-full-coverage',
           'no',
+          // A replica may always take over: an idle test cluster would otherwise look too stale to fail over.
+          '--cluster-replica-validity-factor',
+          '0',
+          '--repl-ping-replica-period',
+          '1',
         ]),
       )
     }

@@ -1,0 +1,33 @@
+import { RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/express'
+import express, { type Express } from 'express'
+import { Redis } from 'ioredis'
+
+/**
+ * An API with a global limit (5 requests per 10 s per client) and a stricter, exact limit on /login
+ * (3 per minute). Memory store by default; Redis when `redisUrl` is given (all processes share limits).
+ */
+export function createApp(options: { redisUrl?: string } = {}): Express {
+  const store = options.redisUrl
+    ? new RedisStore({
+        client: new Redis(options.redisUrl, {
+          maxRetriesPerRequest: 1,
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+        }),
+      })
+    : undefined
+  const app = express()
+  app.set('trust proxy', 'loopback') // behind a local reverse proxy; see the README
+  app.use(rateLimit({ limit: 5, window: '10s', store }))
+  app.get('/', (request, response) => {
+    response.json({ hello: 'world', remaining: request.rateLimit?.remaining })
+  })
+  app.post(
+    '/login',
+    rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store, prefix: 'login' }),
+    (_request, response) => {
+      response.json({ ok: true })
+    },
+  )
+  return app
+}

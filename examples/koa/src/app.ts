@@ -1,0 +1,29 @@
+import { RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/koa'
+import { Redis } from 'ioredis'
+import Koa from 'koa'
+
+/**
+ * The same API as the Express example: 5 requests per 10 s per client, and 3 per minute (exact) on POST
+ * /login. Memory store by default; Redis when `redisUrl` is given.
+ */
+export function createApp(options: { redisUrl?: string } = {}): Koa {
+  const store = options.redisUrl
+    ? new RedisStore({
+        client: new Redis(options.redisUrl, {
+          maxRetriesPerRequest: 1,
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+        }),
+      })
+    : undefined
+  const app = new Koa()
+  app.proxy = true // behind a reverse proxy you control; see the README
+  app.use(rateLimit({ limit: 5, window: '10s', store }))
+  const login = rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store, prefix: 'login' })
+  app.use(async (ctx, next) => (ctx.method === 'POST' && ctx.path === '/login' ? login(ctx, next) : next()))
+  app.use((ctx) => {
+    ctx.body =
+      ctx.path === '/login' ? { ok: true } : { hello: 'world', remaining: ctx.state.rateLimit?.remaining }
+  })
+  return app
+}

@@ -1,0 +1,120 @@
+import { HttpRateLimiter, MemoryStore, RateLimitError, RateLimiter, tokenBucket } from '@ratewindow/core'
+import fc from 'fast-check'
+import request from 'supertest'
+import { describe, expect, it } from 'vitest'
+import { FRAMEWORKS } from '../http/harness.js'
+
+const binding = {
+  name: 'test',
+  clientIp: (req: { ip?: string }) => req.ip,
+  untrustedForwardedFor: () => false,
+  trustProxyHint: '',
+}
+
+describe('hostile options', () => {
+  it('every options object builds a working middleware or throws a RateLimitError with a code', async () => {
+    const option = fc.oneof(
+      fc.anything(),
+      fc.constantFrom('1m', '30s', 'draft-7', 'fixed-window', 0, -1, 1.5, 10, false),
+    )
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record(
+          {
+            limit: option,
+            window: option,
+            algorithm: option,
+            headers: option,
+            statusCode: option,
+            cost: option,
+            ipv6Subnet: option,
+            skipFailedRequests: option,
+            message: option,
+          },
+          { requiredKeys: [] },
+        ),
+        async (options) => {
+          let engine: HttpRateLimiter<{ ip?: string }>
+          try {
+            engine = new HttpRateLimiter(options as never, binding)
+          } catch (error) {
+            expect(error).toBeInstanceOf(RateLimitError)
+            expect((error as RateLimitError).code).toMatch(/^ERR_RATEWINDOW_/)
+            return
+          }
+          const decision = await engine.decide({ ip: '203.0.113.1' }).catch((error: unknown) => error)
+          if (decision instanceof Error) expect(decision).toBeInstanceOf(RateLimitError)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('hostile identifiers', () => {
+  it('any string is a valid, separate key', async () => {
+    const limiter = new RateLimiter({
+      rules: tokenBucket({ capacity: 1, refillRate: 1, interval: '1h' }),
+      store: new MemoryStore(),
+    })
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(
+          fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ maxLength: 20_000 })),
+          { minLength: 2, maxLength: 5 },
+        ),
+        async (keys) => {
+          const prefix = `${Math.random()}`
+          for (const key of keys) expect((await limiter.limit(prefix + key)).allowed).toBe(true)
+          for (const key of keys) expect((await limiter.limit(prefix + key)).allowed).toBe(false)
+        },
+      ),
+      { numRuns: 100 },
+    )
+  })
+
+  it('a request without a client address is an error, never a shared bucket', async () => {
+    const engine = new HttpRateLimiter({ limit: 1 }, binding)
+    await expect(engine.decide({})).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_IP' })
+    await expect(engine.decide({ ip: '' })).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_IP' })
+  })
+})
+
+describe.each(FRAMEWORKS.filter((framework) => ['Express 5', 'Koa 3', 'Fastify 5'].includes(framework.name)))(
+  '$name with hostile request headers',
+  (framework) => {
+    it('survives garbage X-Forwarded-For, huge headers and invalid IPs, and never shares one bucket', async () => {
+      const app = await framework.start({ global: { limit: 1, rules: undefined, store: new MemoryStore() } })
+      try {
+        const values = [
+          'garbage',
+          '1.2.3.4, not-an-ip',
+          '999.999.999.999',
+          '::::',
+          '\t',
+          '2001:db8::1%25eth0',
+          'a'.repeat(64 * 1024),
+          `${'1.1.1.1,'.repeat(2_000)}1.1.1.1`,
+        ]
+        for (const value of values) {
+          const response = await request(app.url)
+            .get('/')
+            .set('X-Forwarded-For', value)
+            .timeout(5_000)
+            .catch((error) => error.response)
+          // 200/429 for a usable address, 500 for an unusable one, 431 when the header is too large for Node.
+          expect([200, 429, 431, 500]).toContain(response?.status ?? 431)
+        }
+        // Two different unusable addresses never shared a bucket: both got the same non-2xx/429 answer.
+        const first = await request(app.url).get('/').set('X-Forwarded-For', 'garbage-1')
+        const second = await request(app.url).get('/').set('X-Forwarded-For', 'garbage-2')
+        expect([first.status, second.status]).toEqual([500, 500])
+        // The server still limits real clients.
+        await request(app.url).get('/').set('X-Forwarded-For', '198.51.100.20').expect(200)
+        await request(app.url).get('/').set('X-Forwarded-For', '198.51.100.20').expect(429)
+      } finally {
+        await app.close()
+      }
+    })
+  },
+)

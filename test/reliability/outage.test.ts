@@ -1,0 +1,135 @@
+/**
+ * Redis going away under real HTTP traffic, through each adapter: SIGKILL mid-stream, restart on the same
+ * port, SCRIPT FLUSH and FLUSHALL. Every request must be answered, by the policy while Redis is gone, and
+ * limiting must resume without restarting the app.
+ */
+import { once } from 'node:events'
+import { MemoryStore, RedisStore } from '@ratewindow/core'
+import { Redis } from 'ioredis'
+import request from 'supertest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { type CommonOptions, FRAMEWORKS, type RunningApp } from '../http/harness.js'
+import { RedisServer } from '../support/redis-server.js'
+
+const ADAPTERS = FRAMEWORKS.filter((framework) =>
+  ['Express 5', 'Koa 3', 'Fastify 5'].includes(framework.name),
+)
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+
+beforeAll(() => {
+  process.on('unhandledRejection', onUnhandled)
+})
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled)
+})
+
+/** An ioredis client set up as docs/operations.md recommends: fail fast, reconnect quickly, never resend. */
+function resilientClient(port: number): Redis {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    connectTimeout: 500,
+    retryStrategy: () => 50,
+  })
+  client.on('error', () => {}) // connection errors are expected here; the limiter reports its own failures
+  return client
+}
+
+/** True when the store (not the failure policy) answered: only then are RateLimit figures sent. */
+const fromStore = (response: request.Response) => response.headers['ratelimit-limit'] !== undefined
+
+async function untilStoreAnswers(url: string): Promise<number> {
+  for (let attempt = 1; attempt <= 200; attempt++) {
+    if (fromStore(await request(url).get('/').timeout(5_000))) return attempt
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error('limiting did not resume within 200 attempts')
+}
+
+describe.each(ADAPTERS)('$name with RedisStore when Redis dies', (framework) => {
+  let server: RedisServer
+  let client: Redis
+  let app: RunningApp | undefined
+  const errors: unknown[] = []
+
+  beforeAll(async () => {
+    server = await RedisServer.start()
+  })
+  afterEach(async () => {
+    await app?.close()
+    client?.disconnect()
+    errors.length = 0
+  })
+  afterAll(async () => {
+    await server.stop()
+    expect(unhandled).toEqual([])
+  })
+
+  async function start(options: CommonOptions): Promise<string> {
+    if (!(await server.cli('ping')).includes('PONG')) await server.restart()
+    client = resilientClient(server.port)
+    await once(client, 'ready')
+    app = await framework.start({
+      global: {
+        limit: 1_000,
+        window: '1m',
+        store: new RedisStore({ client }),
+        timeout: '200ms',
+        onError: (error) => errors.push(error),
+        ...options,
+      },
+    })
+    return app.url
+  }
+
+  it('SIGKILL mid-stream: every request answered (fail open), then limiting resumes after a restart', async () => {
+    const url = await start({ onStoreError: 'allow' })
+    for (let i = 0; i < 10; i++) expect(fromStore(await request(url).get('/').expect(200))).toBe(true)
+    await server.kill('SIGKILL')
+    const during = await Promise.all(Array.from({ length: 30 }, () => request(url).get('/').timeout(5_000)))
+    expect(during.map((response) => response.status)).toEqual(Array(30).fill(200))
+    expect(during.some(fromStore)).toBe(false) // nothing invented while the store is gone
+    expect(errors.length).toBeGreaterThan(0) // and every failure was reported
+    await server.restart()
+    await untilStoreAnswers(url)
+    const after = await request(url).get('/').expect(200)
+    expect(Number(after.headers['ratelimit-remaining'])).toBeLessThan(1_000)
+  })
+
+  it('fail closed: 503 with Retry-After while Redis is down', async () => {
+    const url = await start({ onStoreError: 'deny' })
+    await request(url).get('/').expect(200)
+    await server.kill('SIGKILL')
+    const during = await Promise.all(Array.from({ length: 10 }, () => request(url).get('/').timeout(5_000)))
+    expect(during.map((response) => response.status)).toEqual(Array(10).fill(503))
+    expect(during.every((response) => Number(response.headers['retry-after']) >= 1)).toBe(true)
+    await server.restart()
+  })
+
+  it('a fallback MemoryStore keeps limiting per process while Redis is down', async () => {
+    const url = await start({ limit: 3, fallback: new MemoryStore() })
+    await request(url).get('/').expect(200)
+    await server.kill('SIGKILL')
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) statuses.push((await request(url).get('/').timeout(5_000)).status)
+    expect(statuses).toEqual([200, 200, 200, 429, 429])
+    await server.restart()
+  })
+
+  it('SCRIPT FLUSH and FLUSHALL mid-run: no error; FLUSHALL forgets the counts', async () => {
+    const url = await start({ limit: 3 })
+    await request(url).get('/').expect(200)
+    await server.cli('script', 'flush')
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(429)
+    await server.cli('flushall')
+    const fresh = await request(url).get('/').expect(200)
+    expect(fresh.headers['ratelimit-remaining']).toBe('2')
+    expect(errors).toEqual([])
+  })
+})
