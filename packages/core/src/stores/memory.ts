@@ -18,6 +18,8 @@ export interface MemoryStoreOptions {
 }
 
 interface Entry {
+  /** The table holding the entry (one per limiter namespace), and its key there. */
+  table: Map<string, Entry>
   id: string
   /** One state per rule, in rule order. */
   states: unknown[]
@@ -41,14 +43,20 @@ const MAX_RAW_KEY_LENGTH = 128
  * limits between processes.
  */
 export class MemoryStore implements Store {
-  readonly #entries = new Map<string, Entry>()
+  /**
+   * One table per namespace (rule set and limiter prefix), keyed by the identifier itself: no per-request key
+   * concatenation, and no long composite strings held per key.
+   */
+  readonly #tables = new WeakMap<readonly Rule[], Map<string, Map<string, Entry>>>()
+  readonly #allTables = new Set<Map<string, Entry>>()
+  readonly #bySignature = new Map<string, Map<string, Map<string, Entry>>>()
+  #size = 0
   /**
    * NOTE: recency is a doubly linked list through the entries, not Map re-insertion: deleting from the front
    * of a Map leaves holes that every `keys().next()` walks over, which made eviction quadratic under floods.
    */
   #leastRecent: Entry | undefined
   #mostRecent: Entry | undefined
-  readonly #signatures = new WeakMap<readonly Rule[], string>()
   readonly #clock: () => number
   readonly #maxKeys: number
   readonly #timer: NodeJS.Timeout
@@ -74,13 +82,12 @@ export class MemoryStore implements Store {
 
   /** Number of client keys held now (expired ones count until swept or touched). */
   get size(): number {
-    return this.#entries.size
+    return this.#size
   }
 
   consume(request: StoreRequest): Decision {
     const now = this.#clock()
-    const id = this.#id(request)
-    const entry = this.#take(id, request.rules, now)
+    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
     const decision = decideLocally(request.rules, entry.states, now, request.cost, true)
     this.#keep(entry, request.rules, now)
     return decision
@@ -88,7 +95,7 @@ export class MemoryStore implements Store {
 
   peek(request: StoreRequest): Decision {
     const now = this.#clock()
-    const entry = this.#entries.get(this.#id(request))
+    const entry = this.#table(request).get(this.#key(request))
     // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
     const states =
       entry && entry.expiresAt > now
@@ -99,8 +106,7 @@ export class MemoryStore implements Store {
 
   refund(request: RefundRequest): void {
     const now = this.#clock()
-    const id = this.#id(request)
-    const entry = this.#entries.get(id)
+    const entry = this.#table(request).get(this.#key(request))
     if (entry === undefined || entry.expiresAt <= now) return
     request.rules.forEach((rule, i) => {
       rule.logic.advance(entry.states[i], now)
@@ -110,50 +116,65 @@ export class MemoryStore implements Store {
   }
 
   reset(target: StoreTarget): void {
-    const entry = this.#entries.get(this.#id(target))
+    const entry = this.#table(target).get(this.#key(target))
     if (entry !== undefined) this.#remove(entry)
   }
 
   /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
   sweep(): void {
     const now = this.#clock()
-    for (const entry of this.#entries.values()) if (entry.expiresAt <= now) this.#remove(entry)
+    for (const table of this.#allTables)
+      for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
   }
 
   close(): void {
     clearInterval(this.#timer)
-    this.#entries.clear()
+    for (const table of this.#allTables) table.clear()
+    this.#size = 0
     this.#leastRecent = undefined
     this.#mostRecent = undefined
   }
 
-  #id(target: StoreTarget): string {
-    let signature = this.#signatures.get(target.rules)
-    if (signature === undefined) {
-      signature = target.rules.map((rule) => rule.id).join(',')
-      this.#signatures.set(target.rules, signature)
+  /** The table of the target's namespace: its rule set (by storage ids) and limiter prefix. */
+  #table(target: StoreTarget): Map<string, Entry> {
+    let byPrefix = this.#tables.get(target.rules)
+    if (byPrefix === undefined) {
+      // Rule arrays with the same ids share state, so they must share tables.
+      const signature = target.rules.map((rule) => rule.id).join(',')
+      byPrefix = this.#bySignature.get(signature) ?? new Map()
+      this.#bySignature.set(signature, byPrefix)
+      this.#tables.set(target.rules, byPrefix)
     }
-    const key =
-      target.key.length > MAX_RAW_KEY_LENGTH
-        ? `#${createHash('sha256').update(target.key).digest('base64url')}`
-        : target.key
-    return `${signature}\u0000${target.prefix}\u0000${key}`
+    let table = byPrefix.get(target.prefix)
+    if (table === undefined) {
+      table = new Map()
+      byPrefix.set(target.prefix, table)
+      this.#allTables.add(table)
+    }
+    return table
+  }
+
+  #key(target: StoreTarget): string {
+    return target.key.length > MAX_RAW_KEY_LENGTH
+      ? `#${createHash('sha256').update(target.key).digest('base64url')}`
+      : target.key
   }
 
   /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */
-  #take(id: string, rules: readonly Rule[], now: number): Entry {
-    let entry = this.#entries.get(id)
+  #take(table: Map<string, Entry>, id: string, rules: readonly Rule[], now: number): Entry {
+    let entry = table.get(id)
     if (entry === undefined) {
-      if (this.#entries.size >= this.#maxKeys && this.#leastRecent !== undefined)
-        this.#remove(this.#leastRecent)
+      if (this.#size >= this.#maxKeys && this.#leastRecent !== undefined) this.#remove(this.#leastRecent)
       entry = {
+        table,
         id,
         states: rules.map((rule) => rule.logic.create()),
         expiresAt: 0,
         older: undefined,
         newer: undefined,
       }
-      this.#entries.set(id, entry)
+      table.set(id, entry)
+      this.#size++
       this.#append(entry)
     } else if (entry.expiresAt <= now) {
       entry.states = rules.map((rule) => rule.logic.create())
@@ -177,8 +198,9 @@ export class MemoryStore implements Store {
   }
 
   #remove(entry: Entry): void {
-    if (this.#entries.get(entry.id) !== entry) return
-    this.#entries.delete(entry.id)
+    if (entry.table.get(entry.id) !== entry) return
+    entry.table.delete(entry.id)
+    this.#size--
     this.#unlink(entry)
   }
 
@@ -203,14 +225,20 @@ export class MemoryStore implements Store {
   #sweepInSlices(): void {
     if (this.#sweeping) return
     this.#sweeping = true
-    const entries = this.#entries.values()
+    const tables = [...this.#allTables].values()
+    let entries: Iterator<Entry> | undefined
     const slice = () => {
       const now = this.#clock()
       for (let i = 0; i < SWEEP_SLICE; i++) {
-        const next = entries.next()
-        if (next.done) {
-          this.#sweeping = false
-          return
+        const next = entries?.next()
+        if (next === undefined || next.done) {
+          const table = tables.next()
+          if (table.done) {
+            this.#sweeping = false
+            return
+          }
+          entries = table.value.values()
+          continue
         }
         if (next.value.expiresAt <= now) this.#remove(next.value)
       }
