@@ -121,6 +121,34 @@ function counterErrors(times: readonly number[], decisions: readonly boolean[]) 
   return { falseAllow, falseDeny }
 }
 
+/**
+ * Closer to Cloudflare's setting: 300 clients over 10 minutes, Poisson, rates spread log-uniformly from 1 per
+ * minute to 4 per second, so that most clients stay below the limit and a few exceed it.
+ */
+async function mixedClients(): Promise<{ requests: number; falseAllow: number; falseDeny: number }> {
+  const next = random(7)
+  let requests = 0
+  let falseAllow = 0
+  let falseDeny = 0
+  for (let client = 0; client < 300; client++) {
+    const perSecond = (1 / 60) * 240 ** next()
+    const times: number[] = []
+    for (
+      let t = Math.ceil(-Math.log(1 - next()) * (1000 / perSecond));
+      t < 10 * WINDOW;
+      t += Math.ceil(-Math.log(1 - next()) * (1000 / perSecond))
+    ) {
+      times.push(t)
+    }
+    const { decisions } = await replay(slidingWindowCounter({ limit: LIMIT, window: WINDOW }), times)
+    const errors = counterErrors(times, decisions)
+    requests += times.length
+    falseAllow += errors.falseAllow
+    falseDeny += errors.falseDeny
+  }
+  return { requests, falseAllow, falseDeny }
+}
+
 export async function runAccuracy(svgPath?: string): Promise<string> {
   const errorRows: string[][] = []
   const worstRows: string[][] = []
@@ -148,6 +176,14 @@ export async function runAccuracy(svgPath?: string): Promise<string> {
     }
     worstRows.push(worst)
   }
+  const mixed = await mixedClients()
+  const percent = (n: number, of: number) => `${n} (${((100 * n) / of).toFixed(3)}%)`
+  errorRows.push([
+    '300 clients, mixed rates (10 min)',
+    String(mixed.requests),
+    percent(mixed.falseAllow, mixed.requests),
+    percent(mixed.falseDeny, mixed.requests),
+  ])
   const lines = [
     `Limit ${LIMIT} per ${WINDOW / 1000} s. Most admitted in any ${WINDOW / 1000} s window (total admitted):`,
     '',
@@ -157,7 +193,7 @@ export async function runAccuracy(svgPath?: string): Promise<string> {
     '',
     table(['trace', 'requests', 'false allows', 'false denies'], errorRows),
     '',
-    `All traces: ${wrong} wrong decisions of ${total} (${((100 * wrong) / total).toFixed(3)}%). Cloudflare reports 0.003% over 400M requests of real traffic; these traces are adversarial by design.`,
+    `The five single-client traces run at or above twice the limit, so nearly every request sits at the decision boundary: ${wrong} wrong decisions of ${total} (${((100 * wrong) / total).toFixed(1)}%). They are adversarial by design. With mixed clients, most below their limit: ${percent(mixed.falseAllow + mixed.falseDeny, mixed.requests)} wrong. Cloudflare reports 0.003% wrong over 400M requests of real traffic, where almost all clients are far below their limit; the error concentrates on clients near or over it.`,
   ]
   if (svgPath) writeFileSync(svgPath, chart(series, 5 * WINDOW))
   return lines.join('\n')

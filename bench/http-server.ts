@@ -21,14 +21,6 @@ const redis = () =>
 const ours = (): HttpRateLimitOptions<unknown> | undefined => {
   if (variant === 'ratewindow')
     return { limit, window: '1m', store: new MemoryStore({ maxKeys: 1_000_000 }), blockedCache: false }
-  if (variant === 'ratewindow-noheaders')
-    return {
-      limit,
-      window: '1m',
-      store: new MemoryStore({ maxKeys: 1_000_000 }),
-      blockedCache: false,
-      headers: false as const,
-    }
   if (variant === 'ratewindow-redis')
     return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: false }
   if (variant === 'ratewindow-redis-cached')
@@ -39,9 +31,7 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
 async function start(): Promise<number> {
   const options = ours()
   const peer =
-    options || variant === 'bare' || variant === 'async-noop'
-      ? undefined
-      : await peerMiddleware(framework, variant, limit, redis)
+    options || variant === 'bare' ? undefined : await peerMiddleware(framework, variant, limit, redis)
   if (framework === 'express') {
     const app = express()
     app.set('trust proxy', true)
@@ -58,12 +48,6 @@ async function start(): Promise<number> {
     const app = new Koa()
     app.proxy = true
     if (options) app.use(koaRateLimit(options))
-    if (variant === 'async-noop')
-      app.use(async (ctx, next) => {
-        ctx.set({})
-        await null
-        return next()
-      })
     if (peer) app.use(peer as Koa.Middleware)
     app.use((ctx) => {
       ctx.body = 'ok'

@@ -1,109 +1,161 @@
 /**
- * HTTP overhead: req/s and latency with autocannon on 127.0.0.1 for each framework bare and with rate
- * limiting, measured side by side in one run, as ratios to the bare framework. Each server runs in its own
- * process; configurations alternate within each round and the median of the rounds is reported.
+ * HTTP overhead: req/s and latency with autocannon on 127.0.0.1 for bare Express, Koa and Fastify, with
+ * ratewindow (memory and Redis) and with their peers, on the allowed and the denied path, with one client key
+ * and with 10k. Every configuration's server runs in its own process, started once; the rounds alternate
+ * between them and the median is reported, as a ratio to the bare framework measured in the same rounds.
  *
- * Run: pnpm --filter @ratewindow/bench http [-- --rounds 3 --duration 5 --variants ratewindow]
+ * Run alone: pnpm --filter @ratewindow/bench http [-- --rounds 3 --duration 3 --frameworks koa]
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import autocannon from 'autocannon'
+import { RedisServer } from '../test/support/redis-server.js'
+import { PEERS } from './peers.js'
 import { median, table } from './stats.js'
 
 const argument = (name: string, fallback: string) => {
   const index = process.argv.indexOf(`--${name}`)
   return index > 0 ? process.argv[index + 1]! : fallback
 }
-const ROUNDS = Number(argument('rounds', '3'))
-const DURATION = Number(argument('duration', '5'))
-const FRAMEWORKS = argument('frameworks', 'express,koa,fastify').split(',')
-const VARIANTS = argument('variants', 'ratewindow').split(',')
-const PATHS = argument('paths', 'allowed').split(',')
-const KEYS = argument('keys', '1').split(',').map(Number)
 
-interface Sample {
+export interface HttpRow {
+  framework: string
+  path: string
+  keys: number
+  config: string
   rps: number
+  ratio: number
   p50: number
   p99: number
 }
 
-async function startServer(
-  framework: string,
-  variant: string,
-  path: string,
-): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(
+/** The (path, keys) cases: the allowed path with one key and 10k keys, the denied path with one key. */
+const CASES: [string, number][] = [
+  ['allowed', 1],
+  ['allowed', 10_000],
+  ['denied', 1],
+]
+
+async function startServer(framework: string, variant: string, path: string, redisUrl: string) {
+  const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  // Without the source condition the packages resolve to their built dist, as users get them.
+  const child: ChildProcess = spawn(
     process.execPath,
-    ['--import', 'tsx', '--conditions=@ratewindow/source', 'http-server.ts', framework, variant, path],
+    [...flags, '--import', 'tsx', 'http-server.ts', framework, variant, path],
     {
       cwd: import.meta.dirname,
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: process.env,
+      env: { ...process.env, REDIS_URL: redisUrl },
     },
   )
   const [line] = (await once(child.stdout!, 'data')) as [Buffer]
-  return { port: JSON.parse(line.toString()).port, child }
+  return { port: JSON.parse(line.toString()).port as number, child }
 }
 
-async function measure(framework: string, variant: string, path: string, keys: number): Promise<Sample> {
-  const { port, child } = await startServer(framework, variant, path)
+async function load(port: number, keys: number, seconds: number) {
+  let next = 0
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections: 50,
+    duration: seconds,
+    requests: [
+      {
+        setupRequest: (request) => {
+          const client = next++ % keys
+          const address = `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`
+          return { ...request, headers: { ...request.headers, 'x-forwarded-for': address } }
+        },
+      },
+    ],
+  })
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+  }
+}
+
+export async function runHttp(
+  options: { rounds?: number; duration?: number; frameworks?: string[] } = {},
+): Promise<HttpRow[]> {
+  const rounds = options.rounds ?? 3
+  const duration = options.duration ?? 3
+  const redis = await RedisServer.start()
+  const redisUrl = `redis://127.0.0.1:${redis.port}`
+  const rows: HttpRow[] = []
   try {
-    let next = 0
-    const load = (duration: number) =>
-      autocannon({
-        url: `http://127.0.0.1:${port}/`,
-        connections: 50,
-        duration,
-        requests: [
-          {
-            setupRequest: (request) => {
-              const client = next++ % keys
-              const address = `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`
-              return { ...request, headers: { ...request.headers, 'x-forwarded-for': address } }
-            },
-          },
-        ],
-      })
-    await load(1) // warm-up (JIT, and the denied path's first request)
-    const result = await load(DURATION)
-    return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 }
+    for (const framework of options.frameworks ?? ['express', 'koa', 'fastify']) {
+      const peers = PEERS[framework]!
+      for (const [path, keys] of CASES) {
+        const configs = [
+          'bare',
+          'ratewindow',
+          'ratewindow-redis',
+          ...(path === 'denied' ? ['ratewindow-redis-cached'] : []),
+          ...peers,
+          ...peers.map((peer) => `${peer}-redis`),
+        ]
+        const servers = new Map<string, { port: number; child: ChildProcess }>()
+        for (const config of configs)
+          servers.set(config, await startServer(framework, config, path, redisUrl))
+        try {
+          for (const config of configs) await load(servers.get(config)!.port, keys, 1) // warm-up
+          const samples = new Map<string, { rps: number; p50: number; p99: number }[]>(
+            configs.map((c) => [c, []]),
+          )
+          for (let round = 0; round < rounds; round++) {
+            for (const config of configs)
+              samples.get(config)!.push(await load(servers.get(config)!.port, keys, duration))
+          }
+          const bare = median(samples.get('bare')!.map((sample) => sample.rps))
+          for (const config of configs) {
+            const list = samples.get(config)!
+            const rps = median(list.map((sample) => sample.rps))
+            rows.push({
+              framework,
+              path,
+              keys,
+              config,
+              rps,
+              ratio: rps / bare,
+              p50: median(list.map((sample) => sample.p50)),
+              p99: median(list.map((sample) => sample.p99)),
+            })
+          }
+        } finally {
+          for (const { child } of servers.values()) child.kill()
+        }
+        console.error(`http: ${framework} ${path} ${keys} key(s) done`)
+      }
+    }
   } finally {
-    child.kill()
-    await once(child, 'exit')
+    await redis.stop()
   }
+  return rows
 }
 
-const rows: string[][] = []
-for (const framework of FRAMEWORKS) {
-  for (const path of PATHS) {
-    for (const keys of KEYS) {
-      const configs = ['bare', ...VARIANTS]
-      const samples = new Map<string, Sample[]>(configs.map((config) => [config, []]))
-      for (let round = 0; round < ROUNDS; round++) {
-        for (const config of configs) samples.get(config)!.push(await measure(framework, config, path, keys))
-      }
-      const bareRps = median(samples.get('bare')!.map((sample) => sample.rps))
-      for (const config of configs) {
-        const list = samples.get(config)!
-        const rps = median(list.map((sample) => sample.rps))
-        rows.push([
-          framework,
-          path,
-          String(keys),
-          config,
-          Math.round(rps).toLocaleString('en-US'),
-          (rps / bareRps).toFixed(2),
-          String(median(list.map((sample) => sample.p50))),
-          String(median(list.map((sample) => sample.p99))),
-        ])
-      }
-      console.error(`done: ${framework} ${path} ${keys} key(s)`)
-    }
-  }
+export function httpTable(rows: readonly HttpRow[]): string {
+  return table(
+    ['framework', 'path', 'keys', 'configuration', 'req/s', 'ratio to bare', 'p50 ms', 'p99 ms'],
+    rows.map((row) => [
+      row.framework,
+      row.path,
+      String(row.keys),
+      row.config,
+      Math.round(row.rps).toLocaleString('en-US'),
+      row.ratio.toFixed(2),
+      String(row.p50),
+      String(row.p99),
+    ]),
+  )
 }
-console.log(
-  `\nautocannon, 50 connections, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, Node ${process.version}\n`,
-)
-console.log(
-  table(['framework', 'path', 'keys', 'configuration', 'req/s', 'ratio to bare', 'p50 ms', 'p99 ms'], rows),
-)
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await runHttp({
+    rounds: Number(argument('rounds', '3')),
+    duration: Number(argument('duration', '3')),
+    frameworks: argument('frameworks', 'express,koa,fastify').split(','),
+  })
+  console.log(httpTable(rows))
+}

@@ -51,46 +51,49 @@ async function redisBenchmark(port: number, sha: string): Promise<number> {
   return median(rates)
 }
 
-const server = await RedisServer.start()
-try {
-  const plain = new Redis({ port: server.port, host: '127.0.0.1' })
-  const pipelined = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: true })
-  const rule = slidingWindowCounter({ limit: 1_000_000_000, window: '1m' })
-  const ours = new RateLimiter({ rules: rule, store: new RedisStore({ client: plain }) })
-  const oursAuto = new RateLimiter({ rules: rule, store: new RedisStore({ client: pipelined }) })
-  await ours.limit('warm-up')
+export async function runRedis(): Promise<string> {
+  const server = await RedisServer.start()
+  try {
+    const plain = new Redis({ port: server.port, host: '127.0.0.1' })
+    const pipelined = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: true })
+    const rule = slidingWindowCounter({ limit: 1_000_000_000, window: '1m' })
+    const ours = new RateLimiter({ rules: rule, store: new RedisStore({ client: plain }) })
+    const oursAuto = new RateLimiter({ rules: rule, store: new RedisStore({ client: pipelined }) })
+    await ours.limit('warm-up')
 
-  const sha = String(await plain.script('LOAD', RedisStore.script.lua))
+    const sha = String(await plain.script('LOAD', RedisStore.script.lua))
 
-  await plain.config('RESETSTAT')
-  const oneKey = await decisionsPerSecond(ours, 1)
-  const stats = await plain.info('commandstats')
-  const manyKeys = await decisionsPerSecond(ours, 10_000)
-  const auto = await decisionsPerSecond(oursAuto, 10_000)
-  const baseline = await redisBenchmark(server.port, sha)
+    await plain.config('RESETSTAT')
+    const oneKey = await decisionsPerSecond(ours, 1)
+    const stats = await plain.info('commandstats')
+    const manyKeys = await decisionsPerSecond(ours, 10_000)
+    const auto = await decisionsPerSecond(oursAuto, 10_000)
+    const baseline = await redisBenchmark(server.port, sha)
 
-  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
-  const decisions = DECISIONS * (ROUNDS + 1)
-  const fromClient = calls('evalsha') + calls('eval')
-  console.log(
-    `RedisStore on redis-server ${(await plain.info('server')).match(/redis_version:(\S+)/)?.[1]}, ${IN_FLIGHT} in flight, median of ${ROUNDS}\n`,
-  )
-  console.log(
-    table(
-      ['what', 'decisions/s', 'ratio to redis-benchmark'],
-      [
-        ['redis-benchmark EVALSHA (50 clients)', formatRate(baseline), '1.00'],
-        ['RedisStore, 1 key, 1 connection', formatRate(oneKey), (oneKey / baseline).toFixed(2)],
-        ['RedisStore, 10k keys, 1 connection', formatRate(manyKeys), (manyKeys / baseline).toFixed(2)],
-        ['RedisStore, 10k keys, auto-pipelining', formatRate(auto), (auto / baseline).toFixed(2)],
-      ],
-    ),
-  )
-  console.log(
-    `\nCommands sent by the client per decision (INFO commandstats): ${(fromClient / decisions).toFixed(3)}`,
-  )
-  console.log(`(evalsha ${calls('evalsha')}, eval ${calls('eval')} for ${decisions} decisions)`)
-  await Promise.all([plain.quit(), pipelined.quit()])
-} finally {
-  await server.stop()
+    const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    const decisions = DECISIONS * (ROUNDS + 1)
+    const fromClient = calls('evalsha') + calls('eval')
+    const version = (await plain.info('server')).match(/redis_version:(\S+)/)?.[1]
+    await Promise.all([plain.quit(), pipelined.quit()])
+    return [
+      `RedisStore on redis-server ${version}, ${IN_FLIGHT} in flight, median of ${ROUNDS}:`,
+      '',
+      table(
+        ['what', 'decisions/s', 'ratio to redis-benchmark'],
+        [
+          ['redis-benchmark EVALSHA (50 clients)', formatRate(baseline), '1.00'],
+          ['RedisStore, 1 key, 1 connection', formatRate(oneKey), (oneKey / baseline).toFixed(2)],
+          ['RedisStore, 10k keys, 1 connection', formatRate(manyKeys), (manyKeys / baseline).toFixed(2)],
+          ['RedisStore, 10k keys, auto-pipelining', formatRate(auto), (auto / baseline).toFixed(2)],
+        ],
+      ),
+      '',
+      `Commands sent by the client per decision (INFO commandstats): ${(fromClient / decisions).toFixed(3)} ` +
+        `(evalsha ${calls('evalsha')}, eval ${calls('eval')} for ${decisions} decisions).`,
+    ].join('\n')
+  } finally {
+    await server.stop()
+  }
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(await runRedis())
