@@ -135,16 +135,23 @@ export class HttpRateLimiter<Req> {
     this.#base = { store, prefix, timeout, onStoreError, fallback, onError, circuitBreaker, blockedCache }
     if (options.rules !== undefined) {
       this.#fixed = new RateLimiter({ ...this.#base, rules: parseRules(options.rules) })
-      return
+    } else {
+      const algorithm = options.algorithm ?? 'sliding-window-counter'
+      const window = options.window ?? '1m'
+      const make = ALGORITHMS[algorithm]
+      this.#makeRule = (limit) => make(limit, window)
+      const limit = options.limit ?? 100
+      // Built now even for a function limit, so that a bad `window` fails at construction.
+      const probe = this.#limiterFor(typeof limit === 'number' ? limit : 1)
+      this.#fixed = typeof limit === 'number' ? probe : undefined
     }
-    const algorithm = options.algorithm ?? 'sliding-window-counter'
-    const window = options.window ?? '1m'
-    const make = ALGORITHMS[algorithm]
-    this.#makeRule = (limit) => make(limit, window)
-    const limit = options.limit ?? 100
-    // Built now even for a function limit, so that a bad `window` fails at construction.
-    const probe = this.#limiterFor(typeof limit === 'number' ? limit : 1)
-    this.#fixed = typeof limit === 'number' ? probe : undefined
+    if (typeof options.cost === 'number' && this.#fixed && options.cost > this.#fixed.maxCost) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+        `\`cost\` ${options.cost} exceeds the limit (${this.#fixed.maxCost}): no request could ever pass. Lower the cost or raise the limit.`,
+        { option: 'cost' },
+      )
+    }
   }
 
   /** Decides for one request; undefined when `skip` says so. Throws only for programming errors (bad key, cost). */

@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   fixedWindow,
+  HttpRateLimiter,
   MemoryStore,
   parseDuration,
   RateLimitError,
@@ -108,6 +109,19 @@ describe('RateLimiter options', () => {
       code: 'ERR_RATEWINDOW_INVALID_COST',
     })
     expect((await limiter.limit('k', { cost: 3 })).allowed).toBe(true)
+  })
+
+  it('rejects a middleware cost larger than every limit, at construction', () => {
+    const binding = {
+      name: 't',
+      clientIp: () => '127.0.0.1',
+      untrustedForwardedFor: () => false,
+      trustProxyHint: '',
+    }
+    expect(() => new HttpRateLimiter({ limit: 5, cost: 6 }, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT', option: 'cost' }),
+    )
+    expect(() => new HttpRateLimiter({ limit: 5, cost: 5 }, binding)).not.toThrow()
   })
 
   it('rejects a key that is not a string', async () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError } from '../errors.js'
-import { DECISION_SCRIPT, MODE } from './redis-script.js'
+import { MODE, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
 /**
@@ -25,10 +25,6 @@ export interface RedisStoreOptions {
   clock?: () => number
 }
 
-const SCRIPT_SHA = createHash('sha1').update(DECISION_SCRIPT).digest('hex')
-/** Named after the script's hash, so that two library versions on one client never share a definition. */
-const COMMAND = `ratewindow_${SCRIPT_SHA.slice(0, 12)}`
-
 type ScriptCommand = (numberOfKeys: number, ...keysAndArgs: (string | number)[]) => Promise<number[]>
 
 /**
@@ -40,14 +36,16 @@ type ScriptCommand = (numberOfKeys: number, ...keysAndArgs: (string | number)[])
  * client in one Cluster slot, and hashing bounds key length and removes braces from hostile identifiers.
  */
 export class RedisStore implements Store {
-  /** The Lua script behind every call and its SHA1, e.g. to `SCRIPT LOAD` it ahead or benchmark it. */
-  static readonly script: { readonly lua: string; readonly sha1: string } = Object.freeze({
-    lua: DECISION_SCRIPT,
-    sha1: SCRIPT_SHA,
-  })
+  /**
+   * The Lua script run for a rule set (it holds only the algorithms those rules use) and its SHA1, e.g. to
+   * `SCRIPT LOAD` it ahead or to benchmark it.
+   */
+  static scriptFor(rules: readonly Rule[]): Script {
+    return scriptFor(rules.map((rule) => rule.script.code))
+  }
 
   readonly #client: RedisClient
-  readonly #command: ScriptCommand
+  readonly #commands = new WeakMap<readonly Rule[], ScriptCommand>()
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
 
@@ -75,10 +73,7 @@ export class RedisStore implements Store {
         'a function returning epoch ms, or undefined',
       )
     }
-    const commands = client as unknown as Record<string, ScriptCommand | undefined>
-    if (typeof commands[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: DECISION_SCRIPT })
     this.#client = client
-    this.#command = commands[COMMAND]!.bind(client)
     this.#prefix = prefix
     this.#clock = clock
   }
@@ -124,7 +119,7 @@ export class RedisStore implements Store {
     const keysAndArgs: (string | number)[] = rules.map((rule) => `${base}${rule.id}`)
     keysAndArgs.push(mode, this.#now(), request.cost, at)
     for (const rule of rules) keysAndArgs.push(rule.script.code, ...rule.script.params)
-    const reply = await this.#command(rules.length, ...keysAndArgs)
+    const reply = await this.#commandFor(rules)(rules.length, ...keysAndArgs)
     if (!Array.isArray(reply) || reply.length < 2) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_STORE',
@@ -132,6 +127,21 @@ export class RedisStore implements Store {
       )
     }
     return reply
+  }
+
+  /** The ioredis command running the rule set's script, defined on the client on first use. */
+  #commandFor(rules: readonly Rule[]): ScriptCommand {
+    let command = this.#commands.get(rules)
+    if (command === undefined) {
+      const script = RedisStore.scriptFor(rules)
+      // Named after the script's hash: two rule sets or library versions never share a definition.
+      const name = `ratewindow_${script.sha1.slice(0, 12)}`
+      const commands = this.#client as unknown as Record<string, ScriptCommand | undefined>
+      if (typeof commands[name] !== 'function') this.#client.defineCommand(name, { lua: script.lua })
+      command = commands[name]!.bind(this.#client)
+      this.#commands.set(rules, command)
+    }
+    return command
   }
 
   #now(): number {
