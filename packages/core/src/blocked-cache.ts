@@ -1,4 +1,4 @@
-import type { RateLimitResult } from './limiter.js'
+import type { RateLimitResult } from './result.js'
 
 export interface BlockedCacheOptions {
   /** Most denied keys remembered; the oldest is dropped past it. @default 10_000 */

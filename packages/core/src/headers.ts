@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { invalid } from './errors.js'
-import type { RateLimitResult, RuleResult } from './limiter.js'
+import type { RateLimitResult, RuleResult } from './result.js'
 
 /** Which IETF RateLimit header draft to write. */
 export type HeaderFormat = 'draft-6' | 'draft-7' | 'draft-8'

@@ -1,14 +1,12 @@
 import type { ServerResponse } from 'node:http'
-import { fixedWindow } from './algorithms/fixed-window.js'
-import { slidingWindowCounter } from './algorithms/sliding-window-counter.js'
-import { slidingWindowLog } from './algorithms/sliding-window-log.js'
-import { tokenBucket } from './algorithms/token-bucket.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
-import { describeValue, invalid, RateLimitError } from './errors.js'
-import { HEADER_FORMATS, type HeaderFormat, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
+import { invalid, RateLimitError } from './errors.js'
+import { type HeaderFormat, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { ipKey, parseIpv6Subnet } from './keys.js'
-import { parseRules, RateLimiter, type RateLimiterOptions, type RateLimitResult } from './limiter.js'
+import { RateLimiter, type RateLimiterOptions } from './limiter.js'
+import { ALGORITHMS, checkOptions, parseRules } from './options.js'
+import type { RateLimitResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
 
 type Awaitable<T> = T | Promise<T>
@@ -86,12 +84,6 @@ export interface HttpDecision {
   limiter: RateLimiter
 }
 
-const ALGORITHMS: Record<AlgorithmName, (limit: number, window: Duration) => Rule> = {
-  'fixed-window': (limit, window) => fixedWindow({ limit, window }),
-  'sliding-window-log': (limit, window) => slidingWindowLog({ limit, window }),
-  'sliding-window-counter': (limit, window) => slidingWindowCounter({ limit, window }),
-  'token-bucket': (limit, window) => tokenBucket({ capacity: limit, refillRate: limit, interval: window }),
-}
 const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
 const MAX_DYNAMIC_LIMITS = 1_000
 
@@ -272,105 +264,4 @@ export class HttpRateLimiter<Req> {
 
 function json(body: unknown): { contentType: string; payload: string } {
   return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }
-}
-
-const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const
-const BOOLEAN_OPTIONS = [
-  'legacyHeaders',
-  'problemDetails',
-  'skipFailedRequests',
-  'skipSuccessfulRequests',
-] as const
-
-function checkOptions<Req>(options: HttpRateLimitOptions<Req>): void {
-  for (const name of FUNCTION_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
-    }
-  }
-  for (const name of BOOLEAN_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
-    }
-  }
-  if (
-    options.rules !== undefined &&
-    (options.limit !== undefined || options.window !== undefined || options.algorithm !== undefined)
-  ) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      '`rules` replaces `limit`, `window` and `algorithm`: pass either `rules` or those three, not both.',
-      { option: 'rules' },
-    )
-  }
-  if (options.algorithm !== undefined && !Object.hasOwn(ALGORITHMS, options.algorithm)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_ALGORITHM',
-      'algorithm',
-      options.algorithm,
-      `one of ${Object.keys(ALGORITHMS)
-        .map((name) => `'${name}'`)
-        .join(', ')}`,
-    )
-  }
-  if (
-    options.headers !== undefined &&
-    options.headers !== false &&
-    !HEADER_FORMATS.includes(options.headers)
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'headers',
-      options.headers,
-      "'draft-6', 'draft-7', 'draft-8' or false",
-    )
-  }
-  const { statusCode } = options
-  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'statusCode',
-      statusCode,
-      'an HTTP error status from 400 to 599',
-    )
-  }
-  if (
-    options.limit !== undefined &&
-    typeof options.limit !== 'function' &&
-    typeof options.limit !== 'number'
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_LIMIT',
-      'limit',
-      options.limit,
-      'a positive whole number or a function of the request',
-    )
-  }
-  const { cost } = options
-  if (
-    cost !== undefined &&
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_COST',
-      'cost',
-      cost,
-      'a whole number >= 0 or a function of the request',
-    )
-  }
-  const { message } = options
-  if (message !== undefined && !['string', 'object', 'function'].includes(typeof message)) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'message', message, 'a string, an object or a function')
-  }
-  if (
-    options.partitionKeySecret !== undefined &&
-    (typeof options.partitionKeySecret !== 'string' || options.partitionKeySecret.length < 16)
-  ) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`partitionKeySecret\` must be a string of at least 16 characters; received ${describeValue(typeof options.partitionKeySecret === 'string' ? `${options.partitionKeySecret.length} characters` : options.partitionKeySecret)}.`,
-      { option: 'partitionKeySecret' },
-    )
-  }
 }

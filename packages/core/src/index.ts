@@ -29,15 +29,8 @@ export {
   type ResponseBody,
 } from './http.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export {
-  type DecisionSource,
-  type FailureContext,
-  type LimitOptions,
-  RateLimiter,
-  type RateLimiterOptions,
-  type RateLimitResult,
-  type RuleResult,
-} from './limiter.js'
+export { type FailureContext, type LimitOptions, RateLimiter, type RateLimiterOptions } from './limiter.js'
+export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './stores/redis.js'
 export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'

@@ -1,10 +1,12 @@
-import type { Rule, RuleOutcome } from './algorithms/types.js'
+import type { Rule } from './algorithms/types.js'
 import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
 import { type Duration, parseDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
 import { CircuitBreaker, type CircuitBreakerOptions, throttledErrorLog, withTimeout } from './failure.js'
+import { parseRules } from './options.js'
+import { policyResult, type RateLimitResult, toResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
-import type { Decision, Store, StoreRequest } from './stores/types.js'
+import type { Store, StoreRequest } from './stores/types.js'
 
 /** What failed, for `onError`. */
 export interface FailureContext {
@@ -42,41 +44,6 @@ export interface RateLimiterOptions {
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
   cost?: number
-}
-
-/** One rule's part of a result. */
-export interface RuleResult extends RuleOutcome {
-  rule: Rule
-  /** Whether this rule admits the request. */
-  allowed: boolean
-}
-
-/** Where a decision came from. */
-export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache'
-
-/**
- * A truthful decision. Times are whole milliseconds. `limit`, `remaining` and `reset` describe the reported
- * rule: on a denial the one that blocks longest, otherwise the one with the fewest requests left.
- */
-export interface RateLimitResult {
-  allowed: boolean
-  limit: number
-  /** How many cost-1 requests would still pass now (across all rules). */
-  remaining: number
-  /** Wait until the reported rule's whole quota is free again, if nothing else arrived. */
-  reset: number
-  /** Smallest wait after which the same request passes if nothing else arrives (0 when allowed). */
-  retryAfter: number
-  /** The identifier that was limited. */
-  key: string
-  cost: number
-  /** Decision time in epoch ms, from the store's clock. Pass it back to `refund`. */
-  at: number
-  /** The reported rule. */
-  rule: Rule
-  /** Every rule's outcome, in rule order. */
-  rules: RuleResult[]
-  source: DecisionSource
 }
 
 /**
@@ -250,103 +217,5 @@ function checkKey(key: unknown): asserts key is string {
         option: 'key',
       },
     )
-  }
-}
-
-/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids. */
-export function parseRules(rules: unknown): readonly Rule[] {
-  const list = Array.isArray(rules) ? rules : [rules]
-  if (list.length === 0)
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'rules', rules, 'a rule or a non-empty array of rules')
-  const ids = new Set<string>()
-  list.forEach((rule: unknown, i) => {
-    if (!isRule(rule)) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        Array.isArray(rules) ? `rules[${i}]` : 'rules',
-        rule,
-        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket',
-      )
-    }
-    if (ids.has(rule.id)) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_DUPLICATE_RULE',
-        `\`rules[${i}]\` repeats a ${rule.algorithm} rule with the same window; merge them or change one window.`,
-        { option: `rules[${i}]` },
-      )
-    }
-    ids.add(rule.id)
-  })
-  return Object.freeze([...list])
-}
-
-function isRule(value: unknown): value is Rule {
-  return typeof value === 'object' && value !== null && 'logic' in value && 'script' in value && 'id' in value
-}
-
-/**
- * The failure policy's answer: the store could not decide. `limit` is the first rule's, `remaining` and
- * `reset` are unknown (reported as 0); adapters write no RateLimit headers for it.
- */
-function policyResult(request: StoreRequest, allowed: boolean, retryAfter: number): RateLimitResult {
-  const rule = request.rules[0]!
-  return {
-    allowed,
-    limit: rule.limit,
-    remaining: 0,
-    reset: 0,
-    retryAfter: allowed ? 0 : retryAfter,
-    key: request.key,
-    cost: request.cost,
-    at: Date.now(),
-    rule,
-    rules: request.rules.map((each) => ({
-      rule: each,
-      allowed,
-      remaining: 0,
-      reset: 0,
-      retryAfter: allowed ? 0 : retryAfter,
-    })),
-    source: 'policy',
-  }
-}
-
-/** Builds the public result from a store decision. */
-export function toResult(request: StoreRequest, decision: Decision, source: DecisionSource): RateLimitResult {
-  const { rules, key, cost } = request
-  const { outcomes, allowed } = decision
-  const results: RuleResult[] = new Array(outcomes.length)
-  let reported = 0
-  let remaining = Number.POSITIVE_INFINITY
-  for (let i = 0; i < outcomes.length; i++) {
-    const outcome = outcomes[i]!
-    results[i] = {
-      rule: rules[i]!,
-      allowed: allowed || outcome.retryAfter === 0,
-      remaining: outcome.remaining,
-      reset: outcome.reset,
-      retryAfter: outcome.retryAfter,
-    }
-    remaining = Math.min(remaining, outcome.remaining)
-    const best = outcomes[reported]!
-    const worse = allowed
-      ? outcome.remaining < best.remaining ||
-        (outcome.remaining === best.remaining && outcome.reset > best.reset)
-      : outcome.retryAfter > best.retryAfter
-    if (worse) reported = i
-  }
-  const rule = results[reported]!
-  return {
-    allowed,
-    limit: rule.rule.limit,
-    remaining,
-    reset: rule.reset,
-    retryAfter: allowed ? 0 : rule.retryAfter,
-    key,
-    cost,
-    at: decision.now,
-    rule: rule.rule,
-    rules: results,
-    source,
   }
 }

@@ -1,0 +1,150 @@
+import { fixedWindow } from './algorithms/fixed-window.js'
+import { slidingWindowCounter } from './algorithms/sliding-window-counter.js'
+import { slidingWindowLog } from './algorithms/sliding-window-log.js'
+import { tokenBucket } from './algorithms/token-bucket.js'
+import type { AlgorithmName, Rule } from './algorithms/types.js'
+import type { Duration } from './duration.js'
+import { describeValue, invalid, RateLimitError } from './errors.js'
+import { HEADER_FORMATS } from './headers.js'
+import type { HttpRateLimitOptions } from './http.js'
+
+/** The rule factory behind each `algorithm` name of the middleware options. */
+export const ALGORITHMS: Record<AlgorithmName, (limit: number, window: Duration) => Rule> = {
+  'fixed-window': (limit, window) => fixedWindow({ limit, window }),
+  'sliding-window-log': (limit, window) => slidingWindowLog({ limit, window }),
+  'sliding-window-counter': (limit, window) => slidingWindowCounter({ limit, window }),
+  'token-bucket': (limit, window) => tokenBucket({ capacity: limit, refillRate: limit, interval: window }),
+}
+
+/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids. */
+export function parseRules(rules: unknown): readonly Rule[] {
+  const list = Array.isArray(rules) ? rules : [rules]
+  if (list.length === 0)
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'rules', rules, 'a rule or a non-empty array of rules')
+  const ids = new Set<string>()
+  list.forEach((rule: unknown, i) => {
+    if (!isRule(rule)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        Array.isArray(rules) ? `rules[${i}]` : 'rules',
+        rule,
+        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket',
+      )
+    }
+    if (ids.has(rule.id)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_DUPLICATE_RULE',
+        `\`rules[${i}]\` repeats a ${rule.algorithm} rule with the same window; merge them or change one window.`,
+        { option: `rules[${i}]` },
+      )
+    }
+    ids.add(rule.id)
+  })
+  return Object.freeze([...list])
+}
+
+function isRule(value: unknown): value is Rule {
+  return typeof value === 'object' && value !== null && 'logic' in value && 'script' in value && 'id' in value
+}
+
+const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const
+const BOOLEAN_OPTIONS = [
+  'legacyHeaders',
+  'problemDetails',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+] as const
+
+/** Validates the middleware options that `HttpRateLimiter` does not parse itself. */
+export function checkOptions<Req>(options: HttpRateLimitOptions<Req>): void {
+  for (const name of FUNCTION_OPTIONS) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
+    }
+  }
+  for (const name of BOOLEAN_OPTIONS) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
+    }
+  }
+  if (
+    options.rules !== undefined &&
+    (options.limit !== undefined || options.window !== undefined || options.algorithm !== undefined)
+  ) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      '`rules` replaces `limit`, `window` and `algorithm`: pass either `rules` or those three, not both.',
+      { option: 'rules' },
+    )
+  }
+  if (options.algorithm !== undefined && !Object.hasOwn(ALGORITHMS, options.algorithm)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_ALGORITHM',
+      'algorithm',
+      options.algorithm,
+      `one of ${Object.keys(ALGORITHMS)
+        .map((name) => `'${name}'`)
+        .join(', ')}`,
+    )
+  }
+  if (
+    options.headers !== undefined &&
+    options.headers !== false &&
+    !HEADER_FORMATS.includes(options.headers)
+  ) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'headers',
+      options.headers,
+      "'draft-6', 'draft-7', 'draft-8' or false",
+    )
+  }
+  const { statusCode } = options
+  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'statusCode',
+      statusCode,
+      'an HTTP error status from 400 to 599',
+    )
+  }
+  if (
+    options.limit !== undefined &&
+    typeof options.limit !== 'function' &&
+    typeof options.limit !== 'number'
+  ) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_LIMIT',
+      'limit',
+      options.limit,
+      'a positive whole number or a function of the request',
+    )
+  }
+  const { cost } = options
+  if (
+    cost !== undefined &&
+    typeof cost !== 'function' &&
+    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
+  ) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_COST',
+      'cost',
+      cost,
+      'a whole number >= 0 or a function of the request',
+    )
+  }
+  const { message } = options
+  if (message !== undefined && !['string', 'object', 'function'].includes(typeof message)) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'message', message, 'a string, an object or a function')
+  }
+  if (
+    options.partitionKeySecret !== undefined &&
+    (typeof options.partitionKeySecret !== 'string' || options.partitionKeySecret.length < 16)
+  ) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`partitionKeySecret\` must be a string of at least 16 characters; received ${describeValue(typeof options.partitionKeySecret === 'string' ? `${options.partitionKeySecret.length} characters` : options.partitionKeySecret)}.`,
+      { option: 'partitionKeySecret' },
+    )
+  }
+}
