@@ -77,6 +77,11 @@ ${outage}
 
 The restart figure is bounded by the circuit breaker's cooldown (2 s by default): after 5 consecutive failures
 the store is probed again once per cooldown.
+
+## Profile-driven changes
+
+See [profiling.md](profiling.md): what \`--cpu-prof\` showed, what changed, and before/after measured in one
+process (\`bench/before-after.ts\`).
 `
 writeFileSync(join(docs, 'benchmarks.md'), markdown)
 console.log(markdown)
