@@ -1,11 +1,4 @@
 import { defineConfig } from 'tsup'
+import { packageBuild } from '../../tsup.config.base.js'
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  tsconfig: 'tsconfig.json',
-})
+export default defineConfig(packageBuild)
