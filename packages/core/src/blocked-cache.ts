@@ -1,3 +1,4 @@
+import { invalid } from './errors.js'
 import type { RateLimitResult } from './result.js'
 
 export interface BlockedCacheOptions {
@@ -27,8 +28,20 @@ export class BlockedCache {
   readonly #clock: () => number
 
   constructor(options: BlockedCacheOptions = {}) {
-    this.#maxKeys = options.maxKeys ?? 10_000
-    this.#clock = options.clock ?? (() => performance.now())
+    const { maxKeys = 10_000, clock = () => performance.now() } = options
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'blockedCache.maxKeys',
+        maxKeys,
+        'a positive whole number such as 10000',
+      )
+    }
+    if (typeof clock !== 'function') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'blockedCache.clock', clock, 'a function returning ms')
+    }
+    this.#maxKeys = maxKeys
+    this.#clock = clock
   }
 
   get size(): number {

@@ -1,4 +1,5 @@
-import { RateLimitError } from './errors.js'
+import { type Duration, parseDuration } from './duration.js'
+import { invalid, RateLimitError } from './errors.js'
 
 /** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
 export function withTimeout<T>(pending: Promise<T>, ms: number, what: string): Promise<T> {
@@ -23,8 +24,8 @@ export function withTimeout<T>(pending: Promise<T>, ms: number, what: string): P
 export interface CircuitBreakerOptions {
   /** Consecutive failures that open the circuit. @default 5 */
   failures?: number
-  /** How long an open circuit skips the store before one probe request tries it again (ms). @default 2000 */
-  cooldown?: number
+  /** How long an open circuit skips the store before one probe request tries it again. @default '2s' */
+  cooldown?: Duration
   /** Time source (ms). @default performance.now */
   clock?: () => number
 }
@@ -43,9 +44,21 @@ export class CircuitBreaker {
   #probing = false
 
   constructor(options: CircuitBreakerOptions = {}) {
-    this.#threshold = options.failures ?? 5
-    this.#cooldown = options.cooldown ?? 2_000
-    this.#clock = options.clock ?? (() => performance.now())
+    const { failures = 5, cooldown = '2s', clock = () => performance.now() } = options
+    if (!Number.isSafeInteger(failures) || failures < 1) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'circuitBreaker.failures',
+        failures,
+        'a positive whole number such as 5',
+      )
+    }
+    if (typeof clock !== 'function') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'circuitBreaker.clock', clock, 'a function returning ms')
+    }
+    this.#threshold = failures
+    this.#cooldown = parseDuration(cooldown, 'circuitBreaker.cooldown')
+    this.#clock = clock
   }
 
   /** Whether a call may go to the store now (true for the one probe of a half-open circuit). */

@@ -119,6 +119,26 @@ export class RateLimiter {
     this.#allowOnError = onStoreError === 'allow'
     this.#fallback = fallback
     this.#onError = onError
+    if (circuitBreaker !== false && (typeof circuitBreaker !== 'object' || circuitBreaker === null)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'circuitBreaker',
+        circuitBreaker,
+        'an object like { failures: 5, cooldown: "2s" }, or false',
+      )
+    }
+    if (
+      blockedCache !== undefined &&
+      typeof blockedCache !== 'boolean' &&
+      (typeof blockedCache !== 'object' || blockedCache === null)
+    ) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'blockedCache',
+        blockedCache,
+        'true, false, or an object like { maxKeys: 10000 }',
+      )
+    }
     this.#breaker = circuitBreaker === false ? undefined : new CircuitBreaker(circuitBreaker)
     this.#blocked = blockedCache ? new BlockedCache(blockedCache === true ? {} : blockedCache) : undefined
   }

@@ -133,6 +133,28 @@ describe('RateLimiter options', () => {
     expect(errorOf(() => new RateLimiter({ rules: rule, prefix: 'a{b' })).option).toBe('prefix')
   })
 
+  it('rejects bad failure-policy options by name', () => {
+    const rules = slidingWindowCounter({ limit: 10, window: '1m' })
+    expect(errorOf(() => new RateLimiter({ rules, onStoreError: 'maybe' as never })).option).toBe(
+      'onStoreError',
+    )
+    expect(errorOf(() => new RateLimiter({ rules, timeout: '0s' as never })).option).toBe('timeout')
+    expect(errorOf(() => new RateLimiter({ rules, circuitBreaker: { failures: 0 } })).option).toBe(
+      'circuitBreaker.failures',
+    )
+    expect(
+      errorOf(() => new RateLimiter({ rules, circuitBreaker: { cooldown: '1x' as never } })).option,
+    ).toBe('circuitBreaker.cooldown')
+    expect(errorOf(() => new RateLimiter({ rules, circuitBreaker: 5 as never })).option).toBe(
+      'circuitBreaker',
+    )
+    expect(errorOf(() => new RateLimiter({ rules, blockedCache: { maxKeys: -1 } })).option).toBe(
+      'blockedCache.maxKeys',
+    )
+    expect(errorOf(() => new RateLimiter({ rules, fallback: {} as never })).option).toBe('fallback')
+    expect(errorOf(() => new RateLimiter({ rules, onError: 'log' as never })).option).toBe('onError')
+  })
+
   it('rejects bad MemoryStore options', () => {
     expect(errorOf(() => new MemoryStore({ maxKeys: 0 })).option).toBe('maxKeys')
     expect(errorOf(() => new MemoryStore({ clock: 5 as never })).option).toBe('clock')
