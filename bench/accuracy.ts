@@ -4,15 +4,8 @@
  * Run: pnpm --filter @ratewindow/bench accuracy
  */
 import { writeFileSync } from 'node:fs'
-import {
-  fixedWindow,
-  MemoryStore,
-  RateLimiter,
-  type Rule,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
-} from '@ratewindow/core'
+import { fixedWindow, type Rule, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@ratewindow/core'
+import { replay, worstWindow } from '../scripts/simulation.js'
 import { table } from './stats.js'
 
 const LIMIT = 100
@@ -78,30 +71,6 @@ export const ALGORITHMS: [string, () => Rule][] = [
   ['token bucket', () => tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: WINDOW })],
 ]
 
-async function replay(rule: Rule, times: number[]): Promise<{ admitted: number[]; decisions: boolean[] }> {
-  let now = 0
-  const limiter = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: () => now }) })
-  const admitted: number[] = []
-  const decisions: boolean[] = []
-  for (const time of times) {
-    now = time
-    const { allowed } = await limiter.limit('client')
-    decisions.push(allowed)
-    if (allowed) admitted.push(time)
-  }
-  return { admitted, decisions }
-}
-
-function worstWindow(admitted: readonly number[]): number {
-  let worst = 0
-  let start = 0
-  for (let end = 0; end < admitted.length; end++) {
-    while (admitted[start]! <= admitted[end]! - WINDOW) start++
-    worst = Math.max(worst, end - start + 1)
-  }
-  return worst
-}
-
 /**
  * The counter's wrong decisions: at each request, what an exact log over the counter's own admitted history
  * would decide. False allow: the counter admitted a request that made some window exceed the limit.
@@ -160,7 +129,7 @@ export async function runAccuracy(svgPath?: string): Promise<string> {
     const worst: string[] = [traceName, String(times.length)]
     for (const [name, rule] of ALGORITHMS) {
       const { admitted, decisions } = await replay(rule(), times)
-      worst.push(`${worstWindow(admitted)} (${admitted.length})`)
+      worst.push(`${worstWindow(admitted, WINDOW)} (${admitted.length})`)
       if (name === 'sliding window counter') {
         const { falseAllow, falseDeny } = counterErrors(times, decisions)
         total += times.length

@@ -22,28 +22,30 @@ export const DEMO_RULES: readonly [string, () => Rule][] = [
   ['token bucket', () => tokenBucket({ capacity: LIMIT, refillRate: 1, interval: WINDOW / LIMIT })],
 ]
 
-interface Run {
-  admittedAt: number[]
-  total: number
-}
-
-async function replay(rule: Rule, times: readonly number[]): Promise<Run> {
+/** Replays request times through one rule on a MemoryStore with a driven clock: what it admitted, and each decision. */
+export async function replay(
+  rule: Rule,
+  times: readonly number[],
+): Promise<{ admitted: number[]; decisions: boolean[] }> {
   let now = 0
   const limiter = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: () => now }) })
-  const admittedAt: number[] = []
+  const admitted: number[] = []
+  const decisions: boolean[] = []
   for (const time of times) {
     now = time
-    if ((await limiter.limit('client')).allowed) admittedAt.push(time)
+    const { allowed } = await limiter.limit('client')
+    decisions.push(allowed)
+    if (allowed) admitted.push(time)
   }
-  return { admittedAt, total: times.length }
+  return { admitted, decisions }
 }
 
-/** Most admitted in any window (t − W, t]. */
-function worstWindow(admittedAt: readonly number[]): number {
+/** Most admitted in any half-open window (t − windowMs, t]. */
+export function worstWindow(admitted: readonly number[], windowMs: number): number {
   let worst = 0
   let start = 0
-  for (let end = 0; end < admittedAt.length; end++) {
-    while (admittedAt[start]! <= admittedAt[end]! - WINDOW) start++
+  for (let end = 0; end < admitted.length; end++) {
+    while (admitted[start]! <= admitted[end]! - windowMs) start++
     worst = Math.max(worst, end - start + 1)
   }
   return worst
@@ -68,10 +70,10 @@ export async function runSimulation(
   print('1. Boundary burst: 20 requests within 1 s, across a window boundary')
   for (const [name, make] of DEMO_RULES) {
     const run = await replay(make(), burst)
-    const worst = worstWindow(run.admittedAt)
-    summary[name] = [run.admittedAt.length]
+    const worst = worstWindow(run.admitted, WINDOW)
+    summary[name] = [run.admitted.length]
     print(
-      `   ${name.padEnd(24)} ${bar(run.admittedAt.length, 1)} ${run.admittedAt.length}/20 admitted, ${worst} in one window`,
+      `   ${name.padEnd(24)} ${bar(run.admitted.length, 1)} ${run.admitted.length}/20 admitted, ${worst} in one window`,
     )
   }
   print('\n2. Steady traffic: 2 requests per second for 40 s (admitted per 5 s)')
@@ -79,12 +81,12 @@ export async function runSimulation(
     const run = await replay(make(), steady)
     const buckets = Array.from(
       { length: 8 },
-      (_, i) => run.admittedAt.filter((t) => t >= 30_000 + i * 5_000 && t < 35_000 + i * 5_000).length,
+      (_, i) => run.admitted.filter((t) => t >= 30_000 + i * 5_000 && t < 35_000 + i * 5_000).length,
     )
-    summary[name]!.push(run.admittedAt.length)
+    summary[name]!.push(run.admitted.length)
     const spark = buckets.map((count) => ' ▁▂▃▄▅▆▇█'[Math.min(8, Math.round((count / 10) * 8))]).join('')
     print(
-      `   ${name.padEnd(24)} [${spark}] ${buckets.join(' ')}  = ${run.admittedAt.length}/80, worst window ${worstWindow(run.admittedAt)}`,
+      `   ${name.padEnd(24)} [${spark}] ${buckets.join(' ')}  = ${run.admitted.length}/80, worst window ${worstWindow(run.admitted, WINDOW)}`,
     )
   }
   print(
