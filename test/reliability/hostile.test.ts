@@ -46,7 +46,17 @@ describe('hostile options', () => {
           if (decision instanceof Error) expect(decision).toBeInstanceOf(RateLimitError)
         },
       ),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.PROPERTY_RUNS ?? 300) },
+    )
+  })
+})
+
+describe('regressions found by the fuzz', () => {
+  it('an `algorithm` whose conversion to a string throws is a RateLimitError, not a TypeError', () => {
+    // fast-check found it: Object.hasOwn() converted the value to a property key first.
+    const algorithm = [{ toString: '' }]
+    expect(() => new HttpRateLimiter({ algorithm } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_ALGORITHM', option: 'algorithm' }),
     )
   })
 })

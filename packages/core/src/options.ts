@@ -77,7 +77,10 @@ export function checkOptions<Req>(options: HttpRateLimitOptions<Req>): void {
       { option: 'rules' },
     )
   }
-  if (options.algorithm !== undefined && !Object.hasOwn(ALGORITHMS, options.algorithm)) {
+  if (
+    options.algorithm !== undefined &&
+    (typeof options.algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, options.algorithm))
+  ) {
     throw invalid(
       'ERR_RATEWINDOW_INVALID_ALGORITHM',
       'algorithm',
