@@ -23,6 +23,8 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
     return { limit, window: '1m', store: new MemoryStore({ maxKeys: 1_000_000 }), blockedCache: false }
   if (variant === 'ratewindow-redis')
     return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: false }
+  if (variant === 'ratewindow-redis-fixed')
+    return { limit, window: '1m', algorithm: 'fixed-window', store: new RedisStore({ client: redis() }) }
   if (variant === 'ratewindow-redis-cached')
     return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: true }
   return undefined

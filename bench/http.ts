@@ -93,6 +93,8 @@ export async function runHttp(
           'ratewindow',
           'ratewindow-redis',
           ...(path === 'denied' ? ['ratewindow-redis-cached'] : []),
+          // The peers' Redis stores are fixed windows: the same algorithm on our store, for a like-for-like row.
+          ...(path === 'allowed' && keys === 1 ? ['ratewindow-redis-fixed'] : []),
           ...peers,
           ...peers.map((peer) => `${peer}-redis`),
         ]
