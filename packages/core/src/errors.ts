@@ -54,3 +54,10 @@ export function invalid(
     option,
   })
 }
+
+/** Asserts that an options argument is an object, else throws naming `option` with an `example` of one. */
+export function requireObject(value: unknown, option: string, example: string): asserts value is object {
+  if (typeof value !== 'object' || value === null) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, `an object like ${example}`)
+  }
+}

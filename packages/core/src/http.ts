@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
-import { invalid, RateLimitError } from './errors.js'
+import { invalid, RateLimitError, requireObject } from './errors.js'
 import { type HeaderFormat, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { ipKey, parseIpv6Subnet } from './keys.js'
 import { RateLimiter, type RateLimiterOptions } from './limiter.js'
@@ -102,14 +102,7 @@ export class HttpRateLimiter<Req> {
   #warnedUntrustedProxy = false
 
   constructor(options: HttpRateLimitOptions<Req> = {}, binding: FrameworkBinding<Req>) {
-    if (typeof options !== 'object' || options === null) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'options',
-        options,
-        'an object like { limit: 100, window: "1m" }',
-      )
-    }
+    requireObject(options, 'options', '{ limit: 100, window: "1m" }')
     this.#options = options
     this.#binding = binding
     checkOptions(options)

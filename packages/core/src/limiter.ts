@@ -1,7 +1,7 @@
 import type { Rule } from './algorithms/types.js'
 import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
 import { type Duration, parseDuration } from './duration.js'
-import { describeValue, invalid, RateLimitError } from './errors.js'
+import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
 import { CircuitBreaker, type CircuitBreakerOptions, throttledErrorLog, withTimeout } from './failure.js'
 import { parseRules } from './options.js'
 import { policyResult, type RateLimitResult, toResult } from './result.js'
@@ -67,14 +67,7 @@ export class RateLimiter {
   readonly #blocked: BlockedCache | undefined
 
   constructor(options: RateLimiterOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'options',
-        options,
-        'an object like { rules: slidingWindowCounter(...) }',
-      )
-    }
+    requireObject(options, 'options', '{ rules: slidingWindowCounter(...) }')
     this.rules = parseRules(options.rules)
     this.store = options.store ?? new MemoryStore()
     if (typeof this.store.consume !== 'function' || typeof this.store.peek !== 'function') {

@@ -1,5 +1,5 @@
 import { formatDuration, parseDuration } from '../duration.js'
-import { invalid, RateLimitError } from '../errors.js'
+import { invalid, RateLimitError, requireObject } from '../errors.js'
 import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
 
 /**
@@ -45,14 +45,7 @@ export function windowRule(
   options: WindowRuleOptions,
   makeLogic: (limit: number, windowMs: number) => AlgorithmLogic<unknown>,
 ): Rule {
-  if (typeof options !== 'object' || options === null) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      algorithm,
-      options,
-      'an object like { limit: 100, window: "1m" }',
-    )
-  }
+  requireObject(options, algorithm, '{ limit: 100, window: "1m" }')
   const limit = parseCount(options.limit, 'limit')
   const windowMs = parseDuration(options.window, 'window')
   checkProduct(limit, windowMs, '`limit` × `window` (ms)')

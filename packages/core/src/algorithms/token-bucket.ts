@@ -1,5 +1,5 @@
 import { type Duration, formatDuration, parseDuration } from '../duration.js'
-import { invalid } from '../errors.js'
+import { requireObject } from '../errors.js'
 import { checkProduct, parseCount, parseRuleName } from './rule.js'
 import type { AlgorithmLogic, Rule } from './types.js'
 
@@ -33,14 +33,7 @@ export const TOKEN_BUCKET_CODE = 4
  * @example tokenBucket({ capacity: 20, refillRate: 5, interval: '1s' }) // bursts of 20, then 5/s
  */
 export function tokenBucket(options: TokenBucketOptions): Rule {
-  if (typeof options !== 'object' || options === null) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'token-bucket',
-      options,
-      'an object like { capacity: 20, refillRate: 5 }',
-    )
-  }
+  requireObject(options, 'token-bucket', '{ capacity: 20, refillRate: 5 }')
   const capacity = parseCount(options.capacity, 'capacity')
   const refillRate = parseCount(options.refillRate, 'refillRate')
   const intervalMs = options.interval === undefined ? 1000 : parseDuration(options.interval, 'interval')

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
-import { invalid, RateLimitError } from '../errors.js'
+import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { MODE, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
@@ -50,14 +50,7 @@ export class RedisStore implements Store {
   readonly #clock: (() => number) | undefined
 
   constructor(options: RedisStoreOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'options',
-        options,
-        'an object like { client: new Redis() }',
-      )
-    }
+    requireObject(options, 'options', '{ client: new Redis() }')
     const { client, prefix = '', clock } = options
     if (typeof client?.defineCommand !== 'function' || typeof client.del !== 'function') {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'client', client, 'an ioredis Redis or Cluster client')
