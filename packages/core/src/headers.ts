@@ -2,19 +2,31 @@ import { createHmac } from 'node:crypto'
 import { invalid } from './errors.js'
 import type { RateLimitResult, RuleResult } from './result.js'
 
-/** Which IETF RateLimit header draft to write. */
-export type HeaderFormat = 'draft-6' | 'draft-7' | 'draft-8'
+/**
+ * Which IETF RateLimit header draft to write (draft-ietf-httpapi-ratelimit-headers):
+ * - `'draft-6'`: `RateLimit-Limit`, `-Remaining`, `-Reset` and `RateLimit-Policy` (drafts -05 and -06).
+ * - `'draft-7'`: one `RateLimit: limit=…, remaining=…, reset=…` dictionary and `RateLimit-Policy` (-07).
+ * - `'draft-8'`: named policies, `r` the remaining quota and `t` the seconds until it resets (-08 and -09).
+ * - `'draft-11'`: the same syntax, `r` the available quota and `t` the effective window (-10 and -11).
+ */
+export type HeaderFormat = 'draft-6' | 'draft-7' | 'draft-8' | 'draft-11'
 
 export interface HeaderOptions {
   /** The RateLimit header style, or `false` for none. @default 'draft-6' */
   format?: HeaderFormat | false
   /** Also write `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds). @default false */
   legacy?: boolean
-  /** draft-8 partition key, already keyed: see `partitionKey()`. Never pass a bare identifier. */
+  /**
+   * draft-8/-11 partition key (`pk`): base64, already keyed, as `partitionKey()` returns it. Never pass a bare
+   * identifier; anything but base64 throws `ERR_RATEWINDOW_INVALID_OPTION`.
+   */
   partitionKey?: string
 }
 
-export const HEADER_FORMATS: readonly HeaderFormat[] = ['draft-6', 'draft-7', 'draft-8']
+export const HEADER_FORMATS: readonly HeaderFormat[] = ['draft-6', 'draft-7', 'draft-8', 'draft-11']
+
+/** The allowed values of a header format option, for error messages. */
+export const HEADER_FORMATS_ALLOWED = "'draft-6', 'draft-7', 'draft-8', 'draft-11' or false"
 
 /**
  * Whole seconds for a header, rounded up.
@@ -34,55 +46,118 @@ export function rateLimitHeaders(
   options: HeaderOptions = {},
 ): Record<string, string> {
   const { format = 'draft-6', legacy = false } = options
-  const headers: Record<string, string> = {}
-  const resetSeconds = toSeconds(result.allowed ? result.reset : result.retryAfter)
-  if (format === 'draft-6') {
-    headers['RateLimit-Policy'] = policyList(result.rules)
-    headers['RateLimit-Limit'] = String(result.limit)
-    headers['RateLimit-Remaining'] = String(result.remaining)
-    headers['RateLimit-Reset'] = String(resetSeconds)
-  } else if (format === 'draft-7') {
-    headers['RateLimit-Policy'] = policyList(result.rules)
-    headers.RateLimit = `limit=${result.limit}, remaining=${result.remaining}, reset=${resetSeconds}`
-  } else if (format === 'draft-8') {
-    const pk = options.partitionKey === undefined ? '' : `;pk=:${options.partitionKey}:`
-    headers['RateLimit-Policy'] = result.rules
-      .map(({ rule }) => `"${rule.name}";q=${rule.limit};w=${toSeconds(rule.windowMs)}${pk}`)
-      .join(', ')
-    headers.RateLimit = result.rules
-      .map((rule) => `"${rule.rule.name}";r=${rule.remaining};t=${toSeconds(ruleWait(result, rule))}${pk}`)
-      .join(', ')
-  } else if (format !== false) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'headers',
-      format,
-      "'draft-6', 'draft-7', 'draft-8' or false",
-    )
-  }
+  const pk = partitionKeyParameter(options.partitionKey)
+  let headers: Record<string, string>
+  if (format === 'draft-6') headers = draft6(result)
+  else if (format === 'draft-7') headers = draft7(result)
+  else if (format === 'draft-8' || format === 'draft-11') headers = namedPolicies(result, format, pk)
+  else if (format === false) headers = {}
+  else throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', format, HEADER_FORMATS_ALLOWED)
   if (legacy) {
     headers['X-RateLimit-Limit'] = String(result.limit)
     headers['X-RateLimit-Remaining'] = String(result.remaining)
-    headers['X-RateLimit-Reset'] = String(
-      toSeconds(result.at + (result.allowed ? result.reset : result.retryAfter)),
-    )
+    headers['X-RateLimit-Reset'] = String(toSeconds(result.at + resetOf(result)))
   }
-  if (!result.allowed) headers['Retry-After'] = String(resetSeconds)
+  if (!result.allowed) headers['Retry-After'] = String(toSeconds(result.retryAfter))
   return headers
 }
 
-/** A rule's own wait: its `retryAfter` where it blocks the request, else its reset. */
-function ruleWait(result: RateLimitResult, rule: RuleResult): number {
-  return !result.allowed && !rule.allowed ? rule.retryAfter : rule.reset
+/** The reported rule's reset: on a denial its `retryAfter`, so that it equals `Retry-After`. */
+function resetOf(result: RateLimitResult): number {
+  return result.allowed ? result.reset : result.retryAfter
 }
 
-function policyList(rules: readonly RuleResult[]): string {
-  return rules.map(({ rule }) => `${rule.limit};w=${toSeconds(rule.windowMs)}`).join(', ')
+/** Drafts -05/-06: three fields for the most restrictive rule, and the policy list. */
+function draft6(result: RateLimitResult): Record<string, string> {
+  return {
+    'RateLimit-Policy': policyList(result.rules),
+    'RateLimit-Limit': String(result.limit),
+    'RateLimit-Remaining': String(result.remaining),
+    'RateLimit-Reset': String(toSeconds(resetOf(result))),
+  }
+}
+
+/** Draft -07: one dictionary for the most restrictive rule, and the policy list. */
+function draft7(result: RateLimitResult): Record<string, string> {
+  const reset = toSeconds(resetOf(result))
+  return {
+    'RateLimit-Policy': policyList(result.rules),
+    RateLimit: `limit=${result.limit}, remaining=${result.remaining}, reset=${reset}`,
+  }
 }
 
 /**
- * A draft-8 partition key: an HMAC-SHA256 of the identifier under a server secret, truncated to 96 bits and
- * base64-encoded, so that headers never reveal an IP or user id (a bare hash of an IPv4 is reversible).
+ * The draft -06/-07 policy list: one `limit;w=seconds` item per distinct limit.
+ * NOTE: those drafts forbid two policies with the same quota (`10;w=1, 10;w=60` is their own example of an
+ * invalid field). Of rules sharing a limit the one with the longest window is kept: it is the stricter.
+ */
+function policyList(rules: readonly RuleResult[]): string {
+  const windows = new Map<number, number>()
+  for (const { rule } of rules) {
+    windows.set(rule.limit, Math.max(windows.get(rule.limit) ?? 0, toSeconds(rule.windowMs)))
+  }
+  let list = ''
+  for (const [limit, window] of windows) list += `${list === '' ? '' : ', '}${limit};w=${window}`
+  return list
+}
+
+/**
+ * Drafts -08 to -11: every policy by name in `RateLimit-Policy`; in `RateLimit`, every rule when the request
+ * passes and only the rules that block it on a denial, so that no item contradicts `Retry-After`.
+ */
+function namedPolicies(
+  result: RateLimitResult,
+  format: 'draft-8' | 'draft-11',
+  pk: string,
+): Record<string, string> {
+  const policies = result.rules
+    .map(({ rule }) => `"${rule.name}";q=${rule.limit};w=${toSeconds(rule.windowMs)}${pk}`)
+    .join(', ')
+  const limits = result.allowed
+    ? result.rules.map(
+        (rule) => `"${rule.rule.name}";r=${rule.remaining}${resetParameter(rule, format)}${pk}`,
+      )
+    : result.rules
+        .filter((rule) => !rule.allowed && rule.retryAfter > 0)
+        .map((rule) => `"${rule.rule.name}";r=${rule.remaining};t=${toSeconds(rule.retryAfter)}${pk}`)
+  // An empty List is not serialized at all (RFC 9651, 4.1.1).
+  return limits.length === 0
+    ? { 'RateLimit-Policy': policies }
+    : { 'RateLimit-Policy': policies, RateLimit: limits.join(', ') }
+}
+
+/**
+ * The `t` parameter of a rule that admits the request.
+ * NOTE: draft-8 reads `t` as the seconds until the quota resets: for a full quota nothing is pending, and `t`
+ * is left out (the draft's own example of "no time window reset"). Draft-11 reads it as the effective window,
+ * the time within which the client should use no more than `r`: a full quota's is the policy window, and no
+ * quota spans more than its window (the sliding window counter's full reset can take two).
+ */
+function resetParameter(rule: RuleResult, format: 'draft-8' | 'draft-11'): string {
+  if (format === 'draft-8') return rule.reset > 0 ? `;t=${toSeconds(rule.reset)}` : ''
+  const { windowMs } = rule.rule
+  return `;t=${toSeconds(rule.reset > 0 ? Math.min(rule.reset, windowMs) : windowMs)}`
+}
+
+/** A base64 string: the Byte Sequence of RFC 9651, padded as its serializers write it. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+function partitionKeyParameter(partitionKey: unknown): string {
+  if (partitionKey === undefined) return ''
+  if (typeof partitionKey !== 'string' || partitionKey === '' || !BASE64.test(partitionKey)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'partitionKey',
+      partitionKey,
+      'base64 bytes, as partitionKey(identifier, secret) returns them, never a bare identifier',
+    )
+  }
+  return `;pk=:${partitionKey}:`
+}
+
+/**
+ * A draft-8/-11 partition key: an HMAC-SHA256 of the identifier under a server secret, truncated to 96 bits
+ * and base64-encoded, so that headers never reveal an IP or user id (a bare hash of an IPv4 is reversible).
  */
 export function partitionKey(identifier: string, secret: string): string {
   return createHmac('sha256', secret).update(identifier).digest().subarray(0, 12).toString('base64')
