@@ -13,10 +13,13 @@ import { clusterClient, standaloneClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
 
 const ALGORITHMS: [string, (limit: number) => Rule][] = [
-  ['fixed-window', (limit) => fixedWindow({ limit, window: '1h' })],
-  ['sliding-window-log', (limit) => slidingWindowLog({ limit, window: '1h' })],
-  ['sliding-window-counter', (limit) => slidingWindowCounter({ limit, window: '1h' })],
-  ['token-bucket', (limit) => tokenBucket({ capacity: limit, refillRate: 1, interval: '1h' })],
+  ['fixed-window', (limit) => fixedWindow({ limit, window: '1h', name: 'fixed' })],
+  ['sliding-window-log', (limit) => slidingWindowLog({ limit, window: '1h', name: 'log' })],
+  ['sliding-window-counter', (limit) => slidingWindowCounter({ limit, window: '1h', name: 'counter' })],
+  [
+    'token-bucket',
+    (limit) => tokenBucket({ capacity: limit, refillRate: 1, interval: '1h', name: 'bucket' }),
+  ],
 ]
 let prefixes = 0
 const uniquePrefix = () => `ro${process.pid}x${prefixes++}x`
@@ -97,7 +100,10 @@ describe.each([
     const client = makeClient()
     const prefix = uniquePrefix()
     const store = new RedisStore({ client })
-    const rules = [fixedWindow({ limit: 1, window: '1h' }), slidingWindowLog({ limit: 1, window: '1h' })]
+    const rules = [
+      fixedWindow({ limit: 1, window: '1h' }),
+      slidingWindowLog({ limit: 1, window: '1h', name: 'log' }),
+    ]
     const limiter = new RateLimiter({ rules, store, prefix })
     const identifiers = ['x'.repeat(10_240), 'a\nb', '{', '}', '', '{tag}', '}{', 'déjà vu 💥', '\u0000', ' ']
     for (const id of identifiers) expect((await limiter.limit(id)).allowed).toBe(true)

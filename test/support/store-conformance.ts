@@ -364,13 +364,15 @@ const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
   }),
 )
 
-/** Random rule sets (1-3 rules with distinct ids) and traces of (delay, key, cost, limit | peek). */
+/** Random rule sets (1-3 rules with distinct ids and names) and traces of (delay, key, cost, limit | peek). */
 function traceArbitrary() {
   return fc.record({
     rules: fc.uniqueArray(ruleSpecArbitrary, {
       minLength: 1,
       maxLength: 3,
-      selector: (spec) => buildRule(spec).id,
+      // Rules in one limiter need distinct storage ids and distinct policy names.
+      selector: buildRule,
+      comparator: (a, b) => a.id === b.id || a.name === b.name,
     }),
     steps: fc.array(
       fc.record({

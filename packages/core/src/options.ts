@@ -5,7 +5,7 @@ import { tokenBucket } from './algorithms/token-bucket.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
-import { HEADER_FORMATS } from './headers.js'
+import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED } from './headers.js'
 import type { HttpRateLimitOptions } from './http.js'
 
 /** The rule factory behind each `algorithm` name of the middleware options. */
@@ -16,12 +16,13 @@ export const ALGORITHMS: Record<AlgorithmName, (limit: number, window: Duration)
   'token-bucket': (limit, window) => tokenBucket({ capacity: limit, refillRate: limit, interval: window }),
 }
 
-/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids. */
+/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids and policy names. */
 export function parseRules(rules: unknown): readonly Rule[] {
   const list = Array.isArray(rules) ? rules : [rules]
   if (list.length === 0)
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'rules', rules, 'a rule or a non-empty array of rules')
   const ids = new Set<string>()
+  const names = new Set<string>()
   list.forEach((rule: unknown, i) => {
     if (!isRule(rule)) {
       throw invalid(
@@ -39,6 +40,15 @@ export function parseRules(rules: unknown): readonly Rule[] {
       )
     }
     ids.add(rule.id)
+    // RateLimit headers and problem details name policies: two rules with one name could not be told apart.
+    if (names.has(rule.name)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_DUPLICATE_RULE',
+        `\`rules[${i}].name\` repeats the policy name ${JSON.stringify(rule.name)}; give each rule its own \`name\`.`,
+        { option: `rules[${i}].name` },
+      )
+    }
+    names.add(rule.name)
   })
   return Object.freeze([...list])
 }
@@ -95,12 +105,7 @@ export function checkOptions<Req>(options: HttpRateLimitOptions<Req>): void {
     options.headers !== false &&
     !HEADER_FORMATS.includes(options.headers)
   ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'headers',
-      options.headers,
-      "'draft-6', 'draft-7', 'draft-8' or false",
-    )
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', options.headers, HEADER_FORMATS_ALLOWED)
   }
   const { statusCode } = options
   if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {

@@ -252,6 +252,27 @@ describe('draft-8 and draft-11 differ only in `t`', () => {
   })
 })
 
+describe('policy names', () => {
+  it('refuses two rules with one name at construction: headers could not tell them apart', () => {
+    const construct = (rules: Rule[]) => () => new RateLimiter({ rules })
+    expect(
+      construct([fixedWindow({ limit: 10, window: '1s' }), slidingWindowLog({ limit: 10, window: '1s' })]),
+    ).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_DUPLICATE_RULE', option: 'rules[1].name' }))
+    expect(
+      construct([
+        fixedWindow({ limit: 10, window: '1s', name: 'api' }),
+        fixedWindow({ limit: 99, window: '1h', name: 'api' }),
+      ]),
+    ).toThrow(/"api"/)
+    expect(
+      construct([
+        fixedWindow({ limit: 10, window: '1s' }),
+        slidingWindowLog({ limit: 10, window: '1s', name: 'log' }),
+      ]),
+    ).not.toThrow()
+  })
+})
+
 describe('every format parses as structured fields and agrees with Retry-After', () => {
   const makers: ((name: string) => Rule)[] = [
     (name) => fixedWindow({ limit: 3, window: '2s', name }),

@@ -67,7 +67,7 @@ describe('MemoryStore', () => {
     const a = new RateLimiter({ rules: rule, store, prefix: 'a' })
     const b = new RateLimiter({ rules: rule, store, prefix: 'b' })
     const c = new RateLimiter({
-      rules: [rule, slidingWindowLog({ limit: 1, window: '1m' })],
+      rules: [rule, slidingWindowLog({ limit: 1, window: '1m', name: 'log' })],
       store,
       prefix: 'a',
     })
