@@ -45,7 +45,7 @@ export interface HttpRateLimitOptions<Req>
   headers?: HeaderFormat | false
   /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
   legacyHeaders?: boolean
-  /** Secret for the draft-8 partition key (`pk`): an HMAC of the key, never the bare key. @default none */
+  /** Secret for the draft-8/-11 partition key (`pk`): an HMAC of the key, never the bare key. @default none */
   partitionKeySecret?: string
   /** Status of a denied request. @default 429 */
   statusCode?: number
@@ -159,7 +159,7 @@ export class HttpRateLimiter<Req> {
     const policy = result.source === 'policy'
     const format = options.headers ?? 'draft-6'
     const pk =
-      options.partitionKeySecret && format === 'draft-8'
+      options.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
         ? partitionKey(result.key, options.partitionKeySecret)
         : undefined
     const headers = policy
