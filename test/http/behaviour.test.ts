@@ -7,6 +7,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+import { parseList } from 'structured-headers'
 import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
@@ -101,6 +102,32 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect(third.headers['ratelimit-limit']).toBe('3') // the hourly rule is now the tightest: 0 left
       clock.advance(5_000)
       expect((await request(url).get('/').expect(429)).headers['retry-after']).toBe('3594')
+    })
+    it('draft-11: names every policy, and on a denial only those that block', async () => {
+      const clock = new ManualClock(1_699_999_200_000) // the start of an hour
+      const url = await start({
+        global: {
+          rules: [
+            slidingWindowLog({ limit: 2, window: '10s', name: 'burst' }),
+            fixedWindow({ limit: 100, window: '1h', name: 'hourly' }),
+          ],
+          headers: 'draft-11',
+          store: makeStore(clock),
+        },
+      })
+      const first = await request(url).get('/').expect(200)
+      expect(first.headers['ratelimit-policy']).toBe('"burst";q=2;w=10, "hourly";q=100;w=3600')
+      expect(first.headers['ratelimit']).toBe('"burst";r=1;t=10, "hourly";r=99;t=3600')
+      clock.advance(4_000)
+      const second = await request(url).get('/').expect(200)
+      expect(second.headers['ratelimit']).toBe('"burst";r=0;t=10, "hourly";r=98;t=3596')
+      clock.advance(1_000)
+      const denied = await request(url).get('/').expect(429)
+      expect(denied.headers['ratelimit']).toBe('"burst";r=0;t=5')
+      expect(denied.headers['retry-after']).toBe('5')
+      const [[name, params]] = parseList(denied.headers['ratelimit']!) as [[string, Map<string, number>]]
+      expect([name, Object.fromEntries(params)]).toEqual(['burst', { r: 0, t: 5 }])
+      expect(parseList(denied.headers['ratelimit-policy']!)).toHaveLength(2)
     })
   })
 
