@@ -35,8 +35,8 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
     return { clock, store, limiter }
   }
 
-  describe(`${subject.name}: seed worked examples`, () => {
-    it('seed 000 (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
+  describe(`${subject.name}: worked examples from the reference articles`, () => {
+    it('article 000: (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
       const t0 = 1_700_000_040_000 - (1_700_000_040_000 % MINUTE)
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 10, window: '60s' }), t0)
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 9 })
@@ -52,7 +52,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
         remaining: 0,
         retryAfter: 50 * SECOND,
       })
-      // NOTE: the seed says that at t = 40 s requests 1-4 have expired and 6 remain. With a 60 s window nothing
+      // NOTE: the article says that at t = 40 s requests 1-4 have expired and 6 remain. With a 60 s window nothing
       // sent at t >= 0 has left by t = 40 s (the oldest leaves at t = 60 s), so the correct answer is: still
       // 10 in the window, denied, retry in 20 s.
       clock.set(t0 + 40 * SECOND)
@@ -68,7 +68,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
     })
 
-    it('seed 001 (log, 5 per 60 s): a denial reports when the oldest entry leaves, not the window size', async () => {
+    it('article 001: (log, 5 per 60 s): a denial reports when the oldest entry leaves, not the window size', async () => {
       const base = 1_700_000_100_000
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), base)
       for (const offset of [0, 15_000, 30_000, 40_000, 50_000]) {
@@ -78,10 +78,10 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       clock.set(base + 55_000)
       const denied = await limiter.limit('alice')
       expect(denied).toMatchObject({ allowed: false, remaining: 0 })
-      expect(denied.retryAfter).toBe(5_000) // the entry at +0 leaves at +60 s; the seed would say 60 s
+      expect(denied.retryAfter).toBe(5_000) // the entry at +0 leaves at +60 s; the article would say 60 s
     })
 
-    it('seed 002 (log, 5 per 60 s): at 3720 the entry at 3650 is pruned, 3 remain, the request passes', async () => {
+    it('article 002: (log, 5 per 60 s): at 3720 the entry at 3650 is pruned, 3 remain, the request passes', async () => {
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), 0)
       for (const second of [3650, 3680, 3695, 3710]) {
         clock.set(second * SECOND)
@@ -98,7 +98,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('user')).toMatchObject({ allowed: false, retryAfter: 20 * SECOND })
     })
 
-    it('seed 003 (fixed window): 100 at the end of one window and 100 at the start of the next all pass', async () => {
+    it('article 003: (fixed window): 100 at the end of one window and 100 at the start of the next all pass', async () => {
       const { clock, limiter } = await setup(fixedWindow({ limit: 100, window: '1m' }), 30 * MINUTE)
       let admitted = 0
       for (let i = 0; i < 100; i++) {
@@ -112,7 +112,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(admitted).toBe(200) // 2 × limit within two seconds: the documented flaw
     })
 
-    it('seed 003 (counter, 100 per minute): prev 80, curr 30, 30 s in: estimate 70, allowed', async () => {
+    it('article 003: (counter, 100 per minute): prev 80, curr 30, 30 s in: estimate 70, allowed', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 4 * MINUTE)
       for (let i = 0; i < 80; i++) expect((await limiter.limit('k')).allowed).toBe(true)
       clock.set(5 * MINUTE + 15 * SECOND) // 80 × 0.75 = 60 counted from the previous window: 30 more fit
@@ -122,7 +122,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 29 })
     })
 
-    it('seed 003 (counter): traffic back-loaded in the previous window is under-counted, within the bound', async () => {
+    it('article 003: (counter): traffic back-loaded in the previous window is under-counted, within the bound', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 0)
       clock.set(MINUTE - 10 * SECOND) // all 100 in the last 10 s of the previous window
       for (let i = 0; i < 100; i++) expect((await limiter.limit('k', { cost: 1 })).allowed).toBe(true)
@@ -133,7 +133,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       // The trailing minute (30 s, 90 s] now holds 150: the documented bound is limit + prev × elapsed / W.
     })
 
-    it('seed 004 (counter, 7 per minute): prev 5, curr 3, 30 s in: allowed, then denied (no floor)', async () => {
+    it('article 004: (counter, 7 per minute): prev 5, curr 3, 30 s in: allowed, then denied (no floor)', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 7, window: '1m' }), 0)
       for (let i = 0; i < 5; i++) await limiter.limit('k')
       clock.set(MINUTE + 20 * SECOND) // 5 × 40/60 ≈ 3.3 from the previous window: 3 more fit
@@ -141,8 +141,8 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       clock.set(MINUTE + 30 * SECOND)
       // 3 + 5 × 0.5 = 5.5; with this request 6.5 <= 7: allowed, and no whole request fits after it.
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
-      // The seed's floor(6.5) = 6 < 7 would admit a 5th, making the estimate 7.5 > 7. We deny it, and the
-      // truthful wait is 6 s (5 × (30 − 6) / 60 + 5 = 7), not the seed's "end of the window".
+      // The article's floor(6.5) = 6 < 7 would admit a 5th, making the estimate 7.5 > 7. We deny it, and the
+      // truthful wait is 6 s (5 × (30 − 6) / 60 + 5 = 7), not the article's "end of the window".
       expect(await limiter.limit('k')).toMatchObject({ allowed: false, retryAfter: 6 * SECOND })
       clock.advance(6 * SECOND - 1)
       expect((await limiter.peek('k')).allowed).toBe(false)
@@ -196,6 +196,65 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
         clock.advance(1)
         expect((await limiter.peek('k')).allowed).toBe(true)
       }
+    })
+  })
+
+  describe(`${subject.name}: time that steps back`, () => {
+    it.each([
+      ['fixed window', () => fixedWindow({ limit: 3, window: '1s' })],
+      ['sliding window counter', () => slidingWindowCounter({ limit: 3, window: '1s' })],
+    ])(
+      '%s: a clock stepping back 2 ms across a boundary neither resets nor starts a window',
+      async (_, make) => {
+        const start = 1_700_000_000_000 // a multiple of the 1 s window
+        const { clock, limiter } = await setup(make(), start)
+        let admitted = 0
+        for (const time of [start, start - 2, start + 1]) {
+          clock.set(time)
+          for (let i = 0; i < 3; i++) if ((await limiter.limit('k')).allowed) admitted++
+        }
+        expect(admitted).toBe(3) // once the limit, not three times (fixed) or twice (counter)
+        clock.set(start - 2)
+        const denied = await limiter.limit('k')
+        expect(denied.allowed).toBe(false)
+        // The wait is counted from the clock as it reads now: truthful once it moves on.
+        clock.set(start - 2 + denied.retryAfter - 1)
+        expect((await limiter.peek('k')).allowed).toBe(false)
+        clock.set(start - 2 + denied.retryAfter)
+        expect((await limiter.peek('k')).allowed).toBe(true)
+      },
+    )
+
+    it('token bucket and log: a clock stepping back neither refills nor forgets', async () => {
+      for (const rule of [
+        tokenBucket({ capacity: 3, refillRate: 1, interval: '1s' }),
+        slidingWindowLog({ limit: 3, window: '1s' }),
+      ]) {
+        const { clock, limiter } = await setup(rule, 1_700_000_000_000)
+        let admitted = 0
+        for (const step of [0, -5, 3, -2]) {
+          clock.advance(step)
+          for (let i = 0; i < 3; i++) if ((await limiter.limit('k')).allowed) admitted++
+        }
+        expect(admitted).toBe(3)
+      }
+    })
+  })
+
+  describe(`${subject.name}: refunds honour when the request was made`, () => {
+    it('token bucket: a refund after the bucket refilled gives nothing back; a prompt one gives it all', async () => {
+      const { clock, limiter } = await setup(tokenBucket({ capacity: 3, refillRate: 3, interval: '1s' }))
+      const first = []
+      for (let i = 0; i < 3; i++) first.push(await limiter.limit('k'))
+      clock.advance(1_000) // full again
+      const second = []
+      for (let i = 0; i < 3; i++) second.push(await limiter.limit('k'))
+      expect([...first, ...second].every((result) => result.allowed)).toBe(true)
+      for (const result of first) await limiter.refund(result) // made before the refill: already refilled
+      expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
+      clock.advance(10)
+      await limiter.refund(second[2]!) // made after the bucket was last full: given back
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 0 })
     })
   })
 
@@ -308,9 +367,12 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       await fc.assert(
         fc.asyncProperty(
           fc.integer({ min: 1, max: 6 }),
-          fc.integer({ min: 10, max: 2_000 }),
+          time(10, 2_000),
           fc.array(
-            fc.record({ delay: fc.integer({ min: 0, max: 700 }), cost: fc.integer({ min: 0, max: 2 }) }),
+            fc.record({
+              delay: fc.oneof(time(0, 700), fc.integer({ min: 0, max: 3 })),
+              cost: fc.integer({ min: 0, max: 2 }),
+            }),
             {
               maxLength: 60,
             },
@@ -353,14 +415,23 @@ export function buildRule(spec: RuleSpec): Rule {
   }
 }
 
-const windowSpec = { limit: fc.integer({ min: 2, max: 6 }), window: fc.integer({ min: 10, max: 3_000 }) }
+/**
+ * Times are in whole seconds plus a few ms: Redis expires keys by its own wall clock while the traces run on a
+ * simulated one, so a state that matters for only a few simulated ms could vanish between two steps of a slow
+ * run. Seconds keep every TTL far above a run's real duration except in the last ms before an expiry.
+ */
+const time = (minSeconds: number, maxSeconds: number) =>
+  fc
+    .tuple(fc.integer({ min: minSeconds, max: maxSeconds }), fc.integer({ min: 0, max: 3 }))
+    .map(([seconds, ms]) => seconds * 1_000 + ms)
+const windowSpec = { limit: fc.integer({ min: 2, max: 6 }), window: time(10, 3_000) }
 const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
   fc.record({ kind: fc.constantFrom('fixed' as const, 'log' as const, 'counter' as const), ...windowSpec }),
   fc.record({
     kind: fc.constant('bucket' as const),
     capacity: fc.integer({ min: 2, max: 6 }),
     refillRate: fc.integer({ min: 1, max: 5 }),
-    interval: fc.integer({ min: 10, max: 1_000 }),
+    interval: time(10, 1_000),
   }),
 )
 
@@ -376,7 +447,7 @@ function traceArbitrary() {
     }),
     steps: fc.array(
       fc.record({
-        delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 4_000 })),
+        delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), time(0, 50), time(0, 4_000)),
         key: fc.constantFrom('a', 'b'),
         cost: fc.integer({ min: 0, max: 2 }),
         action: fc.constantFrom('limit', 'limit', 'limit', 'peek'),

@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http'
+import { ALGORITHMS } from './algorithms/index.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
 import { invalid, RateLimitError, requireObject } from './errors.js'
 import { type HeaderFormat, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { ipKey, parseIpv6Subnet } from './keys.js'
 import { RateLimiter, type RateLimiterOptions } from './limiter.js'
-import { ALGORITHMS, checkOptions, parseRules } from './options.js'
+import { checkOptions, parseRules } from './options.js'
 import type { RateLimitResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
 
@@ -123,7 +124,7 @@ export class HttpRateLimiter<Req> {
     } else {
       const algorithm = options.algorithm ?? 'sliding-window-counter'
       const window = options.window ?? '1m'
-      const make = ALGORITHMS[algorithm]
+      const make = ALGORITHMS[algorithm].fromLimit
       this.#makeRule = (limit) => make(limit, window)
       const limit = options.limit ?? 100
       // Built now even for a function limit, so that a bad `window` fails at construction.

@@ -1,20 +1,9 @@
-import { fixedWindow } from './algorithms/fixed-window.js'
-import { slidingWindowCounter } from './algorithms/sliding-window-counter.js'
-import { slidingWindowLog } from './algorithms/sliding-window-log.js'
-import { tokenBucket } from './algorithms/token-bucket.js'
-import type { AlgorithmName, Rule } from './algorithms/types.js'
-import type { Duration } from './duration.js'
+import { ALGORITHMS } from './algorithms/index.js'
+import { isRule } from './algorithms/rule.js'
+import type { Rule } from './algorithms/types.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED } from './headers.js'
 import type { HttpRateLimitOptions } from './http.js'
-
-/** The rule factory behind each `algorithm` name of the middleware options. */
-export const ALGORITHMS: Record<AlgorithmName, (limit: number, window: Duration) => Rule> = {
-  'fixed-window': (limit, window) => fixedWindow({ limit, window }),
-  'sliding-window-log': (limit, window) => slidingWindowLog({ limit, window }),
-  'sliding-window-counter': (limit, window) => slidingWindowCounter({ limit, window }),
-  'token-bucket': (limit, window) => tokenBucket({ capacity: limit, refillRate: limit, interval: window }),
-}
 
 /** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids and policy names. */
 export function parseRules(rules: unknown): readonly Rule[] {
@@ -29,7 +18,7 @@ export function parseRules(rules: unknown): readonly Rule[] {
         'ERR_RATEWINDOW_INVALID_OPTION',
         Array.isArray(rules) ? `rules[${i}]` : 'rules',
         rule,
-        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket',
+        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket (a copy such as { ...rule } is not one: pass `name` to the factory instead)',
       )
     }
     if (ids.has(rule.id)) {
@@ -51,10 +40,6 @@ export function parseRules(rules: unknown): readonly Rule[] {
     names.add(rule.name)
   })
   return Object.freeze([...list])
-}
-
-function isRule(value: unknown): value is Rule {
-  return typeof value === 'object' && value !== null && 'logic' in value && 'script' in value && 'id' in value
 }
 
 const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const

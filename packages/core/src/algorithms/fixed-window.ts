@@ -1,14 +1,13 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
 
 interface FixedWindowState {
-  /** Window index: floor(now / window). */
+  /** Window index: floor(now / window). Never goes back, even when the clock does. */
   win: number
   count: number
 }
 
-/** @internal */
-export const FIXED_WINDOW_CODE = 1
+const CODE = 1
 
 /**
  * Fixed window: one counter per `floor(now / window)`. O(1) memory and the cheapest Redis script.
@@ -18,7 +17,7 @@ export const FIXED_WINDOW_CODE = 1
  * @example fixedWindow({ limit: 100, window: '1m' })
  */
 export function fixedWindow(options: WindowRuleOptions): Rule {
-  return windowRule('fixed-window', FIXED_WINDOW_CODE, options, fixedWindowLogic)
+  return windowRule('fixed-window', CODE, options, fixedWindowLogic)
 }
 
 function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<FixedWindowState> {
@@ -26,8 +25,10 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
   return {
     create: () => ({ win: Number.NEGATIVE_INFINITY, count: 0 }),
     advance(state, now) {
+      // NOTE: only forward. A clock stepping back a few ms across a boundary keeps the newer window and its
+      // count; resetting to the older window would start a third count.
       const win = Math.floor(now / windowMs)
-      if (state.win !== win) {
+      if (win > state.win) {
         state.win = win
         state.count = 0
       }
@@ -53,35 +54,50 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
   }
 }
 
-/** @internal Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL. */
-export const FIXED_WINDOW_LUA = `
-A[${FIXED_WINDOW_CODE}] = {
-  load = function(key, limit, window, _, now)
-    local st = { key = key, limit = limit, window = window, now = now, win = math.floor(now / window), count = 0 }
-    local raw = redis.call('GET', key)
-    if raw then
-      local win, count = string.match(raw, '^(%-?%d+):(%d+)$')
-      if win and tonumber(win) == st.win then st.count = tonumber(count) end
-    end
-    return st
-  end,
-  fits = function(st, cost) return st.count + cost <= st.limit end,
-  consume = function(st, cost) st.count = st.count + cost end,
-  refund = function(st, cost, at)
-    if math.floor(at / st.window) == st.win then st.count = math.max(0, st.count - cost) end
-  end,
-  ttl = function(st)
-    if st.count > 0 then return (st.win + 1) * st.window - st.now end
-    return 0
-  end,
-  write = function(st, ttl) redis.call('SET', st.key, num(st.win) .. ':' .. num(st.count), 'PX', num(ttl)) end,
-  report = function(st, pending, denied_cost)
-    local count = st.count + pending
-    local window_end = (st.win + 1) * st.window - st.now
-    local reset, retry = 0, 0
-    if count > 0 then reset = window_end end
-    if denied_cost > 0 and count + denied_cost > st.limit then retry = window_end end
-    return math.max(0, st.limit - count), reset, retry
-  end,
-}
+/**
+ * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL. Another type or
+ * content marks the state `broken`: the script deletes the key and starts afresh.
+ */
+const LUA = `
+do
+  local function windowEnd(st) return (st.win + 1) * st.window - st.now end
+  A[${CODE}] = {
+    load = function(key, limit, window, _, now)
+      local st = { key = key, limit = limit, window = window, now = now, win = math.floor(now / window), count = 0 }
+      local raw, broken = read('GET', key)
+      if raw then
+        local win, count = string.match(raw, '^(%-?%d+):(%d+)$')
+        if not win then broken = true
+        elseif tonumber(win) >= st.win then st.win, st.count = tonumber(win), tonumber(count) end
+      end
+      st.broken = broken
+      return st
+    end,
+    fits = function(st, cost) return st.count + cost <= st.limit end,
+    consume = function(st, cost) st.count = st.count + cost end,
+    refund = function(st, cost, at)
+      if math.floor(at / st.window) == st.win then st.count = math.max(0, st.count - cost) end
+    end,
+    report = function(st, pending, denied_cost)
+      local count = st.count + pending
+      local reset, retry = 0, 0
+      if count > 0 then reset = windowEnd(st) end
+      if denied_cost > 0 and count + denied_cost > st.limit then retry = windowEnd(st) end
+      return math.max(0, st.limit - count), reset, retry
+    end,
+    ttl = function(st)
+      if st.count > 0 then return windowEnd(st) end
+      return 0
+    end,
+    write = function(st, ttl) redis.call('SET', st.key, num(st.win) .. ':' .. num(st.count), 'PX', num(ttl)) end,
+  }
+end
 `
+
+/** @internal */
+export const FIXED_WINDOW: AlgorithmDefinition = {
+  name: 'fixed-window',
+  code: CODE,
+  lua: LUA,
+  fromLimit: (limit, window) => fixedWindow({ limit, window }),
+}

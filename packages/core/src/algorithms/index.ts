@@ -1,7 +1,8 @@
-import { FIXED_WINDOW_CODE, FIXED_WINDOW_LUA } from './fixed-window.js'
-import { SLIDING_WINDOW_COUNTER_CODE, SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js'
-import { SLIDING_WINDOW_LOG_CODE, SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js'
-import { TOKEN_BUCKET_CODE, TOKEN_BUCKET_LUA } from './token-bucket.js'
+import { FIXED_WINDOW } from './fixed-window.js'
+import { SLIDING_WINDOW_COUNTER } from './sliding-window-counter.js'
+import { SLIDING_WINDOW_LOG } from './sliding-window-log.js'
+import { TOKEN_BUCKET } from './token-bucket.js'
+import type { AlgorithmDefinition, AlgorithmName } from './types.js'
 
 export { fixedWindow } from './fixed-window.js'
 export { slidingWindowCounter } from './sliding-window-counter.js'
@@ -9,10 +10,18 @@ export { slidingWindowLog } from './sliding-window-log.js'
 export { type TokenBucketOptions, tokenBucket } from './token-bucket.js'
 export type { AlgorithmName, Rule, RuleOutcome, WindowRuleOptions } from './types.js'
 
-/** @internal Each algorithm's Lua twin by code; each registers itself in the script's table `A`. */
-export const ALGORITHM_LUA: Readonly<Record<number, string>> = {
-  [FIXED_WINDOW_CODE]: FIXED_WINDOW_LUA,
-  [SLIDING_WINDOW_LOG_CODE]: SLIDING_WINDOW_LOG_LUA,
-  [SLIDING_WINDOW_COUNTER_CODE]: SLIDING_WINDOW_COUNTER_LUA,
-  [TOKEN_BUCKET_CODE]: TOKEN_BUCKET_LUA,
-}
+/**
+ * @internal The algorithm registry: name → rule factory for the middleware `algorithm` option, Lua twin and
+ * code. A new algorithm is one file exporting its `AlgorithmDefinition` and one line here.
+ */
+export const ALGORITHMS: Readonly<Record<AlgorithmName, AlgorithmDefinition>> = Object.freeze({
+  [FIXED_WINDOW.name]: FIXED_WINDOW,
+  [SLIDING_WINDOW_LOG.name]: SLIDING_WINDOW_LOG,
+  [SLIDING_WINDOW_COUNTER.name]: SLIDING_WINDOW_COUNTER,
+  [TOKEN_BUCKET.name]: TOKEN_BUCKET,
+} as Record<AlgorithmName, AlgorithmDefinition>)
+
+/** @internal The registry by Lua code, for the Redis script. */
+export const ALGORITHMS_BY_CODE: ReadonlyMap<number, AlgorithmDefinition> = new Map(
+  Object.values(ALGORITHMS).map((definition) => [definition.code, definition]),
+)

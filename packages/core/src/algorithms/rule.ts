@@ -3,6 +3,24 @@ import { invalid, RateLimitError, requireObject } from '../errors.js'
 import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
 
 /**
+ * Marks the rules the factories made. A non-enumerable property under a registered symbol: it survives another
+ * copy of the package (ESM and CommonJS builds, another realm), while look-alike objects and copies such as
+ * `{ ...rule }` lack it and are refused.
+ */
+const RULE_BRAND = Symbol.for('@ratewindow/core.rule')
+
+/** Brands and freezes a rule made by one of the factories. */
+export function makeRule(rule: Rule): Rule {
+  Object.defineProperty(rule, RULE_BRAND, { value: true })
+  return Object.freeze(rule)
+}
+
+/** Whether `value` is a rule made by one of the factories (not an object that merely looks like one). */
+export function isRule(value: unknown): value is Rule {
+  return typeof value === 'object' && value !== null && Object.hasOwn(value, RULE_BRAND)
+}
+
+/**
  * Products such as `limit × window` must stay exact in IEEE doubles, in JavaScript and in Redis Lua alike.
  * NOTE: 2^50 leaves room for the sums of up to eight such products below 2^53.
  */
@@ -44,12 +62,13 @@ export function windowRule(
   code: number,
   options: WindowRuleOptions,
   makeLogic: (limit: number, windowMs: number) => AlgorithmLogic<unknown>,
+  maxCost = Number.POSITIVE_INFINITY,
 ): Rule {
   requireObject(options, algorithm, '{ limit: 100, window: "1m" }')
   const limit = parseCount(options.limit, 'limit')
   const windowMs = parseDuration(options.window, 'window')
   checkProduct(limit, windowMs, '`limit` × `window` (ms)')
-  return Object.freeze({
+  return makeRule({
     algorithm,
     limit,
     windowMs,
@@ -58,6 +77,7 @@ export function windowRule(
       .split('-')
       .map((word) => word[0])
       .join('')}${windowMs}`,
+    maxCost: Math.min(limit, maxCost),
     logic: makeLogic(limit, windowMs),
     script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
   })

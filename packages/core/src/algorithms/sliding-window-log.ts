@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
 
 /** Timestamps of admitted requests, oldest first, in a ring buffer that grows up to `limit` entries. */
 interface SlidingWindowLogState {
@@ -8,20 +8,25 @@ interface SlidingWindowLogState {
   size: number
 }
 
-/** @internal */
-export const SLIDING_WINDOW_LOG_CODE = 2
+const CODE = 2
 const INITIAL_CAPACITY = 8
+/**
+ * The largest cost of one request under the log. The log stores one entry per unit of cost, so a decision's
+ * work grows with its cost: a cost of 100,000 held Redis for 0.3 s. Weighted requests belong in the counter
+ * or the token bucket, whose work does not depend on the cost.
+ */
+export const LOG_MAX_COST = 1_000
 
 /**
  * Sliding window log: the timestamps of admitted requests (never of denied ones, so a flood cannot grow
  * memory). Exact: at most `limit` in every window `(now − window, now]`.
  *
- * Trade-off: memory grows with the limit (8 bytes per entry in memory, about 60 in Redis). Use it for low,
- * sensitive limits such as logins.
+ * Trade-off: memory grows with the limit (8 bytes per entry in memory, about 60 in Redis), and work with the
+ * cost: a request may cost at most 1,000 (`LOG_MAX_COST`). Use it for low, sensitive limits such as logins.
  * @example slidingWindowLog({ limit: 5, window: '1m' })
  */
 export function slidingWindowLog(options: WindowRuleOptions): Rule {
-  return windowRule('sliding-window-log', SLIDING_WINDOW_LOG_CODE, options, slidingWindowLogLogic)
+  return windowRule('sliding-window-log', CODE, options, slidingWindowLogLogic, LOG_MAX_COST)
 }
 
 function at(state: SlidingWindowLogState, index: number): number {
@@ -84,58 +89,69 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
 }
 
 /**
- * @internal Lua twin of `slidingWindowLogLogic`. Key: a sorted set scored by timestamp (ms); members are
- * `<time>:<n>`, made unique per key, one per unit of cost.
+ * Lua twin of `slidingWindowLogLogic`. Key: a sorted set scored by timestamp (ms); members are `<time>:<n>`,
+ * made unique per key, one per unit of cost. Another type marks the state `broken`: the script deletes the key
+ * and starts afresh.
  */
-export const SLIDING_WINDOW_LOG_LUA = `
-A[${SLIDING_WINDOW_LOG_CODE}] = {
-  load = function(key, limit, window, _, now)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
-    return { key = key, limit = limit, window = window, now = now, size = redis.call('ZCARD', key), added = 0 }
-  end,
-  fits = function(st, cost) return st.size + cost <= st.limit end,
-  consume = function(st, cost)
-    local time = st.now
-    if st.size > 0 then
-      local newest = redis.call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
-      time = math.max(time, tonumber(newest[2]))
-    end
-    local n = redis.call('ZCOUNT', st.key, num(time), num(time))
-    for _ = 1, cost do
-      n = n + 1
-      while redis.call('ZSCORE', st.key, num(time) .. ':' .. n) do n = n + 1 end
-      redis.call('ZADD', st.key, num(time), num(time) .. ':' .. n)
-    end
-    st.size = st.size + cost
-  end,
-  refund = function(st, cost, at)
-    local members = redis.call('ZRANGEBYSCORE', st.key, num(at), num(at), 'LIMIT', 0, cost)
-    if #members > 0 then
-      redis.call('ZREM', st.key, unpack(members))
-      st.size = st.size - #members
-    end
-  end,
-  newest = function(st)
-    local newest = redis.call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
-    return tonumber(newest[2])
-  end,
-  ttl = function(st)
-    if st.size > 0 then return A[${SLIDING_WINDOW_LOG_CODE}].newest(st) + st.window - st.now end
-    return 0
-  end,
-  write = function(st, ttl) redis.call('PEXPIRE', st.key, num(ttl)) end,
-  report = function(st, pending, denied_cost)
-    local count = st.size + pending
-    local reset, retry = 0, 0
-    if count > 0 then
-      if pending > 0 then reset = st.window else reset = A[${SLIDING_WINDOW_LOG_CODE}].newest(st) + st.window - st.now end
-    end
-    local excess = st.size + denied_cost - st.limit
-    if denied_cost > 0 and excess > 0 then
-      local oldest = redis.call('ZRANGE', st.key, excess - 1, excess - 1, 'WITHSCORES')
-      retry = tonumber(oldest[2]) + st.window - st.now
-    end
-    return math.max(0, st.limit - count), reset, retry
-  end,
-}
+const LUA = `
+do
+  local function newest(st)
+    local entry = redis.call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
+    return tonumber(entry[2])
+  end
+  A[${CODE}] = {
+    load = function(key, limit, window, _, now)
+      local st = { key = key, limit = limit, window = window, now = now, size = 0 }
+      local _, broken = read('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
+      if not broken then st.size = redis.call('ZCARD', key) end
+      st.broken = broken
+      return st
+    end,
+    fits = function(st, cost) return st.size + cost <= st.limit end,
+    consume = function(st, cost)
+      local time = st.now
+      if st.size > 0 then time = math.max(time, newest(st)) end
+      local n = redis.call('ZCOUNT', st.key, num(time), num(time))
+      for _ = 1, cost do
+        n = n + 1
+        while redis.call('ZSCORE', st.key, num(time) .. ':' .. n) do n = n + 1 end
+        redis.call('ZADD', st.key, num(time), num(time) .. ':' .. n)
+      end
+      st.size = st.size + cost
+    end,
+    refund = function(st, cost, at)
+      local members = redis.call('ZRANGEBYSCORE', st.key, num(at), num(at), 'LIMIT', 0, cost)
+      if #members > 0 then
+        redis.call('ZREM', st.key, unpack(members))
+        st.size = st.size - #members
+      end
+    end,
+    report = function(st, pending, denied_cost)
+      local count = st.size + pending
+      local reset, retry = 0, 0
+      if count > 0 then
+        if pending > 0 then reset = st.window else reset = newest(st) + st.window - st.now end
+      end
+      local excess = st.size + denied_cost - st.limit
+      if denied_cost > 0 and excess > 0 then
+        local oldest = redis.call('ZRANGE', st.key, excess - 1, excess - 1, 'WITHSCORES')
+        retry = tonumber(oldest[2]) + st.window - st.now
+      end
+      return math.max(0, st.limit - count), reset, retry
+    end,
+    ttl = function(st)
+      if st.size > 0 then return newest(st) + st.window - st.now end
+      return 0
+    end,
+    write = function(st, ttl) redis.call('PEXPIRE', st.key, num(ttl)) end,
+  }
+end
 `
+
+/** @internal */
+export const SLIDING_WINDOW_LOG: AlgorithmDefinition = {
+  name: 'sliding-window-log',
+  code: CODE,
+  lua: LUA,
+  fromLimit: (limit, window) => slidingWindowLog({ limit, window }),
+}

@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { requireObject } from '../errors.js'
-import { checkProduct, parseCount, parseRuleName } from './rule.js'
-import type { AlgorithmLogic, Rule } from './types.js'
+import { checkProduct, makeRule, parseCount, parseRuleName } from './rule.js'
+import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
 
 export interface TokenBucketOptions {
   /** Most tokens the bucket holds: the largest burst. A positive whole number. */
@@ -22,14 +22,15 @@ interface TokenBucketState {
   tokens: number
   /** Time of the last refill (ms); NaN for a bucket never seen, which starts full. */
   last: number
+  /** Last time the bucket was seen full (ms): a refund of a request made before it gives nothing back. */
+  fullAt: number
 }
 
-/** @internal */
-export const TOKEN_BUCKET_CODE = 4
+const CODE = 4
 
 /**
  * Token bucket: bursts up to `capacity`, sustained `refillRate` per `interval`. O(1) memory. Beyond the
- * seeds: use it when clients should be able to burst and then continue at an average rate.
+ * reference articles: use it when clients should be able to burst and then continue at an average rate.
  * @example tokenBucket({ capacity: 20, refillRate: 5, interval: '1s' }) // bursts of 20, then 5/s
  */
 export function tokenBucket(options: TokenBucketOptions): Rule {
@@ -40,15 +41,16 @@ export function tokenBucket(options: TokenBucketOptions): Rule {
   checkProduct(capacity, intervalMs, '`capacity` × `interval` (ms)')
   checkProduct(refillRate, intervalMs, '`refillRate` × `interval` (ms)')
   const fillMs = Math.ceil((capacity * intervalMs) / refillRate)
-  return Object.freeze({
+  return makeRule({
     algorithm: 'token-bucket',
     limit: capacity,
     windowMs: fillMs,
     name: parseRuleName(options.name, `${capacity}-per-${formatDuration(fillMs)}`),
     id: `tb${capacity}-${refillRate}-${intervalMs}`,
+    maxCost: capacity,
     logic: tokenBucketLogic(capacity, refillRate, intervalMs),
     script: Object.freeze({
-      code: TOKEN_BUCKET_CODE,
+      code: CODE,
       params: Object.freeze([capacity, refillRate, intervalMs] as const),
     }),
   })
@@ -62,11 +64,12 @@ function tokenBucketLogic(
   const full = capacity * intervalMs
   const untilFull = (tokens: number) => Math.ceil((full - tokens) / refillRate)
   return {
-    create: () => ({ tokens: full, last: Number.NaN }),
+    create: () => ({ tokens: full, last: Number.NaN, fullAt: Number.NaN }),
     advance(state, now) {
       if (Number.isNaN(state.last)) {
         state.tokens = full
         state.last = now
+        state.fullAt = now
         return
       }
       const elapsed = now - state.last
@@ -74,12 +77,16 @@ function tokenBucketLogic(
       // Compare before multiplying so that a long idle time cannot overflow exact integers.
       state.tokens = elapsed >= untilFull(state.tokens) ? full : state.tokens + elapsed * refillRate
       state.last = now
+      if (state.tokens === full) state.fullAt = now
     },
     fits: (state, _now, cost) => state.tokens >= cost * intervalMs,
     consume(state, _now, cost) {
       state.tokens -= cost * intervalMs
     },
-    refund(state, _now, cost) {
+    refund(state, _now, cost, at) {
+      // A bucket that has been full since the request already refilled its tokens: refunding them again
+      // would hold more than `capacity` at once.
+      if (at < state.fullAt) return
       state.tokens = Math.min(full, state.tokens + cost * intervalMs)
     },
     report(state, _now, pending, deniedCost) {
@@ -95,41 +102,65 @@ function tokenBucketLogic(
   }
 }
 
-/** @internal Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>"` with its TTL. */
-export const TOKEN_BUCKET_LUA = `
-A[${TOKEN_BUCKET_CODE}] = {
-  load = function(key, capacity, rate, interval, now)
-    local full = capacity * interval
-    local st = { key = key, rate = rate, interval = interval, full = full, now = now, tokens = full }
-    local raw = redis.call('GET', key)
-    if raw then
-      local tokens, last = string.match(raw, '^(%d+):(%-?%d+)$')
-      if tokens then
-        st.tokens = tonumber(tokens)
-        local elapsed = now - tonumber(last)
-        if elapsed <= 0 then
-          st.last = tonumber(last)
-        elseif elapsed >= math.ceil((full - st.tokens) / rate) then
-          st.tokens = full
+/**
+ * Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>:<last full ms>"` with its
+ * TTL (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
+ * `broken`: the script deletes the key and starts afresh.
+ */
+const LUA = `
+do
+  local function untilFull(st, tokens) return math.ceil((st.full - tokens) / st.rate) end
+  A[${CODE}] = {
+    load = function(key, capacity, rate, interval, now)
+      local full = capacity * interval
+      local st = { key = key, rate = rate, interval = interval, full = full, now = now, tokens = full, last = now, fullAt = now }
+      local raw, broken = read('GET', key)
+      if raw then
+        local tokens, last, fullAt = string.match(raw, '^(%d+):(%-?%d+):(%-?%d+)$')
+        if not tokens then
+          tokens, last = string.match(raw, '^(%d+):(%-?%d+)$')
+          fullAt = last
+        end
+        if not tokens or tonumber(tokens) > full then
+          broken = true
         else
-          st.tokens = st.tokens + elapsed * rate
+          st.tokens, st.last, st.fullAt = tonumber(tokens), tonumber(last), tonumber(fullAt)
+          local elapsed = now - st.last
+          if elapsed > 0 then
+            if elapsed >= untilFull(st, st.tokens) then st.tokens = full else st.tokens = st.tokens + elapsed * rate end
+            st.last = now
+            if st.tokens == full then st.fullAt = now end
+          end
         end
       end
-    end
-    st.last = st.last or now
-    return st
-  end,
-  fits = function(st, cost) return st.tokens >= cost * st.interval end,
-  consume = function(st, cost) st.tokens = st.tokens - cost * st.interval end,
-  refund = function(st, cost) st.tokens = math.min(st.full, st.tokens + cost * st.interval) end,
-  ttl = function(st) return math.ceil((st.full - st.tokens) / st.rate) end,
-  write = function(st, ttl) redis.call('SET', st.key, num(st.tokens) .. ':' .. num(st.last), 'PX', num(ttl)) end,
-  report = function(st, pending, denied_cost)
-    local tokens = st.tokens - pending * st.interval
-    local missing = denied_cost * st.interval - st.tokens
-    local retry = 0
-    if denied_cost > 0 and missing > 0 then retry = math.ceil(missing / st.rate) end
-    return math.floor(tokens / st.interval), math.ceil((st.full - tokens) / st.rate), retry
-  end,
-}
+      st.broken = broken
+      return st
+    end,
+    fits = function(st, cost) return st.tokens >= cost * st.interval end,
+    consume = function(st, cost) st.tokens = st.tokens - cost * st.interval end,
+    refund = function(st, cost, at)
+      if at < st.fullAt then return end
+      st.tokens = math.min(st.full, st.tokens + cost * st.interval)
+    end,
+    report = function(st, pending, denied_cost)
+      local tokens = st.tokens - pending * st.interval
+      local missing = denied_cost * st.interval - st.tokens
+      local retry = 0
+      if denied_cost > 0 and missing > 0 then retry = math.ceil(missing / st.rate) end
+      return math.floor(tokens / st.interval), untilFull(st, tokens), retry
+    end,
+    ttl = function(st) return untilFull(st, st.tokens) end,
+    write = function(st, ttl)
+      redis.call('SET', st.key, num(st.tokens) .. ':' .. num(st.last) .. ':' .. num(st.fullAt), 'PX', num(ttl))
+    end,
+  }
+end
 `
+
+/** @internal */
+export const TOKEN_BUCKET: AlgorithmDefinition = {
+  name: 'token-bucket',
+  code: CODE,
+  lua: LUA,
+  fromLimit: (limit, window) => tokenBucket({ capacity: limit, refillRate: limit, interval: window }),
+}

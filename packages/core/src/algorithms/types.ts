@@ -3,6 +3,25 @@ import type { Duration } from '../duration.js'
 /** The algorithms ratewindow ships. */
 export type AlgorithmName = 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket'
 
+/**
+ * One entry of the algorithm registry (`algorithms/index.ts`): everything the library needs to know about an
+ * algorithm, defined in the algorithm's own file.
+ * @internal
+ */
+export interface AlgorithmDefinition {
+  readonly name: AlgorithmName
+  /** The number the Lua script dispatches on. */
+  readonly code: number
+  /**
+   * The Lua twin of the algorithm's `AlgorithmLogic`. It registers `A[code]` with the functions `load` (the
+   * TypeScript `create` + reading the key + `advance`), `fits`, `consume`, `refund`, `report`, `ttl` and
+   * `write` (saving the state), in that order, and private helpers named like the TypeScript ones.
+   */
+  readonly lua: string
+  /** The rule behind the middleware option `algorithm: name` with `limit` and `window`. */
+  readonly fromLimit: (limit: number, window: Duration) => Rule
+}
+
 /** What one rule reports for one decision, in whole milliseconds. */
 export interface RuleOutcome {
   /** How many cost-1 requests this rule would still admit now. */
@@ -15,7 +34,7 @@ export interface RuleOutcome {
 
 /**
  * The pure decision of one algorithm over its per-key state `S`. Written once here in TypeScript and once in
- * Lua (`lua` on the rule); the conformance suite demands that both give identical results.
+ * Lua (the `lua` of its `AlgorithmDefinition`); the conformance suite demands that both give identical results.
  *
  * A decision runs in two phases so that several rules are all-or-nothing: every rule is `advance`d to `now`
  * and asked whether the request `fits`; only when all fit is each one `consume`d.
@@ -55,6 +74,11 @@ export interface Rule {
   readonly name: string
   /** Storage suffix: algorithm and window, so a changed limit keeps its count. */
   readonly id: string
+  /**
+   * The largest cost one request may have under this rule: the limit, or less where a cost's work grows with
+   * its size (the sliding window log stores one entry per unit).
+   */
+  readonly maxCost: number
   /** @internal */
   readonly logic: AlgorithmLogic<unknown>
   /** @internal Lua algorithm code and its three numeric parameters. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { ALGORITHM_LUA } from '../algorithms/index.js'
+import { ALGORITHMS_BY_CODE } from '../algorithms/index.js'
 
 /** @internal Modes of the decision script. */
 export const MODE = { consume: 0, peek: 1, refund: 2 } as const
@@ -17,14 +17,24 @@ export const MODE = { consume: 0, peek: 1, refund: 2 } as const
  * ARGV[4]  refund: the `at` (epoch ms) of the decision being refunded; otherwise 0
  * ARGV[4i+1 .. 4i+4]  rule i: algorithm code and its three numeric parameters
  *
- * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms) }.
+ * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
+ * then `repaired` }. A refund returns { 1, now, repaired }.
+ * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
+ * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
+ * and got one. The store reports it (RedisStore: `Decision.repaired`); the decision stands.
  * NOTE: numbers go to redis.call through num(): Lua's default number formatting keeps 14 digits only.
  */
 export function decisionScript(codes: readonly number[]): string {
   return `
 local function num(n) return string.format('%.0f', n) end
+-- A read that tolerates a key of another type: returns the reply and whether the key is broken.
+local function read(...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then return nil, true end
+  return reply, false
+end
 local A = {}
-${codes.map((code) => ALGORITHM_LUA[code]).join('')}
+${codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua).join('')}
 local function persist(algo, st)
   local ttl = algo.ttl(st)
   if ttl > 0 then algo.write(st, ttl) else redis.call('DEL', st.key) end
@@ -36,13 +46,18 @@ if now < 0 then
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
-local algos, states, allowed = {}, {}, true
+local algos, states, allowed, repaired = {}, {}, true, 0
 for i = 1, #KEYS do
   local base = 4 * i
   local algo = A[tonumber(ARGV[base + 1])]
   algos[i] = algo
   states[i] = algo.load(KEYS[i], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), now)
-  if not algo.fits(states[i], cost) then allowed = false end
+  if states[i].broken then
+    -- Unreadable: forget it, so that the key is rewritten from the fresh state load returned.
+    redis.call('DEL', KEYS[i])
+    repaired = repaired + 2 ^ (i - 1)
+  end
+  if not algos[i].fits(states[i], cost) then allowed = false end
 end
 
 if mode == ${MODE.refund} then
@@ -50,7 +65,7 @@ if mode == ${MODE.refund} then
     algos[i].refund(states[i], cost, at)
     persist(algos[i], states[i])
   end
-  return { 1, now }
+  return { 1, now, repaired }
 end
 
 local out = { allowed and 1 or 0, now }
@@ -64,13 +79,17 @@ for i = 1, #KEYS do
   else
     if allowed then pending = cost end
     -- Repair a key found without a TTL (written by hand, or by an old version): it must not live forever.
-    if redis.call('PTTL', st.key) == -1 then persist(algo, st) end
+    if redis.call('PTTL', st.key) == -1 then
+      persist(algo, st)
+      if not st.broken then repaired = repaired + 2 ^ (i - 1) end
+    end
   end
   local remaining, reset, retry = algo.report(st, pending, denied_cost)
   out[#out + 1] = remaining
   out[#out + 1] = reset
   out[#out + 1] = retry
 end
+out[#out + 1] = repaired
 return out
 `
 }
