@@ -1,3 +1,4 @@
+import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
 import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
 import { type Duration, parseDuration } from './duration.js'
@@ -57,7 +58,7 @@ export class RateLimiter {
   readonly rules: readonly Rule[]
   readonly store: Store
   readonly prefix: string
-  /** The smallest limit among the rules: no cost above it can ever pass. */
+  /** The largest cost every rule accepts (the smallest limit, or a rule's own cap): no cost above it passes. */
   readonly maxCost: number
   readonly #timeout: number
   readonly #allowOnError: boolean
@@ -87,7 +88,7 @@ export class RateLimiter {
         'a string of at most 64 characters without `{` or `}`',
       )
     }
-    this.maxCost = Math.min(...this.rules.map((rule) => rule.limit))
+    this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
     this.#timeout = parseDuration(options.timeout ?? '250ms', 'timeout')
     const {
       onStoreError = 'allow',
@@ -213,7 +214,7 @@ export class RateLimiter {
     if (cost > this.maxCost) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
-        `\`cost\` ${cost} exceeds the smallest limit (${this.maxCost}): such a request could never pass. Lower the cost or raise the limit.`,
+        `\`cost\` ${cost} exceeds the largest cost the rules accept (${this.maxCost}: the smallest limit, and at most ${LOG_MAX_COST} for a sliding window log): such a request could never pass. Lower the cost or raise the limit.`,
         { option: 'cost' },
       )
     }

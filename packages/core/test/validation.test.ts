@@ -111,6 +111,37 @@ describe('RateLimiter options', () => {
     expect((await limiter.limit('k', { cost: 3 })).allowed).toBe(true)
   })
 
+  it('caps the cost of one request under a sliding window log at 1,000 (its work grows with the cost)', async () => {
+    const log = slidingWindowLog({ limit: 100_000, window: '1h' })
+    expect(log.maxCost).toBe(1_000)
+    const limiter = new RateLimiter({ rules: log })
+    expect(limiter.maxCost).toBe(1_000)
+    await expect(limiter.limit('k', { cost: 100_000 })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+      message: expect.stringContaining('at most 1000 for a sliding window log'),
+    })
+    expect(await limiter.limit('k', { cost: 1_000 })).toMatchObject({ allowed: true, remaining: 99_000 })
+    expect(new RateLimiter({ rules: slidingWindowCounter({ limit: 100_000, window: '1h' }) }).maxCost).toBe(
+      100_000,
+    )
+  })
+
+  it('refuses objects that merely look like rules, and copies of rules', () => {
+    const real = fixedWindow({ limit: 5, window: '1m' })
+    const lookalike = { ...real }
+    const forged = JSON.parse(JSON.stringify(real))
+    const handmade = Object.create(null, Object.getOwnPropertyDescriptors(real))
+    for (const fake of [lookalike, forged, { id: 'fw60000', logic: real.logic, script: real.script }]) {
+      const error = errorOf(() => new RateLimiter({ rules: fake }))
+      expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'rules' })
+      expect(errorOf(() => new RateLimiter({ rules: [real, fake] })).option).toBe('rules[1]')
+    }
+    // The brand is a registered symbol, so a rule made by another copy of the package (its ESM and CommonJS
+    // builds) is accepted: simulated here by copying every property descriptor, the symbol's too.
+    expect(() => new RateLimiter({ rules: handmade })).not.toThrow()
+    expect(() => new RateLimiter({ rules: real })).not.toThrow()
+  })
+
   it('rejects a middleware cost larger than every limit, at construction', () => {
     const binding = {
       name: 't',
