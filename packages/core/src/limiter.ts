@@ -185,10 +185,9 @@ export class RateLimiter {
     if (this.#breaker?.allows() ?? true) {
       try {
         const pending = this.store[operation](request)
-        const decision =
-          pending instanceof Promise
-            ? await withTimeout(pending, this.#timeout, `store.${operation}`)
-            : pending
+        const decision = isThenable(pending)
+          ? await withTimeout(Promise.resolve(pending), this.#timeout, `store.${operation}`)
+          : pending
         this.#breaker?.success()
         return toResult(request, decision, 'store')
       } catch (error) {
@@ -232,4 +231,16 @@ function checkKey(key: unknown): asserts key is string {
       },
     )
   }
+}
+
+/**
+ * Whether a store's answer is asynchronous: any thenable, not only this realm's `Promise` (a custom store may
+ * return another realm's promises or a library's thenables; `instanceof Promise` missed both).
+ */
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  )
 }
