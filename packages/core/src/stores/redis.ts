@@ -85,7 +85,10 @@ export class RedisStore implements Store {
   }
 
   async refund(request: RefundRequest): Promise<void> {
-    await this.#run(request, MODE.refund, request.at)
+    const reply = await this.#run(request, MODE.refund, request.at)
+    const [repaired] = repairedRules(request, reply[2])
+    // A refund has no decision to carry the notice: fail it, so that the limiter reports it to onError.
+    if (repaired !== undefined) throw repaired
   }
 
   async reset(target: StoreTarget): Promise<void> {
@@ -103,7 +106,10 @@ export class RedisStore implements Store {
     for (let i = 0; i < outcomes.length; i++) {
       outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
     }
-    return { allowed: reply[0] === 1, now: reply[1]!, outcomes }
+    const decision: Decision = { allowed: reply[0] === 1, now: reply[1]!, outcomes }
+    const repaired = repairedRules(request, reply[2 + 3 * outcomes.length])
+    if (repaired.length > 0) decision.repaired = repaired
+    return decision
   }
 
   async #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
@@ -148,4 +154,21 @@ export class RedisStore implements Store {
     }
     return now
   }
+}
+
+/** The script's `repaired` bit mask (see redis-script.ts) as one error per repaired rule. */
+function repairedRules(request: StoreRequest, mask: number | undefined): RateLimitError[] {
+  const errors: RateLimitError[] = []
+  if (!mask) return errors
+  request.rules.forEach((rule, i) => {
+    if (Math.floor(mask / 2 ** i) % 2 === 1) {
+      errors.push(
+        new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          `Repaired the Redis key of rule ${rule.name} (${rule.algorithm}) for this client: it held another type, unreadable content or no TTL, and was rewritten from a fresh state (or given its TTL). Check what else writes under the store's prefix.`,
+        ),
+      )
+    }
+  })
+  return errors
 }

@@ -28,6 +28,12 @@ export interface Decision {
   /** Decision time in epoch ms, from the store's clock (Redis: the server's `TIME` by default). */
   now: number
   outcomes: RuleOutcome[]
+  /**
+   * Faults the store found in the stored state and repaired while deciding (a key of the wrong type or
+   * unreadable content, rewritten from a fresh state; a key without a TTL). The decision stands; the limiter
+   * passes each to `onError`.
+   */
+  repaired?: readonly Error[]
 }
 
 /**
