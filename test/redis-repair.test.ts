@@ -1,0 +1,100 @@
+import {
+  fixedWindow,
+  RateLimiter,
+  RedisStore,
+  type Rule,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import type { Cluster, Redis } from 'ioredis'
+import { describe, expect, it } from 'vitest'
+import { clusterClient, standaloneClient } from './support/redis.js'
+
+type Client = Redis | Cluster
+/** Ways to leave a key in a shape its algorithm cannot read, each without a TTL. */
+const BREAKERS: [string, (client: Client, key: string) => Promise<unknown>][] = [
+  ['a list', (client, key) => client.rpush(key, 'x')],
+  ['a string of garbage', (client, key) => client.set(key, 'garbage')],
+  ['a hash of garbage', (client, key) => client.hset(key, 'w', 'abc', 'c', '1')],
+  ['a sorted set', (client, key) => client.zadd(key, 1, 'x')],
+]
+const RULES: [string, () => Rule][] = [
+  ['fixed-window', () => fixedWindow({ limit: 3, window: '1h' })],
+  ['sliding-window-log', () => slidingWindowLog({ limit: 3, window: '1h' })],
+  ['sliding-window-counter', () => slidingWindowCounter({ limit: 3, window: '1h' })],
+  ['token-bucket', () => tokenBucket({ capacity: 3, refillRate: 1, interval: '1h' })],
+]
+/** Shapes that are an algorithm's own type (a sorted set with any members is a valid log). */
+const READABLE: Record<string, string[]> = {
+  'sliding-window-log': ['a sorted set'],
+}
+let prefixes = 0
+
+describe.each([
+  ['standalone', () => standaloneClient()],
+  ['Cluster', () => clusterClient()],
+] as const)('RedisStore on %s: a key in the wrong shape is repaired, not fatal', (_, makeClient) => {
+  for (const [algorithm, make] of RULES) {
+    for (const [shape, breakKey] of BREAKERS) {
+      if (READABLE[algorithm]?.includes(shape)) continue
+      it(`${algorithm} over ${shape}: rewritten from a fresh state, reported once, exact limits after`, async () => {
+        const client = makeClient()
+        const store = new RedisStore({ client })
+        const rule = make()
+        const prefix = `rp${process.pid}x${prefixes++}x`
+        const errors: unknown[] = []
+        const limiter = new RateLimiter({
+          rules: [rule, fixedWindow({ limit: 100, window: '2h' })],
+          store,
+          prefix,
+          onError: (error) => errors.push(error),
+        })
+        const key = store.keyFor(prefix, 'victim', rule)
+        await breakKey(client, key)
+        const results = []
+        for (let i = 0; i < 5; i++) results.push(await limiter.limit('victim'))
+        // Exact: the store decided every request (never the failure policy), three admitted from fresh.
+        expect(results.map((result) => result.source)).toEqual(Array(5).fill('store'))
+        expect(results.map((result) => result.allowed)).toEqual([true, true, true, false, false])
+        expect(errors).toHaveLength(1)
+        expect(errors[0]).toMatchObject({
+          code: 'ERR_RATEWINDOW_STORE',
+          message: expect.stringContaining('Repaired'),
+        })
+        expect(await client.pttl(key)).toBeGreaterThan(0)
+        // Other clients are untouched.
+        expect((await limiter.limit('bystander')).allowed).toBe(true)
+        expect(errors).toHaveLength(1)
+      })
+    }
+  }
+
+  it('peek and refund repair too, and a key without a TTL gets one and is reported', async () => {
+    const client = makeClient()
+    const store = new RedisStore({ client })
+    const rule = fixedWindow({ limit: 2, window: '1h' })
+    const prefix = `rp${process.pid}x${prefixes++}x`
+    const errors: { operation: string }[] = []
+    const limiter = new RateLimiter({
+      rules: rule,
+      store,
+      prefix,
+      onError: (_, context) => errors.push(context),
+    })
+    const key = store.keyFor(prefix, 'p', rule)
+    await client.rpush(key, 'x')
+    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
+    expect(await client.exists(key)).toBe(0)
+    const admitted = await limiter.limit('p')
+    await client.del(key)
+    await client.rpush(key, 'x')
+    await limiter.refund(admitted)
+    expect(await client.type(key)).not.toBe('list')
+    const window = Math.floor(Date.now() / 3_600_000)
+    await client.set(key, `${window}:2`) // full, no TTL: denied until the window ends, not forever
+    expect((await limiter.limit('p')).allowed).toBe(false)
+    expect(await client.pttl(key)).toBeGreaterThan(0)
+    expect(errors.map((error) => error.operation)).toEqual(['peek', 'refund', 'consume'])
+  })
+})
