@@ -16,14 +16,21 @@ interface Blocked {
   until: number
 }
 
+/** Distinct costs remembered per key; the oldest is dropped past it. */
+const MAX_COSTS_PER_KEY = 8
+
 /**
  * Remembers denied keys until their `retryAfter` has passed, so that a flood from a blocked client is answered
  * in process without a store call. Answers stay truthful: waits shrink by the time elapsed since the denial.
  * A denial can only get longer through other traffic, never shorter, except by `reset` or `refund`, which
  * clear the entry.
+ *
+ * Denials are remembered per cost: a costlier request waits longer than a cheaper one, and a cheaper one may
+ * pass, so a request of a cost not seen yet asks the store (once, then it is cached too).
  */
 export class BlockedCache {
-  readonly #entries = new Map<string, Blocked>()
+  /** Denials by key, then by cost; keys in least recently denied order. */
+  readonly #entries = new Map<string, Map<number, Blocked>>()
   readonly #maxKeys: number
   readonly #clock: () => number
 
@@ -50,21 +57,21 @@ export class BlockedCache {
 
   /** The cached denial for `key` and a request of `cost`, with waits brought to now; undefined if none. */
   get(key: string, cost: number): RateLimitResult | undefined {
-    const entry = this.#entries.get(key)
-    if (entry === undefined) return undefined
+    const byCost = this.#entries.get(key)
+    // Another cost's denial does not tell this request's wait: ask the store.
+    const entry = byCost?.get(cost)
+    if (byCost === undefined || entry === undefined) return undefined
     const now = this.#clock()
     if (now >= entry.until) {
-      this.#entries.delete(key)
+      byCost.delete(cost)
+      if (byCost.size === 0) this.#entries.delete(key)
       return undefined
     }
-    // A cheaper request than the one denied might pass: ask the store.
-    if (cost < entry.result.cost) return undefined
     const elapsed = Math.floor(now - entry.since)
     const shrink = (ms: number) => Math.max(0, ms - elapsed)
     const { result } = entry
     return {
       ...result,
-      cost,
       at: result.at + elapsed,
       reset: shrink(result.reset),
       retryAfter: Math.max(1, Math.ceil(entry.until - now)),
@@ -79,13 +86,19 @@ export class BlockedCache {
 
   set(key: string, result: RateLimitResult): void {
     if (result.allowed || result.retryAfter <= 0) return
-    if (!this.#entries.has(key) && this.#entries.size >= this.#maxKeys) {
-      const oldest = this.#entries.keys().next()
-      if (!oldest.done) this.#entries.delete(oldest.value)
-    }
+    let byCost = this.#entries.get(key)
+    if (byCost === undefined) {
+      if (this.#entries.size >= this.#maxKeys) {
+        const oldest = this.#entries.keys().next()
+        if (!oldest.done) this.#entries.delete(oldest.value)
+      }
+      byCost = new Map()
+    } else this.#entries.delete(key)
+    this.#entries.set(key, byCost)
+    byCost.delete(result.cost)
+    if (byCost.size >= MAX_COSTS_PER_KEY) byCost.delete(byCost.keys().next().value!)
     const now = this.#clock()
-    this.#entries.delete(key)
-    this.#entries.set(key, { result, since: now, until: now + result.retryAfter })
+    byCost.set(result.cost, { result, since: now, until: now + result.retryAfter })
   }
 
   delete(key: string): void {
