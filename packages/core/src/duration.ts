@@ -25,6 +25,27 @@ export function parseDuration(value: unknown, option: string): number {
   return ms
 }
 
+/** The longest delay a Node timer honours: longer ones fire after 1 ms (with a TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Parses a duration that drives a timer (`timeout`, `sweepInterval`). Throws a `RateLimitError` naming
+ * `option` past `MAX_TIMER_MS` (about 24.8 days): Node would fire such a timer at once, turning a 25-day
+ * timeout into an immediate one.
+ */
+export function parseTimerDuration(value: unknown, option: string): number {
+  const ms = parseDuration(value, option)
+  if (ms > MAX_TIMER_MS) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_WINDOW',
+      option,
+      value,
+      `at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest delay a Node timer can wait`,
+    )
+  }
+  return ms
+}
+
 /** Formats milliseconds in the largest unit that divides them: 60000 → '1m', 1500 → '1500ms'. */
 export function formatDuration(ms: number): string {
   for (const unit of ['d', 'h', 'm', 's'] as const) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
-import { type Duration, parseDuration } from '../duration.js'
+import { type Duration, parseTimerDuration } from '../duration.js'
 import { invalid } from '../errors.js'
 import { decideLocally } from './decide.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
@@ -13,7 +13,7 @@ export interface MemoryStoreOptions {
    * afresh), so a flood of unique keys cannot exhaust memory. @default 100_000
    */
   maxKeys?: number
-  /** How often a background sweep drops expired keys (the timer is unref'd). @default '1m' */
+  /** How often a background sweep drops expired keys (the timer is unref'd); at most '24d'. @default '1m' */
   sweepInterval?: Duration
 }
 
@@ -76,7 +76,7 @@ export class MemoryStore implements Store {
     }
     this.#clock = clock
     this.#maxKeys = maxKeys
-    this.#timer = setInterval(() => this.#sweepInSlices(), parseDuration(sweepInterval, 'sweepInterval'))
+    this.#timer = setInterval(() => this.#sweepInSlices(), parseTimerDuration(sweepInterval, 'sweepInterval'))
     this.#timer.unref()
   }
 
