@@ -1,7 +1,7 @@
 import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
 import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
-import { type Duration, parseDuration } from './duration.js'
+import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
 import { CircuitBreaker, type CircuitBreakerOptions, throttledErrorLog, withTimeout } from './failure.js'
 import { parseRules } from './options.js'
@@ -89,7 +89,7 @@ export class RateLimiter {
       )
     }
     this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
-    this.#timeout = parseDuration(options.timeout ?? '250ms', 'timeout')
+    this.#timeout = parseTimerDuration(options.timeout ?? '250ms', 'timeout')
     const {
       onStoreError = 'allow',
       fallback,
