@@ -76,4 +76,31 @@ describe('MemoryStore', () => {
     expect((await c.limit('k')).allowed).toBe(true)
     expect((await a.limit('k')).allowed).toBe(false)
   })
+
+  it.each([
+    ['NaN', Number.NaN],
+    ['negative', -5],
+    ['infinite', Number.POSITIVE_INFINITY],
+  ])('a clock reading %s is an error the limiter reports, not "no limit"', async (_, reading) => {
+    let now = 1_000_000
+    const store = new MemoryStore({ clock: () => now })
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 2, window: '1m' }),
+      store,
+      onStoreError: 'deny',
+      onError: (error) => errors.push(error),
+      circuitBreaker: false,
+    })
+    await limiter.limit('k')
+    now = reading
+    const results = [await limiter.limit('k'), await limiter.limit('k'), await limiter.limit('k')]
+    expect(results.map((result) => [result.allowed, result.source])).toEqual(Array(3).fill([false, 'policy']))
+    expect(errors).toHaveLength(3)
+    expect(errors[0]).toMatchObject({ code: 'ERR_RATEWINDOW_STORE', option: 'clock' })
+    expect(() => store.sweep()).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_STORE' }))
+    now = 1_000_001
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    store.close()
+  })
 })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
-import { invalid } from '../errors.js'
+import { describeValue, invalid, RateLimitError } from '../errors.js'
 import { decideLocally } from './decide.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
@@ -86,7 +86,7 @@ export class MemoryStore implements Store {
   }
 
   consume(request: StoreRequest): Decision {
-    const now = this.#clock()
+    const now = this.#now()
     const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
     const decision = decideLocally(request.rules, entry.states, now, request.cost, true)
     this.#keep(entry, request.rules, now)
@@ -94,7 +94,7 @@ export class MemoryStore implements Store {
   }
 
   peek(request: StoreRequest): Decision {
-    const now = this.#clock()
+    const now = this.#now()
     const entry = this.#table(request).get(this.#key(request))
     // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
     const states =
@@ -105,7 +105,7 @@ export class MemoryStore implements Store {
   }
 
   refund(request: RefundRequest): void {
-    const now = this.#clock()
+    const now = this.#now()
     const entry = this.#table(request).get(this.#key(request))
     if (entry === undefined || entry.expiresAt <= now) return
     request.rules.forEach((rule, i) => {
@@ -122,7 +122,7 @@ export class MemoryStore implements Store {
 
   /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
   sweep(): void {
-    const now = this.#clock()
+    const now = this.#now()
     for (const table of this.#allTables)
       for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
   }
@@ -133,6 +133,23 @@ export class MemoryStore implements Store {
     this.#size = 0
     this.#leastRecent = undefined
     this.#mostRecent = undefined
+  }
+
+  /**
+   * The clock's reading, checked: NaN, an infinity or a negative time would compare false with every expiry
+   * and window, so that nothing is ever counted ("no limit"). Such a reading fails the decision instead, which
+   * the limiter reports to `onError` and answers by its failure policy.
+   */
+  #now(): number {
+    const now = this.#clock()
+    if (!isTime(now)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `MemoryStore \`clock\` returned ${describeValue(now)}: expected epoch milliseconds, a finite number >= 0.`,
+        { option: 'clock' },
+      )
+    }
+    return now
   }
 
   /** The table of the target's namespace: its rule set (by storage ids) and limiter prefix. */
@@ -229,6 +246,11 @@ export class MemoryStore implements Store {
     let entries: Iterator<Entry> | undefined
     const slice = () => {
       const now = this.#clock()
+      // A clock gone wrong is reported by the next decision; the background sweep just stops.
+      if (!isTime(now)) {
+        this.#sweeping = false
+        return
+      }
       for (let i = 0; i < SWEEP_SLICE; i++) {
         const next = entries?.next()
         if (next === undefined || next.done) {
@@ -246,4 +268,8 @@ export class MemoryStore implements Store {
     }
     slice()
   }
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
 }
