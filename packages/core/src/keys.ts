@@ -29,8 +29,12 @@ export function parseIpv6Subnet(value: unknown): number | false {
 
 /**
  * The rate limit key for a client address, in canonical text:
- * - IPv4 as is (`203.0.113.7`); IPv4-mapped IPv6 (`::ffff:203.0.113.7`) becomes that IPv4;
- * - IPv6 masked to its prefix and compressed per RFC 5952 (`2001:db8:1200::/56`); zone ids are dropped.
+ * - IPv4 as is (`203.0.113.7`);
+ * - IPv6 that embeds the client's IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4,
+ *   Teredo) becomes that IPv4, so the client shares its bucket with its IPv4 self;
+ * - blocks that are not one subscriber's prefix get their own deliberate key (`SPECIAL_BLOCKS`);
+ * - other IPv6 masked to its prefix and compressed per RFC 5952 (`2001:db8:1200::/56`); zone ids are dropped.
+ * docs/security.md has the table.
  *
  * Throws a `RateLimitError` (`ERR_RATEWINDOW_INVALID_IP`) for anything else: an unknown address must never
  * fall into one bucket shared by everyone.
@@ -46,9 +50,8 @@ export function ipKey(address: string, options: IpKeyOptions = {}): string {
     })
   }
   const groups = parseIpv6(bare)
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
-    return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`
-  }
+  const special = SPECIAL_BLOCKS.find((block) => block.matches(groups))
+  if (special !== undefined) return special.key(groups)
   if (subnet === false) return formatIpv6(groups)
   for (let i = 0; i < 8; i++) {
     const keep = Math.min(16, Math.max(0, subnet - i * 16))
@@ -56,6 +59,58 @@ export function ipKey(address: string, options: IpKeyOptions = {}): string {
   }
   return `${formatIpv6(groups)}/${subnet}`
 }
+
+interface SpecialBlock {
+  block: string
+  matches(groups: readonly number[]): boolean
+  key(groups: readonly number[]): string
+}
+
+/** Dotted IPv4 from two 16-bit groups. */
+const ipv4 = (high: number, low: number) => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
+const zeros = (groups: readonly number[], from: number, to: number) =>
+  groups.slice(from, to).every((group) => group === 0)
+
+/**
+ * IPv6 blocks that are not one subscriber's prefix, and their keys; checked in order, before `ipv6Subnet`
+ * applies. Keep in step with the table in docs/security.md (a test checks that each block is there).
+ * @internal
+ */
+export const SPECIAL_BLOCKS: readonly SpecialBlock[] = [
+  // Loopback and unspecified: one host each, never grouped with the IPv4-compatible block below.
+  { block: '::1/128, ::/128', matches: (g) => zeros(g, 0, 7) && g[7]! <= 1, key: formatIpv6 },
+  // IPv4-mapped: an IPv4 client on a dual-stack socket.
+  {
+    block: '::ffff:0:0/96',
+    matches: (g) => zeros(g, 0, 5) && g[5] === 0xffff,
+    key: (g) => ipv4(g[6]!, g[7]!),
+  },
+  // IPv4-compatible (deprecated, RFC 4291): the low 32 bits are the IPv4 address.
+  { block: '::/96', matches: (g) => zeros(g, 0, 6), key: (g) => ipv4(g[6]!, g[7]!) },
+  // NAT64 well-known prefix (RFC 6052): an IPv4 client translated; the low 32 bits are its address.
+  {
+    block: '64:ff9b::/96',
+    matches: (g) => g[0] === 0x64 && g[1] === 0xff9b && zeros(g, 2, 6),
+    key: (g) => ipv4(g[6]!, g[7]!),
+  },
+  // Local-use NAT64 (RFC 8215): where the IPv4 sits depends on the operator's prefix length, but each IPv4
+  // client has one fixed address (the suffix is zero): key the whole address.
+  {
+    block: '64:ff9b:1::/48',
+    matches: (g) => g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1,
+    key: formatIpv6,
+  },
+  // 6to4 (RFC 3056): a site's /48 is 2002:<its IPv4>::/48.
+  { block: '2002::/16', matches: (g) => g[0] === 0x2002, key: (g) => ipv4(g[1]!, g[2]!) },
+  // Teredo (RFC 4380): the client's public IPv4 (its NAT's), stored inverted in the low 32 bits.
+  {
+    block: '2001::/32',
+    matches: (g) => g[0] === 0x2001 && g[1] === 0,
+    key: (g) => ipv4(~g[6]! & 0xffff, ~g[7]! & 0xffff),
+  },
+  // Link-local: meaningful on one link only, where each host picks its own; one key per address.
+  { block: 'fe80::/10', matches: (g) => (g[0]! & 0xffc0) === 0xfe80, key: formatIpv6 },
+]
 
 /** Eight 16-bit groups from a valid IPv6 text (checked by `isIPv6` first). */
 function parseIpv6(text: string): number[] {
