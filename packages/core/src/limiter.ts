@@ -189,7 +189,7 @@ export class RateLimiter {
           ? await withTimeout(Promise.resolve(pending), this.#timeout, `store.${operation}`)
           : pending
         this.#breaker?.success()
-        for (const notice of decision.repaired ?? []) this.#onError(notice, { operation, key: request.key })
+        for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
         return toResult(request, decision, 'store')
       } catch (error) {
         this.#breaker?.failure()

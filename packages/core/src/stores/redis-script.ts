@@ -21,7 +21,7 @@ export const MODE = { consume: 0, peek: 1, refund: 2 } as const
  * then `repaired` }. A refund returns { 1, now, repaired }.
  * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
  * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
- * and got one. The store reports it (RedisStore: `Decision.repaired`); the decision stands.
+ * and got one. The store reports it (RedisStore: `Decision.notices`); the decision stands.
  * NOTE: numbers go to redis.call through num(): Lua's default number formatting keeps 14 digits only.
  */
 export function decisionScript(codes: readonly number[]): string {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { EvictionWatch } from './redis-eviction.js'
 import { MODE, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
@@ -48,6 +49,7 @@ export class RedisStore implements Store {
   readonly #commands = new WeakMap<readonly Rule[], ScriptCommand>()
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
+  readonly #eviction: EvictionWatch
 
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
@@ -69,6 +71,7 @@ export class RedisStore implements Store {
     this.#client = client
     this.#prefix = prefix
     this.#clock = clock
+    this.#eviction = new EvictionWatch(client)
   }
 
   /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */
@@ -107,8 +110,11 @@ export class RedisStore implements Store {
       outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
     }
     const decision: Decision = { allowed: reply[0] === 1, now: reply[1]!, outcomes }
-    const repaired = repairedRules(request, reply[2 + 3 * outcomes.length])
-    if (repaired.length > 0) decision.repaired = repaired
+    const notices = [
+      ...repairedRules(request, reply[2 + 3 * outcomes.length]),
+      ...(this.#eviction.poll() ?? []),
+    ]
+    if (notices.length > 0) decision.notices = notices
     return decision
   }
 
@@ -156,7 +162,7 @@ export class RedisStore implements Store {
   }
 }
 
-/** The script's `repaired` bit mask (see redis-script.ts) as one error per repaired rule. */
+/** The script's `repaired` bit mask (see redis-script.ts) as one notice per repaired rule. */
 function repairedRules(request: StoreRequest, mask: number | undefined): RateLimitError[] {
   const errors: RateLimitError[] = []
   if (!mask) return errors

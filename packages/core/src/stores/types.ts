@@ -29,11 +29,11 @@ export interface Decision {
   now: number
   outcomes: RuleOutcome[]
   /**
-   * Faults the store found in the stored state and repaired while deciding (a key of the wrong type or
-   * unreadable content, rewritten from a fresh state; a key without a TTL). The decision stands; the limiter
-   * passes each to `onError`.
+   * Faults the store found and dealt with while deciding, for `onError`: a key of the wrong type or unreadable
+   * content rewritten from a fresh state, a key without a TTL given one, a Redis that evicts keys. The decision
+   * stands; the limiter passes each to `onError`.
    */
-  repaired?: readonly Error[]
+  notices?: readonly Error[]
 }
 
 /**
