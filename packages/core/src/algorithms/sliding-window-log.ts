@@ -111,11 +111,18 @@ do
     consume = function(st, cost)
       local time = st.now
       if st.size > 0 then time = math.max(time, newest(st)) end
-      local n = redis.call('ZCOUNT', st.key, num(time), num(time))
-      for _ = 1, cost do
-        n = n + 1
-        while redis.call('ZSCORE', st.key, num(time) .. ':' .. n) do n = n + 1 end
-        redis.call('ZADD', st.key, num(time), num(time) .. ':' .. n)
+      local t = num(time)
+      -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
+      -- is skipped (NX adds nothing for it) and the batch continues past it.
+      local n, left = redis.call('ZCOUNT', st.key, t, t), cost
+      while left > 0 do
+        local args = {}
+        for _ = 1, math.min(left, 256) do
+          n = n + 1
+          args[#args + 1] = t
+          args[#args + 1] = t .. ':' .. n
+        end
+        left = left - redis.call('ZADD', st.key, 'NX', unpack(args))
       end
       st.size = st.size + cost
     end,
