@@ -221,13 +221,17 @@ async function main() {
     // Item 7: IP keys.
     for (const [name, address] of [
       ['NAT64 64:ff9b::/96', (i: number) => `64:ff9b::10.0.${i >> 8}.${i & 255}`],
-      ['6to4 2002::/16', (i: number) => `2002:a00:${i.toString(16)}::1`],
+      ['6to4 2002::/16', (i: number) => `2002:a00:${i.toString(16)}:1::1`],
       ['Teredo 2001::/32', (i: number) => `2001:0:4136:e378:8000:63bf:f5ff:${(0xffff - i).toString(16)}`],
       ['link-local fe80::/10', (i: number) => `fe80::${(i + 1).toString(16)}`],
     ] as const) {
       const keys = new Set(Array.from({ length: 1_000 }, (_, i) => ipKey(address(i))))
       row(`${name}: buckets for 1,000 distinct clients`, keys.size)
     }
+    const site = new Set(
+      Array.from({ length: 1_000 }, (_, i) => ipKey(`2002:cb00:7107:${i.toString(16)}::1`)),
+    )
+    row('6to4: buckets for one site (one IPv4) rotating through its /48', site.size)
 
     // Item 8: eviction.
     {
