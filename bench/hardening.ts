@@ -122,7 +122,13 @@ async function main() {
       row("timeout '25d', a store answering in 5 ms", String(result))
       let reads = 0
       const swept = await attempt(async () => {
-        const store = new MemoryStore({ sweepInterval: '30d', clock: () => (reads++, Date.now()) })
+        const store = new MemoryStore({
+          sweepInterval: '30d',
+          clock: () => {
+            reads++
+            return Date.now()
+          },
+        })
         await new Promise((resolve) => setTimeout(resolve, 100))
         store.close()
         return `${reads} sweeps in 100 ms`
@@ -191,9 +197,10 @@ async function main() {
     row(
       'a copy { ...rule } passed as rules',
       String(
-        await attempt(
-          () => (new RateLimiter({ rules: { ...fixedWindow({ limit: 5, window: '1m' }) } }), 'accepted'),
-        ),
+        await attempt(() => {
+          new RateLimiter({ rules: { ...fixedWindow({ limit: 5, window: '1m' }) } })
+          return 'accepted'
+        }),
       ),
     )
 
