@@ -36,7 +36,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
   }
 
   describe(`${subject.name}: worked examples from the reference articles`, () => {
-    it('article 000: (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
+    it('article 000 (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
       const t0 = 1_700_000_040_000 - (1_700_000_040_000 % MINUTE)
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 10, window: '60s' }), t0)
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 9 })
@@ -68,7 +68,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
     })
 
-    it('article 001: (log, 5 per 60 s): a denial reports when the oldest entry leaves, not the window size', async () => {
+    it('article 001 (log, 5 per 60 s): a denial reports when the oldest entry leaves, not the window size', async () => {
       const base = 1_700_000_100_000
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), base)
       for (const offset of [0, 15_000, 30_000, 40_000, 50_000]) {
@@ -81,7 +81,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(denied.retryAfter).toBe(5_000) // the entry at +0 leaves at +60 s; the article would say 60 s
     })
 
-    it('article 002: (log, 5 per 60 s): at 3720 the entry at 3650 is pruned, 3 remain, the request passes', async () => {
+    it('article 002 (log, 5 per 60 s): at 3720 the entry at 3650 is pruned, 3 remain, the request passes', async () => {
       const { clock, limiter } = await setup(slidingWindowLog({ limit: 5, window: '60s' }), 0)
       for (const second of [3650, 3680, 3695, 3710]) {
         clock.set(second * SECOND)
@@ -98,7 +98,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('user')).toMatchObject({ allowed: false, retryAfter: 20 * SECOND })
     })
 
-    it('article 003: (fixed window): 100 at the end of one window and 100 at the start of the next all pass', async () => {
+    it('article 003 (fixed window): 100 at the end of one window and 100 at the start of the next all pass', async () => {
       const { clock, limiter } = await setup(fixedWindow({ limit: 100, window: '1m' }), 30 * MINUTE)
       let admitted = 0
       for (let i = 0; i < 100; i++) {
@@ -112,7 +112,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(admitted).toBe(200) // 2 × limit within two seconds: the documented flaw
     })
 
-    it('article 003: (counter, 100 per minute): prev 80, curr 30, 30 s in: estimate 70, allowed', async () => {
+    it('article 003 (counter, 100 per minute): prev 80, curr 30, 30 s in: estimate 70, allowed', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 4 * MINUTE)
       for (let i = 0; i < 80; i++) expect((await limiter.limit('k')).allowed).toBe(true)
       clock.set(5 * MINUTE + 15 * SECOND) // 80 × 0.75 = 60 counted from the previous window: 30 more fit
@@ -122,7 +122,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 29 })
     })
 
-    it('article 003: (counter): traffic back-loaded in the previous window is under-counted, within the bound', async () => {
+    it('article 003 (counter): traffic back-loaded in the previous window is under-counted, within the bound', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 100, window: '1m' }), 0)
       clock.set(MINUTE - 10 * SECOND) // all 100 in the last 10 s of the previous window
       for (let i = 0; i < 100; i++) expect((await limiter.limit('k', { cost: 1 })).allowed).toBe(true)
@@ -133,7 +133,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       // The trailing minute (30 s, 90 s] now holds 150: the documented bound is limit + prev × elapsed / W.
     })
 
-    it('article 004: (counter, 7 per minute): prev 5, curr 3, 30 s in: allowed, then denied (no floor)', async () => {
+    it('article 004 (counter, 7 per minute): prev 5, curr 3, 30 s in: allowed, then denied (no floor)', async () => {
       const { clock, limiter } = await setup(slidingWindowCounter({ limit: 7, window: '1m' }), 0)
       for (let i = 0; i < 5; i++) await limiter.limit('k')
       clock.set(MINUTE + 20 * SECOND) // 5 × 40/60 ≈ 3.3 from the previous window: 3 more fit

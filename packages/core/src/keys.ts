@@ -32,7 +32,7 @@ export function parseIpv6Subnet(value: unknown): number | false {
  * - IPv4 as is (`203.0.113.7`);
  * - IPv6 that embeds the client's IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4,
  *   Teredo) becomes that IPv4, so the client shares its bucket with its IPv4 self;
- * - blocks that are not one subscriber's prefix get their own deliberate key (`SPECIAL_BLOCKS`);
+ * - blocks that are not one subscriber's prefix get their own deliberate key;
  * - other IPv6 masked to its prefix and compressed per RFC 5952 (`2001:db8:1200::/56`); zone ids are dropped.
  * docs/security.md has the table.
  *
