@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './redis-eviction.js'
 import { MODE, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
@@ -77,6 +78,19 @@ export class RedisStore implements Store {
   /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */
   keyFor(prefix: string, key: string, rule: Rule): string {
     return `${this.#base(prefix, key)}${rule.id}`
+  }
+
+  /**
+   * The failure scope of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
+   * from the client's slot table) or, when the client does not know it, the slot number; on a single server,
+   * `undefined` (one scope).
+   */
+  scopeOf(target: StoreTarget): string | number | undefined {
+    const client = this.#client as { isCluster?: unknown; slots?: unknown }
+    if (client.isCluster !== true) return undefined
+    const slot = clusterSlot(this.#base(target.prefix, target.key))
+    const owner = Array.isArray(client.slots) ? (client.slots[slot] as unknown[] | undefined)?.[0] : undefined
+    return typeof owner === 'string' ? owner : slot
   }
 
   async consume(request: StoreRequest): Promise<Decision> {

@@ -49,6 +49,12 @@ export interface Store {
   refund(request: RefundRequest): Awaitable<void>
   /** Forgets the client's state for these rules. */
   reset(target: StoreTarget): Awaitable<void>
+  /**
+   * The failure scope of a request: what fails together with it, such as the Cluster node (or slot) holding
+   * its keys. The limiter keeps one circuit breaker per scope, so a dead shard affects only its own keys.
+   * Omit it, or return `undefined`, when everything fails together (one server, one process).
+   */
+  scopeOf?(target: StoreTarget): string | number | undefined
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<void>
 }
