@@ -2,13 +2,13 @@ import { type Duration, parseDuration } from './duration.js'
 import { invalid, RateLimitError } from './errors.js'
 
 /** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
-export function withTimeout<T>(pending: Promise<T>, ms: number, what: string): Promise<T> {
+export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new RateLimitError('ERR_RATEWINDOW_STORE_TIMEOUT', `${what} took longer than ${ms} ms.`))
     }, ms)
     timer.unref()
-    pending.then(
+    Promise.resolve(pending).then(
       (value) => {
         clearTimeout(timer)
         resolve(value)
@@ -89,6 +89,110 @@ export class CircuitBreaker {
     this.#consecutiveFailures++
     this.#probing = false
     if (this.#consecutiveFailures >= this.#threshold) this.#openUntil = this.#clock() + this.#cooldown
+  }
+}
+
+/** Where a failure belongs: `'key'` for an error about one key's data, `'scope'` for the server or shard. */
+export type FailureKind = 'key' | 'scope'
+
+/**
+ * Classifies a store error. Key errors are Redis replies about one key's data: `WRONGTYPE`, or a runtime error
+ * raised inside the rate limit script (the script reads only the request's own keys). They prove that the
+ * server answered, so they never open a circuit breaker. Custom stores may set `kind: 'key'` on an error.
+ * Everything else (timeouts, connection errors, `CLUSTERDOWN`, `OOM`, `BUSY`, `LOADING`, `READONLY`, a client
+ * that throws) belongs to the store or its shard.
+ */
+export function failureKind(error: unknown): FailureKind {
+  if (typeof error !== 'object' || error === null) return 'scope'
+  if ((error as { kind?: unknown }).kind === 'key') return 'key'
+  const message = (error as { message?: unknown }).message
+  if (typeof message !== 'string') return 'scope'
+  if (message.startsWith('WRONGTYPE')) return 'key'
+  // Redis 6.2: "ERR Error running script (call to f_…): @user_script:…"; 7+: "ERR user_script:1: …".
+  if (/^ERR (Error running script|user_script:)/.test(message)) return 'key'
+  return 'scope'
+}
+
+/** Most breakers kept at once: one per Cluster slot at worst. Past it the oldest is forgotten. */
+export const MAX_SCOPES = 16_384
+
+/**
+ * One `CircuitBreaker` per failure scope (a Cluster node or slot, or the whole store), so a dead shard opens
+ * only its own circuit. Holds only scopes that have failed recently: a success forgets the scope, so the
+ * healthy path costs one map lookup, or nothing while no scope has failed.
+ */
+export class ScopedBreakers {
+  readonly #options: CircuitBreakerOptions
+  readonly #breakers = new Map<string | number, CircuitBreaker>()
+
+  constructor(options: CircuitBreakerOptions = {}) {
+    new CircuitBreaker(options) // validates the options once, at construction
+    this.#options = options
+  }
+
+  /** Whether any scope has failed since its last success (when none has, callers may skip computing one). */
+  get idle(): boolean {
+    return this.#breakers.size === 0
+  }
+
+  allows(scope: string | number): boolean {
+    return this.#breakers.get(scope)?.allows() ?? true
+  }
+
+  retryIn(scope: string | number): number {
+    return this.#breakers.get(scope)?.retryIn ?? 0
+  }
+
+  state(scope: string | number): 'closed' | 'open' | 'half-open' {
+    return this.#breakers.get(scope)?.state ?? 'closed'
+  }
+
+  success(scope: string | number): void {
+    this.#breakers.delete(scope)
+  }
+
+  failure(scope: string | number): void {
+    let breaker = this.#breakers.get(scope)
+    if (breaker === undefined) {
+      if (this.#breakers.size >= MAX_SCOPES) this.#breakers.delete(this.#breakers.keys().next().value!)
+      breaker = new CircuitBreaker(this.#options)
+      this.#breakers.set(scope, breaker)
+    }
+    breaker.failure()
+  }
+}
+
+/**
+ * Calls a user's `onError` so that it cannot hurt the caller: a throw or a rejection is caught and reported by
+ * `process.emitWarning` (code `RATEWINDOW_ONERROR_FAILED`), at most once per `intervalMs`.
+ */
+export function guardedReporter<C>(
+  onError: (error: unknown, context: C) => unknown,
+  intervalMs = 10_000,
+): (error: unknown, context: C) => void {
+  let lastWarning = Number.NEGATIVE_INFINITY
+  const warn = (failure: unknown) => {
+    const now = performance.now()
+    if (now - lastWarning < intervalMs) return
+    lastWarning = now
+    try {
+      const text = failure instanceof Error ? failure.message : String(failure)
+      process.emitWarning(`onError failed while reporting a store failure: ${text}`, {
+        code: 'RATEWINDOW_ONERROR_FAILED',
+      })
+    } catch {
+      // a warning listener that throws: nothing more can be done without risking the request
+    }
+  }
+  return (error, context) => {
+    try {
+      const returned = onError(error, context) as { then?: unknown } | undefined
+      if (typeof returned?.then === 'function') {
+        ;(returned as PromiseLike<unknown>).then(undefined, warn)
+      }
+    } catch (failure) {
+      warn(failure)
+    }
   }
 }
 

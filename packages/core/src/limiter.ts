@@ -3,16 +3,32 @@ import type { Rule } from './algorithms/types.js'
 import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
 import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
-import { CircuitBreaker, type CircuitBreakerOptions, throttledErrorLog, withTimeout } from './failure.js'
+import {
+  CircuitBreaker,
+  type CircuitBreakerOptions,
+  failureKind,
+  guardedReporter,
+  ScopedBreakers,
+  throttledErrorLog,
+  withTimeout,
+} from './failure.js'
 import { parseRules } from './options.js'
 import { policyResult, type RateLimitResult, toResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
-import type { Store, StoreRequest } from './stores/types.js'
+import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
+
+/** The scope of every request when the store names none (one server, or a store that cannot tell). */
+const WHOLE_STORE = ''
 
 /** What failed, for `onError`. */
 export interface FailureContext {
   operation: 'consume' | 'peek' | 'refund' | 'fallback'
   key: string
+  /**
+   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
+   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
+   */
+  scope?: string | number
 }
 
 export interface RateLimiterOptions {
@@ -31,9 +47,18 @@ export interface RateLimiterOptions {
   onStoreError?: 'allow' | 'deny'
   /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
   fallback?: Store
-  /** Receives every store failure. @default a throttled console.error (first failure, then one line per 10 s) */
-  onError?: (error: unknown, context: FailureContext) => void
-  /** Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. @default {} */
+  /**
+   * Receives every store failure. It cannot hurt a request: a throw or a rejection is caught and reported as a
+   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error (first failure, then
+   * one line per 10 s)
+   */
+  onError?: (error: unknown, context: FailureContext) => unknown
+  /**
+   * Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. Kept per failure
+   * scope (`store.scopeOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
+   * errors about one key's data (`WRONGTYPE`, a script error) never open it. The fallback store has one
+   * breaker of its own with the same settings. @default {}
+   */
   circuitBreaker?: CircuitBreakerOptions | false
   /**
    * Remember denied keys until their `retryAfter` passes and answer them without a store call. Worth it with
@@ -64,7 +89,8 @@ export class RateLimiter {
   readonly #allowOnError: boolean
   readonly #fallback: Store | undefined
   readonly #onError: (error: unknown, context: FailureContext) => void
-  readonly #breaker: CircuitBreaker | undefined
+  readonly #breakers: ScopedBreakers | undefined
+  readonly #fallbackBreaker: CircuitBreaker | undefined
   readonly #blocked: BlockedCache | undefined
 
   constructor(options: RateLimiterOptions) {
@@ -112,7 +138,7 @@ export class RateLimiter {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
     this.#allowOnError = onStoreError === 'allow'
     this.#fallback = fallback
-    this.#onError = onError
+    this.#onError = guardedReporter(onError)
     if (circuitBreaker !== false && (typeof circuitBreaker !== 'object' || circuitBreaker === null)) {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',
@@ -133,11 +159,16 @@ export class RateLimiter {
         'true, false, or an object like { maxKeys: 10000 }',
       )
     }
-    this.#breaker = circuitBreaker === false ? undefined : new CircuitBreaker(circuitBreaker)
+    this.#breakers = circuitBreaker === false ? undefined : new ScopedBreakers(circuitBreaker)
+    this.#fallbackBreaker =
+      circuitBreaker === false || fallback === undefined ? undefined : new CircuitBreaker(circuitBreaker)
     this.#blocked = blockedCache ? new BlockedCache(blockedCache === true ? {} : blockedCache) : undefined
   }
 
-  /** Decides for one request of `key` and records it when allowed. Never rejects for a store failure. */
+  /**
+   * Decides for one request of `key` and records it when allowed. Never rejects for a store failure, nor for
+   * an `onError` that throws; rejects only for a bad `key` or `cost` (a programming error).
+   */
   async limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
     const cached = this.#blocked?.get(key, request.cost)
@@ -153,17 +184,18 @@ export class RateLimiter {
   }
 
   /**
-   * Gives back an admitted request, e.g. one whose response should not count. Pass its result. A failure is
-   * reported to `onError`, never thrown.
+   * Gives back an admitted request, e.g. one whose response should not count. Pass its result. Waits at most
+   * `timeout`; a failure is reported to `onError`, never thrown.
    */
   async refund(result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source'>): Promise<void> {
     if (!result.allowed || result.cost === 0 || result.source === 'policy') return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
-    const store = result.source === 'fallback' ? this.#fallback! : this.store
+    const store = result.source === 'fallback' ? this.#fallback : this.store
+    if (store === undefined) return
     try {
       await withTimeout(
-        Promise.resolve(store.refund({ ...request, at: result.at })),
+        call(() => store.refund({ ...request, at: result.at })),
         this.#timeout,
         'store.refund',
       )
@@ -172,38 +204,122 @@ export class RateLimiter {
     }
   }
 
-  /** Forgets everything about `key` (in the fallback store too). Rejects if the store fails. */
+  /**
+   * Forgets everything about `key` (in the fallback store too). Rejects with the store's error, or with
+   * `ERR_RATEWINDOW_STORE_TIMEOUT` when a store takes longer than `timeout`.
+   */
   async reset(key: string): Promise<void> {
     checkKey(key)
     this.#blocked?.delete(key)
     const target = { prefix: this.prefix, key, rules: this.rules }
-    await Promise.all([this.store.reset(target), this.#fallback?.reset(target)])
+    const resets = [this.store, this.#fallback].map((store) =>
+      store === undefined
+        ? undefined
+        : withTimeout(
+            call(() => store.reset(target)),
+            this.#timeout,
+            store === this.store ? 'store.reset' : 'fallback.reset',
+          ),
+    )
+    await Promise.all(resets)
+    this.#blocked?.delete(key)
   }
 
-  /** The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure. */
+  /**
+   * The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure.
+   * Both stores are waited on for at most `timeout` each. A `consume` that timed out may still be applied by
+   * the store later: when the request was refused (policy `'deny'`, or a denial by the fallback), such a late
+   * charge is refunded as soon as it arrives; when the request was let through, it stands, since the request
+   * was served.
+   */
   async #decide(request: StoreRequest, operation: 'consume' | 'peek'): Promise<RateLimitResult> {
-    if (this.#breaker?.allows() ?? true) {
+    const breakers = this.#breakers
+    // While no scope has failed, the healthy path computes no scope at all.
+    let scope = breakers === undefined || breakers.idle ? undefined : this.#scopeOf(request)
+    let late: { store: Store; pending: PromiseLike<Decision> }[] | undefined
+    if (scope === undefined || breakers!.allows(scope)) {
+      let pending: Awaitable<Decision> | undefined
       try {
-        const pending = this.store[operation](request)
+        pending = this.store[operation](request)
         const decision = isThenable(pending)
-          ? await withTimeout(Promise.resolve(pending), this.#timeout, `store.${operation}`)
+          ? await withTimeout(pending, this.#timeout, `store.${operation}`)
           : pending
-        this.#breaker?.success()
+        if (scope !== undefined) breakers!.success(scope)
         for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
         return toResult(request, decision, 'store')
       } catch (error) {
-        this.#breaker?.failure()
-        this.#onError(error, { operation, key: request.key })
+        if (operation === 'consume' && isThenable(pending)) late = [{ store: this.store, pending }]
+        if (breakers !== undefined) {
+          scope ??= this.#scopeOf(request)
+          // A key's own error proves the server answered: the scope is healthy.
+          if (failureKind(error) === 'key') breakers.success(scope)
+          else breakers.failure(scope)
+        }
+        scope ??= this.#scopeOf(request)
+        this.#onError(
+          error,
+          scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
+        )
       }
     }
-    if (this.#fallback !== undefined) {
+    let result: RateLimitResult | undefined
+    const fallback = this.#fallback
+    if (fallback !== undefined && (this.#fallbackBreaker?.allows() ?? true)) {
+      let pending: Awaitable<Decision> | undefined
       try {
-        return toResult(request, await this.#fallback[operation](request), 'fallback')
+        pending = fallback[operation](request)
+        const decision = isThenable(pending)
+          ? await withTimeout(pending, this.#timeout, `fallback.${operation}`)
+          : pending
+        this.#fallbackBreaker?.success()
+        result = toResult(request, decision, 'fallback')
       } catch (error) {
+        if (operation === 'consume' && isThenable(pending)) {
+          late = [...(late ?? []), { store: fallback, pending }]
+        }
+        if (failureKind(error) === 'key') this.#fallbackBreaker?.success()
+        else this.#fallbackBreaker?.failure()
         this.#onError(error, { operation: 'fallback', key: request.key })
       }
     }
-    return policyResult(request, this.#allowOnError, Math.max(1_000, this.#breaker?.retryIn ?? 0))
+    result ??= policyResult(
+      request,
+      this.#allowOnError,
+      Math.max(1_000, scope === undefined ? 0 : (breakers?.retryIn(scope) ?? 0)),
+    )
+    if (late !== undefined && !result.allowed) {
+      for (const { store, pending } of late) this.#refundLate(store, pending, request)
+    }
+    return result
+  }
+
+  /** Gives back a charge that a store applied after its decision timed out, for a request that was refused. */
+  #refundLate(store: Store, pending: PromiseLike<Decision>, request: StoreRequest): void {
+    const refund = async (decision: Decision) => {
+      if (decision?.allowed !== true || request.cost === 0) return
+      try {
+        await withTimeout(
+          call(() => store.refund({ ...request, at: decision.now })),
+          this.#timeout,
+          store === this.store ? 'store.refund' : 'fallback.refund',
+        )
+      } catch (error) {
+        this.#onError(error, { operation: 'refund', key: request.key })
+      }
+    }
+    // A late rejection was reported already, as the timeout.
+    Promise.resolve(pending).then(refund, () => {})
+  }
+
+  /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
+  #scopeOf(request: StoreRequest): string | number {
+    if (typeof this.store.scopeOf !== 'function') return WHOLE_STORE
+    try {
+      const scope = this.store.scopeOf(request)
+      return typeof scope === 'string' || typeof scope === 'number' ? scope : WHOLE_STORE
+    } catch {
+      return WHOLE_STORE
+    }
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
@@ -244,4 +360,13 @@ function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
     value !== null &&
     typeof (value as { then?: unknown }).then === 'function'
   )
+}
+
+/** Runs a store call, turning a synchronous throw into a rejection. */
+function call<T>(run: () => Awaitable<T>): Promise<T> {
+  try {
+    return Promise.resolve(run())
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
