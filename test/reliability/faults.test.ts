@@ -1,0 +1,318 @@
+/**
+ * Faults stay where they are, on real redis-server processes: a Cluster master (no replica) killed under load
+ * sends only its own keys to the failure policy; a key of the wrong type sends only itself; a stalled server
+ * does not charge, once it answers, the requests that `deny` refused; a hung fallback and a throwing `onError`
+ * cannot hang or crash a request, through each adapter over HTTP.
+ */
+import { once } from 'node:events'
+import {
+  fixedWindow,
+  RateLimiter,
+  type RateLimitResult,
+  RedisStore,
+  type Rule,
+  slidingWindowCounter,
+} from '@ratewindow/core'
+import { Cluster, Redis } from 'ioredis'
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FRAMEWORKS } from '../http/harness.js'
+import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
+
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+beforeAll(() => {
+  process.on('unhandledRejection', onUnhandled)
+})
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled)
+  expect(unhandled).toEqual([])
+})
+
+/** Client settings from docs/operations.md: fail fast, never resend a script. */
+const FAIL_FAST = { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, connectTimeout: 500 }
+
+function standaloneClient(port: number): Redis {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    ...FAIL_FAST,
+    enableOfflineQueue: false,
+    retryStrategy: () => 50,
+  })
+  client.on('error', () => {}) // expected while a server is stopped; the limiter reports its own failures
+  return client
+}
+
+/** SIGSTOP / SIGCONT of a server: it keeps its connections but answers nothing until continued. */
+async function pid(server: RedisServer): Promise<number> {
+  return Number(/process_id:(\d+)/.exec(await server.cli('info', 'server'))![1])
+}
+
+describe('a Cluster master dies (3 masters, no replica) under load', () => {
+  let cluster: RedisClusterProcesses
+  let client: Cluster
+
+  beforeAll(async () => {
+    cluster = await RedisClusterProcesses.start(3, 0)
+    client = new Cluster(cluster.startupNodes, {
+      redisOptions: FAIL_FAST,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: () => 100,
+      slotsRefreshTimeout: 500,
+      slotsRefreshInterval: 1_000,
+    })
+    client.on('error', () => {})
+    await once(client, 'ready')
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await cluster?.stop()
+  })
+
+  it('clients on the healthy masters keep exact limits; only the dead shard gets the policy', async () => {
+    const LIMIT = 40
+    const ROUNDS = 70
+    const KILL_AFTER = 15
+    const store = new RedisStore({ client })
+    const rules: Rule[] = [
+      fixedWindow({ limit: LIMIT, window: '1h' }),
+      slidingWindowCounter({ limit: 1_000, window: '1h' }),
+    ]
+    const masters = await slotOwners(client)
+    const victim = cluster.nodes[0]!.port
+    expect(new Set(masters.values())).toEqual(new Set(cluster.nodes.map((node) => node.port)))
+
+    const setups = []
+    for (const policy of ['allow', 'deny'] as const) {
+      const errors: unknown[] = []
+      const limiter = new RateLimiter({
+        rules,
+        store,
+        prefix: `faults-${policy}`,
+        onStoreError: policy,
+        timeout: '1s', // generous: a slow healthy answer on a busy machine must not count as a fault
+        onError: (error) => errors.push(error),
+      })
+      // Two clients per master, found by asking the Cluster which slot each key is in.
+      const keys = new Map<number, string[]>()
+      for (let i = 0; [...keys.values()].flat().length < 6; i++) {
+        const key = `client-${i}`
+        const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.prefix, key, rules[0]!)))
+        const owner = owningPort(masters, slot)
+        const group = keys.get(owner) ?? []
+        if (group.length < 2) keys.set(owner, [...group, key])
+        // The store names the same master as the Cluster does.
+        expect(store.scopeOf({ prefix: limiter.prefix, key, rules })).toBe(`127.0.0.1:${owner}`)
+      }
+      setups.push({ policy, limiter, keys, errors, results: new Map<string, RateLimitResult[]>() })
+    }
+
+    for (let round = 0; round < ROUNDS; round++) {
+      if (round === KILL_AFTER) await cluster.nodes[0]!.kill('SIGKILL')
+      await Promise.all(
+        setups.flatMap(({ limiter, keys, results }) =>
+          [...keys.values()].flat().map(async (key) => {
+            const result = await limiter.limit(key)
+            results.set(key, [...(results.get(key) ?? []), result])
+          }),
+        ),
+      )
+    }
+
+    for (const { policy, keys, results, errors } of setups) {
+      for (const [port, group] of keys) {
+        for (const key of group) {
+          const answers = results.get(key)!
+          const admitted = answers.filter((result) => result.allowed).length
+          const byPolicy = answers.filter((result) => result.source === 'policy').length
+          if (port !== victim) {
+            // Healthy shard: every answer from Redis, exactly the limit admitted.
+            expect({ policy, key, admitted, byPolicy }).toEqual({ policy, key, admitted: LIMIT, byPolicy: 0 })
+          } else {
+            // Dead shard: answered by the policy from the kill on (fail open admits, fail closed refuses).
+            const after = answers.slice(KILL_AFTER)
+            expect(after.every((result) => result.source === 'policy')).toBe(true)
+            expect(after.every((result) => result.allowed === (policy === 'allow'))).toBe(true)
+          }
+        }
+      }
+      expect(errors.length).toBeGreaterThan(0)
+      // The dead shard's breaker opened: far fewer failures than requests to it.
+      expect(errors.length).toBeLessThan((ROUNDS - KILL_AFTER) * 2)
+    }
+  })
+})
+
+describe('standalone redis-server', () => {
+  let server: RedisServer
+  let stalled: RedisServer
+  let client: Redis
+
+  beforeAll(async () => {
+    server = await RedisServer.start()
+    stalled = await RedisServer.start()
+    client = standaloneClient(server.port)
+    await once(client, 'ready')
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await server?.stop()
+    await stalled?.stop()
+  })
+
+  it('a key of the wrong type stays that key’s problem: the breaker stays closed for the others', async () => {
+    const store = new RedisStore({ client })
+    const rule = fixedWindow({ limit: 5, window: '1h' })
+    const limiter = new RateLimiter({
+      rules: rule,
+      store,
+      prefix: 'wrongtype',
+      onError: () => {},
+      circuitBreaker: { failures: 3, cooldown: '1m' },
+    })
+    await client.lpush(store.keyFor('wrongtype', 'broken', rule), 'not a counter')
+    for (let i = 0; i < 10; i++) await limiter.limit('broken')
+    const others = ['alice', 'bob', 'carol']
+    const results = await Promise.all(
+      others.flatMap((key) => Array.from({ length: 8 }, () => limiter.limit(key))),
+    )
+    expect(results.every((result) => result.source === 'store')).toBe(true)
+    for (const key of others) {
+      expect(results.filter((result) => result.key === key && result.allowed)).toHaveLength(5)
+    }
+  })
+
+  it("a stall with 'deny': the refused requests are not charged once Redis answers", async () => {
+    const store = new RedisStore({ client })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '15m' }),
+      store,
+      prefix: 'stall-deny',
+      onStoreError: 'deny',
+      timeout: '200ms',
+      onError: () => {},
+      circuitBreaker: false, // the test asks Redis again right after the stall
+    })
+    const process_ = await pid(server)
+    process.kill(process_, 'SIGSTOP')
+    let refused: RateLimitResult[]
+    try {
+      refused = await Promise.all(Array.from({ length: 5 }, () => limiter.limit('login:alice')))
+    } finally {
+      process.kill(process_, 'SIGCONT')
+    }
+    expect(refused.map((result) => [result.allowed, result.source])).toEqual(Array(5).fill([false, 'policy']))
+    // Redis now runs the five scripts it received; their late "allowed" replies are refunded, and the refunds
+    // are sent before the second PING (one connection keeps order).
+    await client.ping()
+    await client.ping()
+    const after = await Promise.all(Array.from({ length: 6 }, () => limiter.limit('login:alice')))
+    expect(after.map((result) => result.allowed)).toEqual([true, true, true, true, true, false])
+  })
+
+  it("a stall with 'allow': the requests let through stay charged (they were served)", async () => {
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '15m' }),
+      store: new RedisStore({ client }),
+      prefix: 'stall-allow',
+      timeout: '200ms',
+      onError: () => {},
+      circuitBreaker: false,
+    })
+    const process_ = await pid(server)
+    process.kill(process_, 'SIGSTOP')
+    let served: RateLimitResult[]
+    try {
+      served = await Promise.all(Array.from({ length: 3 }, () => limiter.limit('k')))
+    } finally {
+      process.kill(process_, 'SIGCONT')
+    }
+    expect(served.every((result) => result.allowed && result.source === 'policy')).toBe(true)
+    await client.ping()
+    expect(await limiter.peek('k', { cost: 0 })).toMatchObject({ source: 'store', remaining: 2 })
+  })
+
+  it('a hung fallback store cannot hang a request; refund() and reset() on a hung store settle', async () => {
+    const hung = standaloneClient(stalled.port)
+    await once(hung, 'ready')
+    const process_ = await pid(stalled)
+    const errors: { code?: string; operation: string }[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store: new RedisStore({ client: hung }),
+      fallback: new RedisStore({ client: hung, prefix: 'fallback:' }),
+      onStoreError: 'deny',
+      timeout: '100ms',
+      onError: (error, { operation }) => errors.push({ code: (error as { code?: string }).code, operation }),
+    })
+    process.kill(process_, 'SIGSTOP')
+    try {
+      const results = await Promise.all(Array.from({ length: 3 }, () => limiter.limit('k')))
+      expect(results.map((result) => [result.allowed, result.source])).toEqual(
+        Array(3).fill([false, 'policy']),
+      )
+      await limiter.refund({ key: 'k', cost: 1, at: Date.now(), allowed: true, source: 'store' })
+      await expect(limiter.reset('k')).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
+    } finally {
+      process.kill(process_, 'SIGCONT')
+      hung.disconnect()
+    }
+    expect(errors.every((error) => error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT')).toBe(true)
+    const count = (operation: string) => errors.filter((error) => error.operation === operation).length
+    expect([count('consume'), count('fallback'), count('refund')]).toEqual([3, 3, 1])
+  })
+})
+
+describe.each(FRAMEWORKS.filter((framework) => ['Express 5', 'Koa 3', 'Fastify 5'].includes(framework.name)))(
+  '$name: an onError that throws or rejects',
+  (framework) => {
+    it.each([
+      [
+        'throws',
+        () => {
+          throw new Error('broken onError')
+        },
+      ],
+      ['rejects', () => Promise.reject(new Error('broken onError'))],
+    ])('%s: every request still answered by the policy, nothing crashes', async (_name, onError) => {
+      const down = { consume: fail, peek: fail, refund: fail, reset: fail }
+      const warnings: Error[] = []
+      const onWarning = (warning: Error) => warnings.push(warning)
+      process.on('warning', onWarning)
+      const app = await framework.start({
+        global: { limit: 5, store: down, onError, skipFailedRequests: true, circuitBreaker: false },
+      })
+      try {
+        for (let i = 0; i < 3; i++) await request(app.url).get('/').expect(200)
+        const denied = await framework.start({
+          global: { limit: 5, store: down, onError, onStoreError: 'deny' },
+        })
+        await request(denied.url).get('/').expect(503)
+        await denied.close()
+      } finally {
+        await app.close()
+        process.off('warning', onWarning)
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(
+        warnings.some((warning) => (warning as { code?: string }).code === 'RATEWINDOW_ONERROR_FAILED'),
+      ).toBe(true)
+    })
+  },
+)
+
+async function fail(): Promise<never> {
+  throw new Error('connect ECONNREFUSED')
+}
+
+/** Slot ranges → master port, from CLUSTER SLOTS. */
+async function slotOwners(client: Cluster): Promise<Map<[number, number], number>> {
+  const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+  return new Map(ranges.map(([from, to, master]) => [[from, to] as [number, number], master[1]]))
+}
+
+function owningPort(owners: Map<[number, number], number>, slot: number): number {
+  for (const [[from, to], port] of owners) if (slot >= from && slot <= to) return port
+  throw new Error(`no master serves slot ${slot}`)
+}
