@@ -88,7 +88,7 @@ async function clusterScenario(): Promise<string[][]> {
   await once(client, 'ready')
   const store = new RedisStore({ client })
   const rule = fixedWindow({ limit: LIMIT, window: '1h' })
-  const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+  const ranges = (await client.cluster('SLOTS')) as unknown as [number, number, [string, number]][]
   const victim = cluster.nodes[0]!.port
   const setups = []
   for (const policy of ['allow', 'deny'] as const) {

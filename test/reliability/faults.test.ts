@@ -119,7 +119,7 @@ describe('a Cluster master dies (3 masters, no replica) under load', () => {
       )
     }
 
-    for (const { policy, limiter, keys, results, errors } of setups) {
+    for (const { policy, keys, results, errors } of setups) {
       for (const [port, group] of keys) {
         for (const key of group) {
           const answers = results.get(key)!
@@ -315,7 +315,7 @@ async function fail(): Promise<never> {
 
 /** Slot ranges → master port, from CLUSTER SLOTS. */
 async function slotOwners(client: Cluster): Promise<Map<[number, number], number>> {
-  const ranges = (await client.cluster('SLOTS')) as [number, number, [string, number]][]
+  const ranges = (await client.cluster('SLOTS')) as unknown as [number, number, [string, number]][]
   return new Map(ranges.map(([from, to, master]) => [[from, to] as [number, number], master[1]]))
 }
 
