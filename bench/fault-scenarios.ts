@@ -4,7 +4,7 @@
  * scenario; every wait is capped at 3 s and reported as "no answer" past that.
  *
  *   1. a Cluster master (3 masters, no replica) killed under load: clients on the healthy masters vs the dead one;
- *   2. one key of the wrong Redis type: the other clients;
+ *   2. one key of the wrong Redis type, and one key that always gets a Redis reply error: the other clients;
  *   3. a SIGSTOP stall with onStoreError 'deny': five refused login attempts, then the same user afterwards;
  *   4. a hung fallback, refund() and reset() on a hung store; an onError that throws or rejects.
  *
@@ -163,6 +163,31 @@ async function standaloneScenarios(): Promise<string[][]> {
     )
     rows.push([
       '2. one key of the wrong type: 3 other clients × 8 requests',
+      `${samples.filter((sample) => sample.value?.allowed).length} admitted (limit 15)`,
+      `${samples.filter((sample) => sample.value?.source === 'policy').length} of ${samples.length}`,
+      ms(Math.max(...samples.map((sample) => sample.ms))),
+    ])
+  }
+
+  // 2b. One key whose every decision gets a real Redis reply error (WRONGTYPE from a script reading a list),
+  // whether or not the rate limit script repairs wrong-type keys: a reply about one key.
+  {
+    const rule = fixedWindow({ limit: 5, window: '1h' })
+    await client.rpush('bench:a-list', 'x')
+    const failing = Object.create(store) as typeof store
+    failing.consume = (request) =>
+      request.key === 'broken'
+        ? (client.eval("return redis.call('GET', KEYS[1])", 1, 'bench:a-list') as never)
+        : store.consume(request)
+    const limiter = new RateLimiter({ rules: rule, store: failing, prefix: 'replyerror', onError: () => {} })
+    for (let i = 0; i < 10; i++) await limiter.limit('broken')
+    const samples = await Promise.all(
+      ['alice', 'bob', 'carol'].flatMap((key) =>
+        Array.from({ length: 8 }, () => timed(() => limiter.limit(key))),
+      ),
+    )
+    rows.push([
+      '2b. one key answered WRONGTYPE 10 times: 3 other clients × 8 requests',
       `${samples.filter((sample) => sample.value?.allowed).length} admitted (limit 15)`,
       `${samples.filter((sample) => sample.value?.source === 'policy').length} of ${samples.length}`,
       ms(Math.max(...samples.map((sample) => sample.ms))),

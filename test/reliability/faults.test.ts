@@ -190,6 +190,36 @@ describe('standalone redis-server', () => {
     }
   })
 
+  it('a Redis reply error about one key (real WRONGTYPE) opens no breaker: the others stay exact', async () => {
+    const store = new RedisStore({ client })
+    await client.rpush('faults:a-list', 'x')
+    // Every decision for `broken` gets the reply Redis gives a script that reads a list as a string.
+    const failing = Object.create(store) as RedisStore
+    failing.consume = (request) =>
+      request.key === 'broken'
+        ? (client.eval("return redis.call('GET', KEYS[1])", 1, 'faults:a-list') as never)
+        : store.consume(request)
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1h' }),
+      store: failing,
+      prefix: 'replyerror',
+      onError: (error) => errors.push(error),
+      circuitBreaker: { failures: 3, cooldown: '1m' },
+    })
+    for (let i = 0; i < 10; i++) expect((await limiter.limit('broken')).source).toBe('policy')
+    expect(errors).toHaveLength(10) // every one reached Redis: the breaker never opened
+    expect(String(errors[0])).toContain('WRONGTYPE')
+    const others = ['alice', 'bob', 'carol']
+    const results = await Promise.all(
+      others.flatMap((key) => Array.from({ length: 8 }, () => limiter.limit(key))),
+    )
+    expect(results.every((result) => result.source === 'store')).toBe(true)
+    for (const key of others) {
+      expect(results.filter((result) => result.key === key && result.allowed)).toHaveLength(5)
+    }
+  })
+
   it("a stall with 'deny': the refused requests are not charged once Redis answers", async () => {
     const store = new RedisStore({ client })
     const limiter = new RateLimiter({
