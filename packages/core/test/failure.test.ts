@@ -11,6 +11,7 @@ import {
   type StoreTarget,
   slidingWindowCounter,
 } from '../src/index.js'
+import { clusterSlot } from '../src/stores/cluster-slot.js'
 
 /** Wraps a store, counting calls and failing on demand. */
 class CountingStore implements Store {
@@ -501,5 +502,20 @@ describe('nothing passed in can hang or crash', () => {
     const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1m' }), store })
     expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
     expect(await limiter.limit('k')).toMatchObject({ allowed: false, source: 'store' })
+  })
+})
+
+describe('clusterSlot', () => {
+  it.each([
+    ['123456789', 12739],
+    ['foo', 12182],
+    ['bar', 5061],
+    ['foo{}{bar}', 8363], // an empty tag: the whole key
+    ['foo{{bar}}zap', 4015], // the tag is `{bar`
+    ['foo{bar}{zap}', 5061], // the first tag only
+    ['rw{é日本}:x', 1826], // UTF-8 bytes
+    ['{user1000}.following', 3443],
+  ])('%s is in slot %i, as CLUSTER KEYSLOT says', (key, slot) => {
+    expect(clusterSlot(key)).toBe(slot)
   })
 })
