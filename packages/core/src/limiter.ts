@@ -249,13 +249,10 @@ export class RateLimiter {
         return toResult(request, decision, 'store')
       } catch (error) {
         if (operation === 'consume' && isThenable(pending)) late = [{ store: this.store, pending }]
-        if (breakers !== undefined) {
-          scope ??= this.#scopeOf(request)
-          // A key's own error proves the server answered: the scope is healthy.
-          if (failureKind(error) === 'key') breakers.success(scope)
-          else breakers.failure(scope)
-        }
         scope ??= this.#scopeOf(request)
+        // A key's own error proves the server answered: the scope is healthy.
+        if (failureKind(error) === 'key') breakers?.success(scope)
+        else breakers?.failure(scope)
         this.#onError(
           error,
           scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
