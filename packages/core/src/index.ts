@@ -33,4 +33,6 @@ export { type FailureContext, type LimitOptions, RateLimiter, type RateLimiterOp
 export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './stores/redis.js'
+export { SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
 export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'
+export type { SyncedRedisClient } from './sync/script.js'
