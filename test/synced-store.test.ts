@@ -1,0 +1,330 @@
+import { once } from 'node:events'
+import {
+  fixedWindow,
+  RateLimitError,
+  RateLimiter,
+  type Rule,
+  SyncedStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+} from '@ratewindow/core'
+import fc from 'fast-check'
+import { type Cluster, Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from './support/clock.js'
+import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
+import { RedisServer } from './support/redis-server.js'
+import { startWorkers, stopWorkers, type WorkerProcess } from './support/synced-processes.js'
+
+const START = 1_700_000_040_000
+let unique = 0
+const prefix = () => `sync${process.pid}x${unique++}`
+
+const stores: SyncedStore[] = []
+afterAll(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()))
+})
+
+function syncedStore(client: Redis | Cluster, clock: ManualClock, options: { maxPending?: number } = {}) {
+  const store = new SyncedStore({ client, clock: clock.read, interval: '1h', ...options })
+  stores.push(store)
+  return store
+}
+
+/** `processes` stores on one Redis, as P application processes would hold them. */
+function processes(count: number, client: Redis | Cluster, clock: ManualClock, maxPending: number) {
+  return Array.from({ length: count }, () => syncedStore(client, clock, { maxPending }))
+}
+
+async function sharedCount(client: Redis | Cluster, store: SyncedStore, limiterPrefix: string, rule: Rule) {
+  const hash = await client.hgetall(store.keyFor(limiterPrefix, 'k', rule))
+  return Number(hash.c ?? 0)
+}
+
+describe.each([
+  ['standalone', () => standaloneClient()],
+  ['Cluster', () => clusterClient()],
+])('SyncedStore (%s), one process', (_name, makeClient) => {
+  const rule = slidingWindowCounter({ limit: 10, window: '1m' })
+
+  it('decides locally, admits exactly the limit alone, and its counts reach Redis on sync', async () => {
+    const client = makeClient()
+    const clock = new ManualClock(START)
+    const store = syncedStore(client, clock, { maxPending: 100 })
+    const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
+    const results = []
+    for (let i = 0; i < 12; i++) results.push(await limiter.limit('k'))
+    expect(results.map((result) => result.allowed)).toEqual([...Array(10).fill(true), false, false])
+    expect(results.map((result) => result.remaining).slice(0, 3)).toEqual([9, 8, 7])
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(0) // nothing sent yet
+    await store.sync()
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(10)
+    expect(await client.pttl(store.keyFor(limiter.prefix, 'k', rule))).toBeGreaterThan(60_000)
+  })
+
+  it('sends its counts as soon as maxPending are unacknowledged; the next request waits for that round trip', async () => {
+    const client = makeClient()
+    const store = syncedStore(client, new ManualClock(START), { maxPending: 3 })
+    const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
+    for (let i = 0; i < 3; i++) await limiter.limit('k')
+    await limiter.limit('k') // past maxPending: decided after the sync of the first three
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBeGreaterThanOrEqual(3)
+  })
+
+  it("propagates: after each process's next sync, every process sees every other's counts", async () => {
+    const client = makeClient()
+    const clock = new ManualClock(START)
+    const [a, b] = processes(2, client, clock, 100)
+    const p = prefix()
+    const limitA = new RateLimiter({ rules: rule, store: a!, prefix: p })
+    const limitB = new RateLimiter({ rules: rule, store: b!, prefix: p })
+    await limitB.limit('k')
+    for (let i = 0; i < 5; i++) await limitA.limit('k')
+    await a!.sync() // A sends its 5
+    expect((await limitB.peek('k', { cost: 0 })).remaining).toBe(9) // B has not heard of A yet
+    await b!.sync() // B sends its 1 and reads 6
+    expect((await limitB.peek('k', { cost: 0 })).remaining).toBe(4)
+    await limitA.limit('k', { cost: 0 }) // A uses the key again, so its next sync reads it back
+    await a!.sync()
+    expect((await limitA.peek('k', { cost: 0 })).remaining).toBe(4)
+  })
+
+  it('keeps the rules of one client in one Cluster slot (hash tag)', async () => {
+    const client = makeClient()
+    const store = syncedStore(client, new ManualClock(START))
+    const rules = [rule, fixedWindow({ limit: 100, window: '1h' })]
+    const keys = rules.map((each) => store.keyFor('rw', 'client {1}', each))
+    expect(keys.every((key) => /^rw\{[\w-]{22}\}:/.test(key))).toBe(true)
+    const cluster = clusterClient()
+    const slots = await Promise.all(keys.map((key) => cluster.call('CLUSTER', 'KEYSLOT', key)))
+    expect(new Set(slots).size).toBe(1)
+  })
+})
+
+describe('SyncedStore, several processes in one test process (driven clock)', () => {
+  it('never admits more than limit + (P − 1) × maxPending, whatever the interleaving of requests and syncs', async () => {
+    const client = standaloneClient()
+    const limit = 40
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 5 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 3 })), {
+          minLength: 60,
+          maxLength: 160,
+        }),
+        async (count, maxPending, steps) => {
+          const clock = new ManualClock(START)
+          const stores = processes(count, client, clock, maxPending)
+          const p = prefix()
+          const limiters = stores.map(
+            (store) =>
+              new RateLimiter({
+                rules: fixedWindow({ limit, window: '1h' }),
+                store,
+                prefix: p,
+                timeout: '10s',
+              }),
+          )
+          let admitted = 0
+          let denied = 0
+          for (const [who, sync, cost] of steps) {
+            const index = who % count
+            if (sync) await stores[index]!.sync()
+            const result = await limiters[index]!.limit('k', { cost })
+            if (result.allowed) admitted += cost
+            else denied++
+          }
+          await Promise.all(stores.map((store) => store.close()))
+          // A request costing more than maxPending passes alone, when nothing is unacknowledged.
+          expect(admitted).toBeLessThanOrEqual(limit + (count - 1) * Math.max(maxPending, 3))
+          if (denied > 0) expect(admitted).toBeGreaterThan(limit - 3)
+        },
+      ),
+      { numRuns: 25 },
+    )
+  })
+
+  it('decides rule sets it cannot synchronise (a sliding window log) exactly, through a RedisStore', async () => {
+    const store = syncedStore(standaloneClient(), new ManualClock(START))
+    const limiter = new RateLimiter({
+      rules: slidingWindowLog({ limit: 3, window: '1m' }),
+      store,
+      prefix: prefix(),
+    })
+    const allowed = []
+    for (let i = 0; i < 4; i++) allowed.push((await limiter.limit('k')).allowed)
+    expect(allowed).toEqual([true, true, true, false])
+  })
+
+  it('bounds the keys it holds; an evicted key still sends its counts', async () => {
+    const client = standaloneClient()
+    const store = new SyncedStore({ client, maxKeys: 2, maxPending: 100, clock: () => START })
+    stores.push(store)
+    const rule = slidingWindowCounter({ limit: 10, window: '1m' })
+    const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
+    for (const key of ['k', 'b', 'c']) await limiter.limit(key)
+    expect(store.size).toBe(2)
+    await new Promise((resolve) => setImmediate(resolve))
+    await store.sync()
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(1)
+  })
+
+  it('close() sends what is pending', async () => {
+    const client = standaloneClient()
+    const store = new SyncedStore({ client, maxPending: 100, clock: () => START })
+    const rule = slidingWindowCounter({ limit: 10, window: '1m' })
+    const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
+    for (let i = 0; i < 3; i++) await limiter.limit('k')
+    await store.close()
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(3)
+  })
+
+  it('rejects bad options at construction, naming them', () => {
+    const client = standaloneClient()
+    const cases: [Record<string, unknown>, string][] = [
+      [{ client: {} }, 'client'],
+      [{ client, interval: '1x' }, 'interval'],
+      [{ client, maxPending: 0 }, 'maxPending'],
+      [{ client, maxStale: -1 }, 'maxStale'],
+      [{ client, maxKeys: 1.5 }, 'maxKeys'],
+      [{ client, prefix: '{x}' }, 'prefix'],
+      [{ client, clock: 1 }, 'clock'],
+    ]
+    for (const [options, option] of cases) {
+      const thrown = (() => {
+        try {
+          new SyncedStore(options as never)
+        } catch (error) {
+          return error
+        }
+      })()
+      expect(thrown).toBeInstanceOf(RateLimitError)
+      expect(thrown).toMatchObject({ option })
+    }
+  })
+})
+
+describe('SyncedStore when Redis dies', () => {
+  let server: RedisServer
+  let client: Redis
+  beforeAll(async () => {
+    server = await RedisServer.start()
+    client = new Redis({ port: server.port, host: '127.0.0.1', enableOfflineQueue: false })
+    client.on('error', () => {}) // the refused connections while the server is down are expected
+    await once(client, 'ready')
+  })
+  afterAll(async () => {
+    client.disconnect()
+    await server.stop()
+  })
+
+  it('decides from the last known counts (maxPending more at most) for maxStale, then the failure policy answers; no count is lost', async () => {
+    const clock = new ManualClock(START)
+    const errors: unknown[] = []
+    const store = new SyncedStore({
+      client,
+      clock: clock.read,
+      maxPending: 3,
+      maxStale: '2s',
+      interval: '1h',
+      onError: (error) => errors.push(error),
+    })
+    const rule = slidingWindowCounter({ limit: 10, window: '1m' })
+    const limiter = new RateLimiter({
+      rules: rule,
+      store,
+      prefix: prefix(),
+      onStoreError: 'deny',
+      circuitBreaker: false,
+      onError: (error) => errors.push(error),
+    })
+    for (let i = 0; i < 2; i++) expect((await limiter.limit('k')).source).toBe('store')
+    await store.sync()
+    await server.kill('SIGKILL')
+
+    const during = []
+    for (let i = 0; i < 5; i++) during.push(await limiter.limit('k'))
+    // 3 more from the last known state (maxPending), then the sync they wait for fails: the policy ('deny').
+    expect(during.map((result) => [result.source, result.allowed])).toEqual([
+      ['store', true],
+      ['store', true],
+      ['store', true],
+      ['policy', false],
+      ['policy', false],
+    ])
+    expect(errors.length).toBeGreaterThan(0)
+    expect((await limiter.peek('k')).source).toBe('store') // still within maxStale
+    clock.advance(2_001)
+    expect((await limiter.peek('k')).source).toBe('policy') // past maxStale: the policy for every call
+
+    await server.restart()
+    await once(client, 'ready')
+    await store.sync()
+    // The restarted server kept nothing (no persistence in these tests): what reached it is the 3 admitted
+    // while it was away, sent again. None lost.
+    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(3)
+    const after = await limiter.limit('k')
+    expect(after).toMatchObject({ source: 'store', allowed: true, remaining: 6 })
+    await store.close()
+  })
+})
+
+describe.each([
+  ['standalone', false],
+  ['Cluster', true],
+])('SyncedStore, 4 real processes sharing one Redis (%s)', (_name, cluster) => {
+  const limit = 200
+  const maxPending = 10
+  const bound = limit + 3 * maxPending
+  let workers: WorkerProcess[] = []
+  beforeAll(async () => {
+    const { standalonePort, clusterNodes } = redisEnvironment()
+    workers = await startWorkers(4, {
+      ...(cluster ? { clusterNodes } : { port: standalonePort }),
+      prefix: prefix(),
+      limit,
+      window: '1h',
+      interval: '20ms',
+      maxPending,
+    })
+  })
+  afterAll(async () => {
+    await stopWorkers(workers)
+    for (const worker of workers) expect(worker.errors).toEqual([])
+  })
+
+  async function runAll(trace: 'steady' | 'bursty' | 'at-once', requests: number, key: string) {
+    const replies = await Promise.all(
+      workers.map((worker) => worker.ask({ type: 'run', trace, requests, key })),
+    )
+    return replies.map((reply) => reply.admitted!)
+  }
+
+  /** What every process reports after one interval each: its sync sends its counts, the next reads them all. */
+  async function remainingEverywhere(key: string) {
+    await Promise.all(workers.map((worker) => worker.ask({ type: 'sync' })))
+    await Promise.all(workers.map((worker) => worker.ask({ type: 'peek', key })))
+    await Promise.all(workers.map((worker) => worker.ask({ type: 'sync' })))
+    const replies = await Promise.all(workers.map((worker) => worker.ask({ type: 'peek', key })))
+    return replies.map((reply) => reply.remaining)
+  }
+
+  it.each(['steady', 'bursty', 'at-once'] as const)(
+    '%s trace: admitted within limit + (P − 1) × maxPending, and every process ends up seeing the total',
+    async (trace) => {
+      const admitted = await runAll(trace, 150, trace)
+      const total = admitted.reduce((sum, each) => sum + each, 0)
+      expect(total).toBeGreaterThanOrEqual(limit)
+      expect(total).toBeLessThanOrEqual(bound)
+      expect(admitted.every((each) => each > 0)).toBe(true)
+      expect(await remainingEverywhere(trace)).toEqual([0, 0, 0, 0])
+    },
+  )
+
+  it('counts below the limit propagate: every process reports the same remaining after one interval each', async () => {
+    expect(await runAll('at-once', 20, 'below')).toEqual([20, 20, 20, 20])
+    // peek reports what would remain after one more request
+    expect(await remainingEverywhere('below')).toEqual(Array(4).fill(limit - 80 - 1))
+  })
+})
