@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
+import { syncTwin } from './support/sync-twin.js'
 import { startWorkers, stopWorkers, type WorkerProcess } from './support/synced-processes.js'
 
 const START = 1_700_000_040_000
@@ -142,6 +143,50 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
         },
       ),
       { numRuns: 25 },
+    )
+  })
+
+  it('gives the same decisions on Redis as on the in-process twin the accuracy lab simulates with', async () => {
+    const client = standaloneClient()
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 9_000 }), fc.nat(1), fc.boolean()), {
+          minLength: 20,
+          maxLength: 80,
+        }),
+        async (steps) => {
+          const clock = new ManualClock(START)
+          const rules = [
+            slidingWindowCounter({ limit: 12, window: '30s' }),
+            fixedWindow({ limit: 20, window: '1m' }),
+          ]
+          const p = prefix()
+          const sides = [undefined, syncTwin()].map((runner) =>
+            Array.from({ length: 2 }, () => {
+              const store = new SyncedStore({
+                client,
+                clock: clock.read,
+                interval: '1h',
+                maxPending: 2,
+                runner,
+              })
+              stores.push(store)
+              return { store, limiter: new RateLimiter({ rules, store, prefix: p, timeout: '10s' }) }
+            }),
+          )
+          for (const [advance, who, sync] of steps) {
+            clock.advance(advance)
+            const results = []
+            for (const side of sides) {
+              if (sync) await side[who]!.store.sync()
+              const { allowed, remaining, reset, retryAfter } = await side[who]!.limiter.limit('k')
+              results.push({ allowed, remaining, reset, retryAfter })
+            }
+            expect(results[1]).toEqual(results[0])
+          }
+        },
+      ),
+      { numRuns: 15 },
     )
   })
 
