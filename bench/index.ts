@@ -11,6 +11,7 @@ import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
 import { runOutage } from './outage.js'
 import { runRedis } from './redis.js'
+import { runSyncAccuracy } from './sync-accuracy.js'
 
 const docs = join(import.meta.dirname, '..', 'docs')
 const quick = process.argv.includes('--quick')
@@ -22,6 +23,7 @@ const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
 const core = await step('core', runCore)
 const redis = await step('redis', runRedis)
 const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.svg')))
+const syncAccuracy = await step('sync accuracy', runSyncAccuracy)
 const flood = await step('flood', runFlood)
 const outage = await step('outage', runOutage)
 const http = await step('http', () => runHttp({ rounds: quick ? 1 : 3, duration: quick ? 1 : 4 }))
@@ -65,6 +67,14 @@ ${redis}
 ![admitted requests per second around the boundary attack](accuracy.svg)
 
 ${accuracy}
+
+## Accuracy the way Cloudflare measured it, and the synchronised mode
+
+A trace like the one Cloudflare measured its sliding window counter on, replayed through the counter and the
+synchronised mode (\`SyncedStore\`, docs/algorithms.md), then the synchronised mode with real processes on one
+redis-server (\`bench/sync-accuracy.ts\`).
+
+${syncAccuracy}
 
 ## Floods of distinct keys (MemoryStore)
 
