@@ -16,7 +16,7 @@ import {
   slidingWindowLog,
 } from '@ratewindow/core'
 import { RedisServer } from '../test/support/redis-server.js'
-import { syncTwin } from '../test/support/sync-twin.js'
+import { NO_CLIENT, syncTwin } from '../test/support/sync-twin.js'
 import { startWorkers, stopWorkers } from '../test/support/synced-processes.js'
 import { table } from './stats.js'
 
@@ -49,12 +49,6 @@ export function cloudflareLikeTrace(seed = 11): { time: number; source: number }
   }
   return requests.sort((a, b) => a.time - b.time)
 }
-
-/** The twin runs the scripts: a client is never called. */
-const unused = async (): Promise<never> => {
-  throw new Error('the simulation sends nothing to Redis')
-}
-const NO_CLIENT = { evalsha: unused, eval: unused, del: unused }
 
 interface Deciders {
   /** The limiter of the process that serves this request. */
