@@ -4,6 +4,7 @@ import { type Duration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { throttledErrorLog } from '../failure.js'
 import { addCounts, COUNTER_STATES, emptyCounts, mergeCounts, type WindowCounts } from '../sync/counters.js'
+import { type Linked, RecencyList } from '../sync/recency.js'
 import { ioredisRunner, type ScriptRunner, SYNC_SCRIPT, type SyncedRedisClient } from '../sync/script.js'
 import { decideLocally } from './decide.js'
 import { RedisStore } from './redis.js'
@@ -38,7 +39,7 @@ export interface SyncedStoreOptions {
   runner?: ScriptRunner
 }
 
-interface Entry {
+interface Entry extends Linked<Entry> {
   readonly id: string
   readonly target: StoreTarget
   readonly keys: string[]
@@ -56,8 +57,6 @@ interface Entry {
   /** Scratch algorithm states for decisions. */
   readonly states: unknown[]
   flushing: Promise<void> | undefined
-  older: Entry | undefined
-  newer: Entry | undefined
 }
 
 /**
@@ -84,8 +83,7 @@ export class SyncedStore implements Store {
   readonly #dirty = new Set<Entry>()
   readonly #signatures = new WeakMap<readonly Rule[], string | null>()
   readonly #timer: NodeJS.Timeout
-  #leastRecent: Entry | undefined
-  #mostRecent: Entry | undefined
+  readonly #recency = new RecencyList<Entry>()
   /** Server time minus local time, learned from each sync (without `clock`). */
   #offset = 0
   #failingSince: number | undefined
@@ -334,12 +332,12 @@ export class SyncedStore implements Store {
     const id = `${target.prefix}\u0000${signature}\u0000${target.key}`
     let entry = this.#entries.get(id)
     if (entry === undefined) {
-      if (this.#entries.size >= this.#maxKeys && this.#leastRecent !== undefined)
-        this.#evict(this.#leastRecent)
+      const oldest = this.#recency.leastRecent
+      if (this.#entries.size >= this.#maxKeys && oldest !== undefined) this.#evict(oldest)
       entry = this.#create(id, target)
       this.#entries.set(id, entry)
-    } else this.#unlink(entry)
-    this.#append(entry)
+    }
+    this.#recency.touch(entry)
     return entry
   }
 
@@ -406,23 +404,6 @@ export class SyncedStore implements Store {
     if (this.#entries.get(entry.id) !== entry) return
     this.#entries.delete(entry.id)
     this.#dirty.delete(entry)
-    this.#unlink(entry)
-  }
-
-  #append(entry: Entry): void {
-    entry.older = this.#mostRecent
-    entry.newer = undefined
-    if (this.#mostRecent !== undefined) this.#mostRecent.newer = entry
-    else this.#leastRecent = entry
-    this.#mostRecent = entry
-  }
-
-  #unlink(entry: Entry): void {
-    if (entry.older !== undefined) entry.older.newer = entry.newer
-    else if (this.#leastRecent === entry) this.#leastRecent = entry.newer
-    if (entry.newer !== undefined) entry.newer.older = entry.older
-    else if (this.#mostRecent === entry) this.#mostRecent = entry.older
-    entry.older = undefined
-    entry.newer = undefined
+    this.#recency.remove(entry)
   }
 }
