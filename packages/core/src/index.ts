@@ -31,8 +31,15 @@ export {
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export { type FailureContext, type LimitOptions, RateLimiter, type RateLimiterOptions } from './limiter.js'
 export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
+export {
+  glideRunner,
+  ioredisRunner,
+  nodeRedisRunner,
+  type RedisClient,
+  type RedisScriptRunner,
+} from './stores/clients/index.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
-export { type RedisClient, RedisStore, type RedisStoreOptions } from './stores/redis.js'
+export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
 export { SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
 export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'
 export type { SyncedRedisClient } from './sync/script.js'

@@ -1,22 +1,19 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './redis-eviction.js'
 import { MODE, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
-/**
- * The part of an ioredis `Redis` or `Cluster` client that the store uses. Narrowed so that both fit, and any
- * client with the same methods.
- */
-export interface RedisClient {
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
-  del(...keys: string[]): Promise<number>
-}
-
 export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster` client, already configured (see docs/redis.md for settings). */
+  /**
+   * A connected client, standalone or Cluster, recognised by its shape: ioredis 5/6 or iovalkey (`Redis`,
+   * `Cluster`), node-redis 5/6 (`createClient`, `createCluster`), Valkey GLIDE (`GlideClient`,
+   * `GlideClusterClient`); or a `RedisScriptRunner` for any other client. See docs/redis.md for settings that
+   * never hang a request.
+   */
   client: RedisClient
   /** Prepended to every key, e.g. to share a database between applications. @default '' */
   prefix?: string
@@ -27,12 +24,16 @@ export interface RedisStoreOptions {
   clock?: () => number
 }
 
-type ScriptCommand = (numberOfKeys: number, ...keysAndArgs: (string | number)[]) => Promise<number[]>
+/** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
+interface Prepared {
+  script: Script
+  ruleArgs: string[]
+}
 
 /**
- * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster. One round trip per decision: a single
- * Lua script, run by EVALSHA through ioredis `defineCommand` (it resends the script only on NOSCRIPT),
- * decides every rule of a request and writes them with their TTLs atomically.
+ * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster, through ioredis, iovalkey, node-redis or
+ * Valkey GLIDE. One round trip per decision: a single Lua script, run by EVALSHA (the source is sent only when
+ * the node answers NOSCRIPT), decides every rule of a request and writes them with their TTLs atomically.
  *
  * Keys are `<prefix><limiter prefix>{<hash of identifier>}:<rule id>`: the hash tag keeps all rules of one
  * client in one Cluster slot, and hashing bounds key length and removes braces from hostile identifiers.
@@ -46,8 +47,8 @@ export class RedisStore implements Store {
     return scriptFor(rules.map((rule) => rule.script.code))
   }
 
-  readonly #client: RedisClient
-  readonly #commands = new WeakMap<readonly Rule[], ScriptCommand>()
+  readonly #runner: RedisScriptRunner
+  readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
@@ -55,8 +56,14 @@ export class RedisStore implements Store {
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
     const { client, prefix = '', clock } = options
-    if (typeof client?.defineCommand !== 'function' || typeof client.del !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'client', client, 'an ioredis Redis or Cluster client')
+    const runner = scriptRunnerFor(client)
+    if (runner === undefined) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'client',
+        client,
+        'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
+      )
     }
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
@@ -69,7 +76,7 @@ export class RedisStore implements Store {
         'a function returning epoch ms, or undefined',
       )
     }
-    this.#client = client
+    this.#runner = runner
     this.#prefix = prefix
     this.#clock = clock
     this.#eviction = new EvictionWatch(client)
@@ -86,11 +93,9 @@ export class RedisStore implements Store {
    * `undefined` (one scope).
    */
   scopeOf(target: StoreTarget): string | number | undefined {
-    const client = this.#client as { isCluster?: unknown; slots?: unknown }
-    if (client.isCluster !== true) return undefined
+    if (!this.#runner.cluster) return undefined
     const slot = clusterSlot(this.#base(target.prefix, target.key))
-    const owner = Array.isArray(client.slots) ? (client.slots[slot] as unknown[] | undefined)?.[0] : undefined
-    return typeof owner === 'string' ? owner : slot
+    return this.#runner.nodeOf?.(slot) ?? slot
   }
 
   async consume(request: StoreRequest): Promise<Decision> {
@@ -110,7 +115,7 @@ export class RedisStore implements Store {
 
   async reset(target: StoreTarget): Promise<void> {
     const base = this.#base(target.prefix, target.key)
-    await this.#client.del(...target.rules.map((rule) => `${base}${rule.id}`))
+    await this.#runner.del(target.rules.map((rule) => `${base}${rule.id}`))
   }
 
   #base(prefix: string, key: string): string {
@@ -134,33 +139,37 @@ export class RedisStore implements Store {
 
   async #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
     const { rules } = request
+    const { script, ruleArgs } = this.#prepare(rules)
     const base = this.#base(request.prefix, request.key)
-    const keysAndArgs: (string | number)[] = rules.map((rule) => `${base}${rule.id}`)
-    keysAndArgs.push(mode, this.#now(), request.cost, at)
-    for (const rule of rules) keysAndArgs.push(rule.script.code, ...rule.script.params)
-    const reply = await this.#commandFor(rules)(rules.length, ...keysAndArgs)
+    const keys = rules.map((rule) => `${base}${rule.id}`)
+    const args = [String(mode), String(this.#now()), String(request.cost), String(at), ...ruleArgs]
+    let reply: unknown
+    try {
+      reply = await this.#runner.evalSha(script.sha1, keys, args)
+    } catch (error) {
+      // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
+      // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
+      if (!isNoScript(error)) throw error
+      reply = await this.#runner.eval(script.lua, keys, args)
+    }
     if (!Array.isArray(reply) || reply.length < 2) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_STORE',
-        `Unexpected reply from the rate limit script: ${String(reply)}`,
+        `Unexpected reply from the rate limit script (${this.#runner.family}): ${String(reply)}`,
       )
     }
-    return reply
+    return reply.map(Number)
   }
 
-  /** The ioredis command running the rule set's script, defined on the client on first use. */
-  #commandFor(rules: readonly Rule[]): ScriptCommand {
-    let command = this.#commands.get(rules)
-    if (command === undefined) {
-      const script = RedisStore.scriptFor(rules)
-      // Named after the script's hash: two rule sets or library versions never share a definition.
-      const name = `ratewindow_${script.sha1.slice(0, 12)}`
-      const commands = this.#client as unknown as Record<string, ScriptCommand | undefined>
-      if (typeof commands[name] !== 'function') this.#client.defineCommand(name, { lua: script.lua })
-      command = commands[name]!.bind(this.#client)
-      this.#commands.set(rules, command)
+  /** The rule set's script and rendered arguments, built on first use. */
+  #prepare(rules: readonly Rule[]): Prepared {
+    let prepared = this.#prepared.get(rules)
+    if (prepared === undefined) {
+      const ruleArgs = rules.flatMap((rule) => [rule.script.code, ...rule.script.params].map(String))
+      prepared = { script: RedisStore.scriptFor(rules), ruleArgs }
+      this.#prepared.set(rules, prepared)
     }
-    return command
+    return prepared
   }
 
   #now(): number {

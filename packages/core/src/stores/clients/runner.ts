@@ -1,0 +1,44 @@
+/**
+ * The script-runner contract: the three commands RedisStore sends, whatever the client. One adapter per client
+ * family (ioredis.ts, node-redis.ts, glide.ts) maps it onto that client's API; none imports its client library,
+ * so core has no dependency on any of them. Another client fits by implementing `RedisScriptRunner`.
+ */
+
+/** Runs the store's scripts on one Redis client. Every call addresses keys of one hash slot. */
+export interface RedisScriptRunner {
+  /** The client family, shown in error messages: `'ioredis'`, `'node-redis'`, `'valkey-glide'` or your own. */
+  readonly family: string
+  /** True for a Cluster client: keys then route to the master owning their slot. */
+  readonly cluster: boolean
+  /**
+   * `EVALSHA sha1 keys.length ...keys ...args`, on the node owning `keys[0]`. Rejects with the server's error,
+   * whose message holds `NOSCRIPT` when that node lacks the script; must never resend a command on its own
+   * after a timeout or a dropped connection (the script may have run: a second run counts twice).
+   */
+  evalSha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  /** `EVAL lua keys.length ...keys ...args` on the node owning `keys[0]`, which also caches the script there. */
+  eval(lua: string, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  /** `DEL ...keys`. */
+  del(keys: readonly string[]): Promise<unknown>
+  /**
+   * On a Cluster, the master serving `slot` as the client last saw it (`host:port`), if the client tells: it names
+   * the failure scope of the keys in that slot (`RedisStore.scopeOf`). Without it, the slot number does.
+   */
+  nodeOf?(slot: number): string | undefined
+}
+
+/** True when `error` is the server saying it lacks the script: ioredis and node-redis `NOSCRIPT …`, GLIDE `NoScriptError`. */
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && /\bNOSCRIPT\b|NoScriptError/.test(error.message)
+}
+
+/** True when `value` already is a runner (checked before client recognition: a runner may wrap any client). */
+export function isScriptRunner(value: unknown): value is RedisScriptRunner {
+  const runner = value as Partial<Record<keyof RedisScriptRunner, unknown>> | null | undefined
+  return (
+    typeof runner?.family === 'string' &&
+    typeof runner.evalSha === 'function' &&
+    typeof runner.eval === 'function' &&
+    typeof runner.del === 'function'
+  )
+}
