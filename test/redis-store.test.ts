@@ -1,15 +1,180 @@
-import { RedisStore } from '@ratewindow/core'
-import { clusterClient, standaloneClient } from './support/redis.js'
-import { describeStoreConformance } from './support/store-conformance.js'
+/**
+ * RedisStore cases that do not depend on the client: how it recognises clients, the runner contract, and the
+ * server's clock. Each client's own suite (conformance, TTLs, one command per decision, scripts reloaded where
+ * missing) is in test/redis-clients/.
+ */
+import {
+  fixedWindow,
+  ioredisRunner,
+  nodeRedisRunner,
+  RateLimitError,
+  RateLimiter,
+  type RedisScriptRunner,
+  RedisStore,
+} from '@ratewindow/core'
+import { createClient } from 'redis'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+import { redisEnvironment, standaloneClient } from './support/redis.js'
+import { connect, NODE_REDIS_6 } from './support/redis-clients.js'
+import { uniquePrefix } from './support/redis-store-suite.js'
 
-describeStoreConformance({
-  name: 'RedisStore (standalone)',
-  createStore: (clock) => new RedisStore({ client: standaloneClient(), clock: clock.read }),
-  numRuns: 60,
+describe('RedisStore client recognition', () => {
+  it.each([
+    ['nothing', undefined],
+    ['a URL', 'redis://127.0.0.1:6379'],
+    ['a plain object', { get: () => {} }],
+    ['an incomplete runner', { family: 'mine', evalSha: () => {} }],
+  ])('refuses %s as a client, naming the option and what it accepts', (_, client) => {
+    const attempt = () => new RedisStore({ client: client as never })
+    expect(attempt).toThrow(RateLimitError)
+    expect(attempt).toThrow(/`client` must be an ioredis or iovalkey Redis or Cluster, a node-redis client/)
+    try {
+      attempt()
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'client' })
+    }
+  })
+
+  it('takes an explicit adapter as well as the bare client', async () => {
+    const client = await connect(NODE_REDIS_6, redisEnvironment().standalonePort)
+    const rules = fixedWindow({ limit: 2, window: '1h' })
+    const prefix = uniquePrefix()
+    const bare = new RateLimiter({ rules, prefix, store: new RedisStore({ client }) })
+    const adapted = new RateLimiter({
+      rules,
+      prefix,
+      store: new RedisStore({ client: nodeRedisRunner(client as Parameters<typeof nodeRedisRunner>[0]) }),
+    })
+    expect(await bare.limit('k')).toMatchObject({ source: 'store', remaining: 1 })
+    expect(await adapted.limit('k')).toMatchObject({ source: 'store', remaining: 0 })
+  })
+
+  it('a node-redis client that was never connected fails the decision, reported, not thrown', async () => {
+    const client = createClient({ url: `redis://127.0.0.1:${redisEnvironment().standalonePort}` })
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 2, window: '1h' }),
+      store: new RedisStore({ client }),
+      onError: (error) => errors.push(error),
+    })
+    expect(await limiter.limit('k')).toMatchObject({ source: 'policy', allowed: true })
+    expect(errors).toHaveLength(1)
+  })
+
+  it('runs on a runner of your own: three commands, EVAL only when the node answers NOSCRIPT', async () => {
+    const client = standaloneClient()
+    const sent: string[] = []
+    // Another client's API would do: here ioredis' generic `call`.
+    const runner: RedisScriptRunner = {
+      family: 'mine',
+      cluster: false,
+      evalSha: (sha1, keys, args) => {
+        sent.push('EVALSHA')
+        return client.call('EVALSHA', sha1, keys.length, ...keys, ...args)
+      },
+      eval: (lua, keys, args) => {
+        sent.push('EVAL')
+        return client.call('EVAL', lua, keys.length, ...keys, ...args)
+      },
+      del: (keys) => {
+        sent.push('DEL')
+        return client.del(...keys)
+      },
+    }
+    const rules = fixedWindow({ limit: 3, window: '1h' })
+    const limiter = new RateLimiter({
+      rules,
+      store: new RedisStore({ client: runner }),
+      prefix: uniquePrefix(),
+    })
+    await client.script('FLUSH')
+    expect(await limiter.limit('k')).toMatchObject({ source: 'store', remaining: 2 })
+    expect(await limiter.limit('k')).toMatchObject({ source: 'store', remaining: 1 })
+    await limiter.reset('k')
+    expect(await limiter.limit('k')).toMatchObject({ source: 'store', remaining: 2 })
+    expect(sent).toEqual(['EVALSHA', 'EVAL', 'EVALSHA', 'DEL', 'EVALSHA'])
+  })
+
+  it('a script error other than NOSCRIPT is not retried', async () => {
+    const client = standaloneClient()
+    const adapter = ioredisRunner(client)
+    const sent: string[] = []
+    const runner: RedisScriptRunner = {
+      ...adapter,
+      evalSha: (...args) => {
+        sent.push('EVALSHA')
+        return adapter.evalSha(...args)
+      },
+      eval: (...args) => {
+        sent.push('EVAL')
+        return adapter.eval(...args)
+      },
+    }
+    const rules = [fixedWindow({ limit: 3, window: '1h' })]
+    const store = new RedisStore({ client: runner })
+    const prefix = uniquePrefix()
+    await client.zadd(store.keyFor(prefix, 'k', rules[0]!), 1, 'x') // the wrong type: the script fails on it
+    await expect(store.consume({ prefix, key: 'k', rules, cost: 1 })).rejects.toThrow(/WRONGTYPE/)
+    expect(sent).toEqual(['EVALSHA'])
+  })
 })
 
-describeStoreConformance({
-  name: 'RedisStore (Cluster)',
-  createStore: (clock) => new RedisStore({ client: clusterClient(), clock: clock.read }),
-  numRuns: 40,
+describe('Redis server time', () => {
+  afterAll(() => {
+    vi.useRealTimers()
+  })
+
+  it('two limiters whose process clocks differ by 14 minutes make the same decisions', async () => {
+    const rule = fixedWindow({ limit: 3, window: '1m' })
+    const prefix = uniquePrefix()
+    const ahead = new RateLimiter({
+      rules: rule,
+      prefix,
+      store: new RedisStore({ client: standaloneClient() }),
+    })
+    const behind = new RateLimiter({
+      rules: rule,
+      prefix,
+      store: new RedisStore({ client: standaloneClient() }),
+    })
+    const [seconds] = await standaloneClient().time()
+    const serverNow = Number(seconds) * 1000
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const decisions: boolean[] = []
+    const times: number[] = []
+    for (const [limiter, offset] of [
+      [ahead, 7],
+      [behind, -7],
+      [ahead, 7],
+      [behind, -7],
+    ] as const) {
+      vi.setSystemTime(serverNow + offset * 60_000)
+      const result = await limiter.limit('shared')
+      decisions.push(result.allowed)
+      times.push(result.at)
+    }
+    vi.useRealTimers()
+    // One shared minute window: three admitted, the fourth denied, whatever the process clocks say.
+    expect(decisions).toEqual([true, true, true, false])
+    for (const at of times) expect(Math.abs(at - serverNow)).toBeLessThan(5_000)
+  })
+
+  it('with client clocks the same skew splits the window: why server time is the default', async () => {
+    const rule = fixedWindow({ limit: 1, window: '1m' })
+    const prefix = uniquePrefix()
+    const client = standaloneClient()
+    const now = 1_700_000_000_000
+    const ahead = new RateLimiter({
+      rules: rule,
+      prefix,
+      store: new RedisStore({ client, clock: () => now + 420_000 }),
+    })
+    const behind = new RateLimiter({
+      rules: rule,
+      prefix,
+      store: new RedisStore({ client, clock: () => now - 420_000 }),
+    })
+    expect((await ahead.limit('shared')).allowed).toBe(true)
+    expect((await behind.limit('shared')).allowed).toBe(true) // a different window: the limit is doubled
+  })
 })

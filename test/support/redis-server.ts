@@ -129,31 +129,29 @@ export class RedisServer {
   }
 }
 
+const CLUSTER_NODE_ARGS = [
+  '--cluster-enabled',
+  'yes',
+  '--cluster-config-file',
+  'nodes.conf',
+  '--cluster-node-timeout',
+  '1000',
+  '--cluster-require-full-coverage',
+  'no',
+  // A replica may always take over: an idle test cluster would otherwise look too stale to fail over.
+  '--cluster-replica-validity-factor',
+  '0',
+  '--repl-ping-replica-period',
+  '1',
+]
+
 export class RedisClusterProcesses {
   constructor(readonly nodes: RedisServer[]) {}
 
   static async start(masters = 3, replicasPerMaster = 0): Promise<RedisClusterProcesses> {
     const count = masters * (1 + replicasPerMaster)
     const nodes: RedisServer[] = []
-    for (let i = 0; i < count; i++) {
-      nodes.push(
-        await RedisServer.start([
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          'nodes.conf',
-          '--cluster-node-timeout',
-          '1000',
-          '--cluster-require-full-coverage',
-          'no',
-          // A replica may always take over: an idle test cluster would otherwise look too stale to fail over.
-          '--cluster-replica-validity-factor',
-          '0',
-          '--repl-ping-replica-period',
-          '1',
-        ]),
-      )
-    }
+    for (let i = 0; i < count; i++) nodes.push(await RedisServer.start(CLUSTER_NODE_ARGS))
     const cluster = new RedisClusterProcesses(nodes)
     await run('redis-cli', [
       '--cluster',
@@ -179,6 +177,65 @@ export class RedisClusterProcesses {
         if (Date.now() > deadline) throw new Error(`cluster node ${node.port} did not reach cluster_state:ok`)
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
+    }
+  }
+
+  /** Starts one more node and joins it as a master without slots, once every node knows it and it is ok. */
+  async addNode(): Promise<RedisServer> {
+    const node = await RedisServer.start(CLUSTER_NODE_ARGS)
+    await this.nodes[0]!.cli('cluster', 'meet', HOST, String(node.port))
+    this.nodes.push(node)
+    const deadline = Date.now() + 20_000
+    const knowsAll = async (member: RedisServer) => {
+      const known = await member.cli('cluster', 'nodes')
+      return this.nodes.every((other) => known.includes(`:${other.port}@`))
+    }
+    for (const member of this.nodes) {
+      while (!(await knowsAll(member))) {
+        if (Date.now() > deadline) throw new Error(`node ${member.port} did not learn of every node`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    await this.waitUntilHealthy(20_000, [node])
+    return node
+  }
+
+  /** The port of the master serving `slot`, from CLUSTER NODES as `node` sees it. */
+  async slotOwner(slot: number, node = this.nodes[0]!): Promise<number> {
+    // Each line: id host:port@bus flags master ping pong epoch link, then slots (`5461`, `0-5460`, `[…]` moving).
+    for (const line of (await node.cli('cluster', 'nodes')).trim().split('\n')) {
+      const [, address, flags, , , , , , ...slots] = line.split(' ')
+      if (!flags?.includes('master') || flags.includes('fail')) continue
+      for (const range of slots) {
+        if (range.startsWith('[')) continue
+        const [from, to = from] = range.split('-').map(Number)
+        if (slot >= from! && slot <= to!) return Number(/:(\d+)@/.exec(address!)?.[1])
+      }
+    }
+    throw new Error(`no node serves slot ${slot}`)
+  }
+
+  /** Moves `slot` and its keys to `target`, as `redis-cli --cluster reshard` does, one slot only. */
+  async moveSlot(slot: number, target: RedisServer): Promise<void> {
+    const ownerPort = await this.slotOwner(slot)
+    const source = this.nodes.find((node) => node.port === ownerPort)!
+    const id = async (node: RedisServer) => (await node.cli('cluster', 'myid')).trim()
+    const [sourceId, targetId] = [await id(source), await id(target)]
+    const ok = async (node: RedisServer, ...args: string[]) => {
+      const reply = (await node.cli(...args)).trim()
+      if (reply !== 'OK' && reply !== 'NOKEY') throw new Error(`${args.join(' ')} on ${node.port}: ${reply}`)
+    }
+    await ok(target, 'cluster', 'setslot', String(slot), 'importing', sourceId)
+    await ok(source, 'cluster', 'setslot', String(slot), 'migrating', targetId)
+    for (;;) {
+      const keys = (await source.cli('cluster', 'getkeysinslot', String(slot), '100'))
+        .split('\n')
+        .filter(Boolean)
+      if (keys.length === 0) break
+      await ok(source, 'migrate', HOST, String(target.port), '', '0', '5000', 'KEYS', ...keys)
+    }
+    for (const node of [target, source, ...this.nodes.filter((n) => n !== target && n !== source)]) {
+      await ok(node, 'cluster', 'setslot', String(slot), 'node', targetId)
     }
   }
 

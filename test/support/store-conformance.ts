@@ -23,6 +23,8 @@ export interface StoreUnderTest {
 const SECOND = 1_000
 const MINUTE = 60_000
 let uniquePrefix = 0
+/** Distinct per test file: several files may run in one process, one after the other, on the same servers. */
+const run = Math.random().toString(36).slice(2, 8)
 
 /** Runs the shared store conformance suite: the same traces must give the same decisions in every store. */
 export function describeStoreConformance(subject: StoreUnderTest): void {
@@ -36,7 +38,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
     const limiter = new RateLimiter({
       rules,
       store,
-      prefix: `t${process.pid}x${uniquePrefix++}`,
+      prefix: `t${run}x${uniquePrefix++}`,
       timeout: '30s',
     })
     return { clock, store, limiter }
