@@ -30,6 +30,11 @@ export interface ClientFamily {
   standalone(port: number, timeoutMs?: number): Promise<Connected>
   /** Connects to a Cluster through its seed nodes and resolves once commands can be sent. */
   cluster(seeds: readonly Address[]): Promise<Connected>
+  /**
+   * Whether the Cluster client finds a promoted replica by itself after its master dies. node-redis 5 does not:
+   * it learns the new layout only from a MOVED reply. @default true
+   */
+  rediscoversAlone?: boolean
 }
 
 const HOST = '127.0.0.1'
@@ -96,6 +101,7 @@ function nodeRedisFamily(
     standalone(url: string, timeoutMs?: number): NodeRedisLike
     cluster(urls: string[]): NodeRedisLike
   },
+  rediscoversAlone = true,
 ): ClientFamily {
   const connected = async (client: NodeRedisLike) => {
     client.on('error', ignore)
@@ -104,6 +110,7 @@ function nodeRedisFamily(
   }
   return {
     name,
+    rediscoversAlone,
     standalone: (port, timeoutMs) => connected(make.standalone(`redis://${HOST}:${port}`, timeoutMs)),
     cluster: (seeds) => connected(make.cluster(seeds.map((seed) => `redis://${seed.host}:${seed.port}`))),
   }
@@ -150,11 +157,16 @@ export const CLIENT_FAMILIES: readonly ClientFamily[] = [
     cluster: (seeds) => new IovalkeyCluster(seeds, ioredisClusterOptions),
   }),
   NODE_REDIS_6,
-  nodeRedisFamily('node-redis 5', {
-    standalone: (url, timeout) => createNodeRedis5({ url, ...nodeRedisOptions, commandOptions: { timeout } }),
-    cluster: (urls) =>
-      createNodeRedis5Cluster({ rootNodes: urls.map((url) => ({ url })), defaults: nodeRedisOptions }),
-  }),
+  nodeRedisFamily(
+    'node-redis 5',
+    {
+      standalone: (url, timeout) =>
+        createNodeRedis5({ url, ...nodeRedisOptions, commandOptions: { timeout } }),
+      cluster: (urls) =>
+        createNodeRedis5Cluster({ rootNodes: urls.map((url) => ({ url })), defaults: nodeRedisOptions }),
+    },
+    false,
+  ),
   glide,
 ]
 

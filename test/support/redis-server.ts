@@ -143,6 +143,8 @@ const CLUSTER_NODE_ARGS = [
   '0',
   '--repl-ping-replica-period',
   '1',
+  '--repl-diskless-sync-delay',
+  '0',
 ]
 
 export class RedisClusterProcesses {
@@ -180,6 +182,25 @@ export class RedisClusterProcesses {
     }
   }
 
+  /**
+   * Waits until every replica has every write its master has (replication is asynchronous: a master killed
+   * earlier takes its last writes with it).
+   */
+  async waitForReplication(timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    for (const node of this.nodes) {
+      for (;;) {
+        const info = await node.cli('info', 'replication')
+        if (!info.includes('role:master')) break
+        const offset = /master_repl_offset:(\d+)/.exec(info)?.[1]
+        const replicas = [...info.matchAll(/slave\d+:.*state=(\w+),offset=(\d+)/g)]
+        if (replicas.every(([, state, at]) => state === 'online' && at === offset)) break
+        if (Date.now() > deadline) throw new Error(`the replicas of node ${node.port} did not catch up`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+  }
+
   /** Starts one more node and joins it as a master without slots, once every node knows it and it is ok. */
   async addNode(): Promise<RedisServer> {
     const node = await RedisServer.start(CLUSTER_NODE_ARGS)
@@ -205,7 +226,7 @@ export class RedisClusterProcesses {
     // Each line: id host:port@bus flags master ping pong epoch link, then slots (`5461`, `0-5460`, `[…]` moving).
     for (const line of (await node.cli('cluster', 'nodes')).trim().split('\n')) {
       const [, address, flags, , , , , , ...slots] = line.split(' ')
-      if (!flags?.includes('master') || flags.includes('fail')) continue
+      if (!flags?.includes('master')) continue
       for (const range of slots) {
         if (range.startsWith('[')) continue
         const [from, to = from] = range.split('-').map(Number)
