@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { runAccuracy } from './accuracy.js'
+import { runClients } from './clients.js'
 import { runCore } from './core.js'
 import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
@@ -22,6 +23,7 @@ const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
 
 const core = await step('core', runCore)
 const redis = await step('redis', runRedis)
+const clients = await step('clients', runClients)
 const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.svg')))
 const syncAccuracy = await step('sync accuracy', runSyncAccuracy)
 const flood = await step('flood', runFlood)
@@ -61,6 +63,13 @@ ${core}
 ## Redis
 
 ${redis}
+
+## Redis clients
+
+${clients}
+
+node-redis writes every command issued in the same tick in one batch (automatic pipelining, always on); ioredis
+does so only with \`enableAutoPipelining\`. See [redis.md](redis.md#choosing-a-client) for the recommendation.
 
 ## Accuracy lab
 
