@@ -53,6 +53,13 @@ const CANDIDATES: Candidate[] = [
     },
   },
   {
+    name: 'node-redis 6, RESP: 2',
+    async connect(port) {
+      const client = await createNodeRedis6({ url: `redis://${HOST}:${port}`, RESP: 2 }).connect()
+      return { client, close: () => client.destroy() }
+    },
+  },
+  {
     name: 'node-redis 5 (pipelines same-tick commands)',
     async connect(port) {
       const client = await createNodeRedis5({ url: `redis://${HOST}:${port}` }).connect()

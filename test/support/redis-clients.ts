@@ -54,9 +54,7 @@ const ioredisOptions = {
   retryStrategy: () => 50,
 }
 const ioredisClusterOptions = {
-  // NOTE: no `enableOfflineQueue: false` per node: the Cluster connects to each node on first use, and without
-  // the node's queue the first commands sent to it fail. The Cluster's own queue is off.
-  redisOptions: { ...ioredisOptions, enableOfflineQueue: true },
+  redisOptions: ioredisOptions,
   enableOfflineQueue: false,
   clusterRetryStrategy: () => 100,
   slotsRefreshTimeout: 500,

@@ -1,7 +1,7 @@
 /**
  * A node:http server whose clients share one limit through Redis: start two copies on two ports and they
- * count together. REDIS_URL picks a standalone server (default redis://127.0.0.1:6379); REDIS_CLUSTER takes
- * comma-separated host:port seeds of a Redis Cluster instead.
+ * count together. REDIS_CLIENT picks the client (ioredis, node-redis or valkey-glide), REDIS_URL a standalone
+ * server (default redis://127.0.0.1:6379), REDIS_CLUSTER comma-separated host:port seeds of a Cluster instead.
  */
 import { createServer } from 'node:http'
 import {
@@ -12,24 +12,9 @@ import {
   slidingWindowCounter,
   tokenBucket,
 } from '@ratewindow/core'
-import { Cluster, Redis } from 'ioredis'
+import { connectRedis } from './client.js'
 
-// Settings that never hang a request: fail fast while disconnected, never resend a script after a reconnect.
-const clientOptions = {
-  maxRetriesPerRequest: 1,
-  enableOfflineQueue: false,
-  autoResendUnfulfilledCommands: false,
-}
-const client = process.env.REDIS_CLUSTER
-  ? new Cluster(
-      process.env.REDIS_CLUSTER.split(',').map((seed) => {
-        const [host = '127.0.0.1', port = '6379'] = seed.split(':')
-        return { host, port: Number(port) }
-      }),
-      { redisOptions: clientOptions },
-    )
-  : new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', clientOptions)
-
+const client = await connectRedis()
 const limiter = new RateLimiter({
   rules: [
     tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' }),
