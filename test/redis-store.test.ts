@@ -12,6 +12,7 @@ import {
   type RedisScriptRunner,
   RedisStore,
 } from '@ratewindow/core'
+import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { redisEnvironment, standaloneClient } from './support/redis.js'
@@ -96,7 +97,11 @@ describe('RedisStore client recognition', () => {
   })
 
   it('a script error other than NOSCRIPT is not retried', async () => {
-    const client = standaloneClient()
+    // A user allowed EVAL but not EVALSHA: the server refuses the script with NOPERM, and the store must not
+    // fall back to EVAL (only NOSCRIPT says the script did not run for want of it).
+    const { standalonePort: port } = redisEnvironment()
+    await standaloneClient().acl('SETUSER', 'no-evalsha', 'on', '>secret', '~*', '+@all', '-evalsha')
+    const client = new Redis({ host: '127.0.0.1', port, username: 'no-evalsha', password: 'secret' })
     const adapter = ioredisRunner(client)
     const sent: string[] = []
     const runner: RedisScriptRunner = {
@@ -110,12 +115,19 @@ describe('RedisStore client recognition', () => {
         return adapter.eval(...args)
       },
     }
-    const rules = [fixedWindow({ limit: 3, window: '1h' })]
     const store = new RedisStore({ client: runner })
-    const prefix = uniquePrefix()
-    await client.zadd(store.keyFor(prefix, 'k', rules[0]!), 1, 'x') // the wrong type: the script fails on it
-    await expect(store.consume({ prefix, key: 'k', rules, cost: 1 })).rejects.toThrow(/WRONGTYPE/)
-    expect(sent).toEqual(['EVALSHA'])
+    const request = {
+      prefix: uniquePrefix(),
+      key: 'k',
+      rules: [fixedWindow({ limit: 3, window: '1h' })],
+      cost: 1,
+    }
+    try {
+      await expect(store.consume(request)).rejects.toThrow(/NOPERM/)
+      expect(sent).toEqual(['EVALSHA'])
+    } finally {
+      client.disconnect()
+    }
   })
 })
 
