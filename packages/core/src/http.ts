@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http'
 import { ALGORITHMS } from './algorithms/index.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
@@ -72,6 +71,16 @@ export interface FrameworkBinding<Req> {
   untrustedForwardedFor(request: Req): boolean
   /** How to enable trust-proxy in this framework, for the warning. */
   trustProxyHint: string
+}
+
+/**
+ * The part of Node's `http.ServerResponse` that `track` uses, written out so that core's published types need no
+ * `@types/node`: a `ServerResponse` (Express `res`, Koa `ctx.res`, Fastify `reply.raw`) fits it.
+ */
+export interface TrackedResponse {
+  readonly statusCode: number
+  readonly writableFinished: boolean
+  once(event: 'finish' | 'close', listener: () => void): unknown
 }
 
 /** A decision in HTTP terms: what to send. Plain data; `body` and `track` are methods of the engine. */
@@ -206,11 +215,11 @@ export class HttpRateLimiter<Req> {
   }
 
   /** Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. */
-  track(response: ServerResponse, { limiter, result }: HttpDecision): void {
+  track(response: TrackedResponse, { limiter, result }: HttpDecision): void {
     this.#track(response, limiter, result)
   }
 
-  #track(response: ServerResponse, limiter: RateLimiter, result: RateLimitResult): void {
+  #track(response: TrackedResponse, limiter: RateLimiter, result: RateLimitResult): void {
     const { skipFailedRequests, skipSuccessfulRequests } = this.#options
     if (!result.allowed || (!skipFailedRequests && !skipSuccessfulRequests)) return
     const wasSuccessful = this.#options.requestWasSuccessful ?? ((status: number) => status < 400)

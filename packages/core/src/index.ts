@@ -27,6 +27,7 @@ export {
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type ResponseBody,
+  type TrackedResponse,
 } from './http.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export { type FailureContext, type LimitOptions, RateLimiter, type RateLimiterOptions } from './limiter.js'
