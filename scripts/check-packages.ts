@@ -1,0 +1,486 @@
+/**
+ * The published packages as users get them: `pnpm pack` each package, install the tarballs with npm into fresh
+ * projects (one per framework version), then typecheck small programs in ESM and CommonJS projects under
+ * moduleResolution node16, nodenext and bundler, strict, with TypeScript 7 (the native port, skipLibCheck off, so
+ * the packages' own .d.ts files are checked too) and TypeScript 5.9 (skipLibCheck on, as most projects set it;
+ * off for the core-only project, which must compile with no @types/node at all), and run a tiny ESM and CJS
+ * program against each tarball. Part of `pnpm test:all` (`pnpm check:packages`).
+ *
+ * Every project installs once, in parallel, from npm's cache where it can (`--prefer-offline`); the checks then
+ * reuse the installs. `KEEP=1` keeps the work directory for a look afterwards.
+ */
+import { execFile } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
+const packages = ['core', 'express', 'koa', 'fastify'] as const
+type Package = (typeof packages)[number]
+
+/** The metadata npm pages link back with; every published package.json must carry it. */
+const REQUIRED_FIELDS = ['repository', 'homepage', 'bugs', 'keywords', 'license'] as const
+
+interface Project {
+  /** Directory name under the work directory. */
+  name: string
+  /** Our packages installed from their tarballs. */
+  tarballs: Package[]
+  /** Registry packages, `name@range` (npm aliases allowed). */
+  dependencies: string[]
+  /** Typecheck programs: file name → source, written to both the ESM and the CJS sub-project. */
+  programs: Record<string, string>
+  /** Runtime programs: a `.mjs` and a `.cjs` file each, run with node. */
+  runs: Record<string, string>
+  /** TypeScript versions to check with. */
+  typescripts: ('5.9' | '7')[]
+  /** Whether the project must compile with no `@types/node` at all (core-only). */
+  noNodeTypes?: boolean
+}
+
+const CORE_PROGRAM = `import {
+  MemoryStore,
+  RateLimiter,
+  RateLimitError,
+  type RateLimitResult,
+  rateLimitHeaders,
+  slidingWindowCounter,
+  tokenBucket,
+} from '@ratewindow/core'
+
+const limiter = new RateLimiter({
+  rules: [slidingWindowCounter({ limit: 10, window: '1s' }), tokenBucket({ capacity: 5, refillRate: 1 })],
+  store: new MemoryStore(),
+  prefix: 'api',
+})
+
+export async function decide(key: string): Promise<Record<string, string>> {
+  const result: RateLimitResult = await limiter.limit(key, { cost: 1 })
+  const remaining: number = result.remaining
+  return { ...rateLimitHeaders(result, { format: 'draft-7' }), remaining: String(remaining) }
+}
+
+export function codeOf(error: unknown): string | undefined {
+  return error instanceof RateLimitError ? error.code : undefined
+}
+`
+
+const EXPRESS_PROGRAM = `import express from 'express'
+import { rateLimit, type RateLimitResult, slidingWindowLog } from '@ratewindow/express'
+
+const app = express()
+app.set('trust proxy', 1)
+app.use(rateLimit({ limit: 100, window: '1m', key: (request) => request.ip ?? 'unknown' }))
+app.post(
+  '/login',
+  rateLimit({ rules: slidingWindowLog({ limit: 5, window: '15m' }), prefix: 'login' }),
+  (request, response) => {
+    const decision: RateLimitResult | undefined = request.rateLimit
+    response.json({ remaining: decision?.remaining })
+  },
+)
+export { app }
+`
+
+const KOA_PROGRAM = `import Koa from 'koa'
+import { rateLimit, type RateLimitResult } from '@ratewindow/koa'
+
+const app = new Koa()
+app.use(rateLimit({ limit: 100, window: '1m', key: (ctx) => ctx.ip }))
+app.use((ctx) => {
+  const decision: RateLimitResult | undefined = ctx.state.rateLimit
+  ctx.body = { remaining: decision?.remaining }
+})
+export { app }
+`
+
+const FASTIFY_PROGRAM = `import Fastify from 'fastify'
+import { rateLimit, type RateLimitResult, slidingWindowLog } from '@ratewindow/fastify'
+
+export async function build() {
+  const app = Fastify()
+  await app.register(rateLimit, { limit: 100, window: '1m', key: (request) => request.ip })
+  app.get('/', async (request) => {
+    const decision: RateLimitResult | null = request.rateLimit
+    return { remaining: decision?.remaining }
+  })
+  app.post(
+    '/login',
+    { config: { rateLimit: { rules: slidingWindowLog({ limit: 5, window: '15m' }) } } },
+    async () => 'ok',
+  )
+  app.get('/health', { config: { rateLimit: false } }, async () => 'up')
+  return app
+}
+`
+
+/** A gradual migration: @fastify/rate-limit on one part of the app, @ratewindow/fastify on another. */
+const FASTIFY_MIGRATION_PROGRAM = `import Fastify from 'fastify'
+import fastifyRateLimit from '@fastify/rate-limit'
+import { rateLimit } from '@ratewindow/fastify'
+
+export async function build() {
+  const app = Fastify()
+  await app.register(async (legacy) => {
+    await legacy.register(fastifyRateLimit, { max: 100, timeWindow: '1 minute' })
+    legacy.get('/old', async () => 'old')
+  })
+  await app.register(async (migrated) => {
+    await migrated.register(rateLimit, { limit: 100, window: '1m' })
+    migrated.get('/new', async (request) => ({ remaining: request.rateLimit?.remaining }))
+  })
+  return app
+}
+`
+
+/** Runtime checks: each prints `ok` after seeing the limit applied (third request denied). */
+function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | 'fastify'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  const setup = {
+    express: `const express = ${load('express')}.default ?? ${load('express')}
+  const { rateLimit } = ${load('@ratewindow/express')}
+  const app = express()
+  app.use(rateLimit({ limit: 2, window: '1m' }))
+  app.get('/', (_req, res) => { res.send('hi') })
+  const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)) })
+  const port = server.address().port
+  const close = () => server.close()`,
+    koa: `const Koa = ${load('koa')}.default ?? ${load('koa')}
+  const { rateLimit } = ${load('@ratewindow/koa')}
+  const app = new Koa()
+  app.use(rateLimit({ limit: 2, window: '1m' }))
+  app.use((ctx) => { ctx.body = 'hi' })
+  const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)) })
+  const port = server.address().port
+  const close = () => server.close()`,
+    fastify: `const Fastify = ${load('fastify')}.default ?? ${load('fastify')}
+  const { rateLimit } = ${load('@ratewindow/fastify')}
+  const app = Fastify()
+  await app.register(rateLimit, { limit: 2, window: '1m' })
+  app.get('/', async () => 'hi')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = app.server.address().port
+  const close = () => app.close()`,
+  }[framework]
+  return `async function main() {
+  ${setup}
+  const statuses = []
+  for (let i = 0; i < 3; i++) statuses.push((await fetch('http://127.0.0.1:' + port + '/')).status)
+  await close()
+  if (statuses.join() !== '200,200,429') throw new Error('statuses ' + statuses.join())
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+function coreRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = moduleSystem === 'esm' ? `await import('@ratewindow/core')` : `require('@ratewindow/core')`
+  return `async function main() {
+  const { RateLimiter, fixedWindow } = ${load}
+  const limiter = new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }) })
+  const allowed = []
+  for (let i = 0; i < 3; i++) allowed.push((await limiter.limit('k')).allowed)
+  if (allowed.join() !== 'true,true,false') throw new Error('allowed ' + allowed.join())
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+const serverRuns = (framework: 'express' | 'koa' | 'fastify') => ({
+  [`run-${framework}.mjs`]: serverRun('esm', framework),
+  [`run-${framework}.cjs`]: serverRun('cjs', framework),
+})
+
+const projects: Project[] = [
+  {
+    name: 'core-only',
+    tarballs: ['core'],
+    dependencies: [],
+    programs: { 'core.ts': CORE_PROGRAM },
+    runs: { 'run-core.mjs': coreRun('esm'), 'run-core.cjs': coreRun('cjs') },
+    typescripts: ['5.9', '7'],
+    noNodeTypes: true,
+  },
+  {
+    name: 'express-4',
+    tarballs: ['core', 'express'],
+    dependencies: ['express@4', '@types/express@4'],
+    programs: { 'express.ts': EXPRESS_PROGRAM },
+    runs: serverRuns('express'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'express-5',
+    tarballs: ['core', 'express'],
+    dependencies: ['express@5', '@types/express@5'],
+    programs: { 'express.ts': EXPRESS_PROGRAM },
+    runs: serverRuns('express'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'koa-2',
+    tarballs: ['core', 'koa'],
+    dependencies: ['koa@2', '@types/koa@2'],
+    programs: { 'koa.ts': KOA_PROGRAM },
+    runs: serverRuns('koa'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'koa-3',
+    tarballs: ['core', 'koa'],
+    dependencies: ['koa@3', '@types/koa@3'],
+    programs: { 'koa.ts': KOA_PROGRAM },
+    runs: serverRuns('koa'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'fastify-4',
+    tarballs: ['core', 'fastify'],
+    dependencies: ['fastify@4', '@types/node@20'],
+    programs: { 'fastify.ts': FASTIFY_PROGRAM },
+    runs: serverRuns('fastify'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'fastify-5',
+    tarballs: ['core', 'fastify'],
+    dependencies: ['fastify@5', '@types/node@20', '@fastify/rate-limit@10'],
+    programs: { 'fastify.ts': FASTIFY_PROGRAM, 'fastify-migration.ts': FASTIFY_MIGRATION_PROGRAM },
+    runs: serverRuns('fastify'),
+    typescripts: ['5.9', '7'],
+  },
+]
+
+/** moduleResolution modes checked per module system (bundler resolution implies an ESM-style program). */
+const MODES = {
+  esm: { node16: 'node16', nodenext: 'nodenext', bundler: 'esnext' },
+  cjs: { node16: 'node16', nodenext: 'nodenext' },
+} as const
+
+/**
+ * Checks that fail today for a known reason, with the issue that fixes them: reported, not counted as failures
+ * while they fail; a known failure that passes fails the run, so that its entry is deleted.
+ */
+const KNOWN_FAILURES = new Map<string, string>(
+  ['esm node16', 'esm nodenext', 'esm bundler', 'cjs node16', 'cjs nodenext'].map((mode) => [
+    `typecheck fastify-5 ${mode} TypeScript 7: fastify-migration.ts`,
+    'issue 9.5: @fastify/rate-limit and @ratewindow/fastify both declare FastifyContextConfig.rateLimit (TS2717)',
+  ]),
+)
+
+interface Outcome {
+  name: string
+  ok: boolean
+  detail?: string
+  ms: number
+}
+const outcomes: Outcome[] = []
+
+async function step(name: string, action: () => Promise<unknown>): Promise<void> {
+  const started = performance.now()
+  const known = KNOWN_FAILURES.get(name)
+  try {
+    await action()
+    if (known) {
+      outcomes.push({ name, ok: false, detail: 'passes now: delete it from KNOWN_FAILURES', ms: 0 })
+      console.log(`  ✗ ${name}: a known failure (${known}) passes now: delete it from KNOWN_FAILURES`)
+      return
+    }
+    outcomes.push({ name, ok: true, ms: performance.now() - started })
+    console.log(`  ✓ ${name}`)
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string }
+    const detail = [e.stdout, e.stderr].filter(Boolean).join('\n').trim() || e.message
+    if (known) {
+      outcomes.push({ name, ok: true, ms: performance.now() - started })
+      console.log(`  ✓ ${name} fails as known: ${known}`)
+      return
+    }
+    outcomes.push({ name, ok: false, detail, ms: performance.now() - started })
+    console.log(`  ✗ ${name}\n${detail.replace(/^/gm, '      ')}`)
+  }
+}
+
+async function npmInstall(dir: string, specs: string[]): Promise<void> {
+  await run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      '--no-package-lock',
+      ...specs,
+    ],
+    { cwd: dir, maxBuffer: 16 * 1024 * 1024 },
+  )
+}
+
+/** Runs `tasks` with at most `limit` at once. */
+async function pool<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const index = next++
+        results[index] = await tasks[index]!()
+      }
+    }),
+  )
+  return results
+}
+
+function checkMetadata(): void {
+  for (const name of packages) {
+    const manifest = JSON.parse(readFileSync(join(root, 'packages', name, 'package.json'), 'utf8'))
+    const missing = REQUIRED_FIELDS.filter((field) => manifest[field] === undefined)
+    if (missing.length > 0) throw new Error(`packages/${name}/package.json lacks ${missing.join(', ')}`)
+    if (manifest.repository?.directory !== `packages/${name}`)
+      throw new Error(`packages/${name}/package.json: repository.directory must be "packages/${name}"`)
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  console.log(`Packed tarballs, checked as users install them (in ${work})`)
+  await step('package.json metadata (repository, homepage, bugs, keywords, license)', async () =>
+    checkMetadata(),
+  )
+
+  const tarballDir = join(work, 'tarballs')
+  mkdirSync(tarballDir)
+  await run(
+    'pnpm',
+    ['-r', '--filter', './packages/*', 'exec', 'pnpm', 'pack', '--pack-destination', tarballDir],
+    {
+      cwd: root,
+    },
+  )
+  const tarballs = Object.fromEntries(
+    packages.map((name) => {
+      const file = readdirSync(tarballDir).find((entry) => entry.startsWith(`ratewindow-${name}-`))
+      if (!file) throw new Error(`pnpm pack produced no tarball for @ratewindow/${name}`)
+      return [name, join(tarballDir, file)]
+    }),
+  ) as Record<Package, string>
+  const packed = performance.now()
+
+  // TypeScript itself is installed once beside the projects; `typescript7` is the native port (npm `typescript@7`).
+  const tools = join(work, 'tools')
+  mkdirSync(tools)
+  writeFileSync(join(tools, 'package.json'), '{ "private": true }\n')
+  const installs = [
+    () =>
+      step('install TypeScript 5.9 and 7', () =>
+        npmInstall(tools, ['typescript@5.9', 'typescript7@npm:typescript@7']),
+      ),
+    ...projects.map((project) => () => {
+      const dir = join(work, project.name)
+      mkdirSync(dir)
+      writeFileSync(join(dir, 'package.json'), `{ "name": "check-${project.name}", "private": true }\n`)
+      return step(
+        `install ${project.name}: ${[...project.tarballs.map((t) => `@ratewindow/${t}.tgz`), ...project.dependencies].join(' ')}`,
+        () => npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...project.dependencies]),
+      )
+    }),
+  ]
+  await pool(4, installs)
+  const installed = performance.now()
+
+  const tsc = {
+    '5.9': join(tools, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '7': join(tools, 'node_modules', 'typescript7', 'bin', 'tsc'),
+  }
+  const checks: (() => Promise<void>)[] = []
+  for (const project of projects) {
+    const dir = join(work, project.name)
+    for (const system of ['esm', 'cjs'] as const) {
+      const sub = join(dir, system)
+      mkdirSync(sub)
+      writeFileSync(
+        join(sub, 'package.json'),
+        system === 'esm' ? '{ "type": "module" }\n' : '{ "type": "commonjs" }\n',
+      )
+      for (const [file, source] of Object.entries(project.programs)) writeFileSync(join(sub, file), source)
+      for (const [resolution, module] of Object.entries(MODES[system]))
+        for (const program of Object.keys(project.programs)) {
+          const config = `tsconfig.${resolution}.${program}.json`
+          writeFileSync(
+            join(sub, config),
+            `${JSON.stringify(
+              {
+                compilerOptions: {
+                  target: 'ES2022',
+                  lib: ['ES2023'],
+                  module,
+                  moduleResolution: resolution,
+                  strict: true,
+                  noEmit: true,
+                  skipLibCheck: false,
+                  esModuleInterop: true,
+                  types: project.noNodeTypes ? [] : ['node'],
+                },
+                files: [program],
+              },
+              null,
+              2,
+            )}\n`,
+          )
+          for (const version of project.typescripts) {
+            const skipLibCheck = version === '5.9' && !project.noNodeTypes ? ['--skipLibCheck'] : []
+            checks.push(() =>
+              step(
+                `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${program}`,
+                () => run(process.execPath, [tsc[version], '-p', config, ...skipLibCheck], { cwd: sub }),
+              ),
+            )
+          }
+        }
+    }
+    for (const [file, source] of Object.entries(project.runs)) {
+      writeFileSync(join(dir, file), source)
+      checks.push(() =>
+        step(`run ${project.name} ${file}`, async () => {
+          const { stdout } = await run(process.execPath, [file], { cwd: dir, timeout: 30_000 })
+          if (stdout.trim() !== 'ok') throw new Error(`expected "ok", printed ${JSON.stringify(stdout)}`)
+        }),
+      )
+    }
+    if (project.noNodeTypes) {
+      checks.push(() =>
+        step(`${project.name} installs no @types/node`, async () => {
+          const types = join(dir, 'node_modules', '@types')
+          let entries: string[] = []
+          try {
+            entries = readdirSync(types)
+          } catch {}
+          if (entries.length > 0) throw new Error(`node_modules/@types holds ${entries.join(', ')}`)
+        }),
+      )
+    }
+  }
+  await pool(2, checks)
+  const done = performance.now()
+
+  const failed = outcomes.filter((outcome) => !outcome.ok)
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+  console.log(
+    `\npack ${seconds(packed - started)}, install ${seconds(installed - packed)}, checks ${seconds(done - installed)}, total ${seconds(done - started)}`,
+  )
+  console.log(`package checks: ${outcomes.length - failed.length} passed, ${failed.length} failed`)
+  if (process.env.KEEP !== '1') rmSync(work, { recursive: true, force: true })
+  if (failed.length > 0) {
+    console.log(`failed:\n${failed.map((outcome) => `  ${outcome.name}`).join('\n')}`)
+    process.exitCode = 1
+  }
+}
+
+await main()
