@@ -1,0 +1,258 @@
+/**
+ * Docs that run: every code block of README.md, packages/* /README.md, docs/*.md and examples/* /README.md is
+ * checked (conventions in CONTRIBUTING.md). TypeScript blocks typecheck under the repository's strict settings
+ * against the workspace sources; `run` blocks execute and the values their comments show are asserted; `serve`
+ * blocks and examples start on a free loopback port and must answer the annotated statuses; JSON blocks parse;
+ * `pnpm <script>` commands name scripts that exist.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RedisServer } from '../support/redis-server.js'
+import {
+  allDocChecks,
+  docFiles,
+  moduleName,
+  moduleSource,
+  pnpmScripts,
+  root,
+  runnableSource,
+  type ServeCheck,
+  type Snippet,
+  TYPESCRIPT,
+  workspaceScripts,
+} from './snippets.js'
+
+const exec = promisify(execFile)
+const work = join(root, 'node_modules', '.cache', 'docs-check')
+const { snippets, serves } = allDocChecks()
+const typescript = snippets.filter((snippet) => TYPESCRIPT.has(snippet.lang) && !snippet.skip)
+
+/**
+ * Checks that fail today for a known reason, with the issue that fixes them. `it.fails` keeps CI green while they
+ * fail and turns it red once they pass: then delete the entry.
+ */
+const FASTIFY_RULES_COLLIDE =
+  'issue 9.3: a route `rules` collides with the inherited plugin `limit`/`window` at startup'
+const KNOWN_FAILURES = new Map<string, string>([
+  [
+    'typecheck packages/fastify/README.md:12',
+    'issue 9.4: Fastify 5 types reject `trustProxy: 1` (a hop count)',
+  ],
+  ['serve packages/fastify/README.md:12', FASTIFY_RULES_COLLIDE],
+  ['serve examples/fastify/README.md:14', FASTIFY_RULES_COLLIDE],
+])
+const checkNames = new Set<string>()
+const check = (name: string) => {
+  checkNames.add(name)
+  return KNOWN_FAILURES.has(name) ? it.fails : it
+}
+
+/** tsc diagnostics by snippet, mapped back to doc lines. */
+const diagnostics = new Map<Snippet, string[]>()
+
+beforeAll(async () => {
+  rmSync(work, { recursive: true, force: true })
+  mkdirSync(work, { recursive: true })
+  const byModule = new Map<string, { snippet: Snippet; preludeLines: number }>()
+  for (const snippet of typescript) {
+    const { source, preludeLines } = moduleSource(snippet)
+    writeFileSync(join(work, `${moduleName(snippet)}.ts`), source)
+    byModule.set(moduleName(snippet), { snippet, preludeLines })
+    diagnostics.set(snippet, [])
+  }
+  writeFileSync(join(work, 'package.json'), '{ "type": "module" }\n')
+  writeFileSync(
+    join(work, 'tsconfig.json'),
+    JSON.stringify({
+      extends: '../../../tsconfig.base.json',
+      compilerOptions: {
+        noEmit: true,
+        declaration: false,
+        sourceMap: false,
+        customConditions: ['@ratewindow/source'],
+      },
+      include: ['*.ts'],
+    }),
+  )
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+  const output = await exec(process.execPath, [tsc, '-p', join(work, 'tsconfig.json'), '--pretty', 'false'], {
+    cwd: root,
+    maxBuffer: 16 * 1024 * 1024,
+  }).then(
+    ({ stdout }) => stdout,
+    (error: { stdout?: string }) => error.stdout ?? String(error),
+  )
+  let last: Snippet | undefined
+  for (const line of output.split('\n')) {
+    const match = /([\w.-]+)\.ts\((\d+),(\d+)\): (error TS\d+: .*)$/.exec(line)
+    const found = match && byModule.get(match[1]!)
+    if (!found) {
+      // The lines that explain a diagnostic belong to it; anything else (a broken tsconfig) fails every block.
+      if (line.trim() === '') continue
+      for (const snippet of /^\s/.test(line) && last ? [last] : typescript)
+        diagnostics.get(snippet)!.push(line)
+      continue
+    }
+    last = found.snippet
+    const codeLine = Number(match[2]) - found.preludeLines
+    const where =
+      codeLine < 1
+        ? `prelude of ${found.snippet.at}`
+        : `${found.snippet.doc}:${found.snippet.line + codeLine - 1}`
+    diagnostics.get(found.snippet)!.push(`${where}: ${match[4]}`)
+  }
+}, 120_000)
+
+describe('TypeScript blocks typecheck under strict', () => {
+  for (const snippet of typescript) {
+    check(`typecheck ${snippet.at}`)(`typecheck ${snippet.at}`, () => {
+      expect(diagnostics.get(snippet)).toEqual([])
+    })
+  }
+})
+
+describe('run blocks run, showing the values their comments show', () => {
+  const runs = snippets.filter((snippet) => snippet.run)
+  it.each(runs.map((snippet) => [snippet.at, snippet] as const))('%s', async (_at, snippet) => {
+    const { source } = runnableSource(snippet)
+    const file = join(work, `${moduleName(snippet)}.run.ts`)
+    writeFileSync(file, source)
+    const result = await exec(
+      process.execPath,
+      ['--conditions=@ratewindow/source', '--import', 'tsx', file],
+      {
+        cwd: root,
+        timeout: 30_000,
+      },
+    ).then(
+      () => 'ok',
+      (error: { stderr?: string; message: string }) => error.stderr || error.message,
+    )
+    expect(result).toBe('ok')
+  })
+})
+
+describe('servers start and answer the statuses their docs promise', () => {
+  let redis: RedisServer | undefined
+  const children = new Set<ChildProcess>()
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL')
+    await redis?.stop()
+  })
+
+  const checks: [string, ServeCheck, Snippet | undefined][] = [
+    ...snippets
+      .filter((snippet) => snippet.serve)
+      .map((snippet) => [`serve ${snippet.at}`, snippet.serve!, snippet] as [string, ServeCheck, Snippet]),
+    ...serves.map((serve) => [`serve ${serve.at}`, serve, undefined] as [string, ServeCheck, undefined]),
+  ]
+  for (const [name, serve, snippet] of checks) {
+    check(name)(name, async () => {
+      const file = serve.file ?? join(work, `${moduleName(snippet!)}.ts`)
+      const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production' }
+      delete env.REDIS_URL
+      delete env.REDIS_CLUSTER
+      if (serve.redis) {
+        redis ??= await RedisServer.start()
+        env.REDIS_URL = `redis://127.0.0.1:${redis.port}`
+      }
+      const preload = pathToFileURL(join(import.meta.dirname, 'listen-on-free-port.mjs')).href
+      const child = spawn(
+        process.execPath,
+        ['--conditions=@ratewindow/source', '--import', 'tsx', '--import', preload, file],
+        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+      )
+      children.add(child)
+      let output = ''
+      child.stdout!.on('data', (data) => (output += data))
+      child.stderr!.on('data', (data) => (output += data))
+      try {
+        const port = await new Promise<number>((resolve, reject) => {
+          const timer = setTimeout(
+            () => reject(new Error(`no server listening after 30 s:\n${output}`)),
+            30_000,
+          )
+          child.on('message', (message: { port?: number }) => {
+            if (typeof message.port === 'number') {
+              clearTimeout(timer)
+              resolve(message.port)
+            }
+          })
+          child.on('exit', (code) => {
+            clearTimeout(timer)
+            reject(new Error(`exited with code ${code} before listening:\n${output}`))
+          })
+        })
+        const seen: string[] = []
+        const expected: string[] = []
+        for (const step of serve.steps) {
+          for (let n = 0; n < step.times; n++) {
+            const response = await fetch(`http://127.0.0.1:${port}${step.path}`, { method: step.method })
+            await response.arrayBuffer()
+            seen.push(`${step.method} ${step.path} → ${response.status}`)
+            expected.push(`${step.method} ${step.path} → ${step.status}`)
+          }
+        }
+        expect(seen).toEqual(expected)
+      } finally {
+        child.kill('SIGTERM')
+        children.delete(child)
+      }
+    })
+  }
+
+  it('every example is started by a serve check', () => {
+    const examples = docFiles().filter((doc) => doc.startsWith('examples/'))
+    const started = new Set(serves.map((serve) => serve.at.split(':')[0]))
+    expect(examples.filter((doc) => !started.has(doc))).toEqual([])
+  })
+})
+
+describe('known failures', () => {
+  it('name checks that exist (a stale entry is deleted, not kept)', () => {
+    expect([...KNOWN_FAILURES.keys()].filter((name) => !checkNames.has(name))).toEqual([])
+  })
+})
+
+describe('JSON blocks parse', () => {
+  const json = snippets.filter((snippet) => snippet.lang === 'json' && !snippet.skip)
+  it.each(json.map((snippet) => [snippet.at, snippet] as const))('%s', (_at, snippet) => {
+    expect(() => JSON.parse(snippet.code)).not.toThrow()
+  })
+})
+
+describe('pnpm commands in the docs name scripts that exist', () => {
+  const scripts = workspaceScripts()
+  const commands: [string, string | undefined, string][] = []
+  for (const doc of docFiles()) {
+    const lines = readFileSync(join(root, doc), 'utf8').split('\n')
+    let inShell = false
+    lines.forEach((line, index) => {
+      if (/^```/.test(line)) inShell = !inShell && /^```(sh|bash|shell)\s*$/.test(line)
+      const texts = inShell ? [line] : [...line.matchAll(/`(pnpm [^`]+)`/g)].map((match) => match[1]!)
+      for (const text of texts) {
+        for (const [filter, script] of pnpmScripts(text))
+          commands.push([`${doc}:${index + 1}`, filter, script])
+      }
+    })
+  }
+  it('finds the commands', () => {
+    expect(commands.length).toBeGreaterThan(5)
+  })
+  it.each(commands)('%s: pnpm %s %s', (_at, filter, script) => {
+    const known = scripts.get(filter)
+    expect(known, `no workspace package named ${filter}`).toBeDefined()
+    expect([...known!]).toContain(script)
+  })
+})
+
+describe('fenced blocks have a language the checks know', () => {
+  const KNOWN = new Set([...TYPESCRIPT, 'json', 'sh', 'bash', 'shell', ''])
+  it.each(snippets.map((snippet) => [snippet.at, snippet.lang] as const))('%s: "%s"', (_at, lang) => {
+    expect(KNOWN.has(lang)).toBe(true)
+  })
+})
