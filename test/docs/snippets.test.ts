@@ -105,7 +105,7 @@ beforeAll(async () => {
         : `${found.snippet.doc}:${found.snippet.line + codeLine - 1}`
     diagnostics.get(found.snippet)!.push(`${where}: ${match[4]}`)
   }
-}, 120_000)
+}, 300_000)
 
 describe('TypeScript blocks typecheck under strict', () => {
   for (const snippet of typescript) {
@@ -173,8 +173,8 @@ describe('servers start and answer the statuses their docs promise', () => {
       try {
         const port = await new Promise<number>((resolve, reject) => {
           const timer = setTimeout(
-            () => reject(new Error(`no server listening after 30 s:\n${output}`)),
-            30_000,
+            () => reject(new Error(`no server listening after 60 s:\n${output}`)),
+            60_000,
           )
           child.on('message', (message: { port?: number }) => {
             if (typeof message.port === 'number') {
