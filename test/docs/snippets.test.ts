@@ -193,8 +193,10 @@ describe('servers start and answer the statuses their docs promise', () => {
           for (let n = 0; n < step.times; n++) {
             const response = await fetch(`http://127.0.0.1:${port}${step.path}`, { method: step.method })
             await response.arrayBuffer()
-            seen.push(`${step.method} ${step.path} → ${response.status}`)
-            expected.push(`${step.method} ${step.path} → ${step.status}`)
+            const present = step.headers.filter((name) => response.headers.has(name))
+            const withHeaders = (names: string[]) => (names.length > 0 ? ` with ${names.join(', ')}` : '')
+            seen.push(`${step.method} ${step.path} → ${response.status}${withHeaders(present)}`)
+            expected.push(`${step.method} ${step.path} → ${step.status}${withHeaders(step.headers)}`)
           }
         }
         expect(seen).toEqual(expected)

@@ -13,6 +13,8 @@ export interface Step {
   path: string
   times: number
   status: number
+  /** Headers every response of the step must carry (`→ 429 with Retry-After, RateLimit-Policy`). */
+  headers: string[]
 }
 
 export interface ServeCheck {
@@ -65,14 +67,24 @@ export function docFiles(): string[] {
   ]
 }
 
-const STEP = /^(GET|HEAD|POST|PUT|PATCH|DELETE)\s+(\S+)(?:\s*[×x]\s*(\d+))?\s*(?:→|->)\s*(\d{3})$/
+const STEP =
+  /^(GET|HEAD|POST|PUT|PATCH|DELETE)\s+(\S+)(?:\s*[×x]\s*(\d+))?\s*(?:→|->)\s*(\d{3})(?:\s+with\s+(.+))?$/
 
 export function parseSteps(text: string, at: string): Step[] {
   return text.split(';').map((part) => {
     const match = STEP.exec(part.trim())
     if (!match)
       throw new Error(`${at}: cannot read the request "${part.trim()}" (write e.g. "GET / ×3 → 200")`)
-    return { method: match[1]!, path: match[2]!, times: Number(match[3] ?? 1), status: Number(match[4]) }
+    return {
+      method: match[1]!,
+      path: match[2]!,
+      times: Number(match[3] ?? 1),
+      status: Number(match[4]),
+      headers: (match[5] ?? '')
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    }
   })
 }
 
