@@ -207,13 +207,15 @@ const SHOWN_OBJECT = /^\s*\/\/\s*(\{.*\})/
  *   for the fields not shown).
  */
 export function runnableSource(snippet: Snippet): { source: string; assertions: number } {
-  const lines = moduleSource(snippet).source.split('\n')
+  const { source: module, preludeLines } = moduleSource(snippet)
+  const lines = module.split('\n')
   let assertions = 0
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!
     const value = SHOWN_VALUE.exec(line)
     if (value && !/^(const|let|var|import|export|return|if|for|while)\b/.test(value[2]!.trim())) {
-      lines[i] = `${value[1]}__shows(${JSON.stringify(`${snippet.doc} line ${i}`)}, ${value[2]}, ${value[3]})`
+      lines[i] =
+        `${value[1]}__shows(${JSON.stringify(`${snippet.doc}:${snippet.line + i - preludeLines}`)}, ${value[2]}, ${value[3]})`
       assertions++
       continue
     }
