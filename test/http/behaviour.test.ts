@@ -14,12 +14,13 @@ import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
 import { type AppSpec, FRAMEWORKS, type RunningApp } from './harness.js'
 
-const failingStore: Store = {
+/** A fresh store per app: one store object serves one limiter of each rule set (docs/counters.md). */
+const failingStore = (): Store => ({
   consume: () => Promise.reject(new Error('connection refused')),
   peek: () => Promise.reject(new Error('connection refused')),
   refund: () => Promise.reject(new Error('connection refused')),
   reset: () => Promise.reject(new Error('connection refused')),
-}
+})
 
 let storeCount = 0
 const stores: [string, (clock: ManualClock) => Store][] = [
@@ -252,7 +253,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
 
   it('fails open by default when the store fails, and reports the failure', async () => {
     const onError = vi.fn()
-    const url = await start({ global: { limit: 1, store: failingStore, onError } })
+    const url = await start({ global: { limit: 1, store: failingStore(), onError } })
     const response = await request(url).get('/').expect(200, 'ok')
     expect(response.headers['ratelimit-limit']).toBeUndefined() // no figures to report: nothing invented
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'connection refused' }), {
@@ -263,7 +264,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
 
   it('fails closed with 503 and Retry-After when onStoreError is deny', async () => {
     const url = await start({
-      global: { limit: 1, store: failingStore, onStoreError: 'deny', onError: () => {} },
+      global: { limit: 1, store: failingStore(), onStoreError: 'deny', onError: () => {} },
     })
     const response = await request(url).get('/').expect(503)
     expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1)

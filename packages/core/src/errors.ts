@@ -1,18 +1,25 @@
 /**
- * Stable error codes. Match on `error.code`, never on the message text.
+ * Every stable error code, each with its fix in docs/errors.md (a test keeps the two equal). Match on
+ * `error.code`, never on the message text.
  */
-export type RateLimitErrorCode =
-  | 'ERR_RATEWINDOW_INVALID_OPTION'
-  | 'ERR_RATEWINDOW_INVALID_LIMIT'
-  | 'ERR_RATEWINDOW_INVALID_WINDOW'
-  | 'ERR_RATEWINDOW_INVALID_ALGORITHM'
-  | 'ERR_RATEWINDOW_INVALID_COST'
-  | 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT'
-  | 'ERR_RATEWINDOW_DUPLICATE_RULE'
-  | 'ERR_RATEWINDOW_INVALID_KEY'
-  | 'ERR_RATEWINDOW_INVALID_IP'
-  | 'ERR_RATEWINDOW_STORE'
-  | 'ERR_RATEWINDOW_STORE_TIMEOUT'
+export const ERROR_CODES = [
+  'ERR_RATEWINDOW_INVALID_OPTION',
+  'ERR_RATEWINDOW_UNKNOWN_OPTION',
+  'ERR_RATEWINDOW_INVALID_LIMIT',
+  'ERR_RATEWINDOW_INVALID_WINDOW',
+  'ERR_RATEWINDOW_INVALID_ALGORITHM',
+  'ERR_RATEWINDOW_INVALID_COST',
+  'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+  'ERR_RATEWINDOW_DUPLICATE_RULE',
+  'ERR_RATEWINDOW_SHARED_COUNTER',
+  'ERR_RATEWINDOW_INVALID_KEY',
+  'ERR_RATEWINDOW_INVALID_IP',
+  'ERR_RATEWINDOW_STORE',
+  'ERR_RATEWINDOW_STORE_TIMEOUT',
+] as const
+
+/** Stable error codes. Match on `error.code`, never on the message text. */
+export type RateLimitErrorCode = (typeof ERROR_CODES)[number]
 
 /** Every error ratewindow throws on purpose is a `RateLimitError` with a stable `code`. */
 export class RateLimitError extends Error {

@@ -1,65 +1,15 @@
-import { ALGORITHMS } from './algorithms/index.js'
-import type { AlgorithmName, Rule } from './algorithms/types.js'
-import type { Duration } from './duration.js'
-import { invalid, RateLimitError, requireObject } from './errors.js'
-import { type HeaderFormat, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
-import { ipKey, parseIpv6Subnet } from './keys.js'
-import { RateLimiter, type RateLimiterOptions } from './limiter.js'
-import { checkOptions, parseRules } from './options.js'
+import type { Rule } from './algorithms/types.js'
+import { invalid, RateLimitError } from './errors.js'
+import { throttledErrorLog } from './failure.js'
+import { partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
+import { renderBody } from './http-body.js'
+import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './http-options.js'
+import { ipKey } from './keys.js'
+import { RateLimiter } from './limiter.js'
+import type { Identity } from './namespaces.js'
+import type { FailureContext } from './options.js'
 import type { RateLimitResult } from './result.js'
-import { MemoryStore } from './stores/memory.js'
-
-type Awaitable<T> = T | Promise<T>
-export type ResponseBody = string | Record<string, unknown>
-
-/** Middleware options: the same names and meanings in the Express, Koa and Fastify adapters. */
-export interface HttpRateLimitOptions<Req>
-  extends Pick<
-    RateLimiterOptions,
-    | 'store'
-    | 'prefix'
-    | 'timeout'
-    | 'onStoreError'
-    | 'fallback'
-    | 'onError'
-    | 'circuitBreaker'
-    | 'blockedCache'
-  > {
-  /** Requests per `window`, or a function of the request (e.g. by plan). Ignored with `rules`. @default 100 */
-  limit?: number | ((request: Req) => Awaitable<number>)
-  /** The window: ms or `'30s'`, `'1m'`, `'1h'`… Ignored with `rules`. @default '1m' */
-  window?: Duration
-  /** The algorithm for `limit` and `window`. @default 'sliding-window-counter' */
-  algorithm?: AlgorithmName
-  /** Explicit rules instead of `limit`/`window`/`algorithm`, e.g. `[tokenBucket(...), fixedWindow(...)]`. */
-  rules?: Rule | readonly Rule[]
-  /** The client identifier. @default the client IP (framework trust-proxy rules apply), IPv6 masked to `ipv6Subnet` */
-  key?: (request: Req) => Awaitable<string>
-  /** IPv6 prefix length the default key groups clients by; `false` for full addresses. @default 56 */
-  ipv6Subnet?: number | false
-  /** Requests for which this returns true are not limited and not counted. */
-  skip?: (request: Req) => Awaitable<boolean>
-  /** What a request costs: whole units. @default 1 */
-  cost?: number | ((request: Req) => Awaitable<number>)
-  /** RateLimit header style, or `false` for none. @default 'draft-6' */
-  headers?: HeaderFormat | false
-  /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
-  legacyHeaders?: boolean
-  /** Secret for the draft-8/-11 partition key (`pk`): an HMAC of the key, never the bare key. @default none */
-  partitionKeySecret?: string
-  /** Status of a denied request. @default 429 */
-  statusCode?: number
-  /** Body of a denied request: a string (text/plain), an object (JSON), or a function of the request. */
-  message?: ResponseBody | ((request: Req, result: RateLimitResult) => Awaitable<ResponseBody>)
-  /** Answer denials with an RFC 9457 `application/problem+json` body (the "quota-exceeded" type). @default false */
-  problemDetails?: boolean
-  /** Give the request back when its response fails (status >= 400, or the connection closed first). @default false */
-  skipFailedRequests?: boolean
-  /** Give the request back when its response succeeds. @default false */
-  skipSuccessfulRequests?: boolean
-  /** What counts as success for the two options above. @default status < 400 */
-  requestWasSuccessful?: (statusCode: number) => boolean
-}
+import type { Awaitable } from './stores/types.js'
 
 /** What an adapter tells the engine about its framework. */
 export interface FrameworkBinding<Req> {
@@ -71,14 +21,32 @@ export interface FrameworkBinding<Req> {
   untrustedForwardedFor(request: Req): boolean
   /** How to enable trust-proxy in this framework, for the warning. */
   trustProxyHint: string
+  /**
+   * Whether the framework trusts every proxy hop (any client can then choose its key with X-Forwarded-For):
+   * Express `trust proxy` true, Koa `proxy` without `maxIpsCount`, Fastify `trustProxy: true`.
+   */
+  permissiveTrustProxy?(request: Req): boolean
+  /** How to trust only your own proxies, for the warning. */
+  permissiveTrustProxyHint?: string
+  /** Option names the adapter adds to the shared ones, e.g. `handler`. */
+  options?: readonly string[]
+}
+
+/** Where an engine sits, from its adapter. */
+export interface EngineScope {
+  /** What scopes its counters besides the rules, e.g. `'GET /login'` for a Fastify route limiter. */
+  scope?: string
+  /** Names the options object in messages. @default 'rateLimit()' */
+  where?: string
 }
 
 /**
- * The part of Node's `http.ServerResponse` that `track` uses, written out so that core's published types need no
- * `@types/node`: a `ServerResponse` (Express `res`, Koa `ctx.res`, Fastify `reply.raw`) fits it.
+ * The part of a response the engine reads to decide a refund: Node's `ServerResponse` fits, without core's
+ * public types depending on Node's.
  */
 export interface TrackedResponse {
   readonly statusCode: number
+  /** True once the whole response was handed to the operating system. */
   readonly writableFinished: boolean
   once(event: 'finish' | 'close', listener: () => void): unknown
 }
@@ -94,145 +62,143 @@ export interface HttpDecision {
   limiter: RateLimiter
 }
 
-const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
 const MAX_DYNAMIC_LIMITS = 1_000
+/** Frameworks already warned about a permissive trust-proxy setting: once per process each. */
+const warnedPermissive = new WeakSet<object>()
 
 /**
- * The framework-neutral middleware engine: options are parsed and validated once, here; adapters only read
+ * The framework-neutral middleware engine: options are resolved once, here (http-options.ts); adapters read
  * the request, call `decide`, and write what it returns.
  */
 export class HttpRateLimiter<Req> {
-  readonly #options: HttpRateLimitOptions<Req>
+  readonly #config: HttpConfig<Req>
   readonly #binding: FrameworkBinding<Req>
-  readonly #base: Omit<RateLimiterOptions, 'rules'>
+  readonly #identity: Identity
   readonly #limiters = new Map<number, RateLimiter>()
   readonly #fixed: RateLimiter | undefined
-  readonly #makeRule: ((limit: number) => Rule) | undefined
-  readonly #ipv6Subnet: number | false
+  readonly #first: RateLimiter
+  readonly #reportError: (error: unknown, context: FailureContext) => void
   #warnedUntrustedProxy = false
 
-  constructor(options: HttpRateLimitOptions<Req> = {}, binding: FrameworkBinding<Req>) {
-    requireObject(options, 'options', '{ limit: 100, window: "1m" }')
-    this.#options = options
+  constructor(
+    options: HttpRateLimitOptions<Req> = {},
+    binding: FrameworkBinding<Req>,
+    scope: EngineScope = {},
+  ) {
+    const config = resolveHttpOptions(options, binding.options, scope.where)
+    this.#config = config
     this.#binding = binding
-    checkOptions(options)
-    this.#ipv6Subnet = parseIpv6Subnet(options.ipv6Subnet)
-    const {
-      store = new MemoryStore(),
-      prefix,
-      timeout,
-      onStoreError,
-      fallback,
-      onError,
-      circuitBreaker,
-      blockedCache,
-    } = options
-    this.#base = { store, prefix, timeout, onStoreError, fallback, onError, circuitBreaker, blockedCache }
-    if (options.rules !== undefined) {
-      this.#fixed = new RateLimiter({ ...this.#base, rules: parseRules(options.rules) })
+    this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
+    this.#reportError = config.limiter.onError ?? throttledErrorLog()
+    if (config.rules !== undefined) {
+      this.#fixed = new RateLimiter({ ...config.limiter, rules: config.rules }, this.#identity)
+      this.#first = this.#fixed
     } else {
-      const algorithm = options.algorithm ?? 'sliding-window-counter'
-      const window = options.window ?? '1m'
-      const make = ALGORITHMS[algorithm].fromLimit
-      this.#makeRule = (limit) => make(limit, window)
-      const limit = options.limit ?? 100
-      // Built now even for a function limit, so that a bad `window` fails at construction.
-      const probe = this.#limiterFor(typeof limit === 'number' ? limit : 1)
-      this.#fixed = typeof limit === 'number' ? probe : undefined
+      const { limit } = config
+      // Built now even for a function limit, so that a bad `window` or a shared namespace fails at construction.
+      this.#first = this.#limiterFor(typeof limit === 'number' ? limit : 1)
+      this.#fixed = typeof limit === 'number' ? this.#first : undefined
     }
-    if (typeof options.cost === 'number' && this.#fixed && options.cost > this.#fixed.maxCost) {
+    const { cost } = config
+    if (typeof cost === 'number' && this.#fixed && cost > this.#fixed.maxCost) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
-        `\`cost\` ${options.cost} exceeds the limit (${this.#fixed.maxCost}): no request could ever pass. Lower the cost or raise the limit.`,
+        `\`cost\` ${cost} exceeds the limit (${this.#fixed.maxCost}): no request could ever pass. Lower the cost or raise the limit.`,
         { option: 'cost' },
       )
     }
   }
 
-  /** Decides for one request; undefined when `skip` says so. Throws only for programming errors (bad key, cost). */
+  /** Where the counters of this middleware live in its store (see docs/counters.md). */
+  get namespace(): string {
+    return this.#first.namespace
+  }
+
+  /** Gives up this middleware's claim on its namespace (e.g. when a Fastify instance closes). */
+  release(): void {
+    this.#first.release()
+  }
+
+  /**
+   * Decides for one request; undefined when `skip` says so. Rejects when a user callback (`skip`, `key`,
+   * `cost`, `limit`) throws or returns a bad value: adapters pass that to the framework's error handling.
+   */
   async decide(request: Req): Promise<HttpDecision | undefined> {
-    const options = this.#options
-    if (options.skip && (await options.skip(request))) return undefined
-    this.#warnOnUntrustedProxy(request)
-    const key = options.key
-      ? await options.key(request)
-      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: this.#ipv6Subnet })
-    const cost = typeof options.cost === 'function' ? await options.cost(request) : (options.cost ?? 1)
+    const config = this.#config
+    if (config.skip && (await config.skip(request))) return undefined
+    this.#warnOnProxySettings(request)
+    const key = config.key
+      ? await config.key(request)
+      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+    const cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
     const limiter =
-      this.#fixed ?? this.#limiterFor(await (options.limit as (request: Req) => Awaitable<number>)(request))
+      this.#fixed ?? this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
     const result = await limiter.limit(key, { cost })
     return this.#toDecision(limiter, result)
   }
 
   #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
-    const options = this.#options
+    const config = this.#config
     const policy = result.source === 'policy'
-    const format = options.headers ?? 'draft-6'
+    const format = config.headers
     const pk =
-      options.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
-        ? partitionKey(result.key, options.partitionKeySecret)
+      config.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
+        ? partitionKey(result.key, config.partitionKeySecret)
         : undefined
     const headers = policy
       ? result.allowed
         ? {}
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }
-      : rateLimitHeaders(result, { format, legacy: options.legacyHeaders ?? false, partitionKey: pk })
-    const statusCode = policy ? 503 : (options.statusCode ?? 429)
+      : rateLimitHeaders(result, { format, legacy: config.legacyHeaders, partitionKey: pk })
+    const statusCode = policy ? 503 : config.statusCode
     return { result, headers, statusCode, limiter }
   }
 
-  /** The body of a denial: `message`, problem details, or the default JSON. */
-  async body(
+  /** The body of a denial: `message`, problem details, or the default JSON (http-body.ts). */
+  body(
     request: Req,
     { result, statusCode }: HttpDecision,
   ): Promise<{ contentType: string; payload: string }> {
-    const options = this.#options
-    if (result.source === 'policy') {
-      return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
-    }
-    const { message } = options
-    if (message !== undefined) {
-      const body = typeof message === 'function' ? await message(request, result) : message
-      return typeof body === 'string'
-        ? { contentType: 'text/plain; charset=utf-8', payload: body }
-        : json(body)
-    }
-    const seconds = toSeconds(result.retryAfter)
-    const detail = `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
-    if (options.problemDetails) {
-      return {
-        contentType: 'application/problem+json',
-        payload: JSON.stringify({
-          type: QUOTA_EXCEEDED,
-          title: 'Request cannot be satisfied as assigned quota has been exceeded',
-          status: statusCode,
-          detail,
-          'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
-        }),
-      }
-    }
-    return json({ error: 'Too Many Requests', message: detail, retryAfter: seconds })
+    return renderBody(this.#config, request, result, statusCode)
   }
 
-  /** Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. */
+  /**
+   * Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. Only a response
+   * that was completely sent is judged: a client that disconnects first gets nothing back, since the handler
+   * may have run for it (docs/counters.md).
+   */
   track(response: TrackedResponse, { limiter, result }: HttpDecision): void {
-    this.#track(response, limiter, result)
-  }
-
-  #track(response: TrackedResponse, limiter: RateLimiter, result: RateLimitResult): void {
-    const { skipFailedRequests, skipSuccessfulRequests } = this.#options
+    const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (!result.allowed || (!skipFailedRequests && !skipSuccessfulRequests)) return
-    const wasSuccessful = this.#options.requestWasSuccessful ?? ((status: number) => status < 400)
     let settled = false
     const settle = () => {
       if (settled) return
       settled = true
-      // A connection closed before the response finished counts as a failure.
-      const success = response.writableFinished && wasSuccessful(response.statusCode)
-      if ((success && skipSuccessfulRequests) || (!success && skipFailedRequests)) void limiter.refund(result)
+      if (!response.writableFinished) return
+      let success: boolean
+      try {
+        success = this.#config.requestWasSuccessful(response.statusCode) === true
+      } catch (error) {
+        // NOTE: a throwing callback must not crash the server from an event listener; the request counts.
+        this.#report(error, { operation: 'refund', key: result.key })
+        return
+      }
+      if (success ? skipSuccessfulRequests : skipFailedRequests) {
+        limiter
+          .refund(result)
+          .catch((error: unknown) => this.#report(error, { operation: 'refund', key: result.key }))
+      }
     }
     response.once('finish', settle)
     response.once('close', settle)
+  }
+
+  #report(error: unknown, context: FailureContext): void {
+    try {
+      this.#reportError(error, context)
+    } catch {
+      // An onError that throws has nowhere left to report to.
+    }
   }
 
   #limiterFor(limit: number): RateLimiter {
@@ -248,23 +214,29 @@ export class HttpRateLimiter<Req> {
       }
       if (this.#limiters.size >= MAX_DYNAMIC_LIMITS)
         this.#limiters.delete(this.#limiters.keys().next().value!)
-      limiter = new RateLimiter({ ...this.#base, rules: this.#makeRule!(limit) })
+      const rule: Rule = this.#config.makeRule!(limit)
+      limiter = new RateLimiter({ ...this.#config.limiter, rules: rule }, this.#identity)
       this.#limiters.set(limit, limiter)
     }
     return limiter
   }
 
-  #warnOnUntrustedProxy(request: Req): void {
-    if (this.#warnedUntrustedProxy || !this.#binding.untrustedForwardedFor(request)) return
+  #warnOnProxySettings(request: Req): void {
+    const binding = this.#binding
+    if (!warnedPermissive.has(binding) && binding.permissiveTrustProxy?.(request)) {
+      warnedPermissive.add(binding)
+      process.emitWarning(
+        `${binding.name} trusts every proxy hop, so any client can choose its rate limit key by sending ` +
+          `X-Forwarded-For. ${binding.permissiveTrustProxyHint ?? 'Trust only your own proxies.'}`,
+        { code: 'RATEWINDOW_PERMISSIVE_TRUST_PROXY' },
+      )
+    }
+    if (this.#warnedUntrustedProxy || !binding.untrustedForwardedFor(request)) return
     this.#warnedUntrustedProxy = true
     process.emitWarning(
-      `A request carried X-Forwarded-For but ${this.#binding.name} does not trust proxies, so every client behind ` +
-        `your proxy shares the proxy's rate limit. If a proxy you control sets it, ${this.#binding.trustProxyHint}.`,
+      `A request carried X-Forwarded-For but ${binding.name} does not trust proxies, so every client behind ` +
+        `your proxy shares the proxy's rate limit. If a proxy you control sets it, ${binding.trustProxyHint}.`,
       { code: 'RATEWINDOW_UNTRUSTED_PROXY' },
     )
   }
-}
-
-function json(body: unknown): { contentType: string; payload: string } {
-  return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }
 }

@@ -9,28 +9,22 @@ export {
   tokenBucket,
   type WindowRuleOptions,
 } from './algorithms/index.js'
-export { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
-export { type Duration, formatDuration, parseDuration } from './duration.js'
+export type { BlockedCacheOptions } from './blocked-cache.js'
+export type { Duration, DurationUnit } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
-export { CircuitBreaker, type CircuitBreakerOptions } from './failure.js'
+export type { CircuitBreakerOptions } from './failure.js'
+export { type HeaderFormat, type HeaderOptions, partitionKey, rateLimitHeaders } from './headers.js'
 export {
-  HEADER_FORMATS,
-  type HeaderFormat,
-  type HeaderOptions,
-  partitionKey,
-  rateLimitHeaders,
-  toSeconds,
-} from './headers.js'
-export {
+  type EngineScope,
   type FrameworkBinding,
   type HttpDecision,
   HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type ResponseBody,
   type TrackedResponse,
 } from './http.js'
+export { HTTP_DEFAULTS, type HttpRateLimitOptions, type ResponseBody } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export { type FailureContext, type LimitOptions, RateLimiter, type RateLimiterOptions } from './limiter.js'
+export { type LimitOptions, RateLimiter } from './limiter.js'
+export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 export {
   glideRunner,

@@ -1,71 +1,15 @@
 import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
-import { BlockedCache, type BlockedCacheOptions } from './blocked-cache.js'
-import { type Duration, parseTimerDuration } from './duration.js'
-import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
-import {
-  CircuitBreaker,
-  type CircuitBreakerOptions,
-  failureKind,
-  guardedReporter,
-  ScopedBreakers,
-  throttledErrorLog,
-  withTimeout,
-} from './failure.js'
-import { parseRules } from './options.js'
+import { BlockedCache } from './blocked-cache.js'
+import { describeValue, invalid, RateLimitError } from './errors.js'
+import { CircuitBreaker, failureKind, guardedReporter, ScopedBreakers, withTimeout } from './failure.js'
+import { claimNamespace, type Identity } from './namespaces.js'
+import { type FailureContext, type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import { policyResult, type RateLimitResult, toResult } from './result.js'
-import { MemoryStore } from './stores/memory.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
 
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
 const WHOLE_STORE = ''
-
-/** What failed, for `onError`. */
-export interface FailureContext {
-  operation: 'consume' | 'peek' | 'refund' | 'fallback'
-  key: string
-  /**
-   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
-   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
-   */
-  scope?: string | number
-}
-
-export interface RateLimiterOptions {
-  /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
-  rules: Rule | readonly Rule[]
-  /** Where state lives. @default new MemoryStore() */
-  store?: Store
-  /** Namespace for this limiter's keys, so limiters can share a store. @default 'rw' */
-  prefix?: string
-  /** Longest wait for an asynchronous store before the failure policy answers instead. @default '250ms' */
-  timeout?: Duration
-  /**
-   * When the store fails or times out (and no `fallback` answers): `'allow'` lets the request through
-   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
-   */
-  onStoreError?: 'allow' | 'deny'
-  /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
-  fallback?: Store
-  /**
-   * Receives every store failure. It cannot hurt a request: a throw or a rejection is caught and reported as a
-   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error (first failure, then
-   * one line per 10 s)
-   */
-  onError?: (error: unknown, context: FailureContext) => unknown
-  /**
-   * Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. Kept per failure
-   * scope (`store.scopeOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
-   * errors about one key's data (`WRONGTYPE`, a script error) never open it. The fallback store has one
-   * breaker of its own with the same settings. @default {}
-   */
-  circuitBreaker?: CircuitBreakerOptions | false
-  /**
-   * Remember denied keys until their `retryAfter` passes and answer them without a store call. Worth it with
-   * Redis under floods; uses local time, so leave it off when the store's clock is simulated. @default false
-   */
-  blockedCache?: BlockedCacheOptions | boolean
-}
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -82,7 +26,12 @@ export interface LimitOptions {
 export class RateLimiter {
   readonly rules: readonly Rule[]
   readonly store: Store
+  /** The `prefix` option. */
   readonly prefix: string
+  /** The `group` option: limiters of one group on one store share one budget. */
+  readonly group: string | undefined
+  /** Where this limiter's counters live in its store: derived from `prefix`, `group` and the rules. */
+  readonly namespace: string
   /** The largest cost every rule accepts (the smallest limit, or a rule's own cap): no cost above it passes. */
   readonly maxCost: number
   readonly #timeout: number
@@ -92,77 +41,39 @@ export class RateLimiter {
   readonly #breakers: ScopedBreakers | undefined
   readonly #fallbackBreaker: CircuitBreaker | undefined
   readonly #blocked: BlockedCache | undefined
+  readonly #release: () => void
 
-  constructor(options: RateLimiterOptions) {
-    requireObject(options, 'options', '{ rules: slidingWindowCounter(...) }')
-    this.rules = parseRules(options.rules)
-    this.store = options.store ?? new MemoryStore()
-    if (typeof this.store.consume !== 'function' || typeof this.store.peek !== 'function') {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'store',
-        options.store,
-        'a Store such as new MemoryStore()',
-      )
-    }
-    this.prefix = options.prefix ?? 'rw'
-    if (typeof this.prefix !== 'string' || this.prefix.length > 64 || /[{}]/.test(this.prefix)) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'prefix',
-        options.prefix,
-        'a string of at most 64 characters without `{` or `}`',
-      )
-    }
+  /**
+   * @param identity @internal How the HTTP engine scopes the limiter (a Fastify route, a `limit` function).
+   */
+  constructor(options: RateLimiterOptions, identity: Identity = {}) {
+    const config = resolveLimiterOptions(options, identity)
+    this.rules = config.rules
+    this.store = config.store
+    this.prefix = config.prefix
+    this.group = config.group
+    this.namespace = config.namespace
     this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
-    this.#timeout = parseTimerDuration(options.timeout ?? '250ms', 'timeout')
-    const {
-      onStoreError = 'allow',
-      fallback,
-      onError = throttledErrorLog(),
-      circuitBreaker = {},
-      blockedCache,
-    } = options
-    if (onStoreError !== 'allow' && onStoreError !== 'deny') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
-    }
-    if (fallback !== undefined && typeof fallback?.consume !== 'function') {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'fallback',
-        fallback,
-        'a Store such as new MemoryStore()',
-      )
-    }
-    if (typeof onError !== 'function')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
-    this.#allowOnError = onStoreError === 'allow'
-    this.#fallback = fallback
-    this.#onError = guardedReporter(onError)
-    if (circuitBreaker !== false && (typeof circuitBreaker !== 'object' || circuitBreaker === null)) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'circuitBreaker',
-        circuitBreaker,
-        'an object like { failures: 5, cooldown: "2s" }, or false',
-      )
-    }
-    if (
-      blockedCache !== undefined &&
-      typeof blockedCache !== 'boolean' &&
-      (typeof blockedCache !== 'object' || blockedCache === null)
-    ) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'blockedCache',
-        blockedCache,
-        'true, false, or an object like { maxKeys: 10000 }',
-      )
-    }
+    this.#timeout = config.timeoutMs
+    this.#allowOnError = config.allowOnError
+    this.#fallback = config.fallback
+    this.#onError = guardedReporter(config.onError)
+    const { circuitBreaker } = config
     this.#breakers = circuitBreaker === false ? undefined : new ScopedBreakers(circuitBreaker)
     this.#fallbackBreaker =
-      circuitBreaker === false || fallback === undefined ? undefined : new CircuitBreaker(circuitBreaker)
-    this.#blocked = blockedCache ? new BlockedCache(blockedCache === true ? {} : blockedCache) : undefined
+      circuitBreaker === false || config.fallback === undefined
+        ? undefined
+        : new CircuitBreaker(circuitBreaker)
+    this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
+    this.#release = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
+  }
+
+  /**
+   * Gives up this limiter's claim on its namespace, so that another limiter of this process may count there
+   * (e.g. an app rebuilt in tests). The limiter itself keeps working.
+   */
+  release(): void {
+    this.#release()
   }
 
   /**
@@ -211,7 +122,7 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     checkKey(key)
     this.#blocked?.delete(key)
-    const target = { prefix: this.prefix, key, rules: this.rules }
+    const target = { prefix: this.namespace, key, rules: this.rules }
     const resets = [this.store, this.#fallback].map((store) =>
       store === undefined
         ? undefined
@@ -331,7 +242,7 @@ export class RateLimiter {
         { option: 'cost' },
       )
     }
-    return { prefix: this.prefix, key, rules: this.rules, cost }
+    return { prefix: this.namespace, key, rules: this.rules, cost }
   }
 }
 

@@ -1,9 +1,13 @@
-import { ALGORITHMS } from './algorithms/index.js'
 import { isRule } from './algorithms/rule.js'
 import type { Rule } from './algorithms/types.js'
-import { describeValue, invalid, RateLimitError } from './errors.js'
-import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED } from './headers.js'
-import type { HttpRateLimitOptions } from './http.js'
+import type { BlockedCacheOptions } from './blocked-cache.js'
+import { type Duration, parseTimerDuration } from './duration.js'
+import { invalid, RateLimitError, requireObject } from './errors.js'
+import { type CircuitBreakerOptions, throttledErrorLog } from './failure.js'
+import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
+import { namesOf, rejectUnknownOptions } from './option-names.js'
+import { MemoryStore } from './stores/memory.js'
+import type { Store } from './stores/types.js'
 
 /** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids and policy names. */
 export function parseRules(rules: unknown): readonly Rule[] {
@@ -42,102 +46,180 @@ export function parseRules(rules: unknown): readonly Rule[] {
   return Object.freeze([...list])
 }
 
-const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const
-const BOOLEAN_OPTIONS = [
-  'legacyHeaders',
-  'problemDetails',
-  'skipFailedRequests',
-  'skipSuccessfulRequests',
-] as const
+/** What failed, for `onError`. */
+export interface FailureContext {
+  operation: 'consume' | 'peek' | 'refund' | 'fallback'
+  key: string
+  /**
+   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
+   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
+   */
+  scope?: string | number
+}
 
-/** Validates the middleware options that `HttpRateLimiter` does not parse itself. */
-export function checkOptions<Req>(options: HttpRateLimitOptions<Req>): void {
-  for (const name of FUNCTION_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
+export interface RateLimiterOptions {
+  /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
+  rules: Rule | readonly Rule[]
+  /** Where state lives. @default new MemoryStore() */
+  store?: Store
+  /**
+   * Prepended to this limiter's namespace in the store (e.g. one per application sharing a Redis). Limiters
+   * with different rules never share counters; two with the same rules on one store need different prefixes
+   * or one `group`. See docs/counters.md. @default 'rw'
+   */
+  prefix?: string
+  /**
+   * Share one budget on purpose: every limiter of this group on one store counts into the same counters
+   * (they must have the same rules). @default none: the limiter counts on its own
+   */
+  group?: string
+  /** Longest wait for an asynchronous store before the failure policy answers instead. @default '250ms' */
+  timeout?: Duration
+  /**
+   * When the store fails or times out (and no `fallback` answers): `'allow'` lets the request through
+   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
+   */
+  onStoreError?: 'allow' | 'deny'
+  /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
+  fallback?: Store
+  /**
+   * Receives every store failure. It cannot hurt a request: a throw or a rejection is caught and reported as a
+   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error (first failure, then
+   * one line per 10 s)
+   */
+  onError?: (error: unknown, context: FailureContext) => unknown
+  /**
+   * Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. Kept per failure
+   * scope (`store.scopeOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
+   * errors about one key's data (`WRONGTYPE`, a script error) never open it. The fallback store has one
+   * breaker of its own with the same settings. @default {}
+   */
+  circuitBreaker?: CircuitBreakerOptions | false
+  /**
+   * Remember denied keys until their `retryAfter` passes and answer them without a store call. Worth it with
+   * Redis under floods; uses local time, so leave it off when the store's clock is simulated. @default false
+   */
+  blockedCache?: BlockedCacheOptions | boolean
+}
+
+const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
+  rules: true,
+  store: true,
+  prefix: true,
+  group: true,
+  timeout: true,
+  onStoreError: true,
+  fallback: true,
+  onError: true,
+  circuitBreaker: true,
+  blockedCache: true,
+})
+const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
+const BLOCKED_CACHE_NAMES = namesOf<BlockedCacheOptions>({ maxKeys: true, clock: true })
+
+/** The defaults of `RateLimiter`, in one place. */
+export const LIMITER_DEFAULTS = {
+  prefix: 'rw',
+  timeout: '250ms',
+  onStoreError: 'allow',
+  circuitBreaker: {},
+  blockedCache: false,
+} as const satisfies Partial<RateLimiterOptions>
+
+/** `RateLimiterOptions` resolved: every default filled in, every value checked. */
+export interface LimiterConfig {
+  rules: readonly Rule[]
+  store: Store
+  prefix: string
+  group: string | undefined
+  /** Where this limiter's counters live in the store (see namespaces.ts). */
+  namespace: string
+  timeoutMs: number
+  allowOnError: boolean
+  fallback: Store | undefined
+  onError: (error: unknown, context: FailureContext) => unknown
+  circuitBreaker: CircuitBreakerOptions | false
+  blockedCache: BlockedCacheOptions | false
+}
+
+/** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
+export function resolveLimiterOptions(options: RateLimiterOptions, identity: Identity = {}): LimiterConfig {
+  requireObject(options, 'options', '{ rules: slidingWindowCounter(...) }')
+  rejectUnknownOptions(options, RATE_LIMITER_NAMES, 'RateLimiter')
+  const rules = parseRules(options.rules)
+  const {
+    store = new MemoryStore(),
+    prefix = LIMITER_DEFAULTS.prefix,
+    timeout = LIMITER_DEFAULTS.timeout,
+    onStoreError = LIMITER_DEFAULTS.onStoreError,
+    fallback,
+    onError = throttledErrorLog(),
+    circuitBreaker = LIMITER_DEFAULTS.circuitBreaker,
+    blockedCache = LIMITER_DEFAULTS.blockedCache,
+  } = options
+  if (!isStore(store)) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'store', store, 'a Store such as new MemoryStore()')
+  }
+  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'prefix',
+      prefix,
+      'a string of at most 64 characters without `{` or `}`',
+    )
+  }
+  const group = parseGroup(options.group)
+  if (onStoreError !== 'allow' && onStoreError !== 'deny') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+  }
+  if (fallback !== undefined && !isStore(fallback)) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fallback', fallback, 'a Store such as new MemoryStore()')
+  }
+  if (typeof onError !== 'function') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+  }
+  if (circuitBreaker !== false) {
+    if (typeof circuitBreaker !== 'object' || circuitBreaker === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'circuitBreaker',
+        circuitBreaker,
+        'an object like { failures: 5, cooldown: "2s" }, or false',
+      )
     }
+    rejectUnknownOptions(circuitBreaker, CIRCUIT_BREAKER_NAMES, '`circuitBreaker`')
   }
-  for (const name of BOOLEAN_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
+  if (typeof blockedCache !== 'boolean') {
+    if (typeof blockedCache !== 'object' || blockedCache === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'blockedCache',
+        blockedCache,
+        'true, false, or an object like { maxKeys: 10000 }',
+      )
     }
+    rejectUnknownOptions(blockedCache, BLOCKED_CACHE_NAMES, '`blockedCache`')
   }
-  if (
-    options.rules !== undefined &&
-    (options.limit !== undefined || options.window !== undefined || options.algorithm !== undefined)
-  ) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      '`rules` replaces `limit`, `window` and `algorithm`: pass either `rules` or those three, not both.',
-      { option: 'rules' },
-    )
+  return {
+    rules,
+    store,
+    prefix,
+    group,
+    namespace: namespaceOf(prefix, rules, group, identity),
+    timeoutMs: parseTimerDuration(timeout, 'timeout'),
+    allowOnError: onStoreError === 'allow',
+    fallback,
+    onError,
+    circuitBreaker,
+    blockedCache: blockedCache === true ? {} : blockedCache,
   }
-  if (
-    options.algorithm !== undefined &&
-    (typeof options.algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, options.algorithm))
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_ALGORITHM',
-      'algorithm',
-      options.algorithm,
-      `one of ${Object.keys(ALGORITHMS)
-        .map((name) => `'${name}'`)
-        .join(', ')}`,
-    )
-  }
-  if (
-    options.headers !== undefined &&
-    options.headers !== false &&
-    !HEADER_FORMATS.includes(options.headers)
-  ) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', options.headers, HEADER_FORMATS_ALLOWED)
-  }
-  const { statusCode } = options
-  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'statusCode',
-      statusCode,
-      'an HTTP error status from 400 to 599',
-    )
-  }
-  if (
-    options.limit !== undefined &&
-    typeof options.limit !== 'function' &&
-    typeof options.limit !== 'number'
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_LIMIT',
-      'limit',
-      options.limit,
-      'a positive whole number or a function of the request',
-    )
-  }
-  const { cost } = options
-  if (
-    cost !== undefined &&
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_COST',
-      'cost',
-      cost,
-      'a whole number >= 0 or a function of the request',
-    )
-  }
-  const { message } = options
-  if (message !== undefined && !['string', 'object', 'function'].includes(typeof message)) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'message', message, 'a string, an object or a function')
-  }
-  if (
-    options.partitionKeySecret !== undefined &&
-    (typeof options.partitionKeySecret !== 'string' || options.partitionKeySecret.length < 16)
-  ) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`partitionKeySecret\` must be a string of at least 16 characters; received ${describeValue(typeof options.partitionKeySecret === 'string' ? `${options.partitionKeySecret.length} characters` : options.partitionKeySecret)}.`,
-      { option: 'partitionKeySecret' },
-    )
-  }
+}
+
+function isStore(value: unknown): value is Store {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Store).consume === 'function' &&
+    typeof (value as Store).peek === 'function'
+  )
 }

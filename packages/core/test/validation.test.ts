@@ -1,10 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { parseDuration } from '../src/duration.js'
 import {
   fixedWindow,
   HttpRateLimiter,
   MemoryStore,
-  parseDuration,
   RateLimitError,
   RateLimiter,
   slidingWindowCounter,

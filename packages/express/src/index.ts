@@ -31,6 +31,10 @@ const binding: FrameworkBinding<Request> = {
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] !== undefined && !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",
+  permissiveTrustProxy: (request) => request.app.get('trust proxy') === true,
+  permissiveTrustProxyHint:
+    "Set app.set('trust proxy', 1) (the number of proxies in front of the app) or their addresses, e.g. 'loopback'.",
+  options: ['handler'],
 }
 
 /**

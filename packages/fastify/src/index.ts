@@ -3,6 +3,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
@@ -13,9 +14,18 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
   handler?: (request: FastifyRequest, reply: FastifyReply, result: RateLimitResult) => void | Promise<void>
   /** Limit every route (`false`: only routes with `config.rateLimit`). Plugin option only. @default true */
   global?: boolean
+  /**
+   * When the limit is checked: `'onRequest'` (before anything else, the cheapest) or `'preHandler'` (after
+   * authentication hooks, so that `key`, `limit` and `cost` can read what they set). @default 'onRequest'
+   */
+  hook?: 'onRequest' | 'preHandler'
 }
 
-/** Per-route settings in `config.rateLimit`: they override the plugin's options for that route. */
+/**
+ * Per-route settings in `config.rateLimit`, merged over the plugin's options. A route's `rules` replaces an
+ * inherited `limit`/`window`/`algorithm`, and a route's `limit`/`window`/`algorithm` replaces inherited
+ * `rules`. A route limiter counts on its own (its route), unless it names a `group`.
+ */
 export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global'>
 
 declare module 'fastify' {
@@ -35,16 +45,51 @@ const binding: FrameworkBinding<FastifyRequest> = {
   // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] !== undefined && request.ip === request.raw.socket.remoteAddress,
-  trustProxyHint: 'create the server with Fastify({ trustProxy: <number of proxies or their addresses> })',
+  trustProxyHint:
+    'create the server with Fastify({ trustProxy }): on Fastify 4 the number of proxies (1) or their addresses; ' +
+    "on Fastify 5 their addresses (e.g. '127.0.0.1' or ['10.0.0.0/8']) or a function such as " +
+    '(address, hop) => hop < 1, because Fastify 5 trusts nothing for a number',
+  permissiveTrustProxy: trustsEveryHop,
+  permissiveTrustProxyHint:
+    "Replace trustProxy: true with your proxies' addresses (e.g. '127.0.0.1' or ['10.0.0.0/8']) or a function " +
+    'such as (address, hop) => hop < 1; a number of hops works on Fastify 4 only (Fastify 5 trusts nothing for it).',
+  options: ['handler', 'hook'],
 }
 
-/** Marks a request already limited, so that nested registrations never count it twice. */
-const counted = Symbol('ratewindow.counted')
+const SHAPE_OPTIONS = ['limit', 'window', 'algorithm'] as const
+const HOOKS = ['onRequest', 'preHandler'] as const
 
-function hook(options: FastifyRateLimitOptions): onRequestHookHandler {
-  const engine = new HttpRateLimiter(options, binding)
+/** The route's options over the plugin's: `rules` and `limit`/`window`/`algorithm` replace each other. */
+function mergeRouteOptions(
+  plugin: RouteRateLimitOptions,
+  route: RouteRateLimitOptions,
+): RouteRateLimitOptions & Record<string, unknown> {
+  const inherited: Record<string, unknown> = { ...plugin }
+  if (route.rules !== undefined) for (const name of SHAPE_OPTIONS) delete inherited[name]
+  if (SHAPE_OPTIONS.some((name) => route[name] !== undefined)) delete inherited.rules
+  return { ...inherited, ...route }
+}
+
+interface Limiter {
+  hook: 'onRequest' | 'preHandler'
+  run: onRequestHookHandler
+  engine: HttpRateLimiter<FastifyRequest>
+}
+
+function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: string): Limiter {
+  const { hook = 'onRequest' } = options
+  if (!HOOKS.includes(hook)) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`hook\` must be 'onRequest' or 'preHandler'; received ${JSON.stringify(String(hook))}.`,
+      { option: 'hook' },
+    )
+  }
+  const engine = new HttpRateLimiter(options, binding, { scope, where })
   const { handler } = options
-  return async function rateLimitHook(request, reply) {
+  // One mark per limiter: several registrations all apply, each counting a request once.
+  const counted = Symbol('ratewindow.counted')
+  const run: onRequestHookHandler = async function rateLimitHook(request, reply) {
     const marked = request as FastifyRequest & { [counted]?: true }
     if (marked[counted]) return
     marked[counted] = true
@@ -57,26 +102,64 @@ function hook(options: FastifyRateLimitOptions): onRequestHookHandler {
     const { contentType, payload } = await engine.body(request, decision)
     return reply.code(decision.statusCode).type(contentType).send(payload)
   }
+  return { hook, run, engine }
 }
 
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
-  const { global = true, ...shared } = options
-  // Build the global hook now, so that bad options fail at registration.
-  const globalHook = hook(shared)
+  const { global = true, ...shared } = options ?? {}
+  // Built now, so that bad options fail at registration.
+  const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
+  const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
   fastify.addHook('onRoute', (route) => {
-    const config = (route.config as { rateLimit?: RouteRateLimitOptions | false } | undefined)?.rateLimit
+    const config = (route.config as { rateLimit?: unknown } | undefined)?.rateLimit
     if (config === false || (config === undefined && !global)) return
-    const limit = config === undefined ? globalHook : hook({ ...shared, ...config })
-    const existing = route.onRequest
-    route.onRequest =
-      existing === undefined ? [limit] : [limit, ...(Array.isArray(existing) ? existing : [existing])]
+    let limiter = globalLimiter
+    if (config !== undefined) {
+      const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
+      const scope = `${methods} ${route.url}`
+      if (typeof config !== 'object' || config === null) {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_INVALID_OPTION',
+          `\`config.rateLimit\` of ${scope} must be an object of options or false.`,
+          { option: 'config.rateLimit' },
+        )
+      }
+      const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
+      limiter = makeLimiter(merged, `config.rateLimit of ${scope}`, scope)
+      engines.push(limiter.engine)
+    }
+    const existing = route[limiter.hook]
+    const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
+    // onRequest: first, before any work. preHandler: last, after every hook that authenticates.
+    route[limiter.hook] = limiter.hook === 'onRequest' ? [limiter.run, ...hooks] : [...hooks, limiter.run]
+  })
+  fastify.addHook('onClose', async () => {
+    for (const engine of engines) engine.release()
   })
 }
 
 /**
+ * Whether Fastify's `request.ip` trusts every X-Forwarded-For hop (`trustProxy: true`), probed once on a
+ * synthetic request through Fastify's own getter.
+ */
+function trustsEveryHop(request: FastifyRequest): boolean {
+  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(request), 'ip')?.get
+  if (getter === undefined) return false
+  const hops = Array.from({ length: 30 }, (_, i) => `198.51.100.${i + 1}`).join(', ')
+  const headers = { 'x-forwarded-for': `203.0.113.7, ${hops}` }
+  const socket = { remoteAddress: '192.0.2.1' }
+  try {
+    return getter.call({ raw: { headers, socket, connection: socket }, headers }) === '203.0.113.7'
+  } catch {
+    return false
+  }
+}
+
+/**
  * Fastify plugin (Fastify 4 and 5): `await app.register(rateLimit, { limit: 100, window: '1m' })`, with
- * per-route `config: { rateLimit: { ... } | false }`. Register it before the routes it should limit.
+ * per-route `config: { rateLimit: { ... } | false }`. Register it before the routes it should limit; every
+ * registration applies.
  */
 export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/fastify' })
 

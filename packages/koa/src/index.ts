@@ -22,7 +22,10 @@ const binding: FrameworkBinding<Context> = {
   name: 'Koa',
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
   untrustedForwardedFor: (ctx) => ctx.get('x-forwarded-for') !== '' && !ctx.app.proxy,
-  trustProxyHint: 'set app.proxy = true (and app.maxIpsCount to the number of proxies)',
+  trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
+  permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
+  permissiveTrustProxyHint: 'Set app.maxIpsCount to the number of proxies in front of the app (e.g. 1).',
+  options: ['handler'],
 }
 
 /**

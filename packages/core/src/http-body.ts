@@ -1,0 +1,50 @@
+import { toSeconds } from './headers.js'
+import type { HttpConfig } from './http-options.js'
+import type { RateLimitResult } from './result.js'
+
+/** A rendered response body. */
+export interface RenderedBody {
+  contentType: string
+  payload: string
+}
+
+const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+
+/**
+ * The body of a denial: the failure policy's 503 text, the user's `message`, RFC 9457 problem details, or the
+ * default JSON. A `message` function that throws rejects, and the adapter hands the error to the framework.
+ */
+export async function renderBody<Req>(
+  config: HttpConfig<Req>,
+  request: Req,
+  result: RateLimitResult,
+  statusCode: number,
+): Promise<RenderedBody> {
+  if (result.source === 'policy') {
+    return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
+  }
+  const { message } = config
+  if (message !== undefined) {
+    const body = typeof message === 'function' ? await message(request, result) : message
+    return typeof body === 'string' ? { contentType: 'text/plain; charset=utf-8', payload: body } : json(body)
+  }
+  const seconds = toSeconds(result.retryAfter)
+  const detail = `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+  if (config.problemDetails) {
+    return {
+      contentType: 'application/problem+json',
+      payload: JSON.stringify({
+        type: QUOTA_EXCEEDED,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status: statusCode,
+        detail,
+        'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
+      }),
+    }
+  }
+  return json({ error: 'Too Many Requests', message: detail, retryAfter: seconds })
+}
+
+function json(body: unknown): RenderedBody {
+  return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }
+}

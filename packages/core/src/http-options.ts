@@ -1,0 +1,278 @@
+import { ALGORITHMS } from './algorithms/index.js'
+import type { AlgorithmName, Rule } from './algorithms/types.js'
+import type { Duration } from './duration.js'
+import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
+import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED, type HeaderFormat } from './headers.js'
+import { parseIpv6Subnet } from './keys.js'
+import { namesOf, rejectUnknownOptions } from './option-names.js'
+import { parseRules, type RateLimiterOptions } from './options.js'
+import type { RateLimitResult } from './result.js'
+import { MemoryStore } from './stores/memory.js'
+import type { Awaitable } from './stores/types.js'
+
+/** The body of a denied request: a string (sent as text/plain) or an object (sent as JSON). */
+export type ResponseBody = string | Record<string, unknown>
+
+/** Middleware options: the same names and meanings in the Express, Koa and Fastify adapters. */
+export interface HttpRateLimitOptions<Req>
+  extends Pick<
+    RateLimiterOptions,
+    | 'store'
+    | 'prefix'
+    | 'group'
+    | 'timeout'
+    | 'onStoreError'
+    | 'fallback'
+    | 'onError'
+    | 'circuitBreaker'
+    | 'blockedCache'
+  > {
+  /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
+  limit?: number | ((request: Req) => Awaitable<number>)
+  /** The window: ms or `'30s'`, `'1m'`, `'15 minutes'`, `'1h'`… Not with `rules`. @default '1m' */
+  window?: Duration
+  /** The algorithm for `limit` and `window`. Not with `rules`. @default 'sliding-window-counter' */
+  algorithm?: AlgorithmName
+  /** Explicit rules instead of `limit`/`window`/`algorithm`, e.g. `[tokenBucket(...), fixedWindow(...)]`. */
+  rules?: Rule | readonly Rule[]
+  /** The client identifier. @default the client IP (framework trust-proxy rules apply), IPv6 masked to `ipv6Subnet` */
+  key?: (request: Req) => Awaitable<string>
+  /** IPv6 prefix length the default key groups clients by; `false` for full addresses. @default 56 */
+  ipv6Subnet?: number | false
+  /** Requests for which this returns true are not limited and not counted. */
+  skip?: (request: Req) => Awaitable<boolean>
+  /** What a request costs: whole units. @default 1 */
+  cost?: number | ((request: Req) => Awaitable<number>)
+  /** RateLimit header style, or `false` for none. @default 'draft-6' */
+  headers?: HeaderFormat | false
+  /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
+  legacyHeaders?: boolean
+  /** Secret for the draft-8/-11 partition key (`pk`): an HMAC of the key, never the bare key. @default none */
+  partitionKeySecret?: string
+  /** Status of a denied request. @default 429 */
+  statusCode?: number
+  /** Body of a denied request: a string (text/plain), an object (JSON), or a function of the request. */
+  message?: ResponseBody | ((request: Req, result: RateLimitResult) => Awaitable<ResponseBody>)
+  /** Answer denials with an RFC 9457 `application/problem+json` body (the "quota-exceeded" type). @default false */
+  problemDetails?: boolean
+  /**
+   * Give the request back when its response was sent and failed (`requestWasSuccessful` false). A client that
+   * disconnects before its response is sent gets nothing back (docs/counters.md). @default false
+   */
+  skipFailedRequests?: boolean
+  /** Give the request back when its response was sent and succeeded. @default false */
+  skipSuccessfulRequests?: boolean
+  /** What counts as success for the two options above. @default status < 400 */
+  requestWasSuccessful?: (statusCode: number) => boolean
+}
+
+const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
+  store: true,
+  prefix: true,
+  group: true,
+  timeout: true,
+  onStoreError: true,
+  fallback: true,
+  onError: true,
+  circuitBreaker: true,
+  blockedCache: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  rules: true,
+  key: true,
+  ipv6Subnet: true,
+  skip: true,
+  cost: true,
+  headers: true,
+  legacyHeaders: true,
+  partitionKeySecret: true,
+  statusCode: true,
+  message: true,
+  problemDetails: true,
+  skipFailedRequests: true,
+  skipSuccessfulRequests: true,
+  requestWasSuccessful: true,
+})
+
+/** The defaults of the middleware options, in one place. */
+export const HTTP_DEFAULTS = {
+  limit: 100,
+  window: '1m',
+  algorithm: 'sliding-window-counter',
+  cost: 1,
+  headers: 'draft-6',
+  legacyHeaders: false,
+  statusCode: 429,
+  problemDetails: false,
+  skipFailedRequests: false,
+  skipSuccessfulRequests: false,
+  requestWasSuccessful: (statusCode: number) => statusCode < 400,
+} as const satisfies HttpRateLimitOptions<unknown>
+
+/** The middleware options resolved: complete, typed, validated. */
+export interface HttpConfig<Req> {
+  /** The options every `RateLimiter` of this middleware gets (checked by `RateLimiter`). */
+  limiter: Omit<RateLimiterOptions, 'rules'> & { store: NonNullable<RateLimiterOptions['store']> }
+  /** Explicit rules, or undefined when `limit`, `window` and `algorithm` make them. */
+  rules: readonly Rule[] | undefined
+  /** Makes the rule for a limit (undefined with `rules`). */
+  makeRule: ((limit: number) => Rule) | undefined
+  limit: number | ((request: Req) => Awaitable<number>)
+  key: ((request: Req) => Awaitable<string>) | undefined
+  ipv6Subnet: number | false
+  skip: ((request: Req) => Awaitable<boolean>) | undefined
+  cost: number | ((request: Req) => Awaitable<number>)
+  headers: HeaderFormat | false
+  legacyHeaders: boolean
+  partitionKeySecret: string | undefined
+  statusCode: number
+  message: HttpRateLimitOptions<Req>['message']
+  problemDetails: boolean
+  skipFailedRequests: boolean
+  skipSuccessfulRequests: boolean
+  requestWasSuccessful: (statusCode: number) => boolean
+}
+
+/**
+ * Resolves middleware options once: refuses unknown names (`adapterNames` are the adapter's own, such as
+ * `handler`), fills every default, and validates each value. `where` names the options in messages.
+ */
+export function resolveHttpOptions<Req>(
+  options: HttpRateLimitOptions<Req>,
+  adapterNames: readonly string[] = [],
+  where = 'rateLimit()',
+): HttpConfig<Req> {
+  requireObject(options, 'options', '{ limit: 100, window: "1m" }')
+  rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
+  checkShapes(options)
+  const { store = new MemoryStore(), prefix, group, timeout, onStoreError, fallback, onError } = options
+  const { circuitBreaker, blockedCache } = options
+  const limiter = {
+    store,
+    prefix,
+    group,
+    timeout,
+    onStoreError,
+    fallback,
+    onError,
+    circuitBreaker,
+    blockedCache,
+  }
+  let makeRule: ((limit: number) => Rule) | undefined
+  if (options.rules === undefined) {
+    const make = ALGORITHMS[options.algorithm ?? HTTP_DEFAULTS.algorithm].fromLimit
+    const window = options.window ?? HTTP_DEFAULTS.window
+    makeRule = (limit) => make(limit, window)
+  }
+  return {
+    limiter,
+    rules: options.rules === undefined ? undefined : parseRules(options.rules),
+    makeRule,
+    limit: options.limit ?? HTTP_DEFAULTS.limit,
+    key: options.key,
+    ipv6Subnet: parseIpv6Subnet(options.ipv6Subnet),
+    skip: options.skip,
+    cost: options.cost ?? HTTP_DEFAULTS.cost,
+    headers: options.headers ?? HTTP_DEFAULTS.headers,
+    legacyHeaders: options.legacyHeaders ?? HTTP_DEFAULTS.legacyHeaders,
+    partitionKeySecret: options.partitionKeySecret,
+    statusCode: options.statusCode ?? HTTP_DEFAULTS.statusCode,
+    message: options.message,
+    problemDetails: options.problemDetails ?? HTTP_DEFAULTS.problemDetails,
+    skipFailedRequests: options.skipFailedRequests ?? HTTP_DEFAULTS.skipFailedRequests,
+    skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
+    requestWasSuccessful: options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful,
+  }
+}
+
+const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const
+const BOOLEAN_OPTIONS = [
+  'legacyHeaders',
+  'problemDetails',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+] as const
+
+/** Checks the form of each middleware option (the `RateLimiter` ones are checked by `RateLimiter`). */
+function checkShapes<Req>(options: HttpRateLimitOptions<Req>): void {
+  for (const name of FUNCTION_OPTIONS) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
+    }
+  }
+  for (const name of BOOLEAN_OPTIONS) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
+    }
+  }
+  const explicit = ['limit', 'window', 'algorithm'].filter(
+    (name) => options[name as keyof typeof options] !== undefined,
+  )
+  if (options.rules !== undefined && explicit.length > 0) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`rules\` replaces \`limit\`, \`window\` and \`algorithm\`: pass either \`rules\` or those, not both (received \`rules\` and \`${explicit.join('`, `')}\`).`,
+      { option: 'rules' },
+    )
+  }
+  const { algorithm } = options
+  if (algorithm !== undefined && (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, algorithm))) {
+    const names = Object.keys(ALGORITHMS).map((name) => `'${name}'`)
+    throw invalid('ERR_RATEWINDOW_INVALID_ALGORITHM', 'algorithm', algorithm, `one of ${names.join(', ')}`)
+  }
+  const { headers } = options
+  if (headers !== undefined && headers !== false && !HEADER_FORMATS.includes(headers)) {
+    const peer =
+      typeof headers === 'object' && headers !== null
+        ? " (custom header names are koa-ratelimit's; ratewindow writes the IETF fields and, with `legacyHeaders`, X-RateLimit-*)"
+        : ''
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', headers, `${HEADER_FORMATS_ALLOWED}${peer}`)
+  }
+  const { statusCode } = options
+  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'statusCode',
+      statusCode,
+      'an HTTP error status from 400 to 599',
+    )
+  }
+  const { limit } = options
+  if (limit !== undefined && typeof limit !== 'function' && typeof limit !== 'number') {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_LIMIT',
+      'limit',
+      limit,
+      'a positive whole number or a function of the request',
+    )
+  }
+  const { cost } = options
+  if (
+    cost !== undefined &&
+    typeof cost !== 'function' &&
+    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
+  ) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_COST',
+      'cost',
+      cost,
+      'a whole number >= 0 or a function of the request',
+    )
+  }
+  const { message } = options
+  if (
+    message !== undefined &&
+    (message === null || !['string', 'object', 'function'].includes(typeof message))
+  ) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'message', message, 'a string, an object or a function')
+  }
+  const secret = options.partitionKeySecret
+  if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`partitionKeySecret\` must be a string of at least 16 characters; received ${describeValue(typeof secret === 'string' ? `${secret.length} characters` : secret)}.`,
+      { option: 'partitionKeySecret' },
+    )
+  }
+}

@@ -1,0 +1,118 @@
+import { RateLimitError } from './errors.js'
+
+/**
+ * The names of an options type, checked by the compiler both ways: a field added to the type and not listed
+ * (or listed and not in the type) fails typecheck, so the runtime check cannot drift from the types.
+ * @example const NAMES = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
+ */
+export function namesOf<T>(names: Record<keyof Required<T>, true>): readonly string[] {
+  return Object.freeze(Object.keys(names))
+}
+
+const ERL = 'express-rate-limit'
+const FRL = '@fastify/rate-limit'
+const KRL = 'koa-ratelimit'
+
+/**
+ * Names users bring from express-rate-limit, @fastify/rate-limit and koa-ratelimit, with ours. Only names
+ * that ours do not already share (`limit`, `store`, `skip`, `message`, `statusCode`, `handler`, …).
+ */
+const PEER_NAMES: Readonly<Record<string, { from: string; use: string }>> = {
+  max: { from: `${ERL}, ${FRL} and ${KRL}`, use: '`limit: 100`' },
+  windowMs: { from: ERL, use: "`window`: milliseconds or a string such as '15m' or '15 minutes'" },
+  timeWindow: { from: FRL, use: "`window`: milliseconds or a string such as '1m' or '1 minute'" },
+  duration: { from: KRL, use: "`window`: milliseconds or a string such as '1h'" },
+  keyGenerator: { from: `${ERL} and ${FRL}`, use: '`key: (request) => string`' },
+  id: { from: KRL, use: '`key: (ctx) => string`' },
+  standardHeaders: { from: ERL, use: "`headers: 'draft-6' | 'draft-7' | 'draft-8' | false`" },
+  enableDraftSpec: { from: FRL, use: "`headers: 'draft-6' | 'draft-7' | 'draft-8' | false`" },
+  draft_polli_ratelimit_headers: { from: ERL, use: "`headers: 'draft-6'`" },
+  addHeaders: { from: FRL, use: '`headers` (a format or `false`) and `legacyHeaders`' },
+  addHeadersOnExceeding: { from: FRL, use: '`headers` (a format or `false`) and `legacyHeaders`' },
+  disableHeader: { from: KRL, use: '`headers: false`' },
+  allowList: { from: FRL, use: '`skip: (request) => boolean`' },
+  whitelist: { from: KRL, use: '`skip: (ctx) => boolean`' },
+  allowlist: { from: KRL, use: '`skip: (ctx) => boolean`' },
+  blacklist: { from: KRL, use: 'a middleware of your own before the limiter (ratewindow has no block list)' },
+  blocklist: { from: KRL, use: 'a middleware of your own before the limiter (ratewindow has no block list)' },
+  ban: { from: FRL, use: 'a middleware of your own (ratewindow has no ban list)' },
+  errorResponseBuilder: { from: FRL, use: '`message: (request, result) => body` or `handler`' },
+  errorMessage: { from: KRL, use: '`message`' },
+  throw: { from: KRL, use: '`handler: (ctx) => ctx.throw(429)`' },
+  onLimitReached: { from: ERL, use: '`handler` (called for each denied request)' },
+  onExceeded: { from: FRL, use: '`handler` (called for each denied request)' },
+  onExceeding: { from: FRL, use: '`handler` (denied requests) or read `request.rateLimit`' },
+  onBanReach: { from: FRL, use: '`handler`' },
+  onLimited: { from: KRL, use: '`handler` (called for each denied request)' },
+  db: { from: KRL, use: '`store: new RedisStore({ client })` or `store: new MemoryStore()`' },
+  driver: { from: KRL, use: '`store: new RedisStore({ client })` or `store: new MemoryStore()`' },
+  redis: { from: FRL, use: '`store: new RedisStore({ client: redis })`' },
+  cache: { from: FRL, use: '`store: new MemoryStore({ maxKeys })`' },
+  skipOnError: { from: FRL, use: "`onStoreError: 'allow'` (the default; 'deny' fails closed)" },
+  passOnStoreError: { from: ERL, use: "`onStoreError: 'allow'` (the default; 'deny' fails closed)" },
+  groupId: { from: FRL, use: "`group: 'name'` (one budget shared by every limiter of the group)" },
+  nameSpace: { from: FRL, use: '`prefix`' },
+  keyPrefix: { from: 'rate-limiter-flexible', use: '`prefix`' },
+  identifier: {
+    from: ERL,
+    use: "`rules: [slidingWindowCounter({ limit, window, name: 'api' })]` (the `name`)",
+  },
+  requestPropertyName: {
+    from: ERL,
+    use: 'the result, always at `req.rateLimit` / `ctx.state.rateLimit` / `request.rateLimit`',
+  },
+  validate: { from: ERL, use: 'nothing: ratewindow always validates its options at construction' },
+  continueExceeding: { from: FRL, use: 'nothing: a denied request is never counted' },
+  exponentialBackoff: { from: FRL, use: 'nothing (no backoff); see `rules` to combine windows' },
+  logLevel: { from: FRL, use: '`onError` (receives every store failure)' },
+  delayMs: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
+  delayAfter: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
+}
+
+/** Names of one adapter that another adapter's users may try. */
+const ADAPTER_ONLY: Readonly<Record<string, string>> = {
+  global: '@ratewindow/fastify (plugin option)',
+  hook: '@ratewindow/fastify',
+}
+
+/**
+ * Throws `ERR_RATEWINDOW_UNKNOWN_OPTION` for the first own property of `options` not in `known`, naming it
+ * and, for a peer library's name, the option to use instead. `where` names the options object, e.g.
+ * `'rateLimit()'` or `'MemoryStore'`.
+ */
+export function rejectUnknownOptions(options: object, known: readonly string[], where: string): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue
+    throw new RateLimitError('ERR_RATEWINDOW_UNKNOWN_OPTION', unknownMessage(name, known, where), {
+      option: name,
+    })
+  }
+}
+
+function unknownMessage(name: string, known: readonly string[], where: string): string {
+  const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name
+  const head = `Unknown option \`${shown}\` in ${where} options`
+  const peer = Object.hasOwn(PEER_NAMES, name) ? PEER_NAMES[name] : undefined
+  if (peer !== undefined)
+    return `${head}: \`${name}\` is ${peer.from}'s name. With ratewindow use ${peer.use}.`
+  const adapter = Object.hasOwn(ADAPTER_ONLY, name) ? ADAPTER_ONLY[name] : undefined
+  if (adapter !== undefined) return `${head}: \`${name}\` is an option of ${adapter} only.`
+  const close = known.find((candidate) => editDistance(candidate.toLowerCase(), name.toLowerCase()) <= 2)
+  const hint = close === undefined ? '' : ` Did you mean \`${close}\`?`
+  return `${head}.${hint} Known options: ${known.join(', ')}.`
+}
+
+/** Levenshtein distance, for "did you mean" on short option names. */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2 || a.length > 40 || b.length > 40) return 3
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution)
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
