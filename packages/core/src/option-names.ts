@@ -80,7 +80,8 @@ const ADAPTER_ONLY: Readonly<Record<string, string>> = {
  * and, for a peer library's name, the option to use instead. `where` names the options object, e.g.
  * `'rateLimit()'` or `'MemoryStore'`.
  */
-export function rejectUnknownOptions(options: object, known: readonly string[], where: string): void {
+export function rejectUnknownOptions(options: unknown, known: readonly string[], where: string): void {
+  if (typeof options !== 'object' || options === null) return
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue
     throw new RateLimitError('ERR_RATEWINDOW_UNKNOWN_OPTION', unknownMessage(name, known, where), {

@@ -1,5 +1,6 @@
 import { formatDuration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
 
 /**
@@ -25,6 +26,8 @@ export function isRule(value: unknown): value is Rule {
  * NOTE: 2^50 leaves room for the sums of up to eight such products below 2^53.
  */
 export const MAX_PRODUCT = 2 ** 50
+
+const WINDOW_RULE_OPTIONS = namesOf<WindowRuleOptions>({ limit: true, window: true, name: true })
 
 /** Validates a whole, positive count such as `limit` or `capacity`. */
 export function parseCount(value: unknown, option: string): number {
@@ -65,6 +68,7 @@ export function windowRule(
   maxCost = Number.POSITIVE_INFINITY,
 ): Rule {
   requireObject(options, algorithm, '{ limit: 100, window: "1m" }')
+  rejectUnknownOptions(options, WINDOW_RULE_OPTIONS, `${algorithm} rule`)
   const limit = parseCount(options.limit, 'limit')
   const windowMs = parseDuration(options.window, 'window')
   checkProduct(limit, windowMs, '`limit` × `window` (ms)')

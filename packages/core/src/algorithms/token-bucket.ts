@@ -1,5 +1,6 @@
 import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { requireObject } from '../errors.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { checkProduct, makeRule, parseCount, parseRuleName } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
 
@@ -28,6 +29,13 @@ interface TokenBucketState {
 
 const CODE = 4
 
+const TOKEN_BUCKET_OPTIONS = namesOf<TokenBucketOptions>({
+  capacity: true,
+  refillRate: true,
+  interval: true,
+  name: true,
+})
+
 /**
  * Token bucket: bursts up to `capacity`, sustained `refillRate` per `interval`. O(1) memory. Beyond the
  * reference articles: use it when clients should be able to burst and then continue at an average rate.
@@ -35,6 +43,7 @@ const CODE = 4
  */
 export function tokenBucket(options: TokenBucketOptions): Rule {
   requireObject(options, 'token-bucket', '{ capacity: 20, refillRate: 5 }')
+  rejectUnknownOptions(options, TOKEN_BUCKET_OPTIONS, 'token-bucket rule')
   const capacity = parseCount(options.capacity, 'capacity')
   const refillRate = parseCount(options.refillRate, 'refillRate')
   const intervalMs = options.interval === undefined ? 1000 : parseDuration(options.interval, 'interval')

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { decideLocally } from './decide.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
@@ -30,6 +31,7 @@ interface Entry {
   newer: Entry | undefined
 }
 
+const MEMORY_STORE_OPTIONS = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
 const SWEEP_SLICE = 5_000
 /** Identifiers longer than this are hashed, so that a memory bound in keys is a bound in bytes too. */
 const MAX_RAW_KEY_LENGTH = 128
@@ -63,6 +65,7 @@ export class MemoryStore implements Store {
   #sweeping = false
 
   constructor(options: MemoryStoreOptions = {}) {
+    rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
     const { clock = Date.now, maxKeys = 100_000, sweepInterval = '1m' } = options
     if (typeof clock !== 'function')
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './redis-eviction.js'
@@ -23,6 +24,8 @@ export interface RedisStoreOptions {
    */
   clock?: () => number
 }
+
+const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
 
 /** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
 interface Prepared {
@@ -55,6 +58,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
+    rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
     const { client, prefix = '', clock } = options
     const runner = scriptRunnerFor(client)
     if (runner === undefined) {
