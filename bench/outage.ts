@@ -117,7 +117,7 @@ async function failover(): Promise<string[][]> {
   const rule = fixedWindow({ limit: 1_000_000, window: '1h' })
   const limiter = new RateLimiter({ rules: rule, store, timeout: '200ms', onError: () => {} })
   await limiter.limit('client')
-  const slot = Number(await client.cluster('KEYSLOT', store.keyFor('rw', 'client', rule)))
+  const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.namespace, 'client', rule)))
   const owner = (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)![2]![1]
   const killed = performance.now()
   await cluster.nodes.find((node) => node.port === owner)!.kill('SIGKILL')

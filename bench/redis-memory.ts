@@ -42,7 +42,7 @@ try {
       })
       for (let i = 0; i < limit; i++) await timed.limit(`user-${limit}`)
       const bytes = Number(
-        await client.memory('USAGE', store.keyFor('mem', `user-${limit}`, rule), 'SAMPLES', '0'),
+        await client.memory('USAGE', store.keyFor(timed.namespace, `user-${limit}`, rule), 'SAMPLES', '0'),
       )
       row.push(String(bytes), name === 'sliding-window-log' ? (bytes / limit).toFixed(1) : '-')
     }

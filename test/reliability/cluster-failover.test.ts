@@ -37,7 +37,7 @@ describe.each(CLIENT_FAMILIES)('RedisStore with $name on a Cluster during a fail
 
     await cluster.waitForReplication()
     // Find and kill the master that owns the client's slot.
-    const key = store.keyFor('rw', 'client', rule)
+    const key = store.keyFor(limiter.namespace, 'client', rule)
     const slot = Number(await cluster.nodes[0]!.cli('cluster', 'keyslot', key))
     const owner = await cluster.slotOwner(slot)
     const master = cluster.nodes.find((node) => node.port === owner)!
