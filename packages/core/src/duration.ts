@@ -1,12 +1,36 @@
 import { invalid } from './errors.js'
 
-/** A duration: whole milliseconds, or a string such as `'500ms'`, `'30s'`, `'1m'`, `'1h'`, `'1d'`. */
-export type Duration = number | `${number}${DurationUnit}`
+/**
+ * A duration: whole milliseconds, or a number with a unit as users write it: `'500ms'`, `'30s'`, `'1m'`,
+ * `'1.5h'`, `'1d'`, `'30 seconds'`, `'15 minutes'`, `'1 hour'`. The result must be a whole number of ms > 0.
+ */
+export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit | DurationWord}`
 export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd'
+/** Unit words, singular or plural. */
+export type DurationWord =
+  | 'millisecond'
+  | 'milliseconds'
+  | 'second'
+  | 'seconds'
+  | 'minute'
+  | 'minutes'
+  | 'hour'
+  | 'hours'
+  | 'day'
+  | 'days'
 
 const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-const DURATION_PATTERN = /^(\d+)(ms|s|m|h|d)$/
-const ALLOWED = "a positive whole number of milliseconds or a string like '500ms', '30s', '1m', '1h', '1d'"
+const WORD_UNIT: Record<string, DurationUnit> = {
+  millisecond: 'ms',
+  second: 's',
+  minute: 'm',
+  hour: 'h',
+  day: 'd',
+}
+const DURATION_PATTERN =
+  /^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) ?(ms|s|m|h|d|(millisecond|second|minute|hour|day)s?)$/
+const ALLOWED =
+  "a positive whole number of milliseconds or a string like '500ms', '30s', '1m', '15 minutes', '1h', '1d'"
 
 /**
  * Parses a duration into whole milliseconds. Throws a `RateLimitError` naming `option` when the value is
@@ -17,7 +41,7 @@ export function parseDuration(value: unknown, option: string): number {
   if (typeof value === 'number') ms = value
   else if (typeof value === 'string') {
     const match = DURATION_PATTERN.exec(value.trim())
-    if (match) ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit]
+    if (match) ms = Number(match[1]) * UNIT_MS[match[3] ? WORD_UNIT[match[3]]! : (match[2] as DurationUnit)]
   }
   if (ms === undefined || !Number.isSafeInteger(ms) || ms <= 0) {
     throw invalid('ERR_RATEWINDOW_INVALID_WINDOW', option, value, ALLOWED)

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseDuration } from '../src/duration.js'
+import { type Duration, parseDuration } from '../src/duration.js'
 import {
   fixedWindow,
   HttpRateLimiter,
@@ -23,6 +23,11 @@ function errorOf(fn: () => unknown): RateLimitError {
 }
 
 describe('durations', () => {
+  it('parses every spelling the Duration type accepts (types and runtime agree)', () => {
+    const spellings: Duration[] = [500, '500ms', '1.5s', '30 s', '1 minute', '15 minutes', '2h', '1 day']
+    for (const spelling of spellings) expect(parseDuration(spelling, 'window')).toBeGreaterThan(0)
+  })
+
   it.each([
     [500, 500],
     ['500ms', 500],
@@ -30,21 +35,41 @@ describe('durations', () => {
     ['1m', 60_000],
     ['1h', 3_600_000],
     ['1d', 86_400_000],
+    ['1.5s', 1_500],
+    ['30 s', 30_000],
+    ['1 minute', 60_000],
+    ['15 minutes', 900_000],
+    ['1 hour', 3_600_000],
+    ['2 days', 172_800_000],
+    ['250 milliseconds', 250],
+    ['1e3ms', 1_000],
   ])('%s is %d ms', (input, ms) => {
     expect(parseDuration(input, 'window')).toBe(ms)
   })
 
-  it.each(['1x', '', '1.5s', '-1s', 0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, null, '10'])(
-    'rejects %s naming the option and the value',
-    (input) => {
-      const error = errorOf(() => fixedWindow({ limit: 1, window: input as never }))
-      expect(error.code).toBe('ERR_RATEWINDOW_INVALID_WINDOW')
-      expect(error.option).toBe('window')
-      expect(error.message).toContain('`window`')
-      expect(error.message).toContain('received')
-      expect(error.message).toContain("'30s'")
-    },
-  )
+  it.each([
+    '1x',
+    '',
+    '1.5ms',
+    '-1s',
+    0,
+    -5,
+    1.5,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    null,
+    '10',
+    '1  minute',
+    'Infinity s',
+    '1 Minute',
+  ])('rejects %s naming the option and the value', (input) => {
+    const error = errorOf(() => fixedWindow({ limit: 1, window: input as never }))
+    expect(error.code).toBe('ERR_RATEWINDOW_INVALID_WINDOW')
+    expect(error.option).toBe('window')
+    expect(error.message).toContain('`window`')
+    expect(error.message).toContain('received')
+    expect(error.message).toContain("'30s'")
+  })
 })
 
 describe('rule options', () => {
