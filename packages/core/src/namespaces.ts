@@ -59,7 +59,8 @@ interface Claim {
   group: string | undefined
   /** Rules with limits: the members of a group must agree on them. */
   rules: string
-  owner: object
+  /** Weakly held: a limiter that was garbage-collected no longer holds its namespace. */
+  owner: WeakRef<object>
 }
 
 /** Namespaces claimed in this process, per store object. */
@@ -84,7 +85,8 @@ export function claimNamespace(
   }
   const signature = rules.map((rule) => `${rule.id}x${rule.limit}`).join('+')
   const existing = byNamespace.get(namespace)
-  if (existing !== undefined && existing.owner !== owner) {
+  const holder = existing?.owner.deref()
+  if (existing !== undefined && holder !== undefined && holder !== owner) {
     if (group === undefined) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_SHARED_COUNTER',
@@ -101,8 +103,8 @@ export function claimNamespace(
     }
     return () => {}
   }
-  if (existing === undefined) byNamespace.set(namespace, { group, rules: signature, owner })
+  if (holder === undefined) byNamespace.set(namespace, { group, rules: signature, owner: new WeakRef(owner) })
   return () => {
-    if (byNamespace.get(namespace)?.owner === owner) byNamespace.delete(namespace)
+    if (byNamespace.get(namespace)?.owner.deref() === owner) byNamespace.delete(namespace)
   }
 }

@@ -1,0 +1,350 @@
+/**
+ * Limiters combined the way applications combine them: a global limiter and per-route limiters on ONE shared
+ * store (memory, Redis, Redis Cluster), named groups, Fastify option merges, several registrations, auth hooks,
+ * and option names brought from the peer libraries. Every adapter and framework version.
+ */
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import Router from '@koa/router'
+import { MemoryStore, RedisStore, type Store, slidingWindowLog, tokenBucket } from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import express5 from 'express'
+import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
+import request from 'supertest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { clusterClient, standaloneClient } from '../support/redis.js'
+import type { CommonOptions } from './harness.js'
+
+const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
+
+interface Spec {
+  /** Applied to every route (Fastify: the plugin options). */
+  global?: CommonOptions
+  /** Per-route limiters (Fastify: `config.rateLimit`, merged over the plugin options). */
+  routes?: Partial<Record<(typeof PATHS)[number], CommonOptions>>
+}
+
+interface App {
+  url: string
+  close(): Promise<void>
+}
+
+interface Adapter {
+  name: string
+  start(spec: Spec): Promise<App>
+}
+
+async function listening(server: import('node:http').Server, close: () => Promise<void>): Promise<App> {
+  if (!server.listening) await once(server, 'listening')
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close }
+}
+
+function expressAdapter(name: string, create: typeof express5): Adapter {
+  return {
+    name,
+    async start({ global, routes = {} }) {
+      const app = create()
+      if (global) app.use(expressRateLimit(global))
+      for (const path of PATHS) {
+        const route = routes[path]
+        app.get(path, ...(route ? [expressRateLimit(route)] : []), (_request, response) => {
+          response.send(`ok ${path}`)
+        })
+      }
+      app.use((error: Error & { code?: string }, _q: unknown, response: express5.Response, _n: unknown) => {
+        response.status(500).json({ error: error.code ?? error.message })
+      })
+      const server = app.listen(0, '127.0.0.1')
+      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+    },
+  }
+}
+
+function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
+  return {
+    name,
+    async start({ global, routes = {} }) {
+      const app = new Koa()
+      const router = new Router()
+      app.use(async (ctx, next) => {
+        try {
+          await next()
+        } catch (error) {
+          ctx.status = 500
+          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
+        }
+      })
+      if (global) app.use(koaRateLimit(global))
+      for (const path of PATHS) {
+        const route = routes[path]
+        if (route) router.get(path, koaRateLimit(route), (ctx) => void (ctx.body = `ok ${path}`))
+        else router.get(path, (ctx) => void (ctx.body = `ok ${path}`))
+      }
+      app.use(router.routes())
+      const server = app.listen(0, '127.0.0.1')
+      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+    },
+  }
+}
+
+function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
+  return {
+    name,
+    async start({ global, routes = {} }) {
+      const app = create()
+      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
+        void reply.code(500).send({ error: error.code ?? error.message })
+      })
+      try {
+        await app.register(fastifyRateLimit, {
+          ...(global ?? {}),
+          global: global !== undefined,
+        } as FastifyRateLimitOptions)
+        for (const path of PATHS) {
+          const route = routes[path]
+          app.get(path, { config: route ? { rateLimit: route as never } : {} }, async () => `ok ${path}`)
+        }
+        await app.listen({ port: 0, host: '127.0.0.1' })
+      } catch (error) {
+        await app.close()
+        throw error
+      }
+      return listening(app.server, () => app.close())
+    },
+  }
+}
+
+const ADAPTERS: Adapter[] = [
+  expressAdapter('Express 5', express5),
+  expressAdapter('Express 4', express4 as unknown as typeof express5),
+  koaAdapter('Koa 3 + @koa/router', Koa3),
+  koaAdapter('Koa 2 + @koa/router', Koa2 as unknown as typeof Koa3),
+  fastifyAdapter('Fastify 5', fastify5),
+  fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
+]
+
+let stores = 0
+const STORES: [string, () => Store][] = [
+  ['one MemoryStore', () => new MemoryStore()],
+  [
+    'one RedisStore',
+    () => new RedisStore({ client: standaloneClient(), prefix: `comp${process.pid}x${stores++}:` }),
+  ],
+  [
+    'one RedisStore on a Cluster',
+    () => new RedisStore({ client: clusterClient(), prefix: `comp${process.pid}x${stores++}:` }),
+  ],
+]
+
+const statuses = async (url: string, path: string, times: number) => {
+  const codes: number[] = []
+  for (let i = 0; i < times; i++) codes.push((await request(url).get(path)).status)
+  return codes
+}
+
+describe.each(ADAPTERS)('$name', (adapter) => {
+  let app: App | undefined
+  afterEach(async () => {
+    await app?.close()
+    app = undefined
+  })
+  const start = async (spec: Spec) => {
+    app = await adapter.start(spec)
+    return app.url
+  }
+
+  describe.each(STORES)('on %s', (_, makeStore) => {
+    it('keeps a global and a per-route limiter apart (regression: the route answered 429 at once)', async () => {
+      const store = makeStore()
+      const url = await start({ global: { limit: 10, store }, routes: { '/login': { limit: 3, store } } })
+      expect(await statuses(url, '/', 3)).toEqual([200, 200, 200])
+      expect(await statuses(url, '/login', 4)).toEqual([200, 200, 200, 429])
+      expect((await request(url).get('/').expect(200)).headers['ratelimit-limit']).toBe('10')
+    })
+
+    it('shares one budget across the routes of a named group, not one per route', async () => {
+      const store = makeStore()
+      const login = { limit: 3, window: '1m', group: 'login', store } as const
+      const url = await start({ routes: { '/a': login, '/b': login, '/c': login } })
+      expect([
+        ...(await statuses(url, '/a', 1)),
+        ...(await statuses(url, '/b', 1)),
+        ...(await statuses(url, '/c', 1)),
+      ]).toEqual([200, 200, 200])
+      expect(await statuses(url, '/a', 1)).toEqual([429])
+      expect(await statuses(url, '/c', 1)).toEqual([429])
+      expect(await statuses(url, '/', 2)).toEqual([200, 200])
+    })
+
+    it('keeps limiters with different algorithms or windows apart on the one store', async () => {
+      const store = makeStore()
+      const url = await start({
+        global: { rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1m' }), store },
+        routes: {
+          '/a': { rules: slidingWindowLog({ limit: 2, window: '1m' }), store },
+          '/b': { limit: 2, window: '30s', store },
+        },
+      })
+      expect(await statuses(url, '/a', 3)).toEqual([200, 200, 429])
+      expect(await statuses(url, '/b', 3)).toEqual([200, 200, 429])
+    })
+  })
+
+  it('refuses two limiters that would silently share a counter, or keeps them apart by route', async () => {
+    const store = new MemoryStore()
+    const spec = { global: { limit: 3, store }, routes: { '/login': { limit: 3, store } } }
+    if (adapter.name.startsWith('Fastify')) {
+      // A Fastify route limiter counts under its own route.
+      const url = await start(spec)
+      expect(await statuses(url, '/', 3)).toEqual([200, 200, 200])
+      expect(await statuses(url, '/login', 4)).toEqual([200, 200, 200, 429])
+      return
+    }
+    await expect(adapter.start(spec)).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_SHARED_COUNTER',
+      message: expect.stringMatching(/`prefix`.*`group`/),
+    })
+    const fresh = new MemoryStore()
+    const url = await start({
+      global: { limit: 3, store: fresh },
+      routes: { '/login': { limit: 3, store: fresh, prefix: 'login' } },
+    })
+    expect(await statuses(url, '/', 3)).toEqual([200, 200, 200])
+    expect(await statuses(url, '/login', 1)).toEqual([429]) // the global limiter applies to /login too
+  })
+
+  it.each([
+    ['express-rate-limit', { max: 2, windowMs: 60_000 }, 'max', '`limit'],
+    ['express-rate-limit', { limit: 2, standardHeaders: 'draft-7' }, 'standardHeaders', '`headers'],
+    ['express-rate-limit', { limit: 2, keyGenerator: () => 'k' }, 'keyGenerator', '`key'],
+    ['@fastify/rate-limit', { max: 2, timeWindow: '1 minute' }, 'max', '`limit'],
+    ['@fastify/rate-limit', { limit: 2, timeWindow: '1 minute' }, 'timeWindow', '`window'],
+    ['@fastify/rate-limit', { limit: 2, allowList: ['127.0.0.1'] }, 'allowList', '`skip'],
+    [
+      '@fastify/rate-limit',
+      { limit: 2, errorResponseBuilder: () => ({}) },
+      'errorResponseBuilder',
+      '`message',
+    ],
+    ['koa-ratelimit', { duration: 60_000, limit: 2 }, 'duration', '`window'],
+    ['koa-ratelimit', { limit: 2, id: () => 'k' }, 'id', '`key'],
+    ['koa-ratelimit', { limit: 2, whitelist: () => false }, 'whitelist', '`skip'],
+    ['koa-ratelimit', { limit: 2, driver: 'memory', db: new Map() }, 'driver', '`store'],
+  ])('refuses %s option names with the name to use: %j', async (_, options, name, use) => {
+    const expected = { code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: name }
+    const error = await adapter.start({ global: options as CommonOptions }).catch((caught: unknown) => caught)
+    expect(error).toMatchObject(expected)
+    expect((error as Error).message).toContain(use)
+    const routeError = await adapter
+      .start({ routes: { '/login': options as CommonOptions } })
+      .catch((caught: unknown) => caught)
+    expect(routeError).toMatchObject(expected)
+    if (adapter.name.startsWith('Fastify')) expect((routeError as Error).message).toContain('GET /login')
+  })
+})
+
+describe.each([
+  ['Fastify 5', fastify5],
+  ['Fastify 4', fastify4 as unknown as typeof fastify5],
+])('%s composition', (_, create) => {
+  it("a route's rules replace the plugin's limit and window (the README snippet)", async () => {
+    const app = create()
+    await app.register(fastifyRateLimit, { limit: 100, window: '1m' })
+    app.get('/', async () => 'ok')
+    app.post(
+      '/login',
+      { config: { rateLimit: { rules: slidingWindowLog({ limit: 2, window: '15 minutes' }) } } },
+      async () => 'in',
+    )
+    await app.ready()
+    expect((await app.inject('/')).headers['ratelimit-limit']).toBe('100')
+    const codes = []
+    for (let i = 0; i < 3; i++) codes.push((await app.inject({ method: 'POST', url: '/login' })).statusCode)
+    expect(codes).toEqual([200, 200, 429])
+    await app.close()
+  })
+
+  it("a route's limit replaces the plugin's rules", async () => {
+    const app = create()
+    await app.register(fastifyRateLimit, { rules: tokenBucket({ capacity: 50, refillRate: 5 }) })
+    app.get('/', async () => 'ok')
+    app.get('/strict', { config: { rateLimit: { limit: 1, window: '1 minute' } } }, async () => 'ok')
+    await app.ready()
+    expect((await app.inject('/')).headers['ratelimit-limit']).toBe('50')
+    expect((await app.inject('/strict')).statusCode).toBe(200)
+    expect((await app.inject('/strict')).statusCode).toBe(429)
+    await app.close()
+  })
+
+  it('enforces two registrations (per IP and per user), each counting a request once', async () => {
+    const app = create()
+    await app.register(fastifyRateLimit, { limit: 3, prefix: 'ip' })
+    await app.register(fastifyRateLimit, {
+      limit: 2,
+      prefix: 'user',
+      key: (request) => String(request.headers['x-user'] ?? 'anonymous'),
+    })
+    app.get('/', async () => 'ok')
+    await app.ready()
+    const as = (user: string) => app.inject({ url: '/', headers: { 'x-user': user } })
+    expect((await as('alice')).statusCode).toBe(200)
+    expect((await as('alice')).statusCode).toBe(200)
+    expect((await as('alice')).statusCode).toBe(429) // the per-user limit
+    expect((await as('bob')).statusCode).toBe(200) // third for the IP: not yet over its 3
+    expect((await as('carol')).statusCode).toBe(429) // the per-IP limit
+    await app.close()
+  })
+
+  it("hook 'preHandler' sees the user a route's auth hook set; 'onRequest' runs before it", async () => {
+    const auth = async (request: { headers: Record<string, unknown>; user?: unknown }) => {
+      request.user = request.headers['x-token'] ?? null
+    }
+    const key = (request: unknown) => `user:${String((request as { user?: unknown }).user)}`
+    for (const [where, hook, separate] of [
+      ['plugin', 'preHandler', true],
+      ['route', 'preHandler', true],
+      ['plugin', 'onRequest', false],
+    ] as const) {
+      const app = create()
+      app.decorateRequest('user', null)
+      const options = { limit: 1, key, hook }
+      await app.register(fastifyRateLimit, where === 'plugin' ? options : { global: false })
+      app.get(
+        '/',
+        { onRequest: auth as never, config: where === 'route' ? { rateLimit: options } : {} },
+        async () => 'ok',
+      )
+      await app.ready()
+      const as = (token: string) => app.inject({ url: '/', headers: { 'x-token': token } })
+      expect((await as('alice')).statusCode).toBe(200)
+      // Before authentication every user is `user:null`, one bucket; after it, one bucket per user.
+      expect((await as('bob')).statusCode).toBe(separate ? 200 : 429)
+      expect((await as('alice')).statusCode).toBe(429)
+      await app.close()
+    }
+  })
+
+  it('refuses an unknown hook and an unknown route option', async () => {
+    const app = create()
+    await expect(app.register(fastifyRateLimit, { hook: 'preValidation' as never })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'hook',
+    })
+    await app.close()
+    const second = create()
+    await second.register(fastifyRateLimit, { limit: 5 })
+    const error = await (async () => {
+      second.get('/', { config: { rateLimit: { limt: 2 } as never } }, async () => 'ok')
+      await second.ready()
+    })().catch((caught: unknown) => caught)
+    expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: 'limt' })
+    expect((error as Error).message).toMatch(/Did you mean `limit`/)
+    await second.close()
+  })
+})
