@@ -35,13 +35,28 @@ export interface RunningApp {
 }
 
 /**
- * Routes: GET / (200 "ok"), GET /fail (500), GET /limited (the per-route limit), GET /state (the result the
+ * Routes: GET / (200 "ok"), GET /fail (500), GET /slow (200 once `slowRoute.release()` is called), GET /limited (the per-route limit), GET /state (the result the
  * adapter exposed on the request, as JSON).
  */
 export interface Framework {
   name: string
   start(spec: AppSpec): Promise<RunningApp>
 }
+
+const waiting: (() => void)[] = []
+
+/** GET /slow answers only when the test calls `slowRoute.release()`: to disconnect while a handler runs. */
+export const slowRoute = {
+  /** Handlers of /slow running now. */
+  get running(): number {
+    return waiting.length
+  },
+  release(): void {
+    for (const resume of waiting.splice(0)) resume()
+  },
+}
+
+const untilReleased = () => new Promise<void>((resolve) => waiting.push(resolve))
 
 async function listen(server: Server): Promise<RunningApp> {
   if (!server.listening) {
@@ -68,6 +83,10 @@ function expressFramework(name: string, create: typeof express5): Framework {
       })
       app.get('/fail', (_request, response) => {
         response.status(500).send('failed')
+      })
+      app.get('/slow', async (_request, response) => {
+        await untilReleased()
+        if (!response.destroyed) response.send('late')
       })
       app.get('/limited', ...(route ? [expressRateLimit(route)] : []), (_request, response) => {
         response.send('limited route')
@@ -110,8 +129,11 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
         if (ctx.path === '/limited' && perRoute) return perRoute(ctx, next)
         return next()
       })
-      app.use((ctx) => {
-        if (ctx.path === '/fail') {
+      app.use(async (ctx) => {
+        if (ctx.path === '/slow') {
+          await untilReleased()
+          ctx.body = 'late'
+        } else if (ctx.path === '/fail') {
           ctx.status = 500
           ctx.body = 'failed'
         } else if (ctx.path === '/limited') ctx.body = 'limited route'
@@ -137,6 +159,10 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
       } as FastifyRateLimitOptions)
       app.get('/', async () => 'ok')
       app.get('/fail', async (_request, reply) => reply.code(500).send('failed'))
+      app.get('/slow', async () => {
+        await untilReleased()
+        return 'late'
+      })
       app.get('/limited', { config: route ? { rateLimit: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)
       await app.listen({ port: 0, host: '127.0.0.1' })

@@ -1,0 +1,116 @@
+/**
+ * User callbacks that throw or reject, and clients that disconnect: in every adapter, nothing crashes the
+ * process, nothing is left as an unhandled rejection, and each ends as a documented outcome.
+ */
+import { request as httpRequest } from 'node:http'
+import { MemoryStore } from '@ratewindow/core'
+import request from 'supertest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { type AppSpec, type CommonOptions, FRAMEWORKS, type RunningApp, slowRoute } from './harness.js'
+
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+beforeAll(() => {
+  process.on('unhandledRejection', onUnhandled)
+})
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled)
+})
+
+const boom = () => Object.assign(new Error('callback failed'), { code: 'CALLBACK_FAILED' })
+const throwing = () => {
+  throw boom()
+}
+const rejecting = () => Promise.reject(boom())
+
+/** Options whose callback fails on the first request (`limit: 1` then `message`/`handler` on the second). */
+const FAILING: [string, (fail: () => never | Promise<never>) => CommonOptions, number][] = [
+  ['key', (fail) => ({ key: fail as never }), 1],
+  ['limit', (fail) => ({ limit: fail as never }), 1],
+  ['cost', (fail) => ({ cost: fail as never }), 1],
+  ['skip', (fail) => ({ skip: fail as never }), 1],
+  ['message', (fail) => ({ limit: 1, message: fail as never }), 2],
+  ['handler', (fail) => ({ limit: 1, handler: fail }) as CommonOptions, 2],
+]
+
+describe.each(FRAMEWORKS)('$name', (framework) => {
+  let app: RunningApp | undefined
+  afterEach(async () => {
+    slowRoute.release()
+    await app?.close()
+    app = undefined
+    // Let any stray rejection surface before checking.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(unhandled).toEqual([])
+  })
+  const start = async (spec: AppSpec) => {
+    app = await framework.start(spec)
+    return app.url
+  }
+
+  describe.each([
+    ['throws', throwing],
+    ['rejects', rejecting],
+  ] as const)('a callback that %s', (_, fail) => {
+    it.each(FAILING)(
+      '`%s`: the error goes to the framework error handling, the server keeps serving',
+      async (_name, make, nth) => {
+        const url = await start({ global: make(fail as () => never) })
+        for (let i = 1; i < nth; i++) await request(url).get('/').expect(200)
+        expect((await request(url).get('/').expect(500)).body).toEqual({ error: 'CALLBACK_FAILED' })
+        expect((await request(url).get('/').expect(500)).body).toEqual({ error: 'CALLBACK_FAILED' })
+      },
+    )
+  })
+
+  it('`requestWasSuccessful` that throws: the response stands, the request counts, onError hears of it', async () => {
+    const errors: unknown[] = []
+    const url = await start({
+      global: {
+        limit: 2,
+        skipFailedRequests: true,
+        requestWasSuccessful: throwing,
+        onError: (error) => errors.push(error),
+      },
+    })
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/').expect(429) // both counted: no refund without a verdict
+    expect(errors).toHaveLength(2)
+    expect(errors[0]).toMatchObject({ code: 'CALLBACK_FAILED' })
+  })
+
+  it('skipFailedRequests gives nothing back to a client that disconnects once the handler ran (regression)', async () => {
+    const url = await start({ global: { limit: 2, skipFailedRequests: true, store: new MemoryStore() } })
+    for (let i = 0; i < 2; i++) {
+      await new Promise<void>((resolve) => {
+        const pending = httpRequest(`${url}/slow`)
+        pending.on('error', () => {})
+        pending.end()
+        const whenRunning = () => {
+          if (slowRoute.running === 0) return void setImmediate(whenRunning)
+          pending.destroy()
+          resolve()
+        }
+        whenRunning()
+      })
+      await connectionsClosed(app!)
+      slowRoute.release() // the handler finishes after the client left
+    }
+    // Both were admitted and ran their handler; neither was refunded, so the limit holds.
+    await request(url).get('/').expect(429)
+  })
+})
+
+/** Resolves once the server holds no connection: it has seen the client go. */
+function connectionsClosed(app: RunningApp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () =>
+      app.server.getConnections((error, count) => {
+        if (error) reject(error)
+        else if (count === 0) resolve()
+        else setImmediate(check)
+      })
+    check()
+  })
+}
