@@ -149,3 +149,40 @@ describe.each(FRAMEWORKS)('$name without trust proxy', (framework) => {
     }
   })
 })
+
+describe.each(FRAMEWORKS)('$name trusting every proxy hop', (framework) => {
+  it('warns once that clients can choose their key, with the fix for this framework', async () => {
+    const warnings: Error[] = []
+    const listener = (warning: Error) => warnings.push(warning)
+    process.on('warning', listener)
+    const app = await framework.start({ global: { limit: 5 }, trustProxy: 'every-hop' })
+    try {
+      await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.9, 198.51.100.1').expect(200)
+      await request(app.url).get('/').expect(200)
+      await new Promise((resolve) => setImmediate(resolve))
+      const ours = warnings.filter(
+        (warning) => (warning as { code?: string }).code === 'RATEWINDOW_PERMISSIVE_TRUST_PROXY',
+      )
+      // Once per process and adapter: the second version of each framework shares its adapter's warning.
+      expect(ours).toHaveLength(['Express 5', 'Koa 3', 'Fastify 5'].includes(framework.name) ? 1 : 0)
+      const fix = { Express: /trust proxy', 1/, Koa: /maxIpsCount/, Fastify: /Fastify 5/ }
+      for (const warning of ours) {
+        expect(warning.message).toMatch(fix[framework.name.split(' ')[0] as keyof typeof fix])
+      }
+    } finally {
+      process.off('warning', listener)
+      await app.close()
+    }
+  })
+
+  it('keys by the address the framework reports', async () => {
+    const app = await framework.start({ global: { limit: 1 }, trustProxy: true })
+    try {
+      await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.9').expect(200)
+      await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.10').expect(200)
+      await request(app.url).get('/').set('X-Forwarded-For', '198.51.100.1, 203.0.113.10').expect(429)
+    } finally {
+      await app.close()
+    }
+  })
+})

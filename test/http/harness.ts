@@ -24,8 +24,11 @@ export interface AppSpec {
   global?: CommonOptions
   /** Options for one route only: `/limited`. */
   route?: CommonOptions
-  /** Trust X-Forwarded-For (to choose client IPs in tests). @default true */
-  trustProxy?: boolean
+  /**
+   * Trust X-Forwarded-For from the one proxy at 127.0.0.1 (to choose client IPs in tests); `'every-hop'` for
+   * the permissive setting of each framework. @default true
+   */
+  trustProxy?: boolean | 'every-hop'
 }
 
 export interface RunningApp {
@@ -76,7 +79,7 @@ function expressFramework(name: string, create: typeof express5): Framework {
     name,
     async start({ global, route, trustProxy = true }) {
       const app = create()
-      app.set('trust proxy', trustProxy)
+      app.set('trust proxy', trustProxy === 'every-hop' ? true : trustProxy ? 'loopback' : false)
       if (global) app.use(expressRateLimit(global))
       app.get('/', (_request, response) => {
         response.send('ok')
@@ -114,7 +117,8 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
     name,
     async start({ global, route, trustProxy = true }) {
       const app = new Koa()
-      app.proxy = trustProxy
+      app.proxy = trustProxy !== false
+      if (trustProxy === true) app.maxIpsCount = 1
       app.use(async (ctx, next) => {
         try {
           await next()
@@ -149,7 +153,7 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
   return {
     name,
     async start({ global, route, trustProxy = true }) {
-      const app = create({ trustProxy })
+      const app = create({ trustProxy: trustProxy === 'every-hop' ? true : trustProxy ? '127.0.0.1' : false })
       app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
         void reply.code(500).send({ error: error.code ?? error.message })
       })
