@@ -24,7 +24,7 @@ export function createApp(options: { redisUrl?: string } = {}): Express {
   })
   app.post(
     '/login',
-    rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store, prefix: 'login' }),
+    rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store }),
     (_request, response) => {
       response.json({ ok: true })
     },

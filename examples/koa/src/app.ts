@@ -17,9 +17,11 @@ export function createApp(options: { redisUrl?: string } = {}): Koa {
       })
     : undefined
   const app = new Koa()
-  app.proxy = true // behind a reverse proxy you control; see the README
+  // Behind one reverse proxy you control: trust X-Forwarded-For, but only the entry that proxy added.
+  app.proxy = true
+  app.maxIpsCount = 1
   app.use(rateLimit({ limit: 5, window: '10s', store }))
-  const login = rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store, prefix: 'login' })
+  const login = rateLimit({ rules: slidingWindowLog({ limit: 3, window: '1m' }), store })
   app.use(async (ctx, next) => (ctx.method === 'POST' && ctx.path === '/login' ? login(ctx, next) : next()))
   app.use((ctx) => {
     ctx.body =

@@ -1,0 +1,63 @@
+/** The examples start and answer as their READMEs say: 5 per 10 s per client, 3 per minute on POST /login. */
+import { once } from 'node:events'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import request from 'supertest'
+import { describe, expect, it } from 'vitest'
+import { createApp as expressApp } from '../examples/express/src/app.js'
+import { createApp as fastifyApp } from '../examples/fastify/src/app.js'
+import { createApp as koaApp } from '../examples/koa/src/app.js'
+
+const EXAMPLES: [
+  string,
+  (options: { redisUrl?: string }) => Promise<{ server: Server; close(): Promise<void> }>,
+][] = [
+  [
+    'express',
+    async (options) => {
+      const server = expressApp(options).listen(0, '127.0.0.1')
+      await once(server, 'listening')
+      return { server, close: () => new Promise((resolve) => server.close(() => resolve())) }
+    },
+  ],
+  [
+    'koa',
+    async (options) => {
+      const server = koaApp(options).listen(0, '127.0.0.1')
+      await once(server, 'listening')
+      return { server, close: () => new Promise((resolve) => server.close(() => resolve())) }
+    },
+  ],
+  [
+    'fastify',
+    async (options) => {
+      const app = await fastifyApp(options)
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      return { server: app.server, close: () => app.close() }
+    },
+  ],
+]
+
+describe.each(EXAMPLES)('examples/%s', (_, start) => {
+  it('starts and limits as its README says', async () => {
+    const app = await start({})
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+      // Through the trusted loopback proxy: the X-Forwarded-For entry is the client.
+      const codes: number[] = []
+      for (let i = 0; i < 6; i++)
+        codes.push((await request(url).get('/').set('X-Forwarded-For', '203.0.113.1')).status)
+      expect(codes).toEqual([200, 200, 200, 200, 200, 429])
+      const login: number[] = []
+      for (let i = 0; i < 4; i++) {
+        login.push((await request(url).post('/login').set('X-Forwarded-For', '203.0.113.2')).status)
+      }
+      expect(login).toEqual([200, 200, 200, 429])
+      // A client cannot choose another bucket by prepending an address of its own.
+      const spoofed = await request(url).get('/').set('X-Forwarded-For', '198.51.100.9, 203.0.113.1')
+      expect(spoofed.status).toBe(429)
+    } finally {
+      await app.close()
+    }
+  })
+})
