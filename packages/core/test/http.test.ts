@@ -1,0 +1,168 @@
+import { EventEmitter } from 'node:events'
+import { describe, expect, it, vi } from 'vitest'
+import {
+  type FrameworkBinding,
+  HTTP_DEFAULTS,
+  HttpRateLimiter,
+  MemoryStore,
+  type TrackedResponse,
+} from '../src/index.js'
+
+interface Req {
+  ip: string
+  user?: string
+}
+const binding: FrameworkBinding<Req> = {
+  name: 'Test',
+  clientIp: (request) => request.ip,
+  untrustedForwardedFor: () => false,
+  trustProxyHint: '',
+  options: ['handler'],
+}
+
+/** A response the test finishes or closes by hand. */
+class Response extends EventEmitter implements TrackedResponse {
+  statusCode = 200
+  writableFinished = false
+  finish(status: number) {
+    this.statusCode = status
+    this.writableFinished = true
+    this.emit('finish')
+    this.emit('close')
+  }
+  disconnect() {
+    this.emit('close')
+  }
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve))
+
+describe('HttpRateLimiter options', () => {
+  it('fills every default from HTTP_DEFAULTS', async () => {
+    const engine = new HttpRateLimiter<Req>({}, binding)
+    const decision = await engine.decide({ ip: '192.0.2.1' })
+    expect(decision?.result.limit).toBe(HTTP_DEFAULTS.limit)
+    expect(decision?.result.rule.algorithm).toBe(HTTP_DEFAULTS.algorithm)
+    expect(decision?.result.rule.windowMs).toBe(60_000)
+    expect(decision?.headers['RateLimit-Policy']).toBe('100;w=60')
+  })
+
+  it.each([
+    [
+      { max: 2, windowMs: 60_000 },
+      'max',
+      "express-rate-limit, @fastify/rate-limit and koa-ratelimit's name",
+      '`limit: 100`',
+    ],
+    [{ windowMs: 60_000 }, 'windowMs', "express-rate-limit's name", "'15 minutes'"],
+    [{ timeWindow: '1 minute' }, 'timeWindow', "@fastify/rate-limit's name", '`window`'],
+    [{ duration: 60_000 }, 'duration', "koa-ratelimit's name", '`window`'],
+    [{ keyGenerator: () => 'k' }, 'keyGenerator', 'express-rate-limit and @fastify/rate-limit', '`key'],
+    [{ id: () => 'k' }, 'id', 'koa-ratelimit', '`key'],
+    [{ standardHeaders: true }, 'standardHeaders', 'express-rate-limit', "`headers: 'draft-6'"],
+    [{ allowList: [] }, 'allowList', '@fastify/rate-limit', '`skip'],
+    [{ whitelist: () => true }, 'whitelist', 'koa-ratelimit', '`skip'],
+    [{ errorResponseBuilder: () => ({}) }, 'errorResponseBuilder', '@fastify/rate-limit', '`message'],
+    [{ db: new Map() }, 'db', 'koa-ratelimit', '`store'],
+    [{ groupId: 'x' }, 'groupId', '@fastify/rate-limit', '`group'],
+    [{ skipOnError: true }, 'skipOnError', '@fastify/rate-limit', '`onStoreError'],
+    [{ global: false }, 'global', '@ratewindow/fastify', 'only'],
+    [{ lmit: 5 }, 'lmit', 'Did you mean `limit`?', 'Known options: store'],
+  ])('refuses %j naming the option and what to use', (options, option, origin, use) => {
+    const build = () => new HttpRateLimiter<Req>(options as never, binding)
+    expect(build).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }))
+    expect(build).toThrow(origin)
+    expect(build).toThrow(use)
+  })
+
+  it("accepts the adapter's own names, and names the options object in messages", () => {
+    expect(() => new HttpRateLimiter<Req>({ handler: () => {} } as never, binding)).not.toThrow()
+    expect(
+      () => new HttpRateLimiter<Req>({ max: 1 } as never, binding, { where: 'config.rateLimit of GET /x' }),
+    ).toThrow('in config.rateLimit of GET /x options')
+  })
+
+  it('says which names collide when `rules` comes with `limit` or `window`', () => {
+    expect(() => new HttpRateLimiter<Req>({ rules: [], limit: 1, window: '1m' } as never, binding)).toThrow(
+      /received `rules` and `limit`, `window`/,
+    )
+  })
+
+  it('explains custom header names as koa-ratelimit', () => {
+    expect(() => new HttpRateLimiter<Req>({ headers: { remaining: 'X-Left' } } as never, binding)).toThrow(
+      /koa-ratelimit/,
+    )
+  })
+
+  it('gives a `limit` function one namespace for all its limits, apart from fixed limits', () => {
+    const store = new MemoryStore()
+    const dynamic = new HttpRateLimiter<Req>({ limit: (request) => (request.user ? 10 : 2), store }, binding)
+    const fixed = new HttpRateLimiter<Req>({ limit: 2, store }, binding)
+    expect(dynamic.namespace).toBe('rw:swc60000x*:')
+    expect(fixed.namespace).toBe('rw:swc60000x2:')
+  })
+
+  it('scopes an engine (a Fastify route) so it never meets another with the same rules', () => {
+    const store = new MemoryStore()
+    const a = new HttpRateLimiter<Req>({ limit: 5, store }, binding, { scope: 'GET /a' })
+    const b = new HttpRateLimiter<Req>({ limit: 5, store }, binding, { scope: 'GET /b' })
+    expect(a.namespace).not.toBe(b.namespace)
+    expect(() => new HttpRateLimiter<Req>({ limit: 5, store }, binding, { scope: 'GET /a' })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_SHARED_COUNTER' }),
+    )
+  })
+})
+
+describe('HttpRateLimiter refunds', () => {
+  const setup = async (options: object) => {
+    const engine = new HttpRateLimiter<Req>({ limit: 1, ...options }, binding)
+    const decision = (await engine.decide({ ip: '192.0.2.9' }))!
+    const response = new Response()
+    engine.track(response, decision)
+    return { engine, response, next: async () => (await engine.decide({ ip: '192.0.2.9' }))!.result.allowed }
+  }
+
+  it('refunds a failed response that was sent, with skipFailedRequests', async () => {
+    const { response, next } = await setup({ skipFailedRequests: true })
+    response.finish(500)
+    await flush()
+    expect(await next()).toBe(true)
+  })
+
+  it('does not refund a client that disconnected before its response was sent', async () => {
+    const { response, next } = await setup({ skipFailedRequests: true })
+    response.disconnect()
+    response.finish(500) // too late: the verdict was taken at the first event
+    await flush()
+    expect(await next()).toBe(false)
+  })
+
+  it('refunds a successful response with skipSuccessfulRequests, not a failed one', async () => {
+    const ok = await setup({ skipSuccessfulRequests: true })
+    ok.response.finish(204)
+    await flush()
+    expect(await ok.next()).toBe(true)
+    const failed = await setup({ skipSuccessfulRequests: true })
+    failed.response.finish(503)
+    await flush()
+    expect(await failed.next()).toBe(false)
+  })
+
+  it('counts the request and reports to onError when requestWasSuccessful throws', async () => {
+    const onError = vi.fn()
+    const { response, next } = await setup({
+      skipFailedRequests: true,
+      onError,
+      requestWasSuccessful: () => {
+        throw new Error('bad callback')
+      },
+    })
+    response.finish(500)
+    await flush()
+    expect(await next()).toBe(false)
+    expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'bad callback' }), {
+      operation: 'refund',
+      key: '192.0.2.9',
+    })
+  })
+})
