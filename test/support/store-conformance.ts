@@ -412,16 +412,14 @@ type RuleSpec =
 
 /** Rules are generated as plain specs, so that fast-check prints a failing trace readably. */
 export function buildRule(spec: RuleSpec): Rule {
-  switch (spec.kind) {
-    case 'fixed':
-      return fixedWindow(spec)
-    case 'log':
-      return slidingWindowLog(spec)
-    case 'counter':
-      return slidingWindowCounter(spec)
-    case 'bucket':
-      return tokenBucket(spec)
+  // The factories refuse unknown option names, so `kind` stays out of what they receive.
+  if (spec.kind === 'bucket') {
+    const { kind: _, ...options } = spec
+    return tokenBucket(options)
   }
+  const { kind, ...options } = spec
+  if (kind === 'fixed') return fixedWindow(options)
+  return kind === 'log' ? slidingWindowLog(options) : slidingWindowCounter(options)
 }
 
 /**
