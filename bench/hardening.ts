@@ -211,7 +211,7 @@ async function main() {
       const store = new RedisStore({ client })
       const prefix = `h${prefixes++}`
       const limiter = new RateLimiter({ rules: rule, store, prefix, onError: (error) => errors.push(error) })
-      await client.rpush(store.keyFor(prefix, 'victim', rule), 'x')
+      await client.rpush(store.keyFor(limiter.namespace, 'victim', rule), 'x')
       let admitted = 0
       let policy = 0
       for (let i = 0; i < 20; i++) {

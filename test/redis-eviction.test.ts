@@ -60,7 +60,7 @@ describe('Redis eviction is reported', () => {
     expect(errors).toHaveLength(1)
     expect(errors[0]!.message).toMatch(/maxmemory-policy volatile-lru: under memory pressure it evicts/)
     // volatile-lru evicts only keys with a TTL: ours, never the junk.
-    const key = store.keyFor('ev', 'victim', limiter.rules[0]!)
+    const key = store.keyFor(limiter.namespace, 'victim', limiter.rules[0]!)
     await fillMemory(client, async () => (await client.exists(key)) === 0)
     expect(await client.exists(key)).toBe(0)
     // What eviction does to a limit: the client starts afresh.

@@ -50,7 +50,7 @@ describe.each([
           prefix,
           onError: (error) => errors.push(error),
         })
-        const key = store.keyFor(prefix, 'victim', rule)
+        const key = store.keyFor(limiter.namespace, 'victim', rule)
         await breakKey(client, key)
         const results = []
         for (let i = 0; i < 5; i++) results.push(await limiter.limit('victim'))
@@ -82,7 +82,7 @@ describe.each([
       prefix,
       onError: (_, context) => errors.push(context),
     })
-    const key = store.keyFor(prefix, 'p', rule)
+    const key = store.keyFor(limiter.namespace, 'p', rule)
     await client.rpush(key, 'x')
     expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
     expect(await client.exists(key)).toBe(0)
