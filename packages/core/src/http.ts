@@ -1,6 +1,6 @@
 import type { Rule } from './algorithms/types.js'
 import { invalid, RateLimitError } from './errors.js'
-import { throttledErrorLog } from './failure.js'
+import { guardedReporter, throttledErrorLog } from './failure.js'
 import { partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { renderBody } from './http-body.js'
 import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './http-options.js'
@@ -89,7 +89,7 @@ export class HttpRateLimiter<Req> {
     this.#config = config
     this.#binding = binding
     this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
-    this.#reportError = config.limiter.onError ?? throttledErrorLog()
+    this.#reportError = guardedReporter(config.limiter.onError ?? throttledErrorLog())
     if (config.rules !== undefined) {
       this.#fixed = new RateLimiter({ ...config.limiter, rules: config.rules }, this.#identity)
       this.#first = this.#fixed
@@ -193,12 +193,9 @@ export class HttpRateLimiter<Req> {
     response.once('close', settle)
   }
 
+  /** Reports to `onError`, which cannot throw or reject into the request (failure.ts guardedReporter). */
   #report(error: unknown, context: FailureContext): void {
-    try {
-      this.#reportError(error, context)
-    } catch {
-      // An onError that throws has nowhere left to report to.
-    }
+    this.#reportError(error, context)
   }
 
   #limiterFor(limit: number): RateLimiter {
