@@ -57,10 +57,10 @@ describe.each([
     for (let i = 0; i < 12; i++) results.push(await limiter.limit('k'))
     expect(results.map((result) => result.allowed)).toEqual([...Array(10).fill(true), false, false])
     expect(results.map((result) => result.remaining).slice(0, 3)).toEqual([9, 8, 7])
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(0) // nothing sent yet
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(0) // nothing sent yet
     await store.sync()
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(10)
-    expect(await client.pttl(store.keyFor(limiter.prefix, 'k', rule))).toBeGreaterThan(60_000)
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(10)
+    expect(await client.pttl(store.keyFor(limiter.namespace, 'k', rule))).toBeGreaterThan(60_000)
   })
 
   it('sends its counts as soon as maxPending are unacknowledged; the next request waits for that round trip', async () => {
@@ -69,7 +69,7 @@ describe.each([
     const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
     for (let i = 0; i < 3; i++) await limiter.limit('k')
     await limiter.limit('k') // past maxPending: decided after the sync of the first three
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBeGreaterThanOrEqual(3)
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBeGreaterThanOrEqual(3)
   })
 
   it("propagates: after each process's next sync, every process sees every other's counts", async () => {
@@ -212,7 +212,7 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
     expect(store.size).toBe(2)
     await new Promise((resolve) => setImmediate(resolve))
     await store.sync()
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(1)
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(1)
   })
 
   it('close() sends what is pending', async () => {
@@ -222,7 +222,7 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
     const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
     for (let i = 0; i < 3; i++) await limiter.limit('k')
     await store.close()
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(3)
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(3)
   })
 
   it('rejects bad options at construction, naming them', () => {
@@ -308,7 +308,7 @@ describe('SyncedStore when Redis dies', () => {
     await store.sync()
     // The restarted server kept nothing (no persistence in these tests): what reached it is the 3 admitted
     // while it was away, sent again. None lost.
-    expect(await sharedCount(client, store, limiter.prefix, rule)).toBe(3)
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(3)
     const after = await limiter.limit('k')
     expect(after).toMatchObject({ source: 'store', allowed: true, remaining: 6 })
     await store.close()

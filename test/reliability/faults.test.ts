@@ -322,8 +322,9 @@ describe.each(FRAMEWORKS.filter((framework) => ['Express 5', 'Koa 3', 'Fastify 5
       })
       try {
         for (let i = 0; i < 3; i++) await request(app.url).get('/').expect(200)
+        // A store object of its own: two limiters with the same rules on one store would share counters.
         const denied = await framework.start({
-          global: { limit: 5, store: down, onError, onStoreError: 'deny' },
+          global: { limit: 5, store: { ...down }, onError, onStoreError: 'deny' },
         })
         await request(denied.url).get('/').expect(503)
         await denied.close()

@@ -345,7 +345,7 @@ describe('decisions that time out', () => {
     const fallback = new MemoryStore()
     const rules = fixedWindow({ limit: 2, window: '15m' })
     const limiter = new RateLimiter({ rules, store, timeout: 100, fallback, onError: () => {} })
-    const target = { prefix: 'rw', key: 'spent', rules: [rules], cost: 1 }
+    const target = { prefix: limiter.namespace, key: 'spent', rules: [rules], cost: 1 }
     fallback.consume(target)
     fallback.consume(target) // this process has used up 'spent' while Redis was away
     const answers = [limiter.limit('spent'), limiter.limit('spent'), limiter.limit('fresh')]
