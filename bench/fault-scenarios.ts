@@ -104,7 +104,7 @@ async function clusterScenario(): Promise<string[][]> {
     const perMaster = new Map<number, number>()
     for (let i = 0; keys.length < 3 * PER_MASTER; i++) {
       const key = `client-${i}`
-      const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.prefix, key, rule)))
+      const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.namespace, key, rule)))
       const port = ranges.find(([from, to]) => slot >= from && slot <= to)![2][1]
       if ((perMaster.get(port) ?? 0) >= PER_MASTER) continue
       perMaster.set(port, (perMaster.get(port) ?? 0) + 1)
@@ -154,7 +154,7 @@ async function standaloneScenarios(): Promise<string[][]> {
   {
     const rule = fixedWindow({ limit: 5, window: '1h' })
     const limiter = new RateLimiter({ rules: rule, store, prefix: 'wrongtype', onError: () => {} })
-    await client.lpush(store.keyFor('wrongtype', 'broken', rule), 'not a counter')
+    await client.lpush(store.keyFor(limiter.namespace, 'broken', rule), 'not a counter')
     for (let i = 0; i < 10; i++) await limiter.limit('broken')
     const samples = await Promise.all(
       ['alice', 'bob', 'carol'].flatMap((key) =>

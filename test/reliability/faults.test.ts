@@ -99,7 +99,7 @@ describe('a Cluster master dies (3 masters, no replica) under load', () => {
       const keys = new Map<number, string[]>()
       for (let i = 0; [...keys.values()].flat().length < 3 * PER_MASTER; i++) {
         const key = `client-${i}`
-        const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.prefix, key, rules[0]!)))
+        const slot = Number(await client.cluster('KEYSLOT', store.keyFor(limiter.namespace, key, rules[0]!)))
         const owner = owningPort(masters, slot)
         const group = keys.get(owner) ?? []
         if (group.length < PER_MASTER) keys.set(owner, [...group, key])
@@ -178,7 +178,7 @@ describe('standalone redis-server', () => {
       onError: () => {},
       circuitBreaker: { failures: 3, cooldown: '1m' },
     })
-    await client.lpush(store.keyFor('wrongtype', 'broken', rule), 'not a counter')
+    await client.lpush(store.keyFor(limiter.namespace, 'broken', rule), 'not a counter')
     for (let i = 0; i < 10; i++) await limiter.limit('broken')
     const others = ['alice', 'bob', 'carol']
     const results = await Promise.all(

@@ -173,7 +173,7 @@ function describeRedisOnly(family: ClientFamily, name: string, topology: () => T
         ['below', 1, true],
         ['at-limit', 2, false],
       ] as const) {
-        const key = store.keyFor(prefix, identifier, rule)
+        const key = store.keyFor(limiter.namespace, identifier, rule)
         const owner = admin(await ownerOf(topology(), key))
         await owner.set(key, `${window}:${count}`) // no TTL
         expect(await owner.pttl(key)).toBe(-1)
@@ -284,7 +284,10 @@ function describeScriptReloads(family: ClientFamily): void {
         // Identifiers whose keys land on every node (all on the one server when standalone).
         const byNode = new Map<number, string>()
         for (let i = 0; byNode.size < ports.length; i++) {
-          const owner = await ownerOf(topology(), store.keyFor(limiter.prefix, `id-${i}`, limiter.rules[0]!))
+          const owner = await ownerOf(
+            topology(),
+            store.keyFor(limiter.namespace, `id-${i}`, limiter.rules[0]!),
+          )
           if (!byNode.has(owner)) byNode.set(owner, `id-${i}`)
         }
         for (const identifier of byNode.values()) await limiter.limit(identifier)
@@ -345,7 +348,7 @@ function describeScriptReloads(family: ClientFamily): void {
         prefix: uniquePrefix(),
       })
       const store = limiter.store as RedisStore
-      const key = store.keyFor(limiter.prefix, 'mover', limiter.rules[0]!)
+      const key = store.keyFor(limiter.namespace, 'mover', limiter.rules[0]!)
       for (let i = 0; i < 2; i++) await limiter.limit('mover')
       const slot = Number(await admin(cluster.nodes[0]!.port).cluster('KEYSLOT', key))
       const fresh = await cluster.addNode()
