@@ -35,16 +35,7 @@ const typescript = snippets.filter((snippet) => TYPESCRIPT.has(snippet.lang) && 
  * Checks that fail today for a known reason, with the issue that fixes them. `it.fails` keeps CI green while they
  * fail and turns it red once they pass: then delete the entry.
  */
-const FASTIFY_RULES_COLLIDE =
-  'issue 9.3: a route `rules` collides with the inherited plugin `limit`/`window` at startup'
-const KNOWN_FAILURES = new Map<string, string>([
-  [
-    'typecheck packages/fastify/README.md:12',
-    'issue 9.4: Fastify 5 types reject `trustProxy: 1` (a hop count)',
-  ],
-  ['serve packages/fastify/README.md:12', FASTIFY_RULES_COLLIDE],
-  ['serve examples/fastify/README.md:14', FASTIFY_RULES_COLLIDE],
-])
+const KNOWN_FAILURES = new Map<string, string>()
 const checkNames = new Set<string>()
 const check = (name: string) => {
   checkNames.add(name)
