@@ -26,7 +26,7 @@ const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
 interface Spec {
   /** Applied to every route (Fastify: the plugin options). */
   global?: CommonOptions
-  /** Per-route limiters (Fastify: `config.rateLimit`, merged over the plugin options). */
+  /** Per-route limiters (Fastify: `config.ratewindow`, merged over the plugin options). */
   routes?: Partial<Record<(typeof PATHS)[number], CommonOptions>>
 }
 
@@ -111,7 +111,7 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
         } as FastifyRateLimitOptions)
         for (const path of PATHS) {
           const route = routes[path]
-          app.get(path, { config: route ? { rateLimit: route as never } : {} }, async () => `ok ${path}`)
+          app.get(path, { config: route ? { ratewindow: route as never } : {} }, async () => `ok ${path}`)
         }
         await app.listen({ port: 0, host: '127.0.0.1' })
       } catch (error) {
@@ -262,7 +262,7 @@ describe.each([
     app.get('/', async () => 'ok')
     app.post(
       '/login',
-      { config: { rateLimit: { rules: slidingWindowLog({ limit: 2, window: '15 minutes' }) } } },
+      { config: { ratewindow: { rules: slidingWindowLog({ limit: 2, window: '15 minutes' }) } } },
       async () => 'in',
     )
     await app.ready()
@@ -277,7 +277,7 @@ describe.each([
     const app = create()
     await app.register(fastifyRateLimit, { rules: tokenBucket({ capacity: 50, refillRate: 5 }) })
     app.get('/', async () => 'ok')
-    app.get('/strict', { config: { rateLimit: { limit: 1, window: '1 minute' } } }, async () => 'ok')
+    app.get('/strict', { config: { ratewindow: { limit: 1, window: '1 minute' } } }, async () => 'ok')
     await app.ready()
     expect((await app.inject('/')).headers['ratelimit-limit']).toBe('50')
     expect((await app.inject('/strict')).statusCode).toBe(200)
@@ -320,7 +320,7 @@ describe.each([
       await app.register(fastifyRateLimit, where === 'plugin' ? options : { global: false })
       app.get(
         '/',
-        { onRequest: auth as never, config: where === 'route' ? { rateLimit: options } : {} },
+        { onRequest: auth as never, config: where === 'route' ? { ratewindow: options } : {} },
         async () => 'ok',
       )
       await app.ready()
@@ -343,7 +343,7 @@ describe.each([
     const second = create()
     await second.register(fastifyRateLimit, { limit: 5 })
     const error = await (async () => {
-      second.get('/', { config: { rateLimit: { limt: 2 } as never } }, async () => 'ok')
+      second.get('/', { config: { ratewindow: { limt: 2 } as never } }, async () => 'ok')
       await second.ready()
     })().catch((caught: unknown) => caught)
     expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: 'limt' })

@@ -81,11 +81,11 @@ describe('Koa specifics', () => {
 })
 
 describe('Fastify specifics', () => {
-  it('exempts routes with config.rateLimit false, and applies nested registrations both', async () => {
+  it('exempts routes with config.ratewindow false, and applies nested registrations both', async () => {
     const app = Fastify()
     await app.register(fastifyRateLimit, { limit: 2 })
     app.get('/', async () => 'ok')
-    app.get('/health', { config: { rateLimit: false } }, async () => 'up')
+    app.get('/health', { config: { ratewindow: false } }, async () => 'up')
     await app.register(async (child) => {
       await child.register(fastifyRateLimit, { limit: 3 })
       child.get('/nested', async (request) => request.rateLimit?.remaining)
@@ -109,7 +109,7 @@ describe('Fastify specifics', () => {
     app.get('/free', async () => 'free')
     app.get(
       '/login',
-      { config: { rateLimit: { limit: 1, algorithm: 'sliding-window-log' } } },
+      { config: { ratewindow: { limit: 1, algorithm: 'sliding-window-log' } } },
       async () => 'in',
     )
     await app.listen({ port: 0, host: '127.0.0.1' })

@@ -167,7 +167,7 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
         await untilReleased()
         return 'late'
       })
-      app.get('/limited', { config: route ? { rateLimit: route } : {} }, async () => 'limited route')
+      app.get('/limited', { config: route ? { ratewindow: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)
       await app.listen({ port: 0, host: '127.0.0.1' })
       return listen(app.server)

@@ -23,9 +23,9 @@ export async function createApp(options: { redisUrl?: string } = {}): Promise<Fa
   app.post(
     '/login',
     // The route's rules replace the plugin's limit and window; the route counts on its own.
-    { config: { rateLimit: { rules: slidingWindowLog({ limit: 3, window: '1m' }) } } },
+    { config: { ratewindow: { rules: slidingWindowLog({ limit: 3, window: '1m' }) } } },
     async () => ({ ok: true }),
   )
-  app.get('/health', { config: { rateLimit: false } }, async () => 'up')
+  app.get('/health', { config: { ratewindow: false } }, async () => 'up')
   return app
 }

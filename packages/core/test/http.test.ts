@@ -78,8 +78,8 @@ describe('HttpRateLimiter options', () => {
   it("accepts the adapter's own names, and names the options object in messages", () => {
     expect(() => new HttpRateLimiter<Req>({ handler: () => {} } as never, binding)).not.toThrow()
     expect(
-      () => new HttpRateLimiter<Req>({ max: 1 } as never, binding, { where: 'config.rateLimit of GET /x' }),
-    ).toThrow('in config.rateLimit of GET /x options')
+      () => new HttpRateLimiter<Req>({ max: 1 } as never, binding, { where: 'config.ratewindow of GET /x' }),
+    ).toThrow('in config.ratewindow of GET /x options')
   })
 
   it('says which names collide when `rules` comes with `limit` or `window`', () => {

@@ -12,7 +12,7 @@ import fp from 'fastify-plugin'
 export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
   /** Replaces the default 429 answer. Headers are already set; send the reply. */
   handler?: (request: FastifyRequest, reply: FastifyReply, result: RateLimitResult) => void | Promise<void>
-  /** Limit every route (`false`: only routes with `config.rateLimit`). Plugin option only. @default true */
+  /** Limit every route (`false`: only routes with `config.ratewindow`). Plugin option only. @default true */
   global?: boolean
   /**
    * When the limit is checked: `'onRequest'` (before anything else, the cheapest) or `'preHandler'` (after
@@ -22,7 +22,7 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
 }
 
 /**
- * Per-route settings in `config.rateLimit`, merged over the plugin's options. A route's `rules` replaces an
+ * Per-route settings in `config.ratewindow`, merged over the plugin's options. A route's `rules` replaces an
  * inherited `limit`/`window`/`algorithm`, and a route's `limit`/`window`/`algorithm` replaces inherited
  * `rules`. A route limiter counts on its own (its route), unless it names a `group`.
  */
@@ -34,8 +34,11 @@ declare module 'fastify' {
     rateLimit: RateLimitResult | null
   }
   interface FastifyContextConfig {
-    /** This route's rate limit options, or `false` to exempt it. */
-    rateLimit?: RouteRateLimitOptions | false
+    /**
+     * This route's `@ratewindow/fastify` options, or `false` to exempt it. Its own key, so that
+     * `@fastify/rate-limit` (which reads `config.rateLimit`) can be installed alongside.
+     */
+    ratewindow?: RouteRateLimitOptions | false
   }
 }
 
@@ -111,22 +114,33 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
   const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
-  fastify.addHook('onRoute', (route) => {
-    const config = (route.config as { rateLimit?: unknown } | undefined)?.rateLimit
+  fastify.addHook('onRoute', function onRoute(route) {
+    const routeConfig = route.config as { ratewindow?: unknown; rateLimit?: unknown } | undefined
+    const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
+    const scope = `${methods} ${route.url}`
+    // `config.rateLimit` was this plugin's key in 0.1: without @fastify/rate-limit to read it, a route
+    // that sets it would run unlimited (or with the plugin's limit) without a word.
+    if (routeConfig?.rateLimit !== undefined && !this.hasPlugin('@fastify/rate-limit')) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_UNKNOWN_OPTION',
+        `\`config.rateLimit\` of ${scope} is @fastify/rate-limit's key; @ratewindow/fastify reads ` +
+          '`config.ratewindow`: rename `config.rateLimit` to `config.ratewindow`.',
+        { option: 'config.rateLimit' },
+      )
+    }
+    const config = routeConfig?.ratewindow
     if (config === false || (config === undefined && !global)) return
     let limiter = globalLimiter
     if (config !== undefined) {
-      const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
-      const scope = `${methods} ${route.url}`
       if (typeof config !== 'object' || config === null) {
         throw new RateLimitError(
           'ERR_RATEWINDOW_INVALID_OPTION',
-          `\`config.rateLimit\` of ${scope} must be an object of options or false.`,
-          { option: 'config.rateLimit' },
+          `\`config.ratewindow\` of ${scope} must be an object of options or false.`,
+          { option: 'config.ratewindow' },
         )
       }
       const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
-      limiter = makeLimiter(merged, `config.rateLimit of ${scope}`, scope)
+      limiter = makeLimiter(merged, `config.ratewindow of ${scope}`, scope)
       engines.push(limiter.engine)
     }
     const existing = route[limiter.hook]
@@ -158,7 +172,7 @@ function trustsEveryHop(request: FastifyRequest): boolean {
 
 /**
  * Fastify plugin (Fastify 4 and 5): `await app.register(rateLimit, { limit: 100, window: '1m' })`, with
- * per-route `config: { rateLimit: { ... } | false }`. Register it before the routes it should limit; every
+ * per-route `config: { ratewindow: { ... } | false }`. Register it before the routes it should limit; every
  * registration applies.
  */
 export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/fastify' })
