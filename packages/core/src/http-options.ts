@@ -26,6 +26,9 @@ export interface HttpRateLimitOptions<Req>
     | 'onError'
     | 'circuitBreaker'
     | 'blockedCache'
+    | 'name'
+    | 'shadow'
+    | 'observer'
   > {
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)
@@ -76,6 +79,9 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   onError: true,
   circuitBreaker: true,
   blockedCache: true,
+  name: true,
+  shadow: true,
+  observer: true,
   limit: true,
   window: true,
   algorithm: true,
@@ -147,8 +153,11 @@ export function resolveHttpOptions<Req>(
   rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
   checkShapes(options)
   const { store = new MemoryStore(), prefix, group, timeout, onStoreError, fallback, onError } = options
-  const { circuitBreaker, blockedCache } = options
+  const { circuitBreaker, blockedCache, name, shadow, observer } = options
   const limiter = {
+    name,
+    shadow,
+    observer,
     store,
     prefix,
     group,

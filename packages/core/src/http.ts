@@ -8,7 +8,7 @@ import { ipKey } from './keys.js'
 import { RateLimiter } from './limiter.js'
 import type { Identity } from './namespaces.js'
 import type { FailureContext } from './options.js'
-import type { RateLimitResult } from './result.js'
+import { enforcedView, type RateLimitResult } from './result.js'
 import type { Awaitable } from './stores/types.js'
 
 /** What an adapter tells the engine about its framework. */
@@ -28,6 +28,8 @@ export interface FrameworkBinding<Req> {
   permissiveTrustProxy?(request: Req): boolean
   /** How to trust only your own proxies, for the warning. */
   permissiveTrustProxyHint?: string
+  /** The route pattern of the request (`'/users/:id'`) where the framework knows it, for observer events. */
+  route?(request: Req): string | undefined
   /** Option names the adapter adds to the shared ones, e.g. `handler`. */
   options?: readonly string[]
 }
@@ -78,6 +80,7 @@ export class HttpRateLimiter<Req> {
   readonly #fixed: RateLimiter | undefined
   readonly #first: RateLimiter
   readonly #reportError: (error: unknown, context: FailureContext) => void
+  readonly #wantsRoute: boolean
   #warnedUntrustedProxy = false
 
   constructor(
@@ -89,6 +92,7 @@ export class HttpRateLimiter<Req> {
     this.#config = config
     this.#binding = binding
     this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
+    this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
     this.#reportError = guardedReporter(config.limiter.onError ?? throttledErrorLog())
     if (config.rules !== undefined) {
       this.#fixed = new RateLimiter({ ...config.limiter, rules: config.rules }, this.#identity)
@@ -133,14 +137,29 @@ export class HttpRateLimiter<Req> {
     const cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
     const limiter =
       this.#fixed ?? this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
-    const result = await limiter.limit(key, { cost })
+    const result = await limiter.limit(
+      key,
+      this.#wantsRoute ? { cost, route: this.#routeOf(request) } : { cost },
+    )
     return this.#toDecision(limiter, result)
+  }
+
+  /** The framework's route of the request; a binding that throws gives none (observers only). */
+  #routeOf(request: Req): string | undefined {
+    try {
+      return this.#binding.route!(request)
+    } catch {
+      return undefined
+    }
   }
 
   #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
     const config = this.#config
     const policy = result.source === 'policy'
     const format = config.headers
+    // Shadow mode: headers describe the enforcing rules only; a shadow limiter sends none (docs/rollout.md).
+    const shown = limiter.shadow ? undefined : enforcedView(result)
+    if (shown === undefined) return { result, headers: {}, statusCode: config.statusCode, limiter }
     const pk =
       config.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
         ? partitionKey(result.key, config.partitionKeySecret)
@@ -149,7 +168,7 @@ export class HttpRateLimiter<Req> {
       ? result.allowed
         ? {}
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }
-      : rateLimitHeaders(result, { format, legacy: config.legacyHeaders, partitionKey: pk })
+      : rateLimitHeaders(shown, { format, legacy: config.legacyHeaders, partitionKey: pk })
     const statusCode = policy ? 503 : config.statusCode
     return { result, headers, statusCode, limiter }
   }

@@ -24,6 +24,15 @@ export {
 export { HTTP_DEFAULTS, type HttpRateLimitOptions, type ResponseBody } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export { type LimitOptions, RateLimiter } from './limiter.js'
+export type {
+  BreakerEvent,
+  BreakerState,
+  DecisionEvent,
+  DecisionOutcome,
+  RateLimitObserver,
+  StoreCallEvent,
+  StoreErrorKind,
+} from './observe.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 export {

@@ -4,8 +4,10 @@ import { BlockedCache } from './blocked-cache.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
 import { CircuitBreaker, failureKind, guardedReporter, ScopedBreakers, withTimeout } from './failure.js'
 import { claimNamespace, type Identity } from './namespaces.js'
+import type { BreakerEvent, BreakerState, DecisionEvent, StoreCallEvent } from './observe.js'
+import { guardedObserver } from './observe.js'
 import { type FailureContext, type RateLimiterOptions, resolveLimiterOptions } from './options.js'
-import { policyResult, type RateLimitResult, toResult } from './result.js'
+import { policyResult, type RateLimitResult, type RuleResult, toResult } from './result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
 
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
@@ -14,6 +16,8 @@ const WHOLE_STORE = ''
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
   cost?: number
+  /** The route, for observer events only (adapters pass the framework's route pattern). */
+  route?: string
 }
 
 /**
@@ -34,6 +38,19 @@ export class RateLimiter {
   readonly namespace: string
   /** The largest cost every rule accepts (the smallest limit, or a rule's own cap): no cost above it passes. */
   readonly maxCost: number
+  /** The `name` option: this limiter in observer events (default: its namespace). */
+  readonly name: string
+  /** The `shadow` option: every rule counts and reports, none refuses. */
+  readonly shadow: boolean
+  /** Rules that enforce (not in shadow mode); empty for a shadow limiter. */
+  readonly #enforcing: readonly Rule[]
+  /** The rules in shadow mode when others enforce: decided by a store call of their own. */
+  readonly #shadowRules: readonly Rule[]
+  /** Whether every rule is in shadow mode (the limiter's `shadow`, or each rule's). */
+  readonly #allShadow: boolean
+  readonly #onDecision: ((event: DecisionEvent) => void) | undefined
+  readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
+  readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
   readonly #timeout: number
   readonly #allowOnError: boolean
   readonly #fallback: Store | undefined
@@ -54,6 +71,18 @@ export class RateLimiter {
     this.group = config.group
     this.namespace = config.namespace
     this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
+    this.name = config.name
+    this.shadow = config.shadow
+    const enforcing = config.shadow ? [] : this.rules.filter((rule) => !rule.shadow)
+    this.#allShadow = enforcing.length === 0
+    this.#enforcing = Object.freeze(enforcing)
+    this.#shadowRules =
+      this.#allShadow || enforcing.length === this.rules.length
+        ? []
+        : Object.freeze(this.rules.filter((rule) => rule.shadow))
+    this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
+    this.#onStoreCall = guardedObserver(config.observer?.onStoreCall, 'onStoreCall')
+    this.#onBreaker = guardedObserver(config.observer?.onBreaker, 'onBreaker')
     this.#timeout = config.timeoutMs
     this.#allowOnError = config.allowOnError
     this.#fallback = config.fallback
@@ -82,36 +111,78 @@ export class RateLimiter {
    */
   async limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
-    const cached = this.#blocked?.get(key, request.cost)
-    if (cached !== undefined) return cached
-    const result = await this.#decide(request, 'consume')
-    if (!result.allowed && result.source === 'store') this.#blocked?.set(key, result)
+    const mixed = this.#shadowRules.length > 0
+    let result = this.#blocked?.get(key, request.cost)
+    if (result === undefined) {
+      result = await this.#decide(mixed ? { ...request, rules: this.#enforcing } : request, 'consume')
+      if (!result.allowed && result.source === 'store') this.#blocked?.set(key, result)
+    }
+    if (mixed) result = await this.#addShadowRules(request, result, 'consume')
+    else if (this.#allShadow && !result.allowed)
+      result = { ...result, allowed: true, retryAfter: 0, shadow: true }
+    if (this.#onDecision !== undefined) this.#reportDecision(result, options?.route)
     return result
+  }
+
+  /**
+   * Shadow rules next to enforcing ones are decided by a second store call, made only when the enforcing rules
+   * admitted the request (a refused request counts nowhere, as with all rules together). Their denial marks the
+   * result `shadow`; `rules` then lists every rule in rule order. A store failure of the shadow call is
+   * reported to `onError` and changes nothing.
+   */
+  async #addShadowRules(
+    request: StoreRequest,
+    enforced: RateLimitResult,
+    operation: 'consume' | 'peek',
+  ): Promise<RateLimitResult> {
+    if (!enforced.allowed || enforced.source === 'policy') return enforced
+    const shadow = await this.#decide({ ...request, rules: this.#shadowRules }, operation)
+    if (shadow.source === 'policy') return enforced
+    let e = 0
+    let h = 0
+    const rules: RuleResult[] = this.rules.map((rule) =>
+      rule.shadow ? shadow.rules[h++]! : enforced.rules[e++]!,
+    )
+    return shadow.allowed ? { ...enforced, rules } : { ...enforced, rules, shadow: true }
+  }
+
+  /** The rule sets that have counters of their own in the store: two when shadow and enforcing rules mix. */
+  #ruleSets(): readonly (readonly Rule[])[] {
+    return this.#shadowRules.length > 0 ? [this.#enforcing, this.#shadowRules] : [this.rules]
   }
 
   /** The result `limit` would give now, without consuming anything. */
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
-    return this.#decide(this.#request(key, options?.cost), 'peek')
+    const request = this.#request(key, options?.cost)
+    if (this.#shadowRules.length === 0) return this.#decide(request, 'peek')
+    const enforced = await this.#decide({ ...request, rules: this.#enforcing }, 'peek')
+    return this.#addShadowRules(request, enforced, 'peek')
   }
 
   /**
    * Gives back an admitted request, e.g. one whose response should not count. Pass its result. Waits at most
    * `timeout`; a failure is reported to `onError`, never thrown.
    */
-  async refund(result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source'>): Promise<void> {
+  async refund(
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
+  ): Promise<void> {
     if (!result.allowed || result.cost === 0 || result.source === 'policy') return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
     const store = result.source === 'fallback' ? this.#fallback : this.store
     if (store === undefined) return
-    try {
-      await withTimeout(
-        call(() => store.refund({ ...request, at: result.at })),
-        this.#timeout,
-        'store.refund',
-      )
-    } catch (error) {
-      this.#onError(error, { operation: 'refund', key: result.key })
+    // Shadow rules next to enforcing ones counted the request only when they admitted it.
+    const sets = this.#shadowRules.length > 0 && result.shadow ? [this.#enforcing] : this.#ruleSets()
+    for (const rules of sets) {
+      try {
+        await withTimeout(
+          call(() => store.refund({ ...request, rules, at: result.at })),
+          this.#timeout,
+          'store.refund',
+        )
+      } catch (error) {
+        this.#onError(error, { operation: 'refund', key: result.key })
+      }
     }
   }
 
@@ -122,18 +193,84 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     checkKey(key)
     this.#blocked?.delete(key)
-    const target = { prefix: this.namespace, key, rules: this.rules }
-    const resets = [this.store, this.#fallback].map((store) =>
+    const resets = [this.store, this.#fallback].flatMap((store) =>
       store === undefined
-        ? undefined
-        : withTimeout(
-            call(() => store.reset(target)),
-            this.#timeout,
-            store === this.store ? 'store.reset' : 'fallback.reset',
+        ? []
+        : this.#ruleSets().map((rules) =>
+            withTimeout(
+              call(() => store.reset({ prefix: this.namespace, key, rules })),
+              this.#timeout,
+              store === this.store ? 'store.reset' : 'fallback.reset',
+            ),
           ),
     )
     await Promise.all(resets)
     this.#blocked?.delete(key)
+  }
+
+  #reportDecision(result: RateLimitResult, route: string | undefined): void {
+    const outcome = result.shadow
+      ? 'shadow-limited'
+      : result.source === 'policy'
+        ? result.allowed
+          ? 'failed-open'
+          : 'failed-closed'
+        : result.allowed
+          ? 'allowed'
+          : 'limited'
+    const event: DecisionEvent = {
+      limiter: this.name,
+      rule: result.rule.name,
+      outcome,
+      source: result.source,
+      result,
+    }
+    if (route !== undefined) event.route = route
+    this.#onDecision!(event)
+  }
+
+  #reportStoreCall(
+    store: 'store' | 'fallback',
+    operation: 'consume' | 'peek',
+    started: number,
+    error?: unknown,
+  ): void {
+    const event: StoreCallEvent = {
+      limiter: this.name,
+      store,
+      operation,
+      durationMs: performance.now() - started,
+    }
+    if (error !== undefined) {
+      event.error = error
+      event.errorKind =
+        error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT'
+          ? 'timeout'
+          : failureKind(error)
+    }
+    this.#onStoreCall!(event)
+  }
+
+  /** Runs a change of a scope's breaker, reporting a change of its state to `onBreaker`. */
+  #breaker<T>(scope: string | number, change: (breakers: ScopedBreakers) => T): T {
+    const breakers = this.#breakers!
+    if (this.#onBreaker === undefined) return change(breakers)
+    const from = breakers.state(scope)
+    const value = change(breakers)
+    const to = breakers.state(scope)
+    if (from !== to) this.#onBreaker({ limiter: this.name, store: 'store', scope, from, to })
+    return value
+  }
+
+  /** The same for the fallback store's breaker. */
+  #fallbackChange<T>(change: (breaker: CircuitBreaker) => T): T {
+    const breaker = this.#fallbackBreaker!
+    if (this.#onBreaker === undefined) return change(breaker)
+    const from: BreakerState = breaker.state
+    const value = change(breaker)
+    const to = breaker.state
+    if (from !== to) this.#onBreaker({ limiter: this.name, store: 'fallback', scope: WHOLE_STORE, from, to })
+    return value
   }
 
   /**
@@ -148,22 +285,28 @@ export class RateLimiter {
     // While no scope has failed, the healthy path computes no scope at all.
     let scope = breakers === undefined || breakers.idle ? undefined : this.#scopeOf(request)
     let late: { store: Store; pending: PromiseLike<Decision> }[] | undefined
-    if (scope === undefined || breakers!.allows(scope)) {
+    const known = scope
+    if (known === undefined || this.#breaker(known, (each) => each.allows(known))) {
       let pending: Awaitable<Decision> | undefined
+      const started = this.#onStoreCall === undefined ? 0 : performance.now()
       try {
         pending = this.store[operation](request)
         const decision = isThenable(pending)
           ? await withTimeout(pending, this.#timeout, `store.${operation}`)
           : pending
-        if (scope !== undefined) breakers!.success(scope)
+        if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
+        if (known !== undefined) this.#breaker(known, (each) => each.success(known))
         for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
         return toResult(request, decision, 'store')
       } catch (error) {
+        if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started, error)
         if (operation === 'consume' && isThenable(pending)) late = [{ store: this.store, pending }]
-        scope ??= this.#scopeOf(request)
+        const failed = (scope ??= this.#scopeOf(request))
         // A key's own error proves the server answered: the scope is healthy.
-        if (failureKind(error) === 'key') breakers?.success(scope)
-        else breakers?.failure(scope)
+        if (breakers !== undefined) {
+          if (failureKind(error) === 'key') this.#breaker(failed, (each) => each.success(failed))
+          else this.#breaker(failed, (each) => each.failure(failed))
+        }
         this.#onError(
           error,
           scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
@@ -172,21 +315,30 @@ export class RateLimiter {
     }
     let result: RateLimitResult | undefined
     const fallback = this.#fallback
-    if (fallback !== undefined && (this.#fallbackBreaker?.allows() ?? true)) {
+    const fallbackBreaker = this.#fallbackBreaker
+    if (
+      fallback !== undefined &&
+      (fallbackBreaker === undefined || this.#fallbackChange((b) => b.allows()))
+    ) {
       let pending: Awaitable<Decision> | undefined
+      const started = this.#onStoreCall === undefined ? 0 : performance.now()
       try {
         pending = fallback[operation](request)
         const decision = isThenable(pending)
           ? await withTimeout(pending, this.#timeout, `fallback.${operation}`)
           : pending
-        this.#fallbackBreaker?.success()
+        if (this.#onStoreCall !== undefined) this.#reportStoreCall('fallback', operation, started)
+        if (fallbackBreaker !== undefined) this.#fallbackChange((b) => b.success())
         result = toResult(request, decision, 'fallback')
       } catch (error) {
+        if (this.#onStoreCall !== undefined) this.#reportStoreCall('fallback', operation, started, error)
         if (operation === 'consume' && isThenable(pending)) {
           late = [...(late ?? []), { store: fallback, pending }]
         }
-        if (failureKind(error) === 'key') this.#fallbackBreaker?.success()
-        else this.#fallbackBreaker?.failure()
+        if (fallbackBreaker !== undefined) {
+          if (failureKind(error) === 'key') this.#fallbackChange((b) => b.success())
+          else this.#fallbackChange((b) => b.failure())
+        }
         this.#onError(error, { operation: 'fallback', key: request.key })
       }
     }

@@ -5,6 +5,7 @@ import { type Duration, parseTimerDuration } from './duration.js'
 import { invalid, RateLimitError, requireObject } from './errors.js'
 import { type CircuitBreakerOptions, throttledErrorLog } from './failure.js'
 import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
+import type { RateLimitObserver } from './observe.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
 import { MemoryStore } from './stores/memory.js'
 import type { Store } from './stores/types.js'
@@ -100,6 +101,16 @@ export interface RateLimiterOptions {
    * Redis under floods; uses local time, so leave it off when the store's clock is simulated. @default false
    */
   blockedCache?: BlockedCacheOptions | boolean
+  /** This limiter's name in observer events and metrics (`ratewindow.limiter`). @default its namespace */
+  name?: string
+  /**
+   * Shadow mode for every rule: decide and count, report `result.shadow` and the outcome `'shadow-limited'`,
+   * but let the request through (docs/rollout.md). A rule's own `shadow: true` does the same for one rule.
+   * @default false
+   */
+  shadow?: boolean
+  /** Callbacks for decisions, store calls and circuit breaker changes (docs/operations.md). @default none */
+  observer?: RateLimitObserver
 }
 
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
@@ -113,7 +124,11 @@ const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
   onError: true,
   circuitBreaker: true,
   blockedCache: true,
+  name: true,
+  shadow: true,
+  observer: true,
 })
+const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
 const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
 const BLOCKED_CACHE_NAMES = namesOf<BlockedCacheOptions>({ maxKeys: true, clock: true })
 
@@ -140,6 +155,9 @@ export interface LimiterConfig {
   onError: (error: unknown, context: FailureContext) => unknown
   circuitBreaker: CircuitBreakerOptions | false
   blockedCache: BlockedCacheOptions | false
+  name: string
+  shadow: boolean
+  observer: RateLimitObserver | undefined
 }
 
 /** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
@@ -200,12 +218,44 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     }
     rejectUnknownOptions(blockedCache, BLOCKED_CACHE_NAMES, '`blockedCache`')
   }
+  const { name, shadow = false, observer } = options
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 128)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'name',
+      name,
+      'a non-empty string of at most 128 characters',
+    )
+  }
+  if (typeof shadow !== 'boolean')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'shadow', shadow, 'true or false')
+  if (observer !== undefined) {
+    if (typeof observer !== 'object' || observer === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'observer',
+        observer,
+        'an object like { onDecision(event) {} }',
+      )
+    }
+    rejectUnknownOptions(observer, OBSERVER_NAMES, '`observer`')
+    for (const callback of OBSERVER_NAMES) {
+      const value = (observer as Record<string, unknown>)[callback]
+      if (value !== undefined && typeof value !== 'function') {
+        throw invalid('ERR_RATEWINDOW_INVALID_OPTION', `observer.${callback}`, value, 'a function')
+      }
+    }
+  }
+  const namespace = namespaceOf(prefix, rules, group, identity)
   return {
+    name: name ?? namespace,
+    shadow,
+    observer,
     rules,
     store,
     prefix,
     group,
-    namespace: namespaceOf(prefix, rules, group, identity),
+    namespace,
     timeoutMs: parseTimerDuration(timeout, 'timeout'),
     allowOnError: onStoreError === 'allow',
     fallback,

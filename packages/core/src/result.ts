@@ -34,6 +34,11 @@ export interface RateLimitResult {
   /** Every rule's outcome, in rule order. */
   rules: RuleResult[]
   source: DecisionSource
+  /**
+   * Present (true) when shadow mode let this request through although its rules would have limited it (the
+   * limiter's or a rule's `shadow` option). `allowed` is then true; `rules` holds the outcomes as decided.
+   */
+  shadow?: true
 }
 
 /**
@@ -100,5 +105,34 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     rule: rule.rule,
     rules: results,
     source,
+  }
+}
+
+/**
+ * The result as the enforcing rules alone see it, for RateLimit headers: shadow rules are left out so that no
+ * header announces a limit that is not enforced. Undefined when every rule is in shadow mode.
+ */
+export function enforcedView(result: RateLimitResult): RateLimitResult | undefined {
+  const rules = result.rules.filter((outcome) => !outcome.rule.shadow)
+  if (rules.length === result.rules.length) return result
+  if (rules.length === 0) return undefined
+  let reported = rules[0]!
+  let remaining = Number.POSITIVE_INFINITY
+  for (const outcome of rules) {
+    remaining = Math.min(remaining, outcome.remaining)
+    const worse = result.allowed
+      ? outcome.remaining < reported.remaining ||
+        (outcome.remaining === reported.remaining && outcome.reset > reported.reset)
+      : outcome.retryAfter > reported.retryAfter
+    if (worse) reported = outcome
+  }
+  return {
+    ...result,
+    limit: reported.rule.limit,
+    remaining,
+    reset: reported.reset,
+    retryAfter: result.allowed ? 0 : reported.retryAfter,
+    rule: reported.rule,
+    rules,
   }
 }

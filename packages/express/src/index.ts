@@ -34,6 +34,9 @@ const binding: FrameworkBinding<Request> = {
   permissiveTrustProxy: (request) => request.app.get('trust proxy') === true,
   permissiveTrustProxyHint:
     "Set app.set('trust proxy', 1) (the number of proxies in front of the app) or their addresses, e.g. 'loopback'.",
+  // Known when the limiter is a route's own middleware (`app.get('/users/:id', limiter, handler)`).
+  route: (request) =>
+    request.route?.path === undefined ? undefined : `${request.baseUrl}${request.route.path}`,
   options: ['handler'],
 }
 

@@ -56,6 +56,8 @@ const binding: FrameworkBinding<FastifyRequest> = {
   permissiveTrustProxyHint:
     "Replace trustProxy: true with your proxies' addresses (e.g. '127.0.0.1' or ['10.0.0.0/8']) or a function " +
     'such as (address, hop) => hop < 1; a number of hops works on Fastify 4 only (Fastify 5 trusts nothing for it).',
+  // Fastify 4.10+ and 5: the route's URL pattern.
+  route: (request) => request.routeOptions?.url,
   options: ['handler', 'hook'],
 }
 

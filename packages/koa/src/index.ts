@@ -25,6 +25,11 @@ const binding: FrameworkBinding<Context> = {
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
   permissiveTrustProxyHint: 'Set app.maxIpsCount to the number of proxies in front of the app (e.g. 1).',
+  // Set by @koa/router before a route's own middleware runs.
+  route: (ctx) => {
+    const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute
+    return typeof matched === 'string' ? matched : undefined
+  },
   options: ['handler'],
 }
 

@@ -27,7 +27,12 @@ export function isRule(value: unknown): value is Rule {
  */
 export const MAX_PRODUCT = 2 ** 50
 
-const WINDOW_RULE_OPTIONS = namesOf<WindowRuleOptions>({ limit: true, window: true, name: true })
+const WINDOW_RULE_OPTIONS = namesOf<WindowRuleOptions>({
+  limit: true,
+  window: true,
+  name: true,
+  shadow: true,
+})
 
 /** Validates a whole, positive count such as `limit` or `capacity`. */
 export function parseCount(value: unknown, option: string): number {
@@ -59,6 +64,14 @@ export function parseRuleName(value: unknown, fallback: string): string {
   return value
 }
 
+/** Validates a rule's `shadow` option. */
+export function parseShadow(value: unknown): boolean {
+  if (value === undefined) return false
+  if (typeof value !== 'boolean')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'shadow', value, 'true or false')
+  return value
+}
+
 /** Builds a window-based rule: validates `{ limit, window, name }` and binds the algorithm to them. */
 export function windowRule(
   algorithm: AlgorithmName,
@@ -82,6 +95,7 @@ export function windowRule(
       .map((word) => word[0])
       .join('')}${windowMs}`,
     maxCost: Math.min(limit, maxCost),
+    shadow: parseShadow(options.shadow),
     logic: makeLogic(limit, windowMs),
     script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
   })

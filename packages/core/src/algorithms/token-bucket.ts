@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
-import { checkProduct, makeRule, parseCount, parseRuleName } from './rule.js'
+import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
 
 export interface TokenBucketOptions {
@@ -13,6 +13,8 @@ export interface TokenBucketOptions {
   interval?: Duration
   /** Policy name for draft-8 headers. @default `'<capacity>-per-<time to fill>'` */
   name?: string
+  /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
+  shadow?: boolean
 }
 
 /**
@@ -34,6 +36,7 @@ const TOKEN_BUCKET_OPTIONS = namesOf<TokenBucketOptions>({
   refillRate: true,
   interval: true,
   name: true,
+  shadow: true,
 })
 
 /**
@@ -57,6 +60,7 @@ export function tokenBucket(options: TokenBucketOptions): Rule {
     name: parseRuleName(options.name, `${capacity}-per-${formatDuration(fillMs)}`),
     id: `tb${capacity}-${refillRate}-${intervalMs}`,
     maxCost: capacity,
+    shadow: parseShadow(options.shadow),
     logic: tokenBucketLogic(capacity, refillRate, intervalMs),
     script: Object.freeze({
       code: CODE,

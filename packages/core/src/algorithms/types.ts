@@ -79,6 +79,11 @@ export interface Rule {
    * its size (the sliding window log stores one entry per unit).
    */
   readonly maxCost: number
+  /**
+   * Shadow mode: the rule is counted and decides as usual, but a request only this kind of rule would limit
+   * passes (reported as `result.shadow`, outcome `'shadow-limited'`). Set with the factory's `shadow` option.
+   */
+  readonly shadow: boolean
   /** @internal */
   readonly logic: AlgorithmLogic<unknown>
   /** @internal Lua algorithm code and its three numeric parameters. */
@@ -93,4 +98,6 @@ export interface WindowRuleOptions {
   window: Duration
   /** Policy name for draft-8 headers. @default `'<limit>-per-<window>'` */
   name?: string
+  /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
+  shadow?: boolean
 }

@@ -1,0 +1,102 @@
+import type { DecisionSource, RateLimitResult } from './result.js'
+
+/**
+ * What became of a request:
+ * - `'allowed'`: admitted by the store, the fallback store, or a shadow rule's limiter that found room;
+ * - `'limited'`: refused by the store, the fallback store or the blocked-key cache (see `source`);
+ * - `'shadow-limited'`: the rules would have refused it, but shadow mode let it through;
+ * - `'failed-open'`: no store answered and `onStoreError: 'allow'` let it through;
+ * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503).
+ */
+export type DecisionOutcome = 'allowed' | 'limited' | 'shadow-limited' | 'failed-open' | 'failed-closed'
+
+/** One decision of `limit()` (not of `peek()`). */
+export interface DecisionEvent {
+  /** The limiter's `name` (default: its namespace in the store). */
+  limiter: string
+  /** The reported rule's name: on a denial the rule that blocks longest. */
+  rule: string
+  outcome: DecisionOutcome
+  /** Where the answer came from: `'store'`, `'fallback'`, `'policy'` (failure policy) or `'cache'` (blocked keys). */
+  source: DecisionSource
+  /** The route as the framework knows it (`'/users/:id'`), when the decision came through an adapter. */
+  route?: string
+  /** The whole result (holds the client key: keep it out of metric labels). */
+  result: RateLimitResult
+}
+
+/** Where a store call went and why it failed. */
+export type StoreErrorKind = 'timeout' | 'key' | 'scope'
+
+/** One call to the store or the fallback store for a decision. */
+export interface StoreCallEvent {
+  limiter: string
+  /** `'store'` or `'fallback'`. */
+  store: 'store' | 'fallback'
+  operation: 'consume' | 'peek'
+  /** Wall time of the call, ms (fractional). */
+  durationMs: number
+  /** The failure, when the call failed. */
+  error?: unknown
+  /**
+   * `'timeout'` (no answer within `timeout`), `'key'` (an error about one key's data, e.g. `WRONGTYPE`) or
+   * `'scope'` (the server or shard failed: connection, `CLUSTERDOWN`, `OOM`…). Set with `error`.
+   */
+  errorKind?: StoreErrorKind
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open'
+
+/** A circuit breaker changed state. */
+export interface BreakerEvent {
+  limiter: string
+  store: 'store' | 'fallback'
+  /** The failure scope (`store.scopeOf`, e.g. a Cluster node); `''` for the whole store. */
+  scope: string | number
+  from: BreakerState
+  to: BreakerState
+}
+
+/**
+ * Callbacks that watch a limiter. Each is optional; none can hurt a request: a throw or a rejection is caught
+ * and reported as a process warning (at most one per 10 s). Unused, they cost one property check per call.
+ * `@ratewindow/otel` turns them into OpenTelemetry metrics.
+ */
+export interface RateLimitObserver {
+  onDecision?: (event: DecisionEvent) => unknown
+  onStoreCall?: (event: StoreCallEvent) => unknown
+  onBreaker?: (event: BreakerEvent) => unknown
+}
+
+/**
+ * Wraps one observer callback so that it cannot hurt the caller: a throw or a rejection becomes a process
+ * warning (code `RATEWINDOW_OBSERVER_FAILED`), at most once per `intervalMs`. Undefined stays undefined, so the
+ * unused path is one check.
+ */
+export function guardedObserver<E>(
+  callback: ((event: E) => unknown) | undefined,
+  name: string,
+  intervalMs = 10_000,
+): ((event: E) => void) | undefined {
+  if (callback === undefined) return undefined
+  let lastWarning = Number.NEGATIVE_INFINITY
+  const warn = (failure: unknown) => {
+    const now = performance.now()
+    if (now - lastWarning < intervalMs) return
+    lastWarning = now
+    try {
+      const text = failure instanceof Error ? failure.message : String(failure)
+      process.emitWarning(`observer.${name} failed: ${text}`, { code: 'RATEWINDOW_OBSERVER_FAILED' })
+    } catch {
+      // a warning listener that throws: nothing more can be done without risking the request
+    }
+  }
+  return (event) => {
+    try {
+      const returned = callback(event) as { then?: unknown } | undefined
+      if (typeof returned?.then === 'function') (returned as PromiseLike<unknown>).then(undefined, warn)
+    } catch (failure) {
+      warn(failure)
+    }
+  }
+}
