@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { createApp as expressApp } from '../examples/express/src/app.js'
 import { createApp as fastifyApp } from '../examples/fastify/src/app.js'
 import { createApp as koaApp } from '../examples/koa/src/app.js'
+import { memoryExporter, run as otelExample } from '../examples/otel/src/console.js'
 
 const EXAMPLES: [
   string,
@@ -59,5 +60,28 @@ describe.each(EXAMPLES)('examples/%s', (_, start) => {
     } finally {
       await app.close()
     }
+  })
+})
+
+describe('examples/otel', () => {
+  it('limits as its README says and exports the decisions it lists', async () => {
+    const exporter = memoryExporter()
+    expect(await otelExample(exporter)).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 429, 429])
+    const decisions = exporter
+      .getMetrics()
+      .flatMap((batch) => batch.scopeMetrics.flatMap((scope) => scope.metrics))
+      .find((metric) => metric.descriptor.name === 'ratewindow.decisions')!
+    expect(
+      decisions.dataPoints.map((point) => [
+        point.attributes['ratewindow.outcome'],
+        point.attributes['ratewindow.rule'],
+        point.attributes['http.route'],
+        point.value,
+      ]),
+    ).toEqual([
+      ['allowed', 'per-minute', '/search', 3],
+      ['shadow-limited', 'burst', '/search', 5],
+      ['limited', 'per-minute', '/search', 2],
+    ])
   })
 })

@@ -220,7 +220,7 @@ export class RateLimiter {
           : 'limited'
     const event: DecisionEvent = {
       limiter: this.name,
-      rule: result.rule.name,
+      rule: result.shadow ? wouldLimit(result).name : result.rule.name,
       outcome,
       source: result.source,
       result,
@@ -301,7 +301,8 @@ export class RateLimiter {
       } catch (error) {
         if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started, error)
         if (operation === 'consume' && isThenable(pending)) late = [{ store: this.store, pending }]
-        const failed = (scope ??= this.#scopeOf(request))
+        scope ??= this.#scopeOf(request)
+        const failed = scope
         // A key's own error proves the server answered: the scope is healthy.
         if (breakers !== undefined) {
           if (failureKind(error) === 'key') this.#breaker(failed, (each) => each.success(failed))
@@ -396,6 +397,16 @@ export class RateLimiter {
     }
     return { prefix: this.namespace, key, rules: this.rules, cost }
   }
+}
+
+/** The shadow rule that would have refused a shadow-limited request longest. */
+function wouldLimit(result: RateLimitResult): Rule {
+  let blocking: RuleResult | undefined
+  for (const outcome of result.rules) {
+    if (!outcome.allowed && (blocking === undefined || outcome.retryAfter > blocking.retryAfter))
+      blocking = outcome
+  }
+  return (blocking ?? result).rule
 }
 
 function checkKey(key: unknown): asserts key is string {

@@ -14,7 +14,10 @@ export type DecisionOutcome = 'allowed' | 'limited' | 'shadow-limited' | 'failed
 export interface DecisionEvent {
   /** The limiter's `name` (default: its namespace in the store). */
   limiter: string
-  /** The reported rule's name: on a denial the rule that blocks longest. */
+  /**
+   * The reported rule's name: on a denial the rule that blocks longest; for `'shadow-limited'`, the shadow rule
+   * that would have blocked longest.
+   */
   rule: string
   outcome: DecisionOutcome
   /** Where the answer came from: `'store'`, `'fallback'`, `'policy'` (failure policy) or `'cache'` (blocked keys). */

@@ -1,0 +1,91 @@
+import { type Attributes, type Meter, type MeterProvider, metrics } from '@opentelemetry/api'
+import type { BreakerEvent, DecisionEvent, RateLimitObserver, StoreCallEvent } from '@ratewindow/core'
+
+export interface RateLimitMetricsOptions {
+  /** Where the instruments come from. @default the global meter provider (`metrics.getMeterProvider()`) */
+  meterProvider?: MeterProvider
+  /** Name of the meter. @default '@ratewindow/otel' */
+  meterName?: string
+}
+
+/** Bucket bounds (seconds) for store latency: 0.1 ms to 1 s, where a limiter's store calls live. */
+export const STORE_DURATION_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+]
+
+/**
+ * OpenTelemetry metrics from a limiter's observer events. Pass the result as the `observer` option of a
+ * `RateLimiter` or a middleware; one instance may serve several limiters (their `name` tells them apart).
+ *
+ * Instruments:
+ * - `ratewindow.decisions` (counter, `{request}`): `ratewindow.limiter`, `ratewindow.rule`,
+ *   `ratewindow.outcome`, `ratewindow.source`, and `http.route` when the framework knows it;
+ * - `ratewindow.store.duration` (histogram, `s`): `ratewindow.limiter`, `ratewindow.store`,
+ *   `ratewindow.operation`, and `error.type` for a failed call;
+ * - `ratewindow.store.errors` (counter, `{error}`): `ratewindow.limiter`, `ratewindow.store`, `error.type`
+ *   (`timeout`, `key` or `scope`);
+ * - `ratewindow.breaker.transitions` (counter, `{transition}`): `ratewindow.limiter`, `ratewindow.store`,
+ *   `ratewindow.breaker.from`, `ratewindow.breaker.to`.
+ *
+ * Client keys are never attributes (unbounded cardinality, personal data).
+ * @example
+ * const limiter = rateLimit({ limit: 100, window: '1m', name: 'api', observer: rateLimitMetrics() })
+ */
+export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Required<RateLimitObserver> {
+  const meter: Meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
+    options.meterName ?? '@ratewindow/otel',
+  )
+  const decisions = meter.createCounter('ratewindow.decisions', {
+    description: 'Rate limit decisions, by limiter, rule, outcome and source.',
+    unit: '{request}',
+  })
+  const storeDuration = meter.createHistogram('ratewindow.store.duration', {
+    description: 'Duration of the store calls made for rate limit decisions.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: STORE_DURATION_BUCKETS },
+  })
+  const storeErrors = meter.createCounter('ratewindow.store.errors', {
+    description: 'Failed store calls, by kind: timeout, key (one key’s data) or scope (server or shard).',
+    unit: '{error}',
+  })
+  const transitions = meter.createCounter('ratewindow.breaker.transitions', {
+    description: 'Circuit breaker state changes.',
+    unit: '{transition}',
+  })
+  return {
+    onDecision(event: DecisionEvent): void {
+      const attributes: Attributes = {
+        'ratewindow.limiter': event.limiter,
+        'ratewindow.rule': event.rule,
+        'ratewindow.outcome': event.outcome,
+        'ratewindow.source': event.source,
+      }
+      if (event.route !== undefined) attributes['http.route'] = event.route
+      decisions.add(1, attributes)
+    },
+    onStoreCall(event: StoreCallEvent): void {
+      const attributes: Attributes = {
+        'ratewindow.limiter': event.limiter,
+        'ratewindow.store': event.store,
+        'ratewindow.operation': event.operation,
+      }
+      if (event.errorKind !== undefined) {
+        attributes['error.type'] = event.errorKind
+        storeErrors.add(1, {
+          'ratewindow.limiter': event.limiter,
+          'ratewindow.store': event.store,
+          'error.type': event.errorKind,
+        })
+      }
+      storeDuration.record(event.durationMs / 1000, attributes)
+    },
+    onBreaker(event: BreakerEvent): void {
+      transitions.add(1, {
+        'ratewindow.limiter': event.limiter,
+        'ratewindow.store': event.store,
+        'ratewindow.breaker.from': event.from,
+        'ratewindow.breaker.to': event.to,
+      })
+    },
+  }
+}
