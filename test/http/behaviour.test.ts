@@ -1,4 +1,5 @@
 import {
+  type DecisionEvent,
   fixedWindow,
   MemoryStore,
   RedisStore,
@@ -80,6 +81,80 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       await request(url).get('/').set('X-Forwarded-For', '2001:db8:1:200::1').expect(200)
       await request(url).get('/').set('X-Forwarded-For', '::ffff:198.51.100.7').expect(200)
       await request(url).get('/').set('X-Forwarded-For', '198.51.100.7').expect(429)
+    })
+
+    it('shadow limiter: every request passes, without RateLimit headers, reported as shadow-limited with its route', async () => {
+      const clock = new ManualClock(1_700_000_080_000)
+      const events: DecisionEvent[] = []
+      const url = await start({
+        route: {
+          limit: 2,
+          window: '1m',
+          shadow: true,
+          name: 'shadowed',
+          store: makeStore(clock),
+          observer: { onDecision: (event) => void events.push(event) },
+        },
+      })
+      for (let i = 0; i < 4; i++) {
+        const response = await request(url).get('/limited').expect(200, 'limited route')
+        expect(response.headers['ratelimit-limit']).toBeUndefined()
+        expect(response.headers['ratelimit-policy']).toBeUndefined()
+        expect(response.headers['retry-after']).toBeUndefined()
+      }
+      expect(events.map((event) => event.outcome)).toEqual([
+        'allowed',
+        'allowed',
+        'shadow-limited',
+        'shadow-limited',
+      ])
+      expect(events[3]!.result).toMatchObject({ allowed: true, shadow: true })
+      expect(events[3]!.result.rules[0]!.allowed).toBe(false)
+      // Koa without @koa/router knows no route pattern.
+      const route = framework.name.startsWith('Koa') ? undefined : '/limited'
+      expect(new Set(events.map((event) => event.route))).toEqual(new Set([route]))
+      expect(new Set(events.map((event) => event.limiter))).toEqual(new Set(['shadowed']))
+    })
+
+    it('shadow rule next to an enforcing one: headers describe the enforcing rule only; switching enforces', async () => {
+      const clock = new ManualClock(1_699_999_200_000) // the start of an hour
+      const store = makeStore(clock)
+      const rules = (shadow: boolean) => [
+        fixedWindow({ limit: 1, window: '1m', name: 'burst', shadow }),
+        fixedWindow({ limit: 3, window: '1h', name: 'hourly' }),
+      ]
+      const outcomes: string[] = []
+      const url = await start({
+        global: {
+          rules: rules(true),
+          store,
+          group: 'rollout', // the enforcing app below counts on the same counters
+          headers: 'draft-11',
+          observer: { onDecision: (event) => void outcomes.push(`${event.outcome}:${event.rule}`) },
+        },
+      })
+      const passed = []
+      for (let i = 0; i < 3; i++) passed.push(await request(url).get('/').expect(200))
+      expect(passed.map((response) => response.headers['ratelimit'])).toEqual([
+        '"hourly";r=2;t=3600',
+        '"hourly";r=1;t=3600',
+        '"hourly";r=0;t=3600',
+      ])
+      expect(passed[1]!.headers['ratelimit-policy']).toBe('"hourly";q=3;w=3600')
+      const denied = await request(url).get('/').expect(429)
+      expect(parseList(denied.headers['ratelimit']).map(([name]) => name)).toEqual(['hourly'])
+      expect(outcomes).toEqual([
+        'allowed:hourly',
+        'shadow-limited:burst',
+        'shadow-limited:burst',
+        'limited:hourly',
+      ])
+      await app!.close()
+      // The same rules enforcing: one option changed; the burst rule now refuses.
+      clock.advance(3_600_000)
+      const url2 = await start({ global: { rules: rules(false), store, group: 'rollout' } })
+      await request(url2).get('/').expect(200)
+      expect((await request(url2).get('/').expect(429)).headers['retry-after']).toBe('60')
     })
 
     it('checks several rules at once, all-or-nothing', async () => {
