@@ -10,6 +10,7 @@ import { runClients } from './clients.js'
 import { runCore } from './core.js'
 import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
+import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
 import { runRedis } from './redis.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
@@ -22,6 +23,7 @@ const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
 }
 
 const core = await step('core', runCore)
+const observe = await step('observe', runObserve)
 const redis = await step('redis', runRedis)
 const clients = await step('clients', runClients)
 const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.svg')))
@@ -59,6 +61,10 @@ ${httpTable(http)}
 ## Core decisions per second
 
 ${core}
+
+## Observer hooks and shadow mode
+
+${observe}
 
 ## Redis
 
