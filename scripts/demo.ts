@@ -1,10 +1,13 @@
 /**
  * `pnpm demo`: starts the Express example on the memory store, drives real HTTP requests at it and prints
- * statuses and headers as they arrive, then compares the algorithms on simulated traffic.
+ * statuses and headers as they arrive, then compares the algorithms on simulated traffic. With `--chart [file]`
+ * it also writes an SVG of admitted and limited requests over time per algorithm (default ratewindow-demo.svg).
  */
 import { once } from 'node:events'
+import { writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { createApp } from '../examples/express/src/app.js'
+import { chartSeries, chartSvg } from './chart.js'
 import { runSimulation } from './simulation.js'
 
 const SHOWN = ['ratelimit-policy', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']
@@ -42,3 +45,15 @@ try {
 
 console.log('\n— The algorithms side by side (simulated clock, no waiting) —\n')
 await runSimulation()
+
+const chartAt = process.argv.indexOf('--chart')
+if (chartAt !== -1) {
+  const next = process.argv[chartAt + 1]
+  const file = next !== undefined && !next.startsWith('-') ? next : 'ratewindow-demo.svg'
+  const svg = chartSvg(
+    await chartSeries(),
+    'Admitted and limited requests per second: 10 per 10 s, a burst at 20 s, then 2/s from 30 s',
+  )
+  writeFileSync(file, svg)
+  console.log(`\nChart written to ${file}`)
+}
