@@ -21,7 +21,9 @@ const VARIANTS: Variant[] = [
     {
       observer: {
         onDecision: () => void sink++,
-        onStoreCall: (event) => void (sink += event.durationMs),
+        onStoreCall: (event) => {
+          sink += event.durationMs
+        },
         onBreaker: () => void sink++,
       },
     },

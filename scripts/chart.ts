@@ -54,7 +54,7 @@ export async function chartSeries(times: readonly number[] = demoTraffic()): Pro
   return series
 }
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /** One panel per series: a stacked bar per bucket, admitted (green) under limited (red). */
 export function chartSvg(series: readonly ChartSeries[], title: string): string {
@@ -68,14 +68,14 @@ export function chartSvg(series: readonly ChartSeries[], title: string): string 
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    `<text x="10" y="22" font-size="15" font-weight="bold">${escape(title)}</text>`,
+    `<text x="10" y="22" font-size="15" font-weight="bold">${escapeXml(title)}</text>`,
     '<rect x="10" y="32" width="10" height="10" fill="#2e9d4f"/><text x="25" y="42">admitted</text>',
     '<rect x="95" y="32" width="10" height="10" fill="#d64541"/><text x="110" y="42">limited (429)</text>',
   ]
   series.forEach((one, row) => {
     const base = top + (row + 1) * panelHeight - 10
-    parts.push(`<g data-series="${escape(one.name)}">`)
-    parts.push(`<text x="10" y="${base - 40}">${escape(one.name)}</text>`)
+    parts.push(`<g data-series="${escapeXml(one.name)}">`)
+    parts.push(`<text x="10" y="${base - 40}">${escapeXml(one.name)}</text>`)
     parts.push(`<line x1="${left}" y1="${base}" x2="${width - 20}" y2="${base}" stroke="#999"/>`)
     one.buckets.forEach((bucket, i) => {
       const x = left + i * barWidth

@@ -1,7 +1,6 @@
 /**
- * OpenTelemetry metrics of a limiter, exported to the console: an Express app with one enforcing rule and one
- * rule in shadow mode takes a short burst of requests, then the metrics are printed once.
- * Run: pnpm --filter @ratewindow/example-otel start
+ * OpenTelemetry metrics of a limiter, exported to the console once: the app (app.ts) takes ten requests, then
+ * the metrics are printed. Run: pnpm --filter @ratewindow/example-otel once
  */
 import type { AddressInfo } from 'node:net'
 import { metrics } from '@opentelemetry/api'
@@ -13,9 +12,7 @@ import {
   PeriodicExportingMetricReader,
   type PushMetricExporter,
 } from '@opentelemetry/sdk-metrics'
-import { fixedWindow, rateLimit, slidingWindowCounter } from '@ratewindow/express'
-import { rateLimitMetrics } from '@ratewindow/otel'
-import express from 'express'
+import { createApp } from './app.js'
 
 /** An exporter that keeps the metrics, for the test of this example. */
 export function memoryExporter(): InMemoryMetricExporter {
@@ -27,23 +24,7 @@ export async function run(exporter: PushMetricExporter = new ConsoleMetricExport
   const provider = new MeterProvider({ readers: [reader] })
   metrics.setGlobalMeterProvider(provider)
 
-  const app = express()
-  app.get(
-    '/search',
-    rateLimit({
-      name: 'search',
-      rules: [
-        fixedWindow({ limit: 8, window: '1m', name: 'per-minute' }),
-        // Being tried out: counted and reported as 'shadow-limited', never refused.
-        slidingWindowCounter({ limit: 3, window: '10s', name: 'burst', shadow: true }),
-      ],
-      observer: rateLimitMetrics(),
-    }),
-    (_request, response) => {
-      response.send('results')
-    },
-  )
-  const server = app.listen(0, '127.0.0.1')
+  const server = createApp().listen(0, '127.0.0.1')
   await new Promise((resolve) => server.once('listening', resolve))
   const { port } = server.address() as AddressInfo
   const statuses: number[] = []
