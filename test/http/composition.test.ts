@@ -6,7 +6,14 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import Router from '@koa/router'
-import { MemoryStore, RedisStore, type Store, slidingWindowLog, tokenBucket } from '@ratewindow/core'
+import {
+  type DecisionEvent,
+  MemoryStore,
+  RedisStore,
+  type Store,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
@@ -161,6 +168,19 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     app = await adapter.start(spec)
     return app.url
   }
+
+  it("labels a route limiter's decisions with the framework's route pattern, and a global one's where known", async () => {
+    const routes: (string | undefined)[] = []
+    const observer = { onDecision: (event: DecisionEvent) => void routes.push(event.route) }
+    const url = await start({
+      global: { limit: 10, name: 'global', observer },
+      routes: { '/a': { limit: 10, name: 'a', observer } },
+    })
+    await request(url).get('/a').expect(200)
+    // Express and Koa run a global middleware before routing: no route is known to it yet. Fastify merges the
+    // route's options over the plugin's: one limiter, which knows its route.
+    expect(routes).toEqual(adapter.name.startsWith('Fastify') ? ['/a'] : [undefined, '/a'])
+  })
 
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('keeps a global and a per-route limiter apart (regression: the route answered 429 at once)', async () => {
