@@ -142,6 +142,7 @@ describe('shadow mode', () => {
       [true, true],
     ])
     expect(results[3]!.rules[0]!.allowed).toBe(false)
+    expect(await limiter.peek('dave')).toMatchObject({ allowed: true, shadow: true })
     expect(seen.outcomes()).toEqual([
       'allowed/store',
       'allowed/store',

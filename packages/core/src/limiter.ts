@@ -154,7 +154,12 @@ export class RateLimiter {
   /** The result `limit` would give now, without consuming anything. */
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
-    if (this.#shadowRules.length === 0) return this.#decide(request, 'peek')
+    if (this.#shadowRules.length === 0) {
+      const result = await this.#decide(request, 'peek')
+      return this.#allShadow && !result.allowed
+        ? { ...result, allowed: true, retryAfter: 0, shadow: true }
+        : result
+    }
     const enforced = await this.#decide({ ...request, rules: this.#enforcing }, 'peek')
     return this.#addShadowRules(request, enforced, 'peek')
   }
