@@ -118,6 +118,27 @@ export class HttpRateLimiter<Req> {
     return this.#first.namespace
   }
 
+  /**
+   * Forgets `key` in every counter of this middleware (each rule set it has used), e.g. after a successful
+   * login. Store errors reject: the caller decides.
+   */
+  async resetKey(key: string): Promise<void> {
+    const limiters = new Set<RateLimiter>([this.#first, ...this.#limiters.values()])
+    await Promise.all([...limiters].map((limiter) => limiter.reset(key)))
+  }
+
+  /** Forgets the key of `request` (as `key`, or the client IP, would give it); rejects as `resetKey` does. */
+  async reset(request: Req): Promise<void> {
+    await this.resetKey(await this.#keyOf(request))
+  }
+
+  #keyOf(request: Req): Awaitable<string> {
+    const config = this.#config
+    return config.key
+      ? config.key(request)
+      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+  }
+
   /** Gives up this middleware's claim on its namespace (e.g. when a Fastify instance closes). */
   release(): void {
     this.#first.release()
@@ -131,9 +152,7 @@ export class HttpRateLimiter<Req> {
     const config = this.#config
     if (config.skip && (await config.skip(request))) return undefined
     this.#warnOnProxySettings(request)
-    const key = config.key
-      ? await config.key(request)
-      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+    const key = await this.#keyOf(request)
     const cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
     const limiter =
       this.#fixed ?? this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))

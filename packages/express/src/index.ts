@@ -25,6 +25,14 @@ export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request> {
   ) => void | Promise<void>
 }
 
+/** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
+export interface RateLimitMiddleware extends RequestHandler {
+  /** Forgets `key` in every counter of this middleware. Rejects on a store error. */
+  resetKey(key: string): Promise<void>
+  /** Forgets the key of `request` (as `key`, or the client IP, gives it). Rejects on a store error. */
+  reset(request: Request): Promise<void>
+}
+
 const binding: FrameworkBinding<Request> = {
   name: 'Express',
   clientIp: (request) => request.ip ?? request.socket.remoteAddress,
@@ -44,10 +52,10 @@ const binding: FrameworkBinding<Request> = {
  * Express middleware (Express 4 and 5): `app.use(rateLimit({ limit: 100, window: '1m' }))`, or per route.
  * Options are validated here, at construction.
  */
-export function rateLimit(options: ExpressRateLimitOptions = {}): RequestHandler {
+export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddleware {
   const engine = new HttpRateLimiter(options, binding)
   const { handler } = options
-  return async function rateLimitMiddleware(request, response, next) {
+  const middleware: RequestHandler = async function rateLimitMiddleware(request, response, next) {
     try {
       const decision = await engine.decide(request)
       if (decision === undefined) return next()
@@ -65,6 +73,10 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RequestHandler
       next(error)
     }
   }
+  return Object.assign(middleware, {
+    resetKey: (key: string) => engine.resetKey(key),
+    reset: (request: Request) => engine.reset(request),
+  })
 }
 
 export type { RateLimitResult } from '@ratewindow/core'

@@ -28,7 +28,24 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
  */
 export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global'>
 
+/**
+ * `fastify.ratewindow`: forgets a client's counters in every limiter of every registration of the plugin on
+ * this server (the global one and each route's), e.g. after a successful login.
+ */
+export interface RateLimitHandle {
+  /** Forgets `key` in every limiter. Rejects on a store error. */
+  resetKey(key: string): Promise<void>
+  /** Forgets the key of `request` in every limiter, each computing it its own way. Rejects on a store error. */
+  reset(request: FastifyRequest): Promise<void>
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Reset handle of `@ratewindow/fastify` (not `fastify.rateLimit`, which @fastify/rate-limit decorates).
+     */
+    ratewindow: RateLimitHandle
+  }
   interface FastifyRequest {
     /** The rate limit decision for this request, set by `@ratewindow/fastify`. */
     rateLimit: RateLimitResult | null
@@ -110,12 +127,35 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   return { hook, run, engine }
 }
 
+/** The decoration: the engines of every registration, until their server closes. */
+class Handle implements RateLimitHandle {
+  readonly engines = new Set<HttpRateLimiter<FastifyRequest>>()
+
+  async resetKey(key: string): Promise<void> {
+    await Promise.all([...this.engines].map((engine) => engine.resetKey(key)))
+  }
+
+  async reset(request: FastifyRequest): Promise<void> {
+    await Promise.all([...this.engines].map((engine) => engine.reset(request)))
+  }
+}
+
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
   const { global = true, ...shared } = options ?? {}
   // Built now, so that bad options fail at registration.
   const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
   const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
+  if (!fastify.hasDecorator('ratewindow')) fastify.decorate('ratewindow', new Handle())
+  const handle = fastify.ratewindow
+  if (!(handle instanceof Handle)) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      '`fastify.ratewindow` is already decorated by something other than @ratewindow/fastify.',
+      { option: 'ratewindow' },
+    )
+  }
+  handle.engines.add(globalLimiter.engine)
   fastify.addHook('onRoute', function onRoute(route) {
     const routeConfig = route.config as { ratewindow?: unknown; rateLimit?: unknown } | undefined
     const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
@@ -144,6 +184,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
       limiter = makeLimiter(merged, `config.ratewindow of ${scope}`, scope)
       engines.push(limiter.engine)
+      handle.engines.add(limiter.engine)
     }
     const existing = route[limiter.hook]
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
@@ -151,7 +192,10 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     route[limiter.hook] = limiter.hook === 'onRequest' ? [limiter.run, ...hooks] : [...hooks, limiter.run]
   })
   fastify.addHook('onClose', async () => {
-    for (const engine of engines) engine.release()
+    for (const engine of engines) {
+      engine.release()
+      handle.engines.delete(engine)
+    }
   })
 }
 

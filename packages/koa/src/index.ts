@@ -18,6 +18,14 @@ export interface KoaRateLimitOptions extends HttpRateLimitOptions<Context> {
   handler?: (ctx: Context, result: RateLimitResult) => void | Promise<void>
 }
 
+/** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
+export interface RateLimitMiddleware extends Middleware {
+  /** Forgets `key` in every counter of this middleware. Rejects on a store error. */
+  resetKey(key: string): Promise<void>
+  /** Forgets the key of `ctx` (as `key`, or the client IP, gives it). Rejects on a store error. */
+  reset(ctx: Context): Promise<void>
+}
+
 const binding: FrameworkBinding<Context> = {
   name: 'Koa',
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
@@ -37,10 +45,10 @@ const binding: FrameworkBinding<Context> = {
  * Koa middleware: `app.use(rateLimit({ limit: 100, window: '1m' }))`. Over the limit it answers without
  * calling `next()`.
  */
-export function rateLimit(options: KoaRateLimitOptions = {}): Middleware {
+export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddleware {
   const engine = new HttpRateLimiter(options, binding)
   const { handler } = options
-  return async function rateLimitMiddleware(ctx: Context, next: Next) {
+  const middleware = async function rateLimitMiddleware(ctx: Context, next: Next) {
     const decision = await engine.decide(ctx)
     if (decision === undefined) return next()
     ctx.state.rateLimit = decision.result
@@ -55,6 +63,10 @@ export function rateLimit(options: KoaRateLimitOptions = {}): Middleware {
     ctx.type = contentType
     ctx.body = payload
   }
+  return Object.assign(middleware, {
+    resetKey: (key: string) => engine.resetKey(key),
+    reset: (ctx: Context) => engine.reset(ctx),
+  })
 }
 
 export type { RateLimitResult } from '@ratewindow/core'

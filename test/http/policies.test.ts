@@ -1,0 +1,239 @@
+/**
+ * Policies over HTTP in every adapter and framework version, on memory and on Redis: the reset handle, allow
+ * and deny lists, and rules resolved per request.
+ */
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import Router from '@koa/router'
+import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import express5 from 'express'
+import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
+import request from 'supertest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { standaloneClient } from '../support/redis.js'
+import type { CommonOptions } from './harness.js'
+
+interface App {
+  url: string
+  close(): Promise<void>
+}
+
+/**
+ * GET / and GET /other limited by `options` (one limiter); POST /reset/:key and POST /reset-me call the
+ * adapter's reset handle and are not limited.
+ */
+interface Adapter {
+  name: string
+  start(options: CommonOptions): Promise<App>
+}
+
+async function listening(server: import('node:http').Server, close: () => Promise<void>): Promise<App> {
+  if (!server.listening) await once(server, 'listening')
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close }
+}
+
+function expressAdapter(name: string, create: typeof express5): Adapter {
+  return {
+    name,
+    async start(options) {
+      const app = create()
+      app.set('trust proxy', 'loopback')
+      const limiter = expressRateLimit(options)
+      app.get('/', limiter, (_request, response) => {
+        response.send('ok')
+      })
+      app.get('/other', limiter, (_request, response) => {
+        response.send('ok')
+      })
+      app.post('/reset/:key', async (request, response) => {
+        await limiter.resetKey(String(request.params.key))
+        response.send('reset')
+      })
+      app.post('/reset-me', async (request, response) => {
+        await limiter.reset(request)
+        response.send('reset')
+      })
+      app.use((error: Error & { code?: string }, _q: unknown, response: express5.Response, _n: unknown) => {
+        response.status(500).json({ error: error.code ?? error.message })
+      })
+      const server = app.listen(0, '127.0.0.1')
+      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+    },
+  }
+}
+
+function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
+  return {
+    name,
+    async start(options) {
+      const app = new Koa()
+      app.proxy = true
+      app.maxIpsCount = 1
+      const router = new Router()
+      app.use(async (ctx, next) => {
+        try {
+          await next()
+        } catch (error) {
+          ctx.status = 500
+          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
+        }
+      })
+      const limiter = koaRateLimit(options)
+      const ok = (ctx: Koa3.Context) => {
+        ctx.body = 'ok'
+      }
+      router.get('/', limiter, ok)
+      router.get('/other', limiter, ok)
+      router.post('/reset/:key', async (ctx) => {
+        await limiter.resetKey(String(ctx.params.key))
+        ctx.body = 'reset'
+      })
+      router.post('/reset-me', async (ctx) => {
+        await limiter.reset(ctx)
+        ctx.body = 'reset'
+      })
+      app.use(router.routes())
+      const server = app.listen(0, '127.0.0.1')
+      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+    },
+  }
+}
+
+function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
+  return {
+    name,
+    async start(options) {
+      const app = create({ trustProxy: '127.0.0.1' })
+      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
+        void reply.code(500).send({ error: error.code ?? error.message })
+      })
+      try {
+        await app.register(fastifyRateLimit, options as FastifyRateLimitOptions)
+        app.get('/', async () => 'ok')
+        app.get('/other', async () => 'ok')
+        const exempt = { config: { ratewindow: false as const } }
+        app.post<{ Params: { key: string } }>('/reset/:key', exempt, async (request) => {
+          await app.ratewindow.resetKey(request.params.key)
+          return 'reset'
+        })
+        app.post('/reset-me', exempt, async (request) => {
+          await app.ratewindow.reset(request)
+          return 'reset'
+        })
+        await app.listen({ port: 0, host: '127.0.0.1' })
+      } catch (error) {
+        await app.close()
+        throw error
+      }
+      return listening(app.server, () => app.close())
+    },
+  }
+}
+
+const ADAPTERS: Adapter[] = [
+  expressAdapter('Express 5', express5),
+  expressAdapter('Express 4', express4 as unknown as typeof express5),
+  koaAdapter('Koa 3', Koa3),
+  koaAdapter('Koa 2', Koa2 as unknown as typeof Koa3),
+  fastifyAdapter('Fastify 5', fastify5),
+  fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
+]
+
+let stores = 0
+const STORES: [string, () => Store][] = [
+  ['memory', () => new MemoryStore()],
+  ['Redis', () => new RedisStore({ client: standaloneClient(), prefix: `pol${process.pid}x${stores++}:` })],
+]
+
+/** A store that counts the calls reaching it. */
+function counting(store: Store): Store & { calls: number } {
+  const counter = { calls: 0 }
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      if (name === 'calls') return counter.calls
+      const value = Reflect.get(target, name, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        if (name === 'consume' || name === 'peek' || name === 'reset' || name === 'refund') counter.calls++
+        return value.apply(target, args)
+      }
+    },
+  }) as Store & { calls: number }
+}
+
+const statuses = async (url: string, times: number, headers: Record<string, string> = {}, path = '/') => {
+  const codes: number[] = []
+  for (let i = 0; i < times; i++) codes.push((await request(url).get(path).set(headers)).status)
+  return codes
+}
+
+describe.each(ADAPTERS)('$name', (adapter) => {
+  let app: App | undefined
+  afterEach(async () => {
+    await app?.close()
+    app = undefined
+  })
+  const start = async (options: CommonOptions) => {
+    app = await adapter.start(options)
+    return app.url
+  }
+
+  describe.each(STORES)('on %s', (_, makeStore) => {
+    it('resets one key through the handle, leaving other keys counted', async () => {
+      const store = makeStore()
+      const key = (request: unknown) => {
+        const headers = (request as { headers: Record<string, string | undefined> }).headers
+        return headers['x-user'] ?? 'anonymous'
+      }
+      const url = await start({ limit: 2, store, key: key as never })
+      expect(await statuses(url, 3, { 'x-user': 'ann' })).toEqual([200, 200, 429])
+      expect(await statuses(url, 3, { 'x-user': 'bob' })).toEqual([200, 200, 429])
+      await request(url).post('/reset/ann').expect(200)
+      expect(await statuses(url, 3, { 'x-user': 'ann' })).toEqual([200, 200, 429])
+      expect(await statuses(url, 1, { 'x-user': 'bob' })).toEqual([429])
+    })
+
+    it("resets the requesting client's own key (the client IP by default)", async () => {
+      const url = await start({ limit: 1, store: makeStore() })
+      const client = { 'x-forwarded-for': '203.0.113.9' }
+      expect(await statuses(url, 2, client)).toEqual([200, 429])
+      expect(await statuses(url, 1, { 'x-forwarded-for': '203.0.113.10' })).toEqual([200])
+      await request(url).post('/reset-me').set(client).expect(200)
+      expect(await statuses(url, 2, client)).toEqual([200, 429])
+      expect(await statuses(url, 1, { 'x-forwarded-for': '203.0.113.10' })).toEqual([429])
+    })
+  })
+})
+
+describe.each([
+  ['Fastify 5', fastify5],
+  ['Fastify 4', fastify4 as unknown as typeof fastify5],
+] as const)('%s: the reset handle with several registrations', (_, create) => {
+  it('resets the key in the limiters of every registration, and drops them when the server closes', async () => {
+    const app = create()
+    const key = (request: { headers: Record<string, unknown> }) => String(request.headers['x-user'])
+    await app.register(fastifyRateLimit, { limit: 2, key })
+    app.get('/', async () => 'ok')
+    await app.register(async (child) => {
+      await child.register(fastifyRateLimit, { limit: 1, key, group: 'child' })
+      child.get('/child', async () => 'ok')
+    })
+    await app.ready()
+    const get = async (url: string) => (await app.inject({ url, headers: { 'x-user': 'ann' } })).statusCode
+    expect([await get('/'), await get('/'), await get('/')]).toEqual([200, 200, 429])
+    expect(await get('/child')).toBe(429)
+    await app.ratewindow.resetKey('ann')
+    expect([await get('/child'), await get('/child')]).toEqual([200, 429])
+    await app.ratewindow.resetKey('ann')
+    expect([await get('/'), await get('/'), await get('/')]).toEqual([200, 200, 429])
+    await app.close()
+    await expect(app.ratewindow.resetKey('ann')).resolves.toBeUndefined()
+  })
+})
