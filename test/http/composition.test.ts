@@ -248,7 +248,6 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     ['express-rate-limit', { limit: 2, keyGenerator: () => 'k' }, 'keyGenerator', '`key'],
     ['@fastify/rate-limit', { max: 2, timeWindow: '1 minute' }, 'max', '`limit'],
     ['@fastify/rate-limit', { limit: 2, timeWindow: '1 minute' }, 'timeWindow', '`window'],
-    ['@fastify/rate-limit', { limit: 2, allowList: ['127.0.0.1'] }, 'allowList', '`skip'],
     [
       '@fastify/rate-limit',
       { limit: 2, errorResponseBuilder: () => ({}) },
@@ -257,7 +256,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     ],
     ['koa-ratelimit', { duration: 60_000, limit: 2 }, 'duration', '`window'],
     ['koa-ratelimit', { limit: 2, id: () => 'k' }, 'id', '`key'],
-    ['koa-ratelimit', { limit: 2, whitelist: () => false }, 'whitelist', '`skip'],
+    ['koa-ratelimit', { limit: 2, whitelist: () => false }, 'whitelist', '`allowList'],
+    ['koa-ratelimit', { limit: 2, blacklist: () => false }, 'blacklist', '`denyList'],
     ['koa-ratelimit', { limit: 2, driver: 'memory', db: new Map() }, 'driver', '`store'],
   ])('refuses %s option names with the name to use: %j', async (_, options, name, use) => {
     const expected = { code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: name }

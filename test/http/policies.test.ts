@@ -5,7 +5,7 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import Router from '@koa/router'
-import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { AccessList, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
@@ -235,5 +235,60 @@ describe.each([
     expect([await get('/'), await get('/'), await get('/')]).toEqual([200, 200, 429])
     await app.close()
     await expect(app.ratewindow.resetKey('ann')).resolves.toBeUndefined()
+  })
+})
+
+describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
+  let app: App | undefined
+  afterEach(async () => {
+    await app?.close()
+    app = undefined
+  })
+  const start = async (options: CommonOptions) => {
+    app = await adapter.start(options)
+    return app.url
+  }
+  const from = (ip: string) => ({ 'x-forwarded-for': ip })
+
+  describe.each(STORES)('on %s', (_, makeStore) => {
+    it('answers deny-listed clients 403 and lets allow-listed ones through, with no store call', async () => {
+      const store = counting(makeStore())
+      const denyList = new AccessList({ ips: ['198.51.100.0/24', '2001:db8:bad::/48'], keys: [] })
+      const allowList = new AccessList({ ips: ['10.0.0.0/8', '198.51.100.7'] })
+      const url = await start({ limit: 1, store, allowList, denyList })
+      const denied = await request(url).get('/').set(from('198.51.100.7')).expect(403)
+      expect(denied.body).toEqual({ error: 'Forbidden', message: 'Access denied.' })
+      expect(denied.headers['ratelimit-limit']).toBeUndefined()
+      expect(await statuses(url, 1, from('2001:db8:bad:1::9'))).toEqual([403])
+      expect(await statuses(url, 3, from('10.1.2.3'))).toEqual([200, 200, 200])
+      expect(store.calls).toBe(0)
+      expect(await statuses(url, 2, from('203.0.113.1'))).toEqual([200, 429])
+      expect(store.calls).toBe(2)
+    })
+
+    it('reloads lists at run time, by key as by address', async () => {
+      const store = counting(makeStore())
+      const denyList = new AccessList()
+      const allowList = new AccessList()
+      const key = (request: unknown) =>
+        String((request as { headers: Record<string, unknown> }).headers['x-api-key'] ?? 'none')
+      const url = await start({
+        limit: 1,
+        store,
+        allowList,
+        denyList,
+        key: key as never,
+        denyStatusCode: 451,
+      })
+      expect(await statuses(url, 2, { 'x-api-key': 'k1' })).toEqual([200, 429])
+      allowList.set({ keys: ['k1'] })
+      denyList.set({ keys: ['k2'] })
+      const calls = store.calls
+      expect(await statuses(url, 2, { 'x-api-key': 'k1' })).toEqual([200, 200])
+      expect(await statuses(url, 1, { 'x-api-key': 'k2' })).toEqual([451])
+      expect(store.calls).toBe(calls)
+      allowList.set({})
+      expect(await statuses(url, 1, { 'x-api-key': 'k1' })).toEqual([429])
+    })
   })
 })

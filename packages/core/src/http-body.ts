@@ -23,6 +23,7 @@ export async function renderBody<Req>(
   if (result.source === 'policy') {
     return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
   }
+  if (result.source === 'deny-list') return json({ error: 'Forbidden', message: 'Access denied.' })
   const { message } = config
   if (message !== undefined) {
     const body = typeof message === 'function' ? await message(request, result) : message

@@ -1,3 +1,4 @@
+import { type AccessList, type AccessListOption, parseAccessList } from './access-list.js'
 import { ALGORITHMS } from './algorithms/index.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
 import type { Duration } from './duration.js'
@@ -42,6 +43,18 @@ export interface HttpRateLimitOptions<Req>
   key?: (request: Req) => Awaitable<string>
   /** IPv6 prefix length the default key groups clients by; `false` for full addresses. @default 56 */
   ipv6Subnet?: number | false
+  /**
+   * Clients never limited nor counted, by address/network or key: an `AccessList` (reloadable with `set`) or
+   * `{ ips, keys }`. Checked before any store call. A deny-listed client is denied even when allow-listed.
+   */
+  allowList?: AccessListOption
+  /**
+   * Clients always refused with `denyStatusCode`, by address/network or key: an `AccessList` (reloadable with
+   * `set`) or `{ ips, keys }`. Checked before any store call; `handler` is not called for them.
+   */
+  denyList?: AccessListOption
+  /** Status of a deny-listed request. @default 403 */
+  denyStatusCode?: number
   /** Requests for which this returns true are not limited and not counted. */
   skip?: (request: Req) => Awaitable<boolean>
   /** What a request costs: whole units. @default 1 */
@@ -88,6 +101,9 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   rules: true,
   key: true,
   ipv6Subnet: true,
+  allowList: true,
+  denyList: true,
+  denyStatusCode: true,
   skip: true,
   cost: true,
   headers: true,
@@ -110,6 +126,7 @@ export const HTTP_DEFAULTS = {
   headers: 'draft-6',
   legacyHeaders: false,
   statusCode: 429,
+  denyStatusCode: 403,
   problemDetails: false,
   skipFailedRequests: false,
   skipSuccessfulRequests: false,
@@ -128,6 +145,9 @@ export interface HttpConfig<Req> {
   key: ((request: Req) => Awaitable<string>) | undefined
   ipv6Subnet: number | false
   skip: ((request: Req) => Awaitable<boolean>) | undefined
+  allowList: AccessList | undefined
+  denyList: AccessList | undefined
+  denyStatusCode: number
   cost: number | ((request: Req) => Awaitable<number>)
   headers: HeaderFormat | false
   legacyHeaders: boolean
@@ -182,6 +202,9 @@ export function resolveHttpOptions<Req>(
     key: options.key,
     ipv6Subnet: parseIpv6Subnet(options.ipv6Subnet),
     skip: options.skip,
+    allowList: parseAccessList(options.allowList, 'allowList'),
+    denyList: parseAccessList(options.denyList, 'denyList'),
+    denyStatusCode: options.denyStatusCode ?? HTTP_DEFAULTS.denyStatusCode,
     cost: options.cost ?? HTTP_DEFAULTS.cost,
     headers: options.headers ?? HTTP_DEFAULTS.headers,
     legacyHeaders: options.legacyHeaders ?? HTTP_DEFAULTS.legacyHeaders,
@@ -238,14 +261,11 @@ function checkShapes<Req>(options: HttpRateLimitOptions<Req>): void {
         : ''
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', headers, `${HEADER_FORMATS_ALLOWED}${peer}`)
   }
-  const { statusCode } = options
-  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'statusCode',
-      statusCode,
-      'an HTTP error status from 400 to 599',
-    )
+  for (const name of ['statusCode', 'denyStatusCode'] as const) {
+    const status = options[name]
+    if (status !== undefined && (!Number.isInteger(status) || status < 400 || status > 599)) {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, status, 'an HTTP error status from 400 to 599')
+    }
   }
   const { limit } = options
   if (limit !== undefined && typeof limit !== 'function' && typeof limit !== 'number') {

@@ -132,10 +132,10 @@ export class HttpRateLimiter<Req> {
     await this.resetKey(await this.#keyOf(request))
   }
 
-  #keyOf(request: Req): Awaitable<string> {
+  async #keyOf(request: Req): Promise<string> {
     const config = this.#config
     return config.key
-      ? config.key(request)
+      ? await config.key(request)
       : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
   }
 
@@ -152,7 +152,18 @@ export class HttpRateLimiter<Req> {
     const config = this.#config
     if (config.skip && (await config.skip(request))) return undefined
     this.#warnOnProxySettings(request)
-    const key = await this.#keyOf(request)
+    const { allowList, denyList } = config
+    let allowed = false
+    if (allowList !== undefined || denyList !== undefined) {
+      const ip = this.#binding.clientIp(request)
+      if (denyList?.hasIp(ip)) return this.#denied(ip ?? '')
+      allowed = allowList?.hasIp(ip) === true
+    }
+    const key = config.key
+      ? await config.key(request)
+      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+    if (denyList?.hasKey(key)) return this.#denied(key)
+    if (allowed || allowList?.hasKey(key)) return undefined
     const cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
     const limiter =
       this.#fixed ?? this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
@@ -170,6 +181,26 @@ export class HttpRateLimiter<Req> {
     } catch {
       return undefined
     }
+  }
+
+  /** A deny-listed request: refused before any store call, without RateLimit headers. */
+  #denied(key: string): HttpDecision {
+    const limiter = this.#first
+    const rule = limiter.rules[0]!
+    const result: RateLimitResult = {
+      allowed: false,
+      limit: rule.limit,
+      remaining: 0,
+      reset: 0,
+      retryAfter: 0,
+      key,
+      cost: 0,
+      at: Date.now(),
+      rule,
+      rules: [],
+      source: 'deny-list',
+    }
+    return { result, headers: {}, statusCode: this.#config.denyStatusCode, limiter }
   }
 
   #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {

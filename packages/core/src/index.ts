@@ -1,3 +1,4 @@
+export { AccessList, type AccessListEntries, type AccessListOption } from './access-list.js'
 export {
   type AlgorithmName,
   fixedWindow,

@@ -9,7 +9,7 @@ export interface RuleResult extends RuleOutcome {
 }
 
 /** Where a decision came from. */
-export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache'
+export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache' | 'deny-list'
 
 /**
  * A truthful decision. Times are whole milliseconds. `limit`, `remaining` and `reset` describe the reported

@@ -60,8 +60,8 @@ describe('HttpRateLimiter options', () => {
     [{ keyGenerator: () => 'k' }, 'keyGenerator', 'express-rate-limit and @fastify/rate-limit', '`key'],
     [{ id: () => 'k' }, 'id', 'koa-ratelimit', '`key'],
     [{ standardHeaders: true }, 'standardHeaders', 'express-rate-limit', "`headers: 'draft-6'"],
-    [{ allowList: [] }, 'allowList', '@fastify/rate-limit', '`skip'],
-    [{ whitelist: () => true }, 'whitelist', 'koa-ratelimit', '`skip'],
+    [{ blacklist: [] }, 'blacklist', 'koa-ratelimit', '`denyList'],
+    [{ whitelist: () => true }, 'whitelist', 'koa-ratelimit', '`allowList'],
     [{ errorResponseBuilder: () => ({}) }, 'errorResponseBuilder', '@fastify/rate-limit', '`message'],
     [{ db: new Map() }, 'db', 'koa-ratelimit', '`store'],
     [{ groupId: 'x' }, 'groupId', '@fastify/rate-limit', '`group'],
@@ -73,6 +73,18 @@ describe('HttpRateLimiter options', () => {
     expect(build).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }))
     expect(build).toThrow(origin)
     expect(build).toThrow(use)
+  })
+
+  it.each([
+    [{ allowList: ['127.0.0.1'] }, 'allowList', '{ ips: [...] }'],
+    [{ allowList: () => true }, 'allowList', '`skip'],
+    [{ denyList: { ips: ['10.0.0.0/33'] } }, 'denyList', 'prefix length'],
+    [{ denyList: { ips: ['nope'] } }, 'denyList', 'nope'],
+    [{ denyStatusCode: 200 }, 'denyStatusCode', '400 to 599'],
+  ])('refuses a bad list option %j, naming it', (options, option, text) => {
+    const build = () => new HttpRateLimiter<Req>(options as never, binding)
+    expect(build).toThrow(expect.objectContaining({ option }))
+    expect(build).toThrow(text)
   })
 
   it("accepts the adapter's own names, and names the options object in messages", () => {

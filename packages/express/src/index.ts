@@ -66,7 +66,9 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
         engine.track(response, decision)
         return next()
       }
-      if (handler) return await handler(request, response, next, decision.result)
+      if (handler && decision.result.source !== 'deny-list') {
+        return await handler(request, response, next, decision.result)
+      }
       const { contentType, payload } = await engine.body(request, decision)
       response.status(decision.statusCode).type(contentType).send(payload)
     } catch (error) {
@@ -81,6 +83,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
 
 export type { RateLimitResult } from '@ratewindow/core'
 export {
+  AccessList,
   fixedWindow,
   MemoryStore,
   RateLimitError,

@@ -120,7 +120,7 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
     request.rateLimit = decision.result
     reply.headers(decision.headers)
     if (decision.result.allowed) return engine.track(reply.raw, decision)
-    if (handler) return handler(request, reply, decision.result)
+    if (handler && decision.result.source !== 'deny-list') return handler(request, reply, decision.result)
     const { contentType, payload } = await engine.body(request, decision)
     return reply.code(decision.statusCode).type(contentType).send(payload)
   }
@@ -225,6 +225,7 @@ export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/
 
 export type { RateLimitResult } from '@ratewindow/core'
 export {
+  AccessList,
   fixedWindow,
   MemoryStore,
   RateLimitError,

@@ -57,7 +57,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
       engine.track(ctx.res, decision)
       return next()
     }
-    if (handler) return handler(ctx, decision.result)
+    if (handler && decision.result.source !== 'deny-list') return handler(ctx, decision.result)
     const { contentType, payload } = await engine.body(ctx, decision)
     ctx.status = decision.statusCode
     ctx.type = contentType
@@ -71,6 +71,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
 
 export type { RateLimitResult } from '@ratewindow/core'
 export {
+  AccessList,
   fixedWindow,
   MemoryStore,
   RateLimitError,
