@@ -66,7 +66,7 @@ export class AccessList {
       } else merged.push(range)
     }
     const flat = new Uint32Array(merged.length * 8)
-    merged.forEach((range, i) => flat.set(range, i * 8))
+    for (const [i, range] of merged.entries()) flat.set(range, i * 8)
     this.#ranges = flat
     this.#keys = new Set(keys)
   }
