@@ -5,7 +5,15 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import Router from '@koa/router'
-import { AccessList, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import {
+  AccessList,
+  fixedWindow,
+  MemoryStore,
+  RedisStore,
+  type Store,
+  slidingWindowCounter,
+  tokenBucket,
+} from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
@@ -289,6 +297,79 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
       expect(store.calls).toBe(calls)
       allowList.set({})
       expect(await statuses(url, 1, { 'x-api-key': 'k1' })).toEqual([429])
+    })
+  })
+})
+
+describe.each(ADAPTERS)('$name: rules resolved per request', (adapter) => {
+  let app: App | undefined
+  afterEach(async () => {
+    await app?.close()
+    app = undefined
+  })
+  const start = async (options: CommonOptions) => {
+    app = await adapter.start(options)
+    return app.url
+  }
+  const header = (request: unknown, name: string) =>
+    (request as { headers: Record<string, string | undefined> }).headers[name]
+  const key = (request: unknown) => header(request, 'x-user') ?? 'anonymous'
+  // Built once: resolving a plan is one lookup.
+  const PLANS = {
+    free: fixedWindow({ limit: 2, window: '1m' }),
+    pro: [slidingWindowCounter({ limit: 4, window: '10s' }), fixedWindow({ limit: 100, window: '1h' })],
+    batch: { rules: tokenBucket({ capacity: 6, refillRate: 1, interval: '1m' }), cost: 3 },
+  } as const
+  const plan = (request: unknown) => PLANS[(header(request, 'x-plan') ?? 'free') as keyof typeof PLANS]
+
+  describe.each(STORES)('on %s', (_, makeStore) => {
+    it("applies each request's plan: its limit, window, algorithm and cost", async () => {
+      const url = await start({ rules: plan as never, key: key as never, store: makeStore() })
+      const as = (user: string, plan: string) => ({ 'x-user': user, 'x-plan': plan })
+      expect(await statuses(url, 3, as('ann', 'free'))).toEqual([200, 200, 429])
+      expect(await statuses(url, 5, as('bob', 'pro'))).toEqual([200, 200, 200, 200, 429])
+      expect(await statuses(url, 3, as('cy', 'batch'))).toEqual([200, 200, 429])
+      const free = await request(url).get('/').set(as('dee', 'free'))
+      expect(free.headers['ratelimit-limit']).toBe('2')
+      const pro = await request(url).get('/').set(as('dee', 'pro'))
+      expect(pro.headers['ratelimit-limit']).toBe('4')
+    })
+
+    it('keeps the counters of different rule sets apart for one key, and equal rule sets together', async () => {
+      const store = makeStore()
+      const rules = (request: unknown) =>
+        header(request, 'x-plan') === 'pro'
+          ? [fixedWindow({ limit: 3, window: '1m' })] // a fresh but equal rule set each time
+          : fixedWindow({ limit: 2, window: '2m' })
+      const url = await start({ rules: rules as never, key: key as never, store })
+      const as = (plan: string) => ({ 'x-user': 'same', 'x-plan': plan })
+      expect(await statuses(url, 3, as('free'))).toEqual([200, 200, 429])
+      expect(await statuses(url, 4, as('pro'))).toEqual([200, 200, 200, 429])
+      expect(await statuses(url, 1, as('free'))).toEqual([429])
+    })
+
+    it('hands a throwing or wrong resolver to the framework error handling, per request', async () => {
+      const rules = (request: unknown) => {
+        if (header(request, 'x-plan') === 'boom') throw new Error('plan lookup failed')
+        if (header(request, 'x-plan') === 'bad') return { limit: 5 }
+        return PLANS.free
+      }
+      const url = await start({ rules: rules as never, key: key as never, store: makeStore() })
+      const boom = await request(url).get('/').set({ 'x-plan': 'boom' }).expect(500)
+      expect(boom.body).toEqual({ error: 'plan lookup failed' })
+      const bad = await request(url).get('/').set({ 'x-plan': 'bad' }).expect(500)
+      expect(bad.body).toEqual({ error: 'ERR_RATEWINDOW_INVALID_OPTION' })
+      expect(await statuses(url, 3)).toEqual([200, 200, 429])
+    })
+
+    it('resets a key in every rule set it was counted in', async () => {
+      const url = await start({ rules: plan as never, key: key as never, store: makeStore() })
+      const as = (plan: string) => ({ 'x-user': 'eve', 'x-plan': plan })
+      expect(await statuses(url, 3, as('free'))).toEqual([200, 200, 429])
+      expect(await statuses(url, 3, as('batch'))).toEqual([200, 200, 429])
+      await request(url).post('/reset/eve').expect(200)
+      expect(await statuses(url, 1, as('free'))).toEqual([200])
+      expect(await statuses(url, 1, as('batch'))).toEqual([200])
     })
   })
 })

@@ -11,6 +11,12 @@ import type { RateLimitResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
 import type { Awaitable } from './stores/types.js'
 
+/** What a `rules` function returns for a request: its rules, or its rules and cost. */
+export type ResolvedRules = Rule | readonly Rule[] | { rules: Rule | readonly Rule[]; cost?: number }
+
+/** A `rules` function: the rules (and optionally the cost) of a request, e.g. by plan or API key. */
+export type RulesResolver<Req> = (request: Req) => Awaitable<ResolvedRules>
+
 /** The body of a denied request: a string (sent as text/plain) or an object (sent as JSON). */
 export type ResponseBody = string | Record<string, unknown>
 
@@ -37,8 +43,13 @@ export interface HttpRateLimitOptions<Req>
   window?: Duration
   /** The algorithm for `limit` and `window`. Not with `rules`. @default 'sliding-window-counter' */
   algorithm?: AlgorithmName
-  /** Explicit rules instead of `limit`/`window`/`algorithm`, e.g. `[tokenBucket(...), fixedWindow(...)]`. */
-  rules?: Rule | readonly Rule[]
+  /**
+   * Explicit rules instead of `limit`/`window`/`algorithm`, e.g. `[tokenBucket(...), fixedWindow(...)]`; or a
+   * function of the request that returns them (e.g. by plan), optionally with the request's cost:
+   * `(request) => plans[request.user.plan]`, where a plan is rules or `{ rules, cost }`. Each rule set counts
+   * on its own; return the same objects for a plan (built once) and resolving costs one map lookup.
+   */
+  rules?: Rule | readonly Rule[] | RulesResolver<Req>
   /** The client identifier. @default the client IP (framework trust-proxy rules apply), IPv6 masked to `ipv6Subnet` */
   key?: (request: Req) => Awaitable<string>
   /** IPv6 prefix length the default key groups clients by; `false` for full addresses. @default 56 */
@@ -137,8 +148,10 @@ export const HTTP_DEFAULTS = {
 export interface HttpConfig<Req> {
   /** The options every `RateLimiter` of this middleware gets (checked by `RateLimiter`). */
   limiter: Omit<RateLimiterOptions, 'rules'> & { store: NonNullable<RateLimiterOptions['store']> }
-  /** Explicit rules, or undefined when `limit`, `window` and `algorithm` make them. */
+  /** Explicit rules, or undefined when `limit`, `window` and `algorithm` (or a `rules` function) make them. */
   rules: readonly Rule[] | undefined
+  /** The `rules` function, when rules are resolved per request. */
+  resolveRules: RulesResolver<Req> | undefined
   /** Makes the rule for a limit (undefined with `rules`). */
   makeRule: ((limit: number) => Rule) | undefined
   limit: number | ((request: Req) => Awaitable<number>)
@@ -189,6 +202,7 @@ export function resolveHttpOptions<Req>(
     blockedCache,
   }
   let makeRule: ((limit: number) => Rule) | undefined
+  const resolveRules = typeof options.rules === 'function' ? options.rules : undefined
   if (options.rules === undefined) {
     const make = ALGORITHMS[options.algorithm ?? HTTP_DEFAULTS.algorithm].fromLimit
     const window = options.window ?? HTTP_DEFAULTS.window
@@ -196,7 +210,11 @@ export function resolveHttpOptions<Req>(
   }
   return {
     limiter,
-    rules: options.rules === undefined ? undefined : parseRules(options.rules),
+    rules:
+      options.rules === undefined || resolveRules !== undefined
+        ? undefined
+        : parseRules(options.rules as Rule | readonly Rule[]),
+    resolveRules,
     makeRule,
     limit: options.limit ?? HTTP_DEFAULTS.limit,
     key: options.key,

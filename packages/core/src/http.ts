@@ -1,13 +1,20 @@
+import { fixedWindow } from './algorithms/index.js'
 import type { Rule } from './algorithms/types.js'
 import { invalid, RateLimitError } from './errors.js'
 import { guardedReporter, throttledErrorLog } from './failure.js'
 import { partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { renderBody } from './http-body.js'
-import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './http-options.js'
+import {
+  type HttpConfig,
+  type HttpRateLimitOptions,
+  type ResolvedRules,
+  resolveHttpOptions,
+} from './http-options.js'
 import { ipKey } from './keys.js'
 import { RateLimiter } from './limiter.js'
 import type { Identity } from './namespaces.js'
 import type { FailureContext } from './options.js'
+import { parseRules } from './options.js'
 import { enforcedView, type RateLimitResult } from './result.js'
 import type { Awaitable } from './stores/types.js'
 
@@ -60,11 +67,13 @@ export interface HttpDecision {
   headers: Record<string, string>
   /** The status of a denial (429, or 503 when the failure policy denied). */
   statusCode: number
-  /** @internal The limiter that decided (the one to refund through). */
-  limiter: RateLimiter
+  /** @internal The limiter that decided (the one to refund through); none for a deny-listed request. */
+  limiter: RateLimiter | undefined
 }
 
 const MAX_DYNAMIC_LIMITS = 1_000
+/** The rule a deny-listed result names when no rule set was resolved yet. */
+const DENIED_RULE: Rule = fixedWindow({ limit: 1, window: '1m', name: 'denied' })
 /** Frameworks already warned about a permissive trust-proxy setting: once per process each. */
 const warnedPermissive = new WeakSet<object>()
 
@@ -77,8 +86,12 @@ export class HttpRateLimiter<Req> {
   readonly #binding: FrameworkBinding<Req>
   readonly #identity: Identity
   readonly #limiters = new Map<number, RateLimiter>()
+  /** Limiters of a `rules` function: by the object it returned, then by rule-set signature (bounded). */
+  readonly #resolved = new WeakMap<object, { limiter: RateLimiter; cost: number | undefined }>()
+  readonly #bySignature = new Map<string, RateLimiter>()
   readonly #fixed: RateLimiter | undefined
-  readonly #first: RateLimiter
+  /** The first limiter: undefined for a `rules` function until its first request. */
+  #first: RateLimiter | undefined
   readonly #reportError: (error: unknown, context: FailureContext) => void
   readonly #wantsRoute: boolean
   #warnedUntrustedProxy = false
@@ -94,7 +107,10 @@ export class HttpRateLimiter<Req> {
     this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
     this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
     this.#reportError = guardedReporter(config.limiter.onError ?? throttledErrorLog())
-    if (config.rules !== undefined) {
+    if (config.resolveRules !== undefined) {
+      this.#fixed = undefined
+      this.#first = undefined
+    } else if (config.rules !== undefined) {
       this.#fixed = new RateLimiter({ ...config.limiter, rules: config.rules }, this.#identity)
       this.#first = this.#fixed
     } else {
@@ -113,9 +129,23 @@ export class HttpRateLimiter<Req> {
     }
   }
 
-  /** Where the counters of this middleware live in its store (see docs/counters.md). */
+  /**
+   * Where the counters of this middleware live in its store (see docs/counters.md). With a `rules` function,
+   * each rule set has its own: this is the first one resolved ('' before any request).
+   */
   get namespace(): string {
-    return this.#first.namespace
+    return this.#first?.namespace ?? ''
+  }
+
+  /** Gives up this middleware's claims on its namespaces (e.g. when a Fastify instance closes). */
+  release(): void {
+    for (const limiter of this.#all()) limiter.release()
+  }
+
+  #all(): Set<RateLimiter> {
+    const all = new Set<RateLimiter>([...this.#limiters.values(), ...this.#bySignature.values()])
+    if (this.#first !== undefined) all.add(this.#first)
+    return all
   }
 
   /**
@@ -123,8 +153,7 @@ export class HttpRateLimiter<Req> {
    * login. Store errors reject: the caller decides.
    */
   async resetKey(key: string): Promise<void> {
-    const limiters = new Set<RateLimiter>([this.#first, ...this.#limiters.values()])
-    await Promise.all([...limiters].map((limiter) => limiter.reset(key)))
+    await Promise.all([...this.#all()].map((limiter) => limiter.reset(key)))
   }
 
   /** Forgets the key of `request` (as `key`, or the client IP, would give it); rejects as `resetKey` does. */
@@ -139,14 +168,9 @@ export class HttpRateLimiter<Req> {
       : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
   }
 
-  /** Gives up this middleware's claim on its namespace (e.g. when a Fastify instance closes). */
-  release(): void {
-    this.#first.release()
-  }
-
   /**
    * Decides for one request; undefined when `skip` says so. Rejects when a user callback (`skip`, `key`,
-   * `cost`, `limit`) throws or returns a bad value: adapters pass that to the framework's error handling.
+   * `cost`, `limit`, `rules`) throws or returns a bad value: adapters pass that to the framework's error handling.
    */
   async decide(request: Req): Promise<HttpDecision | undefined> {
     const config = this.#config
@@ -164,9 +188,15 @@ export class HttpRateLimiter<Req> {
       : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
     if (denyList?.hasKey(key)) return this.#denied(key)
     if (allowed || allowList?.hasKey(key)) return undefined
-    const cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
-    const limiter =
-      this.#fixed ?? this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
+    let cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
+    let limiter = this.#fixed
+    if (limiter === undefined) {
+      if (config.resolveRules !== undefined) {
+        const resolved = this.#resolve(await config.resolveRules(request))
+        limiter = resolved.limiter
+        if (resolved.cost !== undefined) cost = resolved.cost
+      } else limiter = this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
+    }
     const result = await limiter.limit(
       key,
       this.#wantsRoute ? { cost, route: this.#routeOf(request) } : { cost },
@@ -186,7 +216,7 @@ export class HttpRateLimiter<Req> {
   /** A deny-listed request: refused before any store call, without RateLimit headers. */
   #denied(key: string): HttpDecision {
     const limiter = this.#first
-    const rule = limiter.rules[0]!
+    const rule = limiter?.rules[0] ?? DENIED_RULE
     const result: RateLimitResult = {
       allowed: false,
       limit: rule.limit,
@@ -238,7 +268,7 @@ export class HttpRateLimiter<Req> {
    */
   track(response: TrackedResponse, { limiter, result }: HttpDecision): void {
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
-    if (!result.allowed || (!skipFailedRequests && !skipSuccessfulRequests)) return
+    if (!result.allowed || limiter === undefined || (!skipFailedRequests && !skipSuccessfulRequests)) return
     let settled = false
     const settle = () => {
       if (settled) return
@@ -265,6 +295,45 @@ export class HttpRateLimiter<Req> {
   /** Reports to `onError`, which cannot throw or reject into the request (failure.ts guardedReporter). */
   #report(error: unknown, context: FailureContext): void {
     this.#reportError(error, context)
+  }
+
+  /**
+   * The limiter of what a `rules` function returned: found by the object itself (a plan built once costs one
+   * lookup), else validated and found or made by its rule-set signature, so that equal rule sets share one
+   * limiter and different ones never share counters. Throws a `RateLimitError` for a bad value.
+   */
+  #resolve(value: ResolvedRules): { limiter: RateLimiter; cost: number | undefined } {
+    const known = typeof value === 'object' && value !== null ? this.#resolved.get(value) : undefined
+    if (known !== undefined) return known
+    const withCost = typeof value === 'object' && value !== null && !Array.isArray(value) && 'rules' in value
+    const rules = parseRules(withCost ? (value as { rules: unknown }).rules : value)
+    let cost: number | undefined
+    if (withCost) {
+      cost = (value as { cost?: number }).cost
+      if (cost !== undefined && (!Number.isSafeInteger(cost) || cost < 0)) {
+        throw invalid(
+          'ERR_RATEWINDOW_INVALID_COST',
+          'cost',
+          cost,
+          'a whole number >= 0 (returned by `rules`)',
+        )
+      }
+    }
+    const signature = rules.map((rule) => `${rule.id}x${rule.limit}`).join('+')
+    let limiter = this.#bySignature.get(signature)
+    if (limiter === undefined) {
+      if (this.#bySignature.size >= MAX_DYNAMIC_LIMITS) {
+        const [oldest, dropped] = this.#bySignature.entries().next().value!
+        this.#bySignature.delete(oldest)
+        if (dropped !== this.#first) dropped.release()
+      }
+      limiter = new RateLimiter({ ...this.#config.limiter, rules }, this.#identity)
+      this.#bySignature.set(signature, limiter)
+      this.#first ??= limiter
+    }
+    const entry = { limiter, cost }
+    if (typeof value === 'object' && value !== null) this.#resolved.set(value, entry)
+    return entry
   }
 
   #limiterFor(limit: number): RateLimiter {
