@@ -1,21 +1,12 @@
-import { RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/express'
+import { type RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/express'
 import express, { type Express } from 'express'
-import { Redis } from 'ioredis'
 
 /**
  * An API with a global limit (5 requests per 10 s per client) and a stricter, exact limit on /login
- * (3 per minute). Memory store by default; Redis when `redisUrl` is given (all processes share limits).
+ * (3 per minute). Memory store by default; a `RedisStore` when given (src/redis.ts makes one from REDIS_URL; all processes share limits).
  */
-export function createApp(options: { redisUrl?: string } = {}): Express {
-  const store = options.redisUrl
-    ? new RedisStore({
-        client: new Redis(options.redisUrl, {
-          maxRetriesPerRequest: 1,
-          enableOfflineQueue: false,
-          autoResendUnfulfilledCommands: false,
-        }),
-      })
-    : undefined
+export function createApp(options: { store?: RedisStore } = {}): Express {
+  const { store } = options
   const app = express()
   app.set('trust proxy', 'loopback') // behind a local reverse proxy; see the README
   app.use(rateLimit({ limit: 5, window: '10s', store }))

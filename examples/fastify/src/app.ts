@@ -1,21 +1,12 @@
-import { RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/fastify'
+import { type RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 
 /**
  * The same API as the Express example: 5 requests per 10 s per client, and 3 per minute (exact) on POST
- * /login, configured per route. Memory store by default; Redis when `redisUrl` is given.
+ * /login, configured per route. Memory store by default; a `RedisStore` when given (src/redis.ts makes one from REDIS_URL).
  */
-export async function createApp(options: { redisUrl?: string } = {}): Promise<FastifyInstance> {
-  const store = options.redisUrl
-    ? new RedisStore({
-        client: new Redis(options.redisUrl, {
-          maxRetriesPerRequest: 1,
-          enableOfflineQueue: false,
-          autoResendUnfulfilledCommands: false,
-        }),
-      })
-    : undefined
+export async function createApp(options: { store?: RedisStore } = {}): Promise<FastifyInstance> {
+  const { store } = options
   // Behind a local reverse proxy: trust its address (a hop count works on Fastify 4 only; see the README).
   const app = Fastify({ trustProxy: '127.0.0.1' })
   await app.register(rateLimit, { limit: 5, window: '10s', store })

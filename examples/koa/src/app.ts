@@ -1,21 +1,12 @@
-import { RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/koa'
-import { Redis } from 'ioredis'
+import { type RedisStore, rateLimit, slidingWindowLog } from '@ratewindow/koa'
 import Koa from 'koa'
 
 /**
  * The same API as the Express example: 5 requests per 10 s per client, and 3 per minute (exact) on POST
- * /login. Memory store by default; Redis when `redisUrl` is given.
+ * /login. Memory store by default; a `RedisStore` when given (src/redis.ts makes one from REDIS_URL).
  */
-export function createApp(options: { redisUrl?: string } = {}): Koa {
-  const store = options.redisUrl
-    ? new RedisStore({
-        client: new Redis(options.redisUrl, {
-          maxRetriesPerRequest: 1,
-          enableOfflineQueue: false,
-          autoResendUnfulfilledCommands: false,
-        }),
-      })
-    : undefined
+export function createApp(options: { store?: RedisStore } = {}): Koa {
+  const { store } = options
   const app = new Koa()
   // Behind one reverse proxy you control: trust X-Forwarded-For, but only the entry that proxy added.
   app.proxy = true
