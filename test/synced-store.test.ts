@@ -3,6 +3,7 @@ import {
   fixedWindow,
   RateLimitError,
   RateLimiter,
+  type RedisClient,
   type Rule,
   SyncedStore,
   slidingWindowCounter,
@@ -13,6 +14,7 @@ import { type Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
+import { clientFamily, connect } from './support/redis-clients.js'
 import { RedisServer } from './support/redis-server.js'
 import { syncTwin } from './support/sync-twin.js'
 import { startWorkers, stopWorkers, type WorkerProcess } from './support/synced-processes.js'
@@ -26,14 +28,14 @@ afterAll(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()))
 })
 
-function syncedStore(client: Redis | Cluster, clock: ManualClock, options: { maxPending?: number } = {}) {
+function syncedStore(client: RedisClient, clock: ManualClock, options: { maxPending?: number } = {}) {
   const store = new SyncedStore({ client, clock: clock.read, interval: '1h', ...options })
   stores.push(store)
   return store
 }
 
 /** `processes` stores on one Redis, as P application processes would hold them. */
-function processes(count: number, client: Redis | Cluster, clock: ManualClock, maxPending: number) {
+function processes(count: number, client: RedisClient, clock: ManualClock, maxPending: number) {
   return Array.from({ length: count }, () => syncedStore(client, clock, { maxPending }))
 }
 
@@ -42,16 +44,26 @@ async function sharedCount(client: Redis | Cluster, store: SyncedStore, limiterP
   return Number(hash.c ?? 0)
 }
 
-describe.each([
-  ['standalone', () => standaloneClient()],
-  ['Cluster', () => clusterClient()],
-])('SyncedStore (%s), one process', (_name, makeClient) => {
+describe.each(
+  ['ioredis 5', 'node-redis 6'].flatMap((name) => [
+    [
+      `${name}, standalone`,
+      () => connect(clientFamily(name), redisEnvironment().standalonePort),
+      () => standaloneClient(),
+    ] as const,
+    [
+      `${name}, Cluster`,
+      () => connect(clientFamily(name), redisEnvironment().clusterNodes),
+      () => clusterClient(),
+    ] as const,
+  ]),
+)('SyncedStore (%s), one process', (_name, connectClient, inspector) => {
   const rule = slidingWindowCounter({ limit: 10, window: '1m' })
 
   it('decides locally, admits exactly the limit alone, and its counts reach Redis on sync', async () => {
-    const client = makeClient()
+    const client = inspector()
     const clock = new ManualClock(START)
-    const store = syncedStore(client, clock, { maxPending: 100 })
+    const store = syncedStore(await connectClient(), clock, { maxPending: 100 })
     const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
     const results = []
     for (let i = 0; i < 12; i++) results.push(await limiter.limit('k'))
@@ -64,8 +76,8 @@ describe.each([
   })
 
   it('sends its counts as soon as maxPending are unacknowledged; the next request waits for that round trip', async () => {
-    const client = makeClient()
-    const store = syncedStore(client, new ManualClock(START), { maxPending: 3 })
+    const client = inspector()
+    const store = syncedStore(await connectClient(), new ManualClock(START), { maxPending: 3 })
     const limiter = new RateLimiter({ rules: rule, store, prefix: prefix() })
     for (let i = 0; i < 3; i++) await limiter.limit('k')
     await limiter.limit('k') // past maxPending: decided after the sync of the first three
@@ -73,9 +85,8 @@ describe.each([
   })
 
   it("propagates: after each process's next sync, every process sees every other's counts", async () => {
-    const client = makeClient()
     const clock = new ManualClock(START)
-    const [a, b] = processes(2, client, clock, 100)
+    const [a, b] = processes(2, await connectClient(), clock, 100)
     const p = prefix()
     const limitA = new RateLimiter({ rules: rule, store: a!, prefix: p })
     const limitB = new RateLimiter({ rules: rule, store: b!, prefix: p })
@@ -91,8 +102,7 @@ describe.each([
   })
 
   it('keeps the rules of one client in one Cluster slot (hash tag)', async () => {
-    const client = makeClient()
-    const store = syncedStore(client, new ManualClock(START))
+    const store = syncedStore(await connectClient(), new ManualClock(START))
     const rules = [rule, fixedWindow({ limit: 100, window: '1h' })]
     const keys = rules.map((each) => store.keyFor('rw', 'client {1}', each))
     expect(keys.every((key) => /^rw\{[\w-]{22}\}:/.test(key))).toBe(true)

@@ -67,4 +67,4 @@ export function syncTwin(state: SyncState = new Map()): TwinRunner {
 const unused = async (): Promise<never> => {
   throw new Error('a twin-backed SyncedStore sends nothing to Redis')
 }
-export const NO_CLIENT = { evalsha: unused, eval: unused, del: unused }
+export const NO_CLIENT = { family: 'sync-twin', cluster: false, evalSha: unused, eval: unused, del: unused }

@@ -45,6 +45,5 @@ export {
 } from './stores/clients/index.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
-export { SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
+export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
 export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'
-export type { SyncedRedisClient } from './sync/script.js'

@@ -5,14 +5,21 @@ import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { throttledErrorLog } from '../failure.js'
 import { addCounts, COUNTER_STATES, emptyCounts, mergeCounts, type WindowCounts } from '../sync/counters.js'
 import { type Linked, RecencyList } from '../sync/recency.js'
-import { ioredisRunner, type ScriptRunner, SYNC_SCRIPT, type SyncedRedisClient } from '../sync/script.js'
+import { type ScriptRunner, SYNC_SCRIPT, scriptRunnerOn } from '../sync/script.js'
+import { type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
 import { decideLocally } from './decide.js'
 import { RedisStore } from './redis.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
+/** @deprecated `SyncedStore` takes every client `RedisStore` takes: use `RedisClient`. */
+export type SyncedRedisClient = RedisClient
+
 export interface SyncedStoreOptions {
-  /** An ioredis `Redis` or `Cluster` client, already configured (see docs/redis.md). */
-  client: SyncedRedisClient
+  /**
+   * A connected client, standalone or Cluster: every client `RedisStore` accepts (ioredis or iovalkey,
+   * node-redis, Valkey GLIDE, or a `RedisScriptRunner`), configured as docs/redis.md says.
+   */
+  client: RedisClient
   /** Prepended to every key. @default '' */
   prefix?: string
   /** How often each process sends its counts to Redis and reads everyone's back, per key in use. @default '100ms' */
@@ -70,7 +77,8 @@ interface Entry extends Linked<Entry> {
  * decided by an exact `RedisStore` on the same client, one round trip per request.
  */
 export class SyncedStore implements Store {
-  readonly #client: SyncedRedisClient
+  readonly #client: RedisClient
+  readonly #commands: RedisScriptRunner
   readonly #runner: ScriptRunner
   readonly #prefix: string
   readonly #interval: number
@@ -100,8 +108,14 @@ export class SyncedStore implements Store {
       maxStale = '2s',
       maxKeys = 100_000,
     } = options
-    if (typeof client?.evalsha !== 'function' || typeof client.eval !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'client', client, 'an ioredis Redis or Cluster client')
+    const commands = scriptRunnerFor(client)
+    if (commands === undefined) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'client',
+        client,
+        'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
+      )
     }
     if (typeof prefix !== 'string' || /[{}]/.test(prefix))
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
@@ -117,7 +131,8 @@ export class SyncedStore implements Store {
         throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, fn, 'a function, or undefined')
     }
     this.#client = client
-    this.#runner = options.runner ?? ioredisRunner(client)
+    this.#commands = commands
+    this.#runner = options.runner ?? scriptRunnerOn(commands)
     this.#prefix = prefix
     this.#interval = parseDuration(interval, 'interval')
     this.#maxPending = maxPending
@@ -169,7 +184,7 @@ export class SyncedStore implements Store {
     const entry = this.#entryFor(target)
     if (entry === undefined) return this.#exactStore().reset(target)
     this.#remove(entry)
-    await this.#client.del(...entry.keys)
+    await this.#commands.del(entry.keys)
   }
 
   /**
@@ -382,7 +397,7 @@ export class SyncedStore implements Store {
 
   #exactStore(): RedisStore {
     this.#exact ??= new RedisStore({
-      client: this.#client as unknown as ConstructorParameters<typeof RedisStore>[0]['client'],
+      client: this.#client,
       prefix: this.#prefix,
       clock: this.#clock,
     })

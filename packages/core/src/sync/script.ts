@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { isNoScript, type RedisScriptRunner } from '../stores/clients/runner.js'
 
 /**
  * @internal The one script behind `SyncedStore`: adds a process's unflushed counts to the shared window counters
@@ -83,26 +84,20 @@ export interface ScriptRunner {
   run(script: SyncScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>
 }
 
-/** The methods of an ioredis `Redis` or `Cluster` client that `SyncedStore` uses. */
-export interface SyncedRedisClient {
-  evalsha(sha: string, numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>
-  eval(script: string, numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>
-  del(...keys: string[]): Promise<number>
-}
-
 /**
- * @internal Runs scripts on an ioredis client by EVALSHA, and sends the script text (EVAL) only when the server
- * answers NOSCRIPT: after a restart or a failover. A script that failed for any other reason, or timed out, is
- * never sent again by this runner.
+ * @internal Runs scripts through a client's `RedisScriptRunner` (stores/clients/) by EVALSHA, and sends the
+ * script text (EVAL) only when the server answers NOSCRIPT: after a restart or a failover. A script that failed
+ * for any other reason, or timed out, is never sent again by this runner.
  */
-export function ioredisRunner(client: SyncedRedisClient): ScriptRunner {
+export function scriptRunnerOn(commands: RedisScriptRunner): ScriptRunner {
   return {
     async run(script, keys, args) {
+      const strings = args.map(String)
       try {
-        return await client.evalsha(script.sha1, keys.length, ...keys, ...args)
+        return await commands.evalSha(script.sha1, keys, strings)
       } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-        return client.eval(script.lua, keys.length, ...keys, ...args)
+        if (!isNoScript(error)) throw error
+        return commands.eval(script.lua, keys, strings)
       }
     },
   }
