@@ -1,5 +1,5 @@
 /**
- * Policies over HTTP in every adapter and framework version, on memory and on Redis: the reset handle, allow
+ * Policies over HTTP in every adapter and framework version, on memory, Redis and Redis Cluster: the reset handle, allow
  * and deny lists, and rules resolved per request.
  */
 import { once } from 'node:events'
@@ -25,7 +25,7 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { standaloneClient } from '../support/redis.js'
+import { clusterClient, standaloneClient } from '../support/redis.js'
 import type { CommonOptions } from './harness.js'
 
 interface App {
@@ -158,6 +158,10 @@ let stores = 0
 const STORES: [string, () => Store][] = [
   ['memory', () => new MemoryStore()],
   ['Redis', () => new RedisStore({ client: standaloneClient(), prefix: `pol${process.pid}x${stores++}:` })],
+  [
+    'Redis Cluster',
+    () => new RedisStore({ client: clusterClient(), prefix: `pol${process.pid}x${stores++}:` }),
+  ],
 ]
 
 /** A store that counts the calls reaching it. */
