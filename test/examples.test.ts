@@ -10,8 +10,8 @@ import { redisStore as expressRedis } from '../examples/express/src/redis.js'
 import { createApp as fastifyApp } from '../examples/fastify/src/app.js'
 import { redisStore as fastifyRedis } from '../examples/fastify/src/redis.js'
 import { createApp as koaApp } from '../examples/koa/src/app.js'
-import { memoryExporter, run as otelExample } from '../examples/otel/src/console.js'
 import { redisStore as koaRedis } from '../examples/koa/src/redis.js'
+import { memoryExporter, run as otelExample } from '../examples/otel/src/console.js'
 import { redisEnvironment } from './support/redis.js'
 
 const EXAMPLES: [
