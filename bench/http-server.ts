@@ -1,10 +1,17 @@
 /**
  * One benchmark server in its own process, so the load generator does not share its event loop.
  * argv: <framework> <variant> <path: allowed|denied>. Prints `{"port":N}` once listening on 127.0.0.1.
- * Variants: bare, ratewindow (memory store), ratewindow-redis (REDIS_URL), and the peers in peers.ts.
+ * Variants: bare, ratewindow (memory store), ratewindow-redis (REDIS_URL), ratewindow-synced (SyncedStore on
+ * REDIS_URL), the two floors, and the peers in peers.ts.
+ *
+ * The floors (issue 12): `floor-headers` is the bare framework plus one hook that sets two headers the size of
+ * our draft-7 pair and makes no decision; `floor-redis` adds one ioredis EVALSHA of a script that only INCRs a
+ * key per client with a TTL. No limiter that sets headers (or that calls Redis once per request) can beat them.
+ *
+ * The parent asks for this process's CPU time over IPC (`process.cpuUsage()`), to report Node CPU per request.
  */
 import type { AddressInfo } from 'node:net'
-import { type HttpRateLimitOptions, MemoryStore, RedisStore } from '@ratewindow/core'
+import { type HttpRateLimitOptions, MemoryStore, RedisStore, SyncedStore } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
@@ -18,11 +25,26 @@ const [framework = 'express', variant = 'bare', path = 'allowed'] = process.argv
 const limit = path === 'allowed' ? 100_000_000 : 1
 const redis = () =>
   new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false })
+// Our draft-7 pair for this limit, same names and sizes (the header floor sets these without deciding).
+const POLICY = `${limit};w=60`
+const STATE = `limit=${limit}, remaining=${limit - 1}, reset=60`
+const INCR_TTL = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`
+type FloorClient = Redis & { floor(key: string, ttl: number): Promise<number> }
+const floorClient = (): FloorClient | undefined => {
+  if (variant !== 'floor-redis') return undefined
+  const client = redis()
+  client.defineCommand('floor', { numberOfKeys: 1, lua: INCR_TTL }) // EVALSHA, EVAL once on NOSCRIPT
+  return client as FloorClient
+}
 const ours = (): HttpRateLimitOptions<unknown> | undefined => {
   if (variant === 'ratewindow')
     return { limit, window: '1m', store: new MemoryStore({ maxKeys: 1_000_000 }), blockedCache: false }
   if (variant === 'ratewindow-redis')
     return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: false }
+  if (variant === 'ratewindow-synced')
+    return { limit, window: '1m', store: new SyncedStore({ client: redis() }), blockedCache: false }
   if (variant === 'ratewindow-redis-fixed')
     return { limit, window: '1m', algorithm: 'fixed-window', store: new RedisStore({ client: redis() }) }
   if (variant === 'ratewindow-redis-cached')
@@ -32,12 +54,30 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
 
 async function start(): Promise<number> {
   const options = ours()
+  const floor = variant.startsWith('floor-')
+  const client = floorClient()
   const peer =
-    options || variant === 'bare' ? undefined : await peerMiddleware(framework, variant, limit, redis)
+    options || floor || variant === 'bare'
+      ? undefined
+      : await peerMiddleware(framework, variant, limit, redis)
   if (framework === 'express') {
     const app = express()
     app.set('trust proxy', true)
     if (options) app.use(expressRateLimit(options))
+    if (floor && !client)
+      app.use((_request, response, next) => {
+        response.setHeader('RateLimit-Policy', POLICY)
+        response.setHeader('RateLimit', STATE)
+        next()
+      })
+    if (client)
+      app.use((request, response, next) => {
+        client.floor(`floor:${request.ip}`, 60_000).then(() => {
+          response.setHeader('RateLimit-Policy', POLICY)
+          response.setHeader('RateLimit', STATE)
+          next()
+        }, next)
+      })
     if (peer) app.use(peer as express.RequestHandler)
     app.get('/', (_request, response) => {
       response.send('ok')
@@ -50,6 +90,13 @@ async function start(): Promise<number> {
     const app = new Koa()
     app.proxy = true
     if (options) app.use(koaRateLimit(options))
+    if (floor)
+      app.use(async (ctx, next) => {
+        if (client) await client.floor(`floor:${ctx.ip}`, 60_000)
+        ctx.set('RateLimit-Policy', POLICY)
+        ctx.set('RateLimit', STATE)
+        await next()
+      })
     if (peer) app.use(peer as Koa.Middleware)
     app.use((ctx) => {
       ctx.body = 'ok'
@@ -61,11 +108,27 @@ async function start(): Promise<number> {
   const app = Fastify({ trustProxy: true })
   if (options) await app.register(fastifyRateLimit, options)
   if (peer) await (peer as (app: unknown) => Promise<void>)(app)
+  if (floor && !client)
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.header('RateLimit-Policy', POLICY)
+      reply.header('RateLimit', STATE)
+      done()
+    })
+  if (client)
+    app.addHook('onRequest', async (request, reply) => {
+      await client.floor(`floor:${request.ip}`, 60_000)
+      reply.header('RateLimit-Policy', POLICY)
+      reply.header('RateLimit', STATE)
+    })
   app.get('/', async () => 'ok')
   await app.listen({ port: 0, host: '127.0.0.1' })
   return (app.server.address() as AddressInfo).port
 }
 
 console.log(JSON.stringify({ port: await start() }))
+process.on('message', () => {
+  const { user, system } = process.cpuUsage()
+  process.send?.({ cpu: user + system })
+})
 // Exit normally on a signal, so that --cpu-prof can write its profile.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0))

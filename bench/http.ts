@@ -2,13 +2,23 @@
  * HTTP overhead: req/s and latency with autocannon on 127.0.0.1 for bare Express, Koa and Fastify, with
  * ratewindow (memory and Redis) and with their peers, on the allowed and the denied path, with one client key
  * and with 10k. Every configuration's server runs in its own process, started once; the rounds alternate
- * between them and the median is reported, as a ratio to the bare framework measured in the same rounds.
+ * between them and the median is reported, as a ratio to the bare framework measured in the same rounds and
+ * as a ratio to its floor (issue 12): `floor-headers` (bare + one hook setting two draft-7-size headers) for the
+ * memory stores, `floor-redis` (that + one EVALSHA of an INCR-with-TTL script) for the Redis stores.
+ * Node CPU per request is the server process's `process.cpuUsage()` delta (asked over IPC) ÷ responses; Redis
+ * CPU per request is the `INFO cpu` used_cpu_sys + used_cpu_user delta ÷ responses (one redis-server, one
+ * configuration loaded at a time).
+ *
+ * `-x4` configurations run 4 server processes, each on its own port taking a quarter of the connections:
+ * `bare-x4` and `ratewindow-synced-x4` (SyncedStore, the synchronised local mode), for Koa and Fastify on the
+ * allowed path. Their `ratio to bare` is to `bare-x4`, 4 processes against 4 processes.
  *
  * Run alone: pnpm --filter @ratewindow/bench http [-- --rounds 3 --duration 3 --frameworks koa]
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import autocannon from 'autocannon'
+import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
 import { PEERS } from './peers.js'
 import { median, table } from './stats.js'
@@ -25,6 +35,13 @@ export interface HttpRow {
   config: string
   rps: number
   ratio: number
+  /** Ratio to the floor this configuration is measured against, when it has one. */
+  floorRatio?: number
+  floor?: string
+  /** Server CPU (user + system) per response, µs, all the configuration's processes. */
+  nodeUs: number
+  /** redis-server CPU per response, µs (0 for configurations that do not use Redis). */
+  redisUs: number
   p50: number
   p99: number
 }
@@ -36,6 +53,21 @@ const CASES: [string, number][] = [
   ['denied', 1],
 ]
 
+interface Server {
+  port: number
+  child: ChildProcess
+}
+
+/** The number of server processes of a configuration. */
+const processesOf = (config: string) => (config.endsWith('-x4') ? 4 : 1)
+
+/** Which floor a configuration is compared with. */
+function floorOf(config: string): string | undefined {
+  if (config === 'bare' || config.endsWith('-x4') || config === 'floor-headers') return undefined
+  if (config === 'floor-redis') return 'floor-headers'
+  return config.endsWith('-redis') || config.includes('-redis-') ? 'floor-redis' : 'floor-headers'
+}
+
 async function startServer(framework: string, variant: string, path: string, redisUrl: string) {
   const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
   // Without the source condition the packages resolve to their built dist, as users get them.
@@ -44,7 +76,7 @@ async function startServer(framework: string, variant: string, path: string, red
     [...flags, '--import', 'tsx', 'http-server.ts', framework, variant, path],
     {
       cwd: import.meta.dirname,
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
       env: { ...process.env, REDIS_URL: redisUrl },
     },
   )
@@ -52,11 +84,50 @@ async function startServer(framework: string, variant: string, path: string, red
   return { port: JSON.parse(line.toString()).port as number, child }
 }
 
-async function load(port: number, keys: number, seconds: number) {
+async function cpuOf(child: ChildProcess): Promise<number> {
+  const reply = once(child, 'message') as Promise<[{ cpu: number }]>
+  child.send('cpu')
+  return (await reply)[0].cpu
+}
+
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu')
+  const field = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0)
+  return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
+}
+
+/** One load run against all of a configuration's servers at once, 50 connections shared between them. */
+async function load(servers: readonly Server[], keys: number, seconds: number, redis: Redis) {
+  const cpuBefore = await Promise.all(servers.map((server) => cpuOf(server.child)))
+  const redisBefore = await redisCpu(redis)
+  const results = await Promise.all(
+    servers.map((server, i) =>
+      loadOne(
+        server.port,
+        keys,
+        seconds,
+        Math.floor(50 / servers.length) + (i < 50 % servers.length ? 1 : 0),
+      ),
+    ),
+  )
+  const redisAfter = await redisCpu(redis)
+  const cpuAfter = await Promise.all(servers.map((server) => cpuOf(server.child)))
+  const responses = results.reduce((sum, result) => sum + result.responses, 0) || 1
+  const nodeCpu = cpuAfter.reduce((sum, cpu, i) => sum + cpu - cpuBefore[i]!, 0)
+  return {
+    rps: results.reduce((sum, result) => sum + result.rps, 0),
+    p50: median(results.map((result) => result.p50)),
+    p99: Math.max(...results.map((result) => result.p99)),
+    nodeUs: nodeCpu / responses,
+    redisUs: (redisAfter - redisBefore) / responses,
+  }
+}
+
+async function loadOne(port: number, keys: number, seconds: number, connections: number) {
   let next = 0
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/`,
-    connections: 50,
+    connections,
     duration: seconds,
     requests: [
       {
@@ -72,7 +143,7 @@ async function load(port: number, keys: number, seconds: number) {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    non2xx: result.non2xx,
+    responses: result.requests.total,
   }
 }
 
@@ -83,6 +154,7 @@ export async function runHttp(
   const duration = options.duration ?? 3
   const redis = await RedisServer.start()
   const redisUrl = `redis://127.0.0.1:${redis.port}`
+  const info = new Redis(redisUrl)
   const rows: HttpRow[] = []
   try {
     for (const framework of options.frameworks ?? ['express', 'koa', 'fastify']) {
@@ -90,6 +162,8 @@ export async function runHttp(
       for (const [path, keys] of CASES) {
         const configs = [
           'bare',
+          'floor-headers',
+          'floor-redis',
           'ratewindow',
           'ratewindow-redis',
           ...(path === 'denied' ? ['ratewindow-redis-cached'] : []),
@@ -97,41 +171,53 @@ export async function runHttp(
           ...(path === 'allowed' && keys === 1 ? ['ratewindow-redis-fixed'] : []),
           ...peers,
           ...peers.map((peer) => `${peer}-redis`),
+          // The synchronised local mode, 4 processes against 4 bare processes (Express has no row: issue 12
+          // asks for Koa and Fastify).
+          ...(path === 'allowed' && framework !== 'express' ? ['bare-x4', 'ratewindow-synced-x4'] : []),
         ]
-        const servers = new Map<string, { port: number; child: ChildProcess }>()
-        for (const config of configs)
-          servers.set(config, await startServer(framework, config, path, redisUrl))
+        const servers = new Map<string, Server[]>()
+        for (const config of configs) {
+          const list: Server[] = []
+          for (let i = 0; i < processesOf(config); i++)
+            list.push(await startServer(framework, config.replace(/-x4$/, ''), path, redisUrl))
+          servers.set(config, list)
+        }
         try {
-          for (const config of configs) await load(servers.get(config)!.port, keys, 1) // warm-up
-          const samples = new Map<string, { rps: number; p50: number; p99: number }[]>(
-            configs.map((c) => [c, []]),
-          )
+          for (const config of configs) await load(servers.get(config)!, keys, 1, info) // warm-up
+          type Sample = Awaited<ReturnType<typeof load>>
+          const samples = new Map<string, Sample[]>(configs.map((c) => [c, []]))
           for (let round = 0; round < rounds; round++) {
             for (const config of configs)
-              samples.get(config)!.push(await load(servers.get(config)!.port, keys, duration))
+              samples.get(config)!.push(await load(servers.get(config)!, keys, duration, info))
           }
-          const bare = median(samples.get('bare')!.map((sample) => sample.rps))
+          const rpsOf = (config: string) => median(samples.get(config)!.map((sample) => sample.rps))
           for (const config of configs) {
             const list = samples.get(config)!
-            const rps = median(list.map((sample) => sample.rps))
+            const rps = rpsOf(config)
+            const floor = floorOf(config)
             rows.push({
               framework,
               path,
               keys,
               config,
               rps,
-              ratio: rps / bare,
+              ratio: rps / rpsOf(config.endsWith('-x4') ? 'bare-x4' : 'bare'),
+              floor,
+              floorRatio: floor ? rps / rpsOf(floor) : undefined,
+              nodeUs: median(list.map((sample) => sample.nodeUs)),
+              redisUs: median(list.map((sample) => sample.redisUs)),
               p50: median(list.map((sample) => sample.p50)),
               p99: median(list.map((sample) => sample.p99)),
             })
           }
         } finally {
-          for (const { child } of servers.values()) child.kill()
+          for (const list of servers.values()) for (const { child } of list) child.kill()
         }
         console.error(`http: ${framework} ${path} ${keys} key(s) done`)
       }
     }
   } finally {
+    info.disconnect()
     await redis.stop()
   }
   return rows
@@ -139,7 +225,19 @@ export async function runHttp(
 
 export function httpTable(rows: readonly HttpRow[]): string {
   return table(
-    ['framework', 'path', 'keys', 'configuration', 'req/s', 'ratio to bare', 'p50 ms', 'p99 ms'],
+    [
+      'framework',
+      'path',
+      'keys',
+      'configuration',
+      'req/s',
+      'ratio to bare',
+      'ratio to floor',
+      'Node µs/req',
+      'Redis µs/req',
+      'p50 ms',
+      'p99 ms',
+    ],
     rows.map((row) => [
       row.framework,
       row.path,
@@ -147,6 +245,9 @@ export function httpTable(rows: readonly HttpRow[]): string {
       row.config,
       Math.round(row.rps).toLocaleString('en-US'),
       row.ratio.toFixed(2),
+      row.floorRatio === undefined ? '' : `${row.floorRatio.toFixed(2)} (${row.floor})`,
+      row.nodeUs.toFixed(1),
+      row.redisUs < 0.05 ? '' : row.redisUs.toFixed(1),
       String(row.p50),
       String(row.p99),
     ]),
