@@ -25,6 +25,8 @@ export interface RedisStoreOptions {
   clock?: () => number
 }
 
+/** Client keys whose hashed form is kept (see #base): ~100 bytes each. */
+const HASH_CACHE_SIZE = 16_384
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
 
 /** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
@@ -52,6 +54,7 @@ export class RedisStore implements Store {
 
   readonly #runner: RedisScriptRunner
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
+  readonly #hashes = new Map<string, string>()
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
@@ -123,7 +126,16 @@ export class RedisStore implements Store {
   }
 
   #base(prefix: string, key: string): string {
-    return `${this.#prefix}${prefix}{${createHash('sha256').update(key).digest('base64url').slice(0, 22)}}:`
+    // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
+    // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
+    // bookkeeping, and a flood of one-off keys costs one hash each, as before.
+    let hash = this.#hashes.get(key)
+    if (hash === undefined) {
+      if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
+      hash = createHash('sha256').update(key).digest('base64url').slice(0, 22)
+      this.#hashes.set(key, hash)
+    }
+    return `${this.#prefix}${prefix}{${hash}}:`
   }
 
   async #decide(request: StoreRequest, mode: number, at: number): Promise<Decision> {
@@ -133,11 +145,10 @@ export class RedisStore implements Store {
       outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
     }
     const decision: Decision = { allowed: reply[0] === 1, now: reply[1]!, outcomes }
-    const notices = [
-      ...repairedRules(request, reply[2 + 3 * outcomes.length]),
-      ...(this.#eviction.poll() ?? []),
-    ]
-    if (notices.length > 0) decision.notices = notices
+    // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
+    const mask = reply[2 + 3 * outcomes.length]
+    const evicted = this.#eviction.poll()
+    if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
     return decision
   }
 
