@@ -25,6 +25,7 @@ const [framework = 'express', variant = 'bare', path = 'allowed'] = process.argv
 const limit = path === 'allowed' ? 100_000_000 : 1
 const redis = () =>
   new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false })
+// Our rows send draft-7 headers (two, like the floors; the default is draft-6, four headers), as in issue 12.
 // Our draft-7 pair for this limit, same names and sizes (the header floor sets these without deciding).
 const POLICY = `${limit};w=60`
 const STATE = `limit=${limit}, remaining=${limit - 1}, reset=60`
@@ -40,15 +41,45 @@ const floorClient = (): FloorClient | undefined => {
 }
 const ours = (): HttpRateLimitOptions<unknown> | undefined => {
   if (variant === 'ratewindow')
-    return { limit, window: '1m', store: new MemoryStore({ maxKeys: 1_000_000 }), blockedCache: false }
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      store: new MemoryStore({ maxKeys: 1_000_000 }),
+      blockedCache: false,
+    }
   if (variant === 'ratewindow-redis')
-    return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: false }
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      store: new RedisStore({ client: redis() }),
+      blockedCache: false,
+    }
   if (variant === 'ratewindow-synced')
-    return { limit, window: '1m', store: new SyncedStore({ client: redis() }), blockedCache: false }
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      store: new SyncedStore({ client: redis() }),
+      blockedCache: false,
+    }
   if (variant === 'ratewindow-redis-fixed')
-    return { limit, window: '1m', algorithm: 'fixed-window', store: new RedisStore({ client: redis() }) }
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      algorithm: 'fixed-window',
+      store: new RedisStore({ client: redis() }),
+    }
   if (variant === 'ratewindow-redis-cached')
-    return { limit, window: '1m', store: new RedisStore({ client: redis() }), blockedCache: true }
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      store: new RedisStore({ client: redis() }),
+      blockedCache: true,
+    }
   return undefined
 }
 

@@ -55,7 +55,8 @@ TTL (no limiter that calls Redis once per request can beat it). \`Node µs/req\`
 used_cpu_user) delta ÷ responses. \`-x4\` rows run 4 server processes, each on its own port taking a quarter of the
 50 connections: \`ratewindow-synced-x4\` is the synchronised local mode (\`SyncedStore\`, default 100 ms interval)
 and its \`ratio to bare\` is to \`bare-x4\`, 4 bare processes in the same rounds. Peers are configured like ours (same limit, 1 minute
-window, client IP key, draft-6 headers where they offer them). \`-redis\` variants use one local redis-server
+window, client IP key); ours send draft-7 headers (two, the size of the floors' pair), the peers draft-6 where they
+offer it. \`-redis\` variants use one local redis-server
 (ratewindow: RedisStore; express-rate-limit: rate-limit-redis; koa-ratelimit and @fastify/rate-limit: their
 ioredis drivers; rate-limiter-flexible: RateLimiterRedis). \`ratewindow-redis-cached\` adds \`blockedCache: true\`;
 \`ratewindow-redis-fixed\` runs the fixed window on RedisStore, the algorithm the peers' Redis stores use. Our
