@@ -25,8 +25,9 @@ export interface RedisStoreOptions {
   clock?: () => number
 }
 
-/** Client keys whose hashed form is kept (see #base): ~100 bytes each. */
+/** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
 const HASH_CACHE_SIZE = 16_384
+const HASH_CACHE_KEY_LENGTH = 128
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
 
 /** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
@@ -129,11 +130,14 @@ export class RedisStore implements Store {
     // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
     // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
     // bookkeeping, and a flood of one-off keys costs one hash each, as before.
+    // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
     let hash = this.#hashes.get(key)
     if (hash === undefined) {
-      if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
       hash = createHash('sha256').update(key).digest('base64url').slice(0, 22)
-      this.#hashes.set(key, hash)
+      if (key.length <= HASH_CACHE_KEY_LENGTH) {
+        if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
+        this.#hashes.set(key, hash)
+      }
     }
     return `${this.#prefix}${prefix}{${hash}}:`
   }
