@@ -12,6 +12,8 @@ import {
 import fc from 'fast-check'
 import { type Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ioredisRunner } from '../packages/core/src/stores/clients/index.js'
+import { type ScriptRunner, scriptRunnerOn } from '../packages/core/src/sync/script.js'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { clientFamily, connect } from './support/redis-clients.js'
@@ -171,7 +173,22 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
             fixedWindow({ limit: 20, window: '1m' }),
           ]
           const p = prefix()
-          const sides = [undefined, syncTwin()].map((runner) =>
+          // A store past maxPending syncs in the background; Redis answers later than the twin, so every step
+          // first waits for both sides' round trips in flight: the decisions then cannot depend on timing.
+          const inFlight = new Set<Promise<unknown>>()
+          const tracked = (runner: ScriptRunner): ScriptRunner => ({
+            run(script, keys, args) {
+              const reply = runner.run(script, keys, args)
+              inFlight.add(reply)
+              reply.then(
+                () => inFlight.delete(reply),
+                () => inFlight.delete(reply),
+              )
+              return reply
+            },
+          })
+          const runners = [tracked(scriptRunnerOn(ioredisRunner(client))), tracked(syncTwin())]
+          const sides = runners.map((runner) =>
             Array.from({ length: 2 }, () => {
               const store = new SyncedStore({
                 client,
@@ -185,6 +202,7 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
             }),
           )
           for (const [advance, who, sync] of steps) {
+            while (inFlight.size > 0) await Promise.allSettled([...inFlight])
             clock.advance(advance)
             const results = []
             for (const side of sides) {
