@@ -1,5 +1,6 @@
 import {
   fixedWindow,
+  gcra,
   RateLimiter,
   RedisStore,
   type Rule,
@@ -24,6 +25,7 @@ const RULES: [string, () => Rule][] = [
   ['sliding-window-log', () => slidingWindowLog({ limit: 3, window: '1h' })],
   ['sliding-window-counter', () => slidingWindowCounter({ limit: 3, window: '1h' })],
   ['token-bucket', () => tokenBucket({ capacity: 3, refillRate: 1, interval: '1h' })],
+  ['gcra', () => gcra({ limit: 1, window: '1h', burst: 3 })],
 ]
 /** Shapes that are an algorithm's own type (a sorted set with any members is a valid log). */
 const READABLE: Record<string, string[]> = {

@@ -6,6 +6,7 @@
 import {
   type Decision,
   fixedWindow,
+  gcra,
   RateLimiter,
   type RedisClient,
   RedisStore,
@@ -30,6 +31,7 @@ export const ALGORITHMS: [string, (limit: number) => Rule][] = [
     'token-bucket',
     (limit) => tokenBucket({ capacity: limit, refillRate: 1, interval: '1h', name: 'bucket' }),
   ],
+  ['gcra', (limit) => gcra({ limit: 1, window: '1h', burst: limit, name: 'gcra' })],
 ]
 
 const run = Math.random().toString(36).slice(2, 8)

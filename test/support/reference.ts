@@ -39,6 +39,18 @@ function tokensAt(rule: Rule, history: readonly Admission[], now: number): numbe
   return tokens
 }
 
+/**
+ * GCRA by virtual scheduling, replayed from the history: each admitted request moves the theoretical arrival
+ * time to `max(tat, time) + cost × T`, with T = window / limit. Times are multiplied by the denominator of T
+ * (the rule's first parameter) so that everything stays whole. Returns how far the TAT is ahead of `now`.
+ */
+function gcraAheadAt(rule: Rule, history: readonly Admission[], now: number): number {
+  const [scale, interval] = rule.script.params
+  let tat = Number.NEGATIVE_INFINITY
+  for (const admission of history) tat = Math.max(tat, admission.time * scale) + admission.cost * interval
+  return Math.max(0, tat - now * scale)
+}
+
 /** Whether a request of `cost` passes `rule` at `now`, given the admitted history. */
 export function fits(rule: Rule, history: readonly Admission[], now: number, cost: number): boolean {
   const { limit, windowMs: W } = rule
@@ -58,6 +70,10 @@ export function fits(rule: Rule, history: readonly Admission[], now: number, cos
     }
     case 'token-bucket':
       return tokensAt(rule, history, now) >= cost * rule.script.params[2]
+    case 'gcra': {
+      const [, interval, burst] = rule.script.params
+      return gcraAheadAt(rule, history, now) + cost * interval <= burst * interval
+    }
   }
 }
 

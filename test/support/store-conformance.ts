@@ -1,5 +1,6 @@
 import {
   fixedWindow,
+  gcra,
   RateLimiter,
   type Rule,
   type Store,
@@ -168,6 +169,63 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 1 })
       // 1.5 tokens left: a cost-2 request misses half a token, 500 ms of refill.
       expect(await limiter.limit('k', { cost: 2 })).toMatchObject({ allowed: false, retryAfter: 500 })
+    })
+  })
+
+  describe(`${subject.name}: GCRA`, () => {
+    it('10 per second with bursts of 3: a burst, then one every 100 ms, each wait exact', async () => {
+      const { clock, limiter } = await setup(gcra({ limit: 10, window: '1s', burst: 3 }))
+      for (const remaining of [2, 1, 0])
+        expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining })
+      // The TAT is 300 ms ahead; a request fits once it is at most 200 ms ahead.
+      expect(await limiter.limit('k')).toMatchObject({
+        allowed: false,
+        retryAfter: 100,
+        reset: 300,
+        limit: 3,
+      })
+      clock.advance(99)
+      expect((await limiter.limit('k')).allowed).toBe(false)
+      clock.advance(1)
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0 })
+      // A cost-2 request needs 200 ms of room.
+      expect(await limiter.limit('k', { cost: 2 })).toMatchObject({ allowed: false, retryAfter: 200 })
+    })
+
+    it('a rate that does not divide the window stays exact: 3 per second spaces requests 333⅓ ms apart', async () => {
+      const { clock, limiter } = await setup(gcra({ limit: 3, window: '1s', burst: 2 }), 1_700_000_000_000)
+      const admittedAt: number[] = []
+      while (admittedAt.length < 11) {
+        const result = await limiter.limit('k')
+        if (result.allowed) admittedAt.push(clock.now - 1_700_000_000_000)
+        else clock.advance(result.retryAfter)
+      }
+      // A burst of 2, then one per 333⅓ ms by the schedule, not by the rounded-up arrivals: 3 per second exactly.
+      expect(admittedAt).toEqual([0, 0, 334, 667, 1000, 1334, 1667, 2000, 2334, 2667, 3000])
+    })
+
+    it('a refund gives back a recent request, and nothing once a whole burst time has passed', async () => {
+      const { clock, limiter } = await setup(gcra({ limit: 3, window: '1s' }))
+      const first = []
+      for (let i = 0; i < 3; i++) first.push(await limiter.limit('k'))
+      clock.advance(1_000) // rested
+      const second = []
+      for (let i = 0; i < 3; i++) second.push(await limiter.limit('k'))
+      for (const result of first) await limiter.refund(result)
+      expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
+      clock.advance(10)
+      await limiter.refund(second[2]!)
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 0 })
+    })
+
+    it('a clock stepping back neither rests the key nor forgets it', async () => {
+      const { clock, limiter } = await setup(gcra({ limit: 3, window: '1s' }), 1_700_000_000_000)
+      let admitted = 0
+      for (const step of [0, -5, 3, -2]) {
+        clock.advance(step)
+        for (let i = 0; i < 3; i++) if ((await limiter.limit('k')).allowed) admitted++
+      }
+      expect(admitted).toBe(3)
     })
   })
 
@@ -409,17 +467,26 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
 type RuleSpec =
   | { kind: 'fixed' | 'log' | 'counter'; limit: number; window: number }
   | { kind: 'bucket'; capacity: number; refillRate: number; interval: number }
+  | { kind: 'gcra'; limit: number; window: number; burst: number }
 
 /** Rules are generated as plain specs, so that fast-check prints a failing trace readably. */
 export function buildRule(spec: RuleSpec): Rule {
   // The factories refuse unknown option names, so `kind` stays out of what they receive.
-  if (spec.kind === 'bucket') {
-    const { kind: _, ...options } = spec
-    return tokenBucket(options)
+  switch (spec.kind) {
+    case 'bucket': {
+      const { kind: _, ...options } = spec
+      return tokenBucket(options)
+    }
+    case 'gcra': {
+      const { kind: _, ...options } = spec
+      return gcra(options)
+    }
+    default: {
+      const { kind, ...options } = spec
+      if (kind === 'fixed') return fixedWindow(options)
+      return kind === 'log' ? slidingWindowLog(options) : slidingWindowCounter(options)
+    }
   }
-  const { kind, ...options } = spec
-  if (kind === 'fixed') return fixedWindow(options)
-  return kind === 'log' ? slidingWindowLog(options) : slidingWindowCounter(options)
 }
 
 /**
@@ -439,6 +506,12 @@ const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
     capacity: fc.integer({ min: 2, max: 6 }),
     refillRate: fc.integer({ min: 1, max: 5 }),
     interval: time(10, 1_000),
+  }),
+  fc.record({
+    kind: fc.constant('gcra' as const),
+    limit: fc.integer({ min: 1, max: 6 }),
+    window: time(10, 3_000),
+    burst: fc.integer({ min: 2, max: 6 }),
   }),
 )
 

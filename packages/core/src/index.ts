@@ -2,6 +2,8 @@ export { AccessList, type AccessListEntries, type AccessListOption } from './acc
 export {
   type AlgorithmName,
   fixedWindow,
+  type GcraOptions,
+  gcra,
   type Rule,
   type RuleOutcome,
   slidingWindowCounter,

@@ -23,7 +23,7 @@ export function parseRules(rules: unknown): readonly Rule[] {
         'ERR_RATEWINDOW_INVALID_OPTION',
         Array.isArray(rules) ? `rules[${i}]` : 'rules',
         rule,
-        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter or tokenBucket (a copy such as { ...rule } is not one: pass `name` to the factory instead)',
+        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter, tokenBucket or gcra (a copy such as { ...rule } is not one: pass `name` to the factory instead)',
       )
     }
     if (ids.has(rule.id)) {

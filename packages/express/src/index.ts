@@ -85,6 +85,7 @@ export type { RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,

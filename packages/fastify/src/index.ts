@@ -227,6 +227,7 @@ export type { RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,

@@ -1,10 +1,12 @@
 import { FIXED_WINDOW } from './fixed-window.js'
+import { GCRA } from './gcra.js'
 import { SLIDING_WINDOW_COUNTER } from './sliding-window-counter.js'
 import { SLIDING_WINDOW_LOG } from './sliding-window-log.js'
 import { TOKEN_BUCKET } from './token-bucket.js'
 import type { AlgorithmDefinition, AlgorithmName } from './types.js'
 
 export { fixedWindow } from './fixed-window.js'
+export { type GcraOptions, gcra } from './gcra.js'
 export { slidingWindowCounter } from './sliding-window-counter.js'
 export { slidingWindowLog } from './sliding-window-log.js'
 export { type TokenBucketOptions, tokenBucket } from './token-bucket.js'
@@ -19,6 +21,7 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AlgorithmDefinition>> = 
   [SLIDING_WINDOW_LOG.name]: SLIDING_WINDOW_LOG,
   [SLIDING_WINDOW_COUNTER.name]: SLIDING_WINDOW_COUNTER,
   [TOKEN_BUCKET.name]: TOKEN_BUCKET,
+  [GCRA.name]: GCRA,
 } as Record<AlgorithmName, AlgorithmDefinition>)
 
 /** @internal The registry by Lua code, for the Redis script. */

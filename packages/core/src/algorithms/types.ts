@@ -1,7 +1,12 @@
 import type { Duration } from '../duration.js'
 
 /** The algorithms ratewindow ships. */
-export type AlgorithmName = 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket'
+export type AlgorithmName =
+  | 'fixed-window'
+  | 'sliding-window-log'
+  | 'sliding-window-counter'
+  | 'token-bucket'
+  | 'gcra'
 
 /**
  * One entry of the algorithm registry (`algorithms/index.ts`): everything the library needs to know about an
@@ -62,7 +67,7 @@ export interface AlgorithmLogic<S> {
 
 /**
  * One rate limit rule: an algorithm with its parameters. Create rules with `fixedWindow`,
- * `slidingWindowLog`, `slidingWindowCounter` or `tokenBucket`; the limiter never switches on names.
+ * `slidingWindowLog`, `slidingWindowCounter`, `tokenBucket` or `gcra`; the limiter never switches on names.
  */
 export interface Rule {
   readonly algorithm: AlgorithmName

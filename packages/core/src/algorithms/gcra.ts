@@ -1,0 +1,172 @@
+import { type Duration, formatDuration, parseDuration } from '../duration.js'
+import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
+import { makeRule, parseCount, parseRuleName } from './rule.js'
+import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
+
+export interface GcraOptions {
+  /** Requests (cost units) admitted per `window`, evenly spaced: the sustained rate. A positive whole number. */
+  limit: number
+  /** The period of `limit`: milliseconds or `'1s' | '1m' | …`. */
+  window: Duration
+  /** Most requests admitted at once after an idle time: the burst. A positive whole number. @default limit */
+  burst?: number
+  /** Policy name for draft-8 headers. @default `'<limit>-per-<window>'` */
+  name?: string
+}
+
+/**
+ * The theoretical arrival time (TAT), the only state: the time at which the key would be fully rested again.
+ * Stored in "ticks" of `1 / scale` ms, where `scale` is the smallest whole number making the emission
+ * interval (`window / limit` ms) whole, so that every step is exact integer arithmetic.
+ */
+interface GcraState {
+  /** Theoretical arrival time in ticks; -Infinity for a key never seen (fully rested). */
+  tat: number
+}
+
+const CODE = 5
+
+const GCRA_OPTIONS = namesOf<GcraOptions>({
+  limit: true,
+  window: true,
+  burst: true,
+  name: true,
+})
+/**
+ * Ticks must stay exact in IEEE doubles (JavaScript and Redis Lua) for any epoch time until the year 2248
+ * (2^43 ms): `scale` × 2^43 plus a burst below 2^53.
+ */
+const MAX_EPOCH_MS = 2 ** 43
+const MAX_TICKS = 2 ** 53
+
+/**
+ * GCRA, the generic cell rate algorithm: requests spaced `window / limit` apart on average, with up to `burst`
+ * at once. One integer per key (the theoretical arrival time) and exact waits: a denied request is told to
+ * the millisecond when it passes. It admits what a token bucket of capacity `burst` refilling `limit` per
+ * `window` admits, with a smaller state.
+ * @example gcra({ limit: 10, window: '1s', burst: 20 }) // 10 per second on average, bursts of 20
+ */
+export function gcra(options: GcraOptions): Rule {
+  requireObject(options, 'gcra', '{ limit: 10, window: "1s", burst: 20 }')
+  rejectUnknownOptions(options, GCRA_OPTIONS, 'gcra rule')
+  const limit = parseCount(options.limit, 'limit')
+  const windowMs = parseDuration(options.window, 'window')
+  const burst = options.burst === undefined ? limit : parseCount(options.burst, 'burst')
+  // Emission interval window / limit ms = (window / g) / (limit / g): ticks of 1 / scale ms make it whole.
+  const g = gcd(limit, windowMs)
+  const scale = limit / g
+  const interval = windowMs / g
+  if (scale * MAX_EPOCH_MS + burst * interval > MAX_TICKS) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `gcra \`limit\` ${limit} per \`window\` ${windowMs} ms spaces requests ${windowMs}/${limit} ms apart, a fraction too fine to stay exact (denominator ${scale}, at most ${Math.floor((MAX_TICKS - burst * interval) / MAX_EPOCH_MS)}). Choose a window that ${limit} divides more evenly, e.g. ${Math.round(windowMs / limit) * limit} ms.`,
+      { option: 'limit' },
+    )
+  }
+  if (burst * windowMs > 2 ** 50) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'burst', burst, 'a burst with burst × window below 2^50')
+  }
+  // The time to rest fully from an exhausted burst, for draft-8 policy names and `windowMs`.
+  const restMs = Math.ceil((burst * interval) / scale)
+  return makeRule({
+    algorithm: 'gcra',
+    limit: burst,
+    windowMs: restMs,
+    name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
+    id: `gc${limit}-${windowMs}-${burst}`,
+    maxCost: burst,
+    logic: gcraLogic(scale, interval, burst),
+    script: Object.freeze({ code: CODE, params: Object.freeze([scale, interval, burst] as const) }),
+  })
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b]
+  return a
+}
+
+/**
+ * The decision over ticks: `now` is `now × scale`; a request of `cost` moves the TAT `cost × interval` on from
+ * `max(tat, now)`, and passes when the new TAT is at most `burst × interval` ahead of now.
+ */
+function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLogic<GcraState> {
+  const tolerance = burst * interval
+  /** Ticks → whole ms, rounded up: a wait is never reported shorter than it is. */
+  const toMs = (ticks: number) => Math.ceil(ticks / scale)
+  /** How far the TAT is ahead of now, in ticks (0 for a rested key). */
+  const ahead = (state: GcraState, now: number) => Math.max(0, state.tat - now * scale)
+  return {
+    create: () => ({ tat: Number.NEGATIVE_INFINITY }),
+    // Nothing to bring forward: the TAT is absolute. A clock stepping back sees it further ahead, never reset.
+    advance() {},
+    fits: (state, now, cost) => ahead(state, now) + cost * interval <= tolerance,
+    consume(state, now, cost) {
+      state.tat = now * scale + ahead(state, now) + cost * interval
+    },
+    refund(state, now, cost, at) {
+      // A request's units are surely rested once the TAT it set has passed; that TAT was at most a whole
+      // burst ahead of `at`. After that, or when the TAT is not ahead of the request at all, nothing is owed.
+      // NOTE: one integer cannot tell whether the key rested in between and was used again; such a refund,
+      // within one burst time of the request, gives back up to `cost` units already rested.
+      if (state.tat <= at * scale || now * scale >= at * scale + tolerance) return
+      state.tat = Math.max(now * scale, at * scale, state.tat - cost * interval)
+    },
+    report(state, now, pending, deniedCost) {
+      const used = ahead(state, now) + pending * interval
+      const missing = used + deniedCost * interval - tolerance
+      return {
+        remaining: Math.floor((tolerance - used) / interval),
+        reset: toMs(used),
+        retryAfter: deniedCost > 0 && missing > 0 ? toMs(missing) : 0,
+      }
+    },
+    ttl: (state, now) => toMs(ahead(state, now)),
+  }
+}
+
+/**
+ * Lua twin of `gcraLogic`. Key: a string holding the TAT in ticks, with a TTL equal to its distance from now.
+ * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
+ */
+const LUA = `
+do
+  local function ahead(st) return math.max(0, st.tat - st.now * st.scale) end
+  local function toMs(st, ticks) return math.ceil(ticks / st.scale) end
+  A[${CODE}] = {
+    load = function(key, scale, interval, burst, now)
+      local st = { key = key, scale = scale, interval = interval, tolerance = burst * interval, now = now, tat = -1 }
+      local raw, broken = read('GET', key)
+      if raw then
+        local tat = string.match(raw, '^(%d+)$')
+        if not tat then broken = true else st.tat = tonumber(tat) end
+      end
+      st.broken = broken
+      return st
+    end,
+    fits = function(st, cost) return ahead(st) + cost * st.interval <= st.tolerance end,
+    consume = function(st, cost) st.tat = st.now * st.scale + ahead(st) + cost * st.interval end,
+    refund = function(st, cost, at)
+      if st.tat <= at * st.scale or st.now * st.scale >= at * st.scale + st.tolerance then return end
+      st.tat = math.max(st.now * st.scale, at * st.scale, st.tat - cost * st.interval)
+    end,
+    report = function(st, pending, denied_cost)
+      local used = ahead(st) + pending * st.interval
+      local missing = used + denied_cost * st.interval - st.tolerance
+      local retry = 0
+      if denied_cost > 0 and missing > 0 then retry = toMs(st, missing) end
+      return math.floor((st.tolerance - used) / st.interval), toMs(st, used), retry
+    end,
+    ttl = function(st) return toMs(st, ahead(st)) end,
+    write = function(st, ttl) redis.call('SET', st.key, num(st.tat), 'PX', num(ttl)) end,
+  }
+end
+`
+
+/** @internal */
+export const GCRA: AlgorithmDefinition = {
+  name: 'gcra',
+  code: CODE,
+  lua: LUA,
+  fromLimit: (limit, window) => gcra({ limit, window }),
+}
