@@ -4,7 +4,14 @@
  * Run: pnpm --filter @ratewindow/bench accuracy
  */
 import { writeFileSync } from 'node:fs'
-import { fixedWindow, type Rule, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@ratewindow/core'
+import {
+  fixedWindow,
+  gcra,
+  type Rule,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
 import { replay, worstWindow } from '../scripts/simulation.js'
 import { table } from './stats.js'
 
@@ -69,6 +76,7 @@ export const ALGORITHMS: [string, () => Rule][] = [
   ['sliding window log', () => slidingWindowLog({ limit: LIMIT, window: WINDOW })],
   ['sliding window counter', () => slidingWindowCounter({ limit: LIMIT, window: WINDOW })],
   ['token bucket', () => tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: WINDOW })],
+  ['GCRA', () => gcra({ limit: LIMIT, window: WINDOW })],
 ]
 
 /**

@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import {
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimiter,
   type Rule,
@@ -38,6 +39,7 @@ export const CONTENDERS: Contender[] = [
   ],
   ['ratewindow sliding-window-log (limit 100)', ours(() => slidingWindowLog({ limit: 100, window: '1m' }))],
   ['ratewindow token-bucket', ours(() => tokenBucket({ capacity: 100_000_000, refillRate: 1_000 }))],
+  ['ratewindow gcra', ours(() => gcra({ limit: 1_000, window: '1s', burst: 100_000_000 }))],
   [
     'rate-limiter-flexible RateLimiterMemory',
     () => {

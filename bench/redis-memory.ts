@@ -4,6 +4,7 @@
  */
 import {
   fixedWindow,
+  gcra,
   RateLimiter,
   RedisStore,
   type Rule,
@@ -20,6 +21,7 @@ const factories: [string, (limit: number) => Rule][] = [
   ['sliding-window-counter', (limit) => slidingWindowCounter({ limit, window: '1h' })],
   ['sliding-window-log', (limit) => slidingWindowLog({ limit, window: '1h' })],
   ['token-bucket', (limit) => tokenBucket({ capacity: limit, refillRate: 1, interval: '1h' })],
+  ['gcra', (limit) => gcra({ limit: 1, window: '1h', burst: limit })],
 ]
 
 // A second server with a larger listpack threshold shows the compact encoding for big logs.

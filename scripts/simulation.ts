@@ -4,6 +4,7 @@
  */
 import {
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimiter,
   type Rule,
@@ -20,6 +21,7 @@ export const DEMO_RULES: readonly [string, () => Rule][] = [
   ['sliding window log', () => slidingWindowLog({ limit: LIMIT, window: WINDOW })],
   ['sliding window counter', () => slidingWindowCounter({ limit: LIMIT, window: WINDOW })],
   ['token bucket', () => tokenBucket({ capacity: LIMIT, refillRate: 1, interval: WINDOW / LIMIT })],
+  ['GCRA', () => gcra({ limit: LIMIT, window: WINDOW })],
 ]
 
 /** Replays request times through one rule on a MemoryStore with a driven clock: what it admitted, and each decision. */
