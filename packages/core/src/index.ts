@@ -37,6 +37,7 @@ export type {
   StoreErrorKind,
 } from './observe.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
+export type { PenaltyOptions } from './penalty.js'
 export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 export {
   glideRunner,

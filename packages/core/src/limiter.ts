@@ -7,6 +7,7 @@ import { claimNamespace, type Identity } from './namespaces.js'
 import type { BreakerEvent, BreakerState, DecisionEvent, StoreCallEvent } from './observe.js'
 import { guardedObserver } from './observe.js'
 import { type FailureContext, type RateLimiterOptions, resolveLimiterOptions } from './options.js'
+import type { Penalty } from './penalty.js'
 import { policyResult, type RateLimitResult, type RuleResult, toResult } from './result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
 
@@ -51,6 +52,8 @@ export class RateLimiter {
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
   readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
+  /** @internal The parsed `penalty`, if any. */
+  readonly penalty: Penalty | undefined
   readonly #timeout: number
   readonly #allowOnError: boolean
   readonly #fallback: Store | undefined
@@ -83,6 +86,7 @@ export class RateLimiter {
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
     this.#onStoreCall = guardedObserver(config.observer?.onStoreCall, 'onStoreCall')
     this.#onBreaker = guardedObserver(config.observer?.onBreaker, 'onBreaker')
+    this.penalty = config.penalty
     this.#timeout = config.timeoutMs
     this.#allowOnError = config.allowOnError
     this.#fallback = config.fallback
@@ -136,7 +140,9 @@ export class RateLimiter {
     operation: 'consume' | 'peek',
   ): Promise<RateLimitResult> {
     if (!enforced.allowed || enforced.source === 'policy') return enforced
-    const shadow = await this.#decide({ ...request, rules: this.#shadowRules }, operation)
+    // A penalty follows the enforcing rules only: shadow denials neither count towards it nor see its block.
+    const { penalty: _, ...unpenalised } = request
+    const shadow = await this.#decide({ ...unpenalised, rules: this.#shadowRules }, operation)
     if (shadow.source === 'policy') return enforced
     let e = 0
     let h = 0
@@ -400,7 +406,9 @@ export class RateLimiter {
         { option: 'cost' },
       )
     }
-    return { prefix: this.namespace, key, rules: this.rules, cost }
+    return this.penalty === undefined
+      ? { prefix: this.namespace, key, rules: this.rules, cost }
+      : { prefix: this.namespace, key, rules: this.rules, cost, penalty: this.penalty }
   }
 }
 

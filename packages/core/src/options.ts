@@ -7,6 +7,7 @@ import { type CircuitBreakerOptions, throttledErrorLog } from './failure.js'
 import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
 import type { RateLimitObserver } from './observe.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
+import { type Penalty, type PenaltyOptions, parsePenalty } from './penalty.js'
 import { MemoryStore } from './stores/memory.js'
 import type { Store } from './stores/types.js'
 
@@ -111,6 +112,12 @@ export interface RateLimiterOptions {
   shadow?: boolean
   /** Callbacks for decisions, store calls and circuit breaker changes (docs/operations.md). @default none */
   observer?: RateLimitObserver
+  /**
+   * Block a key that keeps being denied: after `after` denials within `within`, every request of the key is
+   * denied for `block` (each repeat `factor` times longer, up to `maxBlock`). Kept atomically beside the rule
+   * state by the store (MemoryStore, RedisStore); `reset` clears it. @default none
+   */
+  penalty?: PenaltyOptions
 }
 
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
@@ -127,6 +134,7 @@ const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
   name: true,
   shadow: true,
   observer: true,
+  penalty: true,
 })
 const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
 const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
@@ -158,6 +166,8 @@ export interface LimiterConfig {
   name: string
   shadow: boolean
   observer: RateLimitObserver | undefined
+  /** The parsed `penalty`, if any. */
+  penalty: Penalty | undefined
 }
 
 /** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
@@ -247,6 +257,21 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     }
   }
   const namespace = namespaceOf(prefix, rules, group, identity)
+  const penalty = parsePenalty(options.penalty)
+  if (penalty !== undefined) {
+    for (const [option, target] of [
+      ['store', store],
+      ['fallback', fallback],
+    ] as const) {
+      if (target !== undefined && target.penalties !== true) {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_INVALID_OPTION',
+          `\`penalty\` needs a store that keeps penalties beside the rule state (MemoryStore, RedisStore); the \`${option}\` (${target.constructor?.name ?? typeof target}) does not.`,
+          { option: 'penalty' },
+        )
+      }
+    }
+  }
   return {
     name: name ?? namespace,
     shadow,
@@ -262,6 +287,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     onError,
     circuitBreaker,
     blockedCache: blockedCache === true ? {} : blockedCache,
+    penalty,
   }
 }
 

@@ -24,6 +24,11 @@ export interface RateLimitResult {
   reset: number
   /** Smallest wait after which the same request passes if nothing else arrives (0 when allowed). */
   retryAfter: number
+  /**
+   * With a `penalty`: how long (ms) the key stays blocked, when it is (this request's denial may have started
+   * the block). `retryAfter` is at least this. Absent when the key is not blocked.
+   */
+  blocked?: number
   /** The identifier that was limited. */
   key: string
   cost: number
@@ -93,7 +98,7 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     if (worse) reported = i
   }
   const rule = results[reported]!
-  return {
+  const result: RateLimitResult = {
     allowed,
     limit: rule.rule.limit,
     remaining,
@@ -106,6 +111,14 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     rules: results,
     source,
   }
+  const { blocked } = decision
+  if (blocked !== undefined && blocked > 0) {
+    // Blocked: nothing passes until the block ends, whatever the rules would admit.
+    result.blocked = blocked
+    result.remaining = 0
+    result.retryAfter = Math.max(result.retryAfter, blocked)
+  }
+  return result
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import { blockedFor, type Penalty, type PenaltyState, recordDenial } from '../penalty.js'
 import type { Decision } from './types.js'
 
 /**
@@ -12,8 +13,12 @@ export function decideLocally(
   now: number,
   cost: number,
   write: boolean,
+  penalty?: Penalty,
+  penaltyState?: PenaltyState,
 ): Decision {
-  let allowed = true
+  // A blocked key is denied whatever its rules say, and its denials are not counted again.
+  let blocked = penaltyState === undefined ? 0 : blockedFor(penaltyState, now)
+  let allowed = blocked === 0
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
     logic.advance(states[i], now)
@@ -25,5 +30,8 @@ export function decideLocally(
     if (allowed && write) logic.consume(states[i], now, cost)
     outcomes[i] = logic.report(states[i], now, allowed && !write ? cost : 0, allowed ? 0 : cost)
   }
-  return { allowed, now, outcomes }
+  if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
+    blocked = recordDenial(penalty, penaltyState, now)
+  }
+  return blocked > 0 ? { allowed, now, outcomes, blocked } : { allowed, now, outcomes }
 }

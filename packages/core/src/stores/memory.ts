@@ -3,6 +3,7 @@ import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
+import { freshPenalty, type PenaltyState, penaltyTtl } from '../penalty.js'
 import { decideLocally } from './decide.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
@@ -24,6 +25,8 @@ interface Entry {
   id: string
   /** One state per rule, in rule order. */
   states: unknown[]
+  /** The key's penalty state, when its limiter has a penalty. */
+  penalty: PenaltyState | undefined
   /** When every state equals a fresh one again (ms, the store's clock). */
   expiresAt: number
   /** Neighbours in the recency list: `older` towards the least recently used end. */
@@ -45,6 +48,7 @@ const MAX_RAW_KEY_LENGTH = 128
  * limits between processes.
  */
 export class MemoryStore implements Store {
+  readonly penalties = true
   /**
    * One table per namespace (rule set and limiter prefix), keyed by the identifier itself: no per-request key
    * concatenation, and no long composite strings held per key.
@@ -91,8 +95,17 @@ export class MemoryStore implements Store {
   consume(request: StoreRequest): Decision {
     const now = this.#now()
     const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
-    const decision = decideLocally(request.rules, entry.states, now, request.cost, true)
-    this.#keep(entry, request.rules, now)
+    if (request.penalty !== undefined) entry.penalty ??= freshPenalty()
+    const decision = decideLocally(
+      request.rules,
+      entry.states,
+      now,
+      request.cost,
+      true,
+      request.penalty,
+      entry.penalty,
+    )
+    this.#keep(entry, request, now)
     return decision
   }
 
@@ -100,11 +113,10 @@ export class MemoryStore implements Store {
     const now = this.#now()
     const entry = this.#table(request).get(this.#key(request))
     // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
-    const states =
-      entry && entry.expiresAt > now
-        ? structuredClone(entry.states)
-        : request.rules.map((rule) => rule.logic.create())
-    return decideLocally(request.rules, states, now, request.cost, false)
+    const live = entry !== undefined && entry.expiresAt > now
+    const states = live ? structuredClone(entry.states) : request.rules.map((rule) => rule.logic.create())
+    const penalty = live && entry.penalty !== undefined ? { ...entry.penalty } : undefined
+    return decideLocally(request.rules, states, now, request.cost, false, request.penalty, penalty)
   }
 
   refund(request: RefundRequest): void {
@@ -115,7 +127,7 @@ export class MemoryStore implements Store {
       rule.logic.advance(entry.states[i], now)
       rule.logic.refund(entry.states[i], now, request.cost, request.at)
     })
-    this.#keep(entry, request.rules, now)
+    this.#keep(entry, request, now)
   }
 
   reset(target: StoreTarget): void {
@@ -189,6 +201,7 @@ export class MemoryStore implements Store {
         table,
         id,
         states: rules.map((rule) => rule.logic.create()),
+        penalty: undefined,
         expiresAt: 0,
         older: undefined,
         newer: undefined,
@@ -198,14 +211,17 @@ export class MemoryStore implements Store {
       this.#append(entry)
     } else if (entry.expiresAt <= now) {
       entry.states = rules.map((rule) => rule.logic.create())
+      entry.penalty = undefined
     }
     return entry
   }
 
   /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
-  #keep(entry: Entry, rules: readonly Rule[], now: number): void {
+  #keep(entry: Entry, { rules, penalty }: StoreRequest, now: number): void {
     let ttl = 0
     for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(entry.states[i], now))
+    if (penalty !== undefined && entry.penalty !== undefined)
+      ttl = Math.max(ttl, penaltyTtl(penalty, entry.penalty, now))
     if (ttl <= 0) {
       this.#remove(entry)
       return

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { ALGORITHMS_BY_CODE } from '../algorithms/index.js'
+import { PENALTY_LUA } from '../penalty.js'
 
 /** @internal Modes of the decision script. */
 export const MODE = { consume: 0, peek: 1, refund: 2 } as const
@@ -17,14 +18,18 @@ export const MODE = { consume: 0, peek: 1, refund: 2 } as const
  * ARGV[4]  refund: the `at` (epoch ms) of the decision being refunded; otherwise 0
  * ARGV[4i+1 .. 4i+4]  rule i: algorithm code and its three numeric parameters
  *
+ * With a penalty (a script built with `penalty`): the last key is the penalty state (same hash tag), and
+ * ARGV[4n+5 .. 4n+9] hold after, within, block, factor, maxBlock.
+ *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
- * then `repaired` }. A refund returns { 1, now, repaired }.
+ * then `repaired`, then with a penalty how long the key stays blocked (ms) }. A refund returns
+ * { 1, now, repaired }.
  * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
  * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
  * and got one. The store reports it (RedisStore: `Decision.notices`); the decision stands.
  * NOTE: numbers go to redis.call through num(): Lua's default number formatting keeps 14 digits only.
  */
-export function decisionScript(codes: readonly number[]): string {
+export function decisionScript(codes: readonly number[], penalty = false): string {
   return `
 local function num(n) return string.format('%.0f', n) end
 -- A read that tolerates a key of another type: returns the reply and whether the key is broken.
@@ -34,7 +39,7 @@ local function read(...)
   return reply, false
 end
 local A = {}
-${codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua).join('')}
+${codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua).join('')}${penalty ? PENALTY_LUA : ''}
 local function persist(algo, st)
   local ttl = algo.ttl(st)
   if ttl > 0 then algo.write(st, ttl) else redis.call('DEL', st.key) end
@@ -46,8 +51,27 @@ if now < 0 then
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
+local n = #KEYS${penalty ? ' - 1' : ''}
 local algos, states, allowed, repaired = {}, {}, true, 0
-for i = 1, #KEYS do
+${
+  penalty
+    ? `local P, pen, blocked = nil, nil, 0
+do
+  local base = 4 * n + 4
+  P = { after = tonumber(ARGV[base + 1]), within = tonumber(ARGV[base + 2]), block = tonumber(ARGV[base + 3]),
+    factor = tonumber(ARGV[base + 4]), maxBlock = tonumber(ARGV[base + 5]) }
+  pen = loadPenalty(KEYS[n + 1])
+  if pen.broken then
+    redis.call('DEL', pen.key)
+    repaired = repaired + 2 ^ n
+  end
+  -- A blocked key is denied whatever its rules say, and its denials are not counted again.
+  blocked = math.max(0, pen['until'] - now)
+  if blocked > 0 then allowed = false end
+end
+`
+    : ''
+}for i = 1, n do
   local base = 4 * i
   local algo = A[tonumber(ARGV[base + 1])]
   algos[i] = algo
@@ -61,7 +85,7 @@ for i = 1, #KEYS do
 end
 
 if mode == ${MODE.refund} then
-  for i = 1, #KEYS do
+  for i = 1, n do
     algos[i].refund(states[i], cost, at)
     persist(algos[i], states[i])
   end
@@ -69,7 +93,7 @@ if mode == ${MODE.refund} then
 end
 
 local out = { allowed and 1 or 0, now }
-for i = 1, #KEYS do
+for i = 1, n do
   local algo, st = algos[i], states[i]
   local pending, denied_cost = 0, cost
   if allowed then denied_cost = 0 end
@@ -89,8 +113,18 @@ for i = 1, #KEYS do
   out[#out + 1] = reset
   out[#out + 1] = retry
 end
-out[#out + 1] = repaired
-return out
+${
+  penalty
+    ? `if not allowed and blocked == 0 and mode == ${MODE.consume} then
+  blocked = recordDenial(P, pen, now)
+  persistPenalty(P, pen, now)
+elseif pen.loaded and not pen.broken and redis.call('PTTL', pen.key) == -1 then
+  persistPenalty(P, pen, now)
+end
+`
+    : ''
+}out[#out + 1] = repaired
+${penalty ? 'out[#out + 1] = blocked\n' : ''}return out
 `
 }
 
@@ -101,13 +135,13 @@ export interface Script {
 
 const scripts = new Map<string, Script>()
 
-/** The script for a set of algorithm codes, built once per distinct set. */
-export function scriptFor(codes: Iterable<number>): Script {
+/** The script for a set of algorithm codes (and a penalty, or none), built once per distinct set. */
+export function scriptFor(codes: Iterable<number>, penalty = false): Script {
   const sorted = [...new Set(codes)].sort((a, b) => a - b)
-  const key = sorted.join(',')
+  const key = `${sorted.join(',')}${penalty ? '+p' : ''}`
   let script = scripts.get(key)
   if (script === undefined) {
-    const lua = decisionScript(sorted)
+    const lua = decisionScript(sorted, penalty)
     script = Object.freeze({ lua, sha1: createHash('sha1').update(lua).digest('hex') })
     scripts.set(key, script)
   }

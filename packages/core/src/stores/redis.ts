@@ -29,6 +29,8 @@ export interface RedisStoreOptions {
 const HASH_CACHE_SIZE = 16_384
 const HASH_CACHE_KEY_LENGTH = 128
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
+/** The key suffix of a client's penalty state, beside its rule keys. */
+const PENALTY_SUFFIX = 'pen'
 
 /** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
 interface Prepared {
@@ -49,13 +51,18 @@ export class RedisStore implements Store {
    * The Lua script run for a rule set (it holds only the algorithms those rules use) and its SHA1, e.g. to
    * `SCRIPT LOAD` it ahead or to benchmark it.
    */
-  static scriptFor(rules: readonly Rule[]): Script {
-    return scriptFor(rules.map((rule) => rule.script.code))
+  static scriptFor(rules: readonly Rule[], options: { penalty?: boolean } = {}): Script {
+    return scriptFor(
+      rules.map((rule) => rule.script.code),
+      options.penalty === true,
+    )
   }
 
+  readonly penalties = true
   readonly #runner: RedisScriptRunner
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #hashes = new Map<string, string>()
+  readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
@@ -95,6 +102,11 @@ export class RedisStore implements Store {
     return `${this.#base(prefix, key)}${rule.id}`
   }
 
+  /** The Redis key holding the penalty state of `key` under a limiter `prefix` (same hash tag as its rules). */
+  penaltyKeyFor(prefix: string, key: string): string {
+    return `${this.#base(prefix, key)}${PENALTY_SUFFIX}`
+  }
+
   /**
    * The failure scope of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
    * from the client's slot table) or, when the client does not know it, the slot number; on a single server,
@@ -123,7 +135,8 @@ export class RedisStore implements Store {
 
   async reset(target: StoreTarget): Promise<void> {
     const base = this.#base(target.prefix, target.key)
-    await this.#runner.del(target.rules.map((rule) => `${base}${rule.id}`))
+    // The penalty key goes too, whether or not the limiter still has a penalty: a reset clears a block.
+    await this.#runner.del([...target.rules.map((rule) => `${base}${rule.id}`), `${base}${PENALTY_SUFFIX}`])
   }
 
   #base(prefix: string, key: string): string {
@@ -149,6 +162,8 @@ export class RedisStore implements Store {
       outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
     }
     const decision: Decision = { allowed: reply[0] === 1, now: reply[1]!, outcomes }
+    const blocked = request.penalty === undefined ? 0 : reply[3 + 3 * outcomes.length]!
+    if (blocked > 0) decision.blocked = blocked
     // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
     const mask = reply[2 + 3 * outcomes.length]
     const evicted = this.#eviction.poll()
@@ -157,11 +172,16 @@ export class RedisStore implements Store {
   }
 
   async #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
-    const { rules } = request
-    const { script, ruleArgs } = this.#prepare(rules)
+    const { rules, penalty } = request
+    const { script, ruleArgs } = this.#prepare(rules, penalty !== undefined)
     const base = this.#base(request.prefix, request.key)
     const keys = rules.map((rule) => `${base}${rule.id}`)
     const args = [String(mode), String(this.#now()), String(request.cost), String(at), ...ruleArgs]
+    if (penalty !== undefined) {
+      keys.push(`${base}${PENALTY_SUFFIX}`)
+      for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
+        args.push(String(value))
+    }
     let reply: unknown
     try {
       reply = await this.#runner.evalSha(script.sha1, keys, args)
@@ -181,12 +201,13 @@ export class RedisStore implements Store {
   }
 
   /** The rule set's script and rendered arguments, built on first use. */
-  #prepare(rules: readonly Rule[]): Prepared {
-    let prepared = this.#prepared.get(rules)
+  #prepare(rules: readonly Rule[], penalty: boolean): Prepared {
+    const cache = penalty ? this.#preparedWithPenalty : this.#prepared
+    let prepared = cache.get(rules)
     if (prepared === undefined) {
       const ruleArgs = rules.flatMap((rule) => [rule.script.code, ...rule.script.params].map(String))
-      prepared = { script: RedisStore.scriptFor(rules), ruleArgs }
-      this.#prepared.set(rules, prepared)
+      prepared = { script: RedisStore.scriptFor(rules, { penalty }), ruleArgs }
+      cache.set(rules, prepared)
     }
     return prepared
   }
@@ -218,5 +239,13 @@ function repairedRules(request: StoreRequest, mask: number | undefined): RateLim
       )
     }
   })
+  if (request.penalty !== undefined && Math.floor(mask / 2 ** request.rules.length) % 2 === 1) {
+    errors.push(
+      new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        "Repaired the Redis penalty key for this client: it held another type or unreadable content, and was rewritten from a fresh state. Check what else writes under the store's prefix.",
+      ),
+    )
+  }
   return errors
 }

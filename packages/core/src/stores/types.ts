@@ -1,4 +1,5 @@
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import type { Penalty } from '../penalty.js'
 
 export type Awaitable<T> = T | Promise<T>
 
@@ -10,6 +11,11 @@ export interface StoreTarget {
   key: string
   /** The rules checked together, all-or-nothing. */
   rules: readonly Rule[]
+  /**
+   * @internal The limiter's penalty (`RateLimiter` option `penalty`), kept beside the rules' state and decided
+   * in the same atomic step. Only stores with `penalties: true` receive one.
+   */
+  penalty?: Penalty
 }
 
 export interface StoreRequest extends StoreTarget {
@@ -28,6 +34,8 @@ export interface Decision {
   /** Decision time in epoch ms, from the store's clock (Redis: the server's `TIME` by default). */
   now: number
   outcomes: RuleOutcome[]
+  /** With a penalty: how long (ms) the key stays blocked, when it is; absent otherwise. */
+  blocked?: number
   /**
    * Faults the store found and dealt with while deciding, for `onError`: a key of the wrong type or unreadable
    * content rewritten from a fresh state, a key without a TTL given one, a Redis that evicts keys. The decision
@@ -55,6 +63,11 @@ export interface Store {
    * Omit it, or return `undefined`, when everything fails together (one server, one process).
    */
   scopeOf?(target: StoreTarget): string | number | undefined
+  /**
+   * Whether the store keeps penalties (the `penalty` of a request) atomically beside the rule state. The
+   * limiter refuses a `penalty` with a store that does not.
+   */
+  readonly penalties?: boolean
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<void>
 }
