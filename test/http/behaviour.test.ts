@@ -157,6 +157,36 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect((await request(url2).get('/').expect(429)).headers['retry-after']).toBe('60')
     })
 
+    it('penalty: repeated denials block the client with the configured status and a truthful Retry-After', async () => {
+      const clock = new ManualClock(1_700_000_000_000)
+      const url = await start({
+        global: {
+          limit: 1,
+          window: '1s',
+          algorithm: 'fixed-window',
+          penalty: { after: 2, within: '10s', block: '30s', factor: 2, maxBlock: '1m', statusCode: 403 },
+          store: makeStore(clock),
+        },
+      })
+      await request(url).get('/').expect(200)
+      // Denied by the rule: the ordinary status; the second denial starts the block.
+      expect((await request(url).get('/').expect(429)).headers['retry-after']).toBe('1')
+      const blocked = await request(url).get('/').expect(403)
+      expect(blocked.headers['retry-after']).toBe('30')
+      expect(blocked.body).toMatchObject({ retryAfter: 30 })
+      clock.advance(10_500) // the window has long rolled over; the block has 19.5 s left
+      const still = await request(url).get('/').expect(403)
+      expect(still.headers['retry-after']).toBe('20')
+      expect(still.headers['ratelimit-remaining']).toBe('0')
+      // Another client is not blocked.
+      await request(url).get('/').set('X-Forwarded-For', '198.51.100.9').expect(200)
+      clock.advance(19_500)
+      await request(url).get('/').expect(200)
+      await request(url).get('/').expect(429)
+      // A repeat right after the block: twice as long.
+      expect((await request(url).get('/').expect(403)).headers['retry-after']).toBe('60')
+    })
+
     it('checks several rules at once, all-or-nothing', async () => {
       const clock = new ManualClock(1_699_999_200_000) // the start of an hour
       const url = await start({

@@ -1,6 +1,7 @@
 import {
   fixedWindow,
   gcra,
+  type PenaltyOptions,
   RateLimiter,
   type RateLimiterOptions,
   type Rule,
@@ -237,7 +238,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
   })
 
   describe(`${subject.name}: penalties`, () => {
-    const penalty = { after: 3, within: '10s', block: '5s', factor: 2, maxBlock: '15s' } as const
+    const penalty: PenaltyOptions = { after: 3, within: '10s', block: '5s', factor: 2, maxBlock: '15s' }
 
     it('three denials within 10 s block the key for 5 s, then 10 s, then 15 s (the cap); reset clears it', async () => {
       const { clock, limiter } = await setup(fixedWindow({ limit: 2, window: '1s' }), 1_700_000_000_000, {

@@ -36,6 +36,7 @@ export interface HttpRateLimitOptions<Req>
     | 'name'
     | 'shadow'
     | 'observer'
+    | 'penalty'
   > {
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)
@@ -106,6 +107,7 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   name: true,
   shadow: true,
   observer: true,
+  penalty: true,
   limit: true,
   window: true,
   algorithm: true,
@@ -186,7 +188,7 @@ export function resolveHttpOptions<Req>(
   rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
   checkShapes(options)
   const { store = new MemoryStore(), prefix, group, timeout, onStoreError, fallback, onError } = options
-  const { circuitBreaker, blockedCache, name, shadow, observer } = options
+  const { circuitBreaker, blockedCache, name, shadow, observer, penalty } = options
   const limiter = {
     name,
     shadow,
@@ -200,6 +202,7 @@ export function resolveHttpOptions<Req>(
     onError,
     circuitBreaker,
     blockedCache,
+    penalty,
   }
   let makeRule: ((limit: number) => Rule) | undefined
   const resolveRules = typeof options.rules === 'function' ? options.rules : undefined

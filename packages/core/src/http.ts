@@ -65,7 +65,7 @@ export interface HttpDecision {
   result: RateLimitResult
   /** Headers to set on the response, allowed or not. */
   headers: Record<string, string>
-  /** The status of a denial (429, or 503 when the failure policy denied). */
+  /** The status of a denial (429, or 503 when the failure policy denied, or `penalty.statusCode` while blocked). */
   statusCode: number
   /** @internal The limiter that decided (the one to refund through); none for a deny-listed request. */
   limiter: RateLimiter | undefined
@@ -249,7 +249,11 @@ export class HttpRateLimiter<Req> {
         ? {}
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }
       : rateLimitHeaders(shown, { format, legacy: config.legacyHeaders, partitionKey: pk })
-    const statusCode = policy ? 503 : config.statusCode
+    const statusCode = policy
+      ? 503
+      : result.blocked !== undefined
+        ? (limiter.penalty?.statusCode ?? config.statusCode)
+        : config.statusCode
     return { result, headers, statusCode, limiter }
   }
 

@@ -34,7 +34,7 @@ const PEER_NAMES: Readonly<Record<string, { from: string; use: string }>> = {
   allowlist: { from: KRL, use: "`allowList: { ips: ['10.0.0.0/8'], keys: [...] }`" },
   blacklist: { from: KRL, use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`" },
   blocklist: { from: KRL, use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`" },
-  ban: { from: FRL, use: 'a middleware of your own (ratewindow has no ban list)' },
+  ban: { from: FRL, use: '`penalty: { after, within, block }` (blocks a key denied repeatedly)' },
   errorResponseBuilder: { from: FRL, use: '`message: (request, result) => body` or `handler`' },
   errorMessage: { from: KRL, use: '`message`' },
   throw: { from: KRL, use: '`handler: (ctx) => ctx.throw(429)`' },
