@@ -187,6 +187,35 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect((await request(url).get('/').expect(403)).headers['retry-after']).toBe('60')
     })
 
+    it('reserve-then-settle: req.rateLimit.settle(actual) refunds an overestimate and charges an underestimate, never below zero', async () => {
+      const clock = new ManualClock(1_700_000_000_000)
+      const url = await start({
+        global: { limit: 100, window: '1h', algorithm: 'fixed-window', cost: 10, store: makeStore(clock) },
+      })
+      // Reserved 10, used 4: 6 come back.
+      expect((await request(url).get('/settle?n=4').expect(200)).body).toEqual({
+        charged: 0,
+        refunded: 6,
+        uncharged: 0,
+      })
+      expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 86 })
+      // Reserved 10, used 50: 40 more charged at once (86 − 10 − 40 = 36; /state reserves 10 more).
+      expect((await request(url).get('/settle?n=50').expect(200)).body).toEqual({
+        charged: 40,
+        refunded: 0,
+        uncharged: 0,
+      })
+      expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 26 })
+      // Reserved 10 of the 26 left, used 100: only the 16 left can be charged; the quota ends at zero.
+      expect((await request(url).get('/settle?n=100').expect(200)).body).toEqual({
+        charged: 16,
+        refunded: 0,
+        uncharged: 74,
+      })
+      const denied = await request(url).get('/').expect(429)
+      expect(denied.headers['ratelimit-remaining']).toBe('0')
+    })
+
     it('checks several rules at once, all-or-nothing', async () => {
       const clock = new ManualClock(1_699_999_200_000) // the start of an hour
       const url = await start({

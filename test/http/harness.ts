@@ -39,7 +39,8 @@ export interface RunningApp {
 
 /**
  * Routes: GET / (200 "ok"), GET /fail (500), GET /slow (200 once `slowRoute.release()` is called), GET /limited (the per-route limit), GET /state (the result the
- * adapter exposed on the request, as JSON).
+ * adapter exposed on the request, as JSON), GET /settle?n= (settles the request's actual cost at n, answers
+ * what `settle` did).
  */
 export interface Framework {
   name: string
@@ -97,6 +98,9 @@ function expressFramework(name: string, create: typeof express5): Framework {
       app.get('/state', (request, response) => {
         response.json(request.rateLimit ?? null)
       })
+      app.get('/settle', async (request, response) => {
+        response.json((await request.rateLimit?.settle?.(Number(request.query.n))) ?? null)
+      })
       app.use(
         (
           error: Error & { code?: string },
@@ -132,6 +136,10 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       app.use(async (ctx, next) => {
         if (ctx.path === '/limited' && perRoute) return perRoute(ctx, next)
         return next()
+      })
+      app.use(async (ctx, next) => {
+        if (ctx.path !== '/settle') return next()
+        ctx.body = (await ctx.state.rateLimit?.settle?.(Number(ctx.query.n))) ?? null
       })
       app.use(async (ctx) => {
         if (ctx.path === '/slow') {
@@ -169,6 +177,11 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
       })
       app.get('/limited', { config: route ? { ratewindow: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)
+      app.get(
+        '/settle',
+        async (request) =>
+          (await request.rateLimit?.settle?.(Number((request.query as { n: string }).n))) ?? null,
+      )
       await app.listen({ port: 0, host: '127.0.0.1' })
       return listen(app.server)
     },

@@ -14,7 +14,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from './clock.js'
 import { PenaltyReference, type PenaltySpec } from './penalty-reference.js'
-import { type Admission, decide } from './reference.js'
+import { type Admission, decide, fits } from './reference.js'
 
 export interface StoreUnderTest {
   name: string
@@ -354,6 +354,76 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
               expect(result.allowed).toBe(allowed)
               expect(result.blocked ?? 0).toBe(blocked)
               expect(result.retryAfter).toBe(allowed ? 0 : Math.max(rules.retryAfter, blocked))
+            }
+          },
+        ),
+        { numRuns },
+      )
+    })
+  })
+
+  describe(`${subject.name}: reserve-then-settle`, () => {
+    it.each([
+      ['fixed window', () => fixedWindow({ limit: 10, window: '1h' })],
+      ['sliding window log', () => slidingWindowLog({ limit: 10, window: '1h' })],
+      ['sliding window counter', () => slidingWindowCounter({ limit: 10, window: '1h' })],
+      ['token bucket', () => tokenBucket({ capacity: 10, refillRate: 1, interval: '1h' })],
+      ['GCRA', () => gcra({ limit: 1, window: '1h', burst: 10 })],
+    ])(
+      '%s: an overestimate is given back, an underestimate charged up to the quota left',
+      async (_, make) => {
+        const { limiter } = await setup(make())
+        const first = await limiter.limit('k', { cost: 4 })
+        expect(await limiter.settle(first, 1)).toEqual({ charged: 0, refunded: 3, uncharged: 0 })
+        expect(first.cost).toBe(1)
+        expect((await limiter.peek('k', { cost: 0 })).remaining).toBe(9)
+        const second = await limiter.limit('k', { cost: 2 })
+        expect(await limiter.settle(second, 5)).toEqual({ charged: 3, refunded: 0, uncharged: 0 })
+        expect((await limiter.peek('k', { cost: 0 })).remaining).toBe(4)
+        const third = await limiter.limit('k', { cost: 1 })
+        expect(await limiter.settle(third, 50)).toEqual({ charged: 3, refunded: 0, uncharged: 46 })
+        expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
+        expect((await limiter.peek('k', { cost: 0 })).remaining).toBe(0)
+        // A later refund gives back what is charged now, not the estimate.
+        expect(third.cost).toBe(4)
+      },
+    )
+
+    it('several rules: the charge is what every rule still admits; a denied result settles nothing', async () => {
+      const { limiter } = await setup([
+        fixedWindow({ limit: 10, window: '1h' }),
+        slidingWindowLog({ limit: 4, window: '1m' }),
+      ])
+      const result = await limiter.limit('k')
+      expect(await limiter.settle(result, 9)).toEqual({ charged: 3, refunded: 0, uncharged: 5 })
+      expect((await limiter.peek('k', { cost: 0 })).rules.map((rule) => rule.remaining)).toEqual([6, 0])
+      const denied = await limiter.limit('k')
+      expect(await limiter.settle(denied, 3)).toEqual({ charged: 0, refunded: 0, uncharged: 2 })
+    })
+
+    it('charges equal the reference model: the largest cost every rule admits', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          traceArbitrary(),
+          fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 40, maxLength: 40 }),
+          async ({ rules: specs, steps }, extras) => {
+            const rules = specs.map(buildRule)
+            const { clock, limiter } = await setup(rules, 1_700_000_000_000)
+            const histories = new Map<string, Admission[][]>()
+            for (const [i, step] of steps.entries()) {
+              clock.advance(step.delay)
+              const history = histories.get(step.key) ?? rules.map(() => [])
+              histories.set(step.key, history)
+              const expected = decide(rules, history, clock.now, step.cost, true)
+              const result = await limiter.limit(step.key, { cost: step.cost })
+              expect(result.allowed).toBe(expected.allowed)
+              if (!result.allowed) continue
+              const extra = extras[i]!
+              let k = extra
+              while (k > 0 && !rules.every((rule, r) => fits(rule, history[r]!, clock.now, k))) k--
+              if (k > 0) for (const h of history) h.push({ time: clock.now, cost: k })
+              const settled = await limiter.settle(result, step.cost + extra)
+              expect(settled).toEqual({ charged: k, refunded: 0, uncharged: extra - k })
             }
           },
         ),

@@ -235,6 +235,13 @@ export class HttpRateLimiter<Req> {
 
   #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
     const config = this.#config
+    if (result.allowed && result.source !== 'policy') {
+      Object.defineProperty(result, 'settle', {
+        value: (actualCost: number) => limiter.settle(result, actualCost),
+        configurable: true,
+        writable: true,
+      })
+    }
     const policy = result.source === 'policy'
     const format = config.headers
     // Shadow mode: headers describe the enforcing rules only; a shadow limiter sends none (docs/rollout.md).

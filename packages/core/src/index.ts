@@ -26,7 +26,7 @@ export {
 } from './http.js'
 export { HTTP_DEFAULTS, type HttpRateLimitOptions, type ResponseBody } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export { type LimitOptions, RateLimiter } from './limiter.js'
+export { type LimitOptions, RateLimiter, type SettleResult } from './limiter.js'
 export type {
   BreakerEvent,
   BreakerState,

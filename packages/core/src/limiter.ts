@@ -14,6 +14,16 @@ import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
 const WHOLE_STORE = ''
 
+/** What `settle` did. */
+export interface SettleResult {
+  /** Units charged on top of the estimate (at most what the rules still admitted: never below zero). */
+  charged: number
+  /** Units of the estimate given back (by the refund rules of each algorithm). */
+  refunded: number
+  /** Units of the actual cost above the estimate that could not be charged (the quota was spent). */
+  uncharged: number
+}
+
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
   cost?: number
@@ -194,6 +204,65 @@ export class RateLimiter {
       } catch (error) {
         this.#onError(error, { operation: 'refund', key: result.key })
       }
+    }
+  }
+
+  /**
+   * Reserve-then-settle: the request was admitted with an estimated `cost`; now its actual cost is known (e.g.
+   * LLM tokens used). A smaller actual cost gives the difference back (the refund rules of each algorithm); a
+   * larger one charges the difference at once, atomically, up to what the rules still admit (never below
+   * zero: the rest is reported as `uncharged`). Settle a result once. `result.cost` becomes what is charged now,
+   * so that a later `refund(result)` gives back the right amount. Waits at most `timeout`; a store failure is
+   * reported to `onError` and nothing is charged. Throws only for a bad `actualCost`.
+   */
+  async settle(
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source'>,
+    actualCost: number,
+  ): Promise<SettleResult> {
+    if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
+      throw invalid('ERR_RATEWINDOW_INVALID_COST', 'actualCost', actualCost, 'a whole number >= 0')
+    }
+    const none = { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
+    if (!result.allowed || actualCost === result.cost || result.source === 'policy') return none
+    const store = result.source === 'fallback' ? this.#fallback : this.store
+    if (store === undefined) return none
+    checkKey(result.key)
+    const base = this.#request(result.key, 0)
+    this.#blocked?.delete(result.key)
+    if (actualCost < result.cost) {
+      const refunded = result.cost - actualCost
+      try {
+        await withTimeout(
+          call(() => store.refund({ ...base, cost: refunded, at: result.at })),
+          this.#timeout,
+          'store.refund',
+        )
+      } catch (error) {
+        this.#onError(error, { operation: 'refund', key: result.key })
+        return none
+      }
+      result.cost = actualCost
+      return { charged: 0, refunded, uncharged: 0 }
+    }
+    const extra = actualCost - result.cost
+    try {
+      if (typeof store.charge !== 'function') {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
+        )
+      }
+      const { charged, notices } = await withTimeout(
+        call(() => store.charge!({ ...base, cost: extra })),
+        this.#timeout,
+        'store.charge',
+      )
+      for (const notice of notices ?? []) this.#onError(notice, { operation: 'settle', key: result.key })
+      result.cost += charged
+      return { charged, refunded: 0, uncharged: extra - charged }
+    } catch (error) {
+      this.#onError(error, { operation: 'settle', key: result.key })
+      return none
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Rule, RuleOutcome } from './algorithms/types.js'
+import type { SettleResult } from './limiter.js'
 import type { Decision, StoreRequest } from './stores/types.js'
 
 /** One rule's part of a result. */
@@ -44,6 +45,11 @@ export interface RateLimitResult {
    * limiter's or a rule's `shadow` option). `allowed` is then true; `rules` holds the outcomes as decided.
    */
   shadow?: true
+  /**
+   * HTTP adapters, on an admitted request: reports the request's actual cost once it is known (reserve-then-
+   * settle, `RateLimiter.settle`): `req.rateLimit.settle(tokensUsed)`. Not serialised (non-enumerable).
+   */
+  settle?: (actualCost: number) => Promise<SettleResult>
 }
 
 /**

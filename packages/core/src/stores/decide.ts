@@ -35,3 +35,37 @@ export function decideLocally(
   }
   return blocked > 0 ? { allowed, now, outcomes, blocked } : { allowed, now, outcomes }
 }
+
+/**
+ * Charges as much of `cost` as every rule still admits (the largest k <= cost that fits all; "fits" only gets
+ * harder as k grows), for `RateLimiter.settle`. The Redis script's charge mode runs the same steps.
+ * @internal
+ */
+export function chargeLocally(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+): { charged: number; decision: Decision } {
+  let k = cost
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.advance(states[i], now)
+    if (logic.fits(states[i], now, k)) continue
+    let lo = 0
+    let hi = k - 1
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2)
+      if (logic.fits(states[i], now, mid)) lo = mid
+      else hi = mid - 1
+    }
+    k = lo
+  }
+  const outcomes: RuleOutcome[] = new Array(rules.length)
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.consume(states[i], now, k)
+    outcomes[i] = logic.report(states[i], now, 0, 0)
+  }
+  return { charged: k, decision: { allowed: true, now, outcomes } }
+}

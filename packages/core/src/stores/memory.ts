@@ -4,7 +4,7 @@ import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { freshPenalty, type PenaltyState, penaltyTtl } from '../penalty.js'
-import { decideLocally } from './decide.js'
+import { chargeLocally, decideLocally } from './decide.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
 export interface MemoryStoreOptions {
@@ -128,6 +128,14 @@ export class MemoryStore implements Store {
       rule.logic.refund(entry.states[i], now, request.cost, request.at)
     })
     this.#keep(entry, request, now)
+  }
+
+  charge(request: StoreRequest): { charged: number } {
+    const now = this.#now()
+    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
+    const { charged } = chargeLocally(request.rules, entry.states, now, request.cost)
+    this.#keep(entry, request, now)
+    return { charged }
   }
 
   reset(target: StoreTarget): void {

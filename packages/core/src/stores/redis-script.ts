@@ -3,7 +3,7 @@ import { ALGORITHMS_BY_CODE } from '../algorithms/index.js'
 import { PENALTY_LUA } from '../penalty.js'
 
 /** @internal Modes of the decision script. */
-export const MODE = { consume: 0, peek: 1, refund: 2 } as const
+export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3 } as const
 
 /**
  * @internal The script behind RedisStore calls: all rules of a request, whatever their algorithms, decided
@@ -12,7 +12,8 @@ export const MODE = { consume: 0, peek: 1, refund: 2 } as const
  * uses ran 1.35× as many decisions per second as one with all four (redis-benchmark, counter rules).
  *
  * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
- * ARGV[1]  mode: 0 consume, 1 peek, 2 refund
+ * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle: consume as much of `cost` as every rule still
+ *          admits, never more; the reply's first number is the units charged instead of `allowed`)
  * ARGV[2]  now in epoch ms, or -1 to read the server's TIME
  * ARGV[3]  cost, whole units
  * ARGV[4]  refund: the `at` (epoch ms) of the decision being refunded; otherwise 0
@@ -92,12 +93,30 @@ if mode == ${MODE.refund} then
   return { 1, now, repaired }
 end
 
+if mode == ${MODE.charge} then
+  -- The largest k <= cost that every rule admits ("fits" only gets harder as k grows): a settled cost is
+  -- charged up to the quota left, never below zero.
+  local k = cost
+  for i = 1, n do
+    if not algos[i].fits(states[i], k) then
+      local lo, hi = 0, k - 1
+      while lo < hi do
+        local mid = math.ceil((lo + hi) / 2)
+        if algos[i].fits(states[i], mid) then lo = mid else hi = mid - 1 end
+      end
+      k = lo
+    end
+  end
+  allowed, cost = true, k
+end
+
 local out = { allowed and 1 or 0, now }
 for i = 1, n do
   local algo, st = algos[i], states[i]
   local pending, denied_cost = 0, cost
   if allowed then denied_cost = 0 end
-  if allowed and mode == ${MODE.consume} then
+  if mode == ${MODE.charge} then denied_cost = 0 end
+  if allowed and (mode == ${MODE.consume} or mode == ${MODE.charge}) then
     algo.consume(st, cost)
     persist(algo, st)
   else
@@ -123,7 +142,8 @@ elseif pen.loaded and not pen.broken and redis.call('PTTL', pen.key) == -1 then
 end
 `
     : ''
-}out[#out + 1] = repaired
+}if mode == ${MODE.charge} then out[1] = cost end
+out[#out + 1] = repaired
 ${penalty ? 'out[#out + 1] = blocked\n' : ''}return out
 `
 }

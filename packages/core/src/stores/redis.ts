@@ -133,6 +133,12 @@ export class RedisStore implements Store {
     if (repaired !== undefined) throw repaired
   }
 
+  async charge(request: StoreRequest): Promise<{ charged: number; notices?: readonly Error[] }> {
+    const reply = await this.#run(request, MODE.charge, 0)
+    const notices = repairedRules(request, reply[2 + 3 * request.rules.length])
+    return notices.length > 0 ? { charged: reply[0]!, notices } : { charged: reply[0]! }
+  }
+
   async reset(target: StoreTarget): Promise<void> {
     const base = this.#base(target.prefix, target.key)
     // The penalty key goes too, whether or not the limiter still has a penalty: a reset clears a block.

@@ -55,6 +55,12 @@ export interface Store {
   peek(request: StoreRequest): Awaitable<Decision>
   /** Gives back the cost of an admitted request (for `skipFailedRequests` and friends). */
   refund(request: RefundRequest): Awaitable<void>
+  /**
+   * Charges as much of `cost` as every rule still admits, never more (for `RateLimiter.settle`: an actual cost
+   * above the estimate). Returns the units charged, and faults dealt with as in `Decision.notices`. Optional:
+   * without it, `settle` reports an error to `onError` and charges nothing.
+   */
+  charge?(request: StoreRequest): Awaitable<{ charged: number; notices?: readonly Error[] }>
   /** Forgets the client's state for these rules. */
   reset(target: StoreTarget): Awaitable<void>
   /**
