@@ -13,6 +13,14 @@ export {
   type WindowRuleOptions,
 } from './algorithms/index.js'
 export type { BlockedCacheOptions } from './blocked-cache.js'
+export {
+  ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  type ConcurrencyResult,
+  type ConcurrencyStore,
+  type LeaseDecision,
+  type LeaseRequest,
+} from './concurrency.js'
 export type { Duration, DurationUnit } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
 export type { CircuitBreakerOptions } from './failure.js'

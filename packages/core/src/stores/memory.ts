@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
+import type { ConcurrencyStore, LeaseDecision, LeaseRequest } from '../concurrency.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
@@ -47,8 +48,10 @@ const MAX_RAW_KEY_LENGTH = 128
  * Single process only: every process (cluster worker, pod) counts on its own. Use `RedisStore` to share
  * limits between processes.
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements Store, ConcurrencyStore {
   readonly penalties = true
+  /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
+  readonly #leases = new Map<string, Map<string, number>>()
   /**
    * One table per namespace (rule set and limiter prefix), keyed by the identifier itself: no per-request key
    * concatenation, and no long composite strings held per key.
@@ -83,7 +86,13 @@ export class MemoryStore implements Store {
     }
     this.#clock = clock
     this.#maxKeys = maxKeys
-    this.#timer = setInterval(() => this.#sweepInSlices(), parseTimerDuration(sweepInterval, 'sweepInterval'))
+    this.#timer = setInterval(
+      () => {
+        this.#sweepInSlices()
+        this.#sweepLeases()
+      },
+      parseTimerDuration(sweepInterval, 'sweepInterval'),
+    )
     this.#timer.unref()
   }
 
@@ -138,6 +147,46 @@ export class MemoryStore implements Store {
     return { charged }
   }
 
+  acquire(request: LeaseRequest): LeaseDecision {
+    const now = this.#now()
+    const id = `${request.prefix}\u0000${this.#key(request)}`
+    let leases = this.#leases.get(id)
+    if (leases === undefined) {
+      leases = new Map()
+      this.#leases.set(id, leases)
+    }
+    let nextExpiry = Number.POSITIVE_INFINITY
+    for (const [lease, expiresAt] of leases) {
+      if (expiresAt <= now) leases.delete(lease)
+      else nextExpiry = Math.min(nextExpiry, expiresAt)
+    }
+    const allowed = leases.size < request.limit
+    if (allowed) {
+      leases.set(request.id, now + request.leaseMs)
+      nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
+    }
+    if (leases.size === 0) this.#leases.delete(id)
+    return { allowed, inFlight: leases.size, nextExpiry: leases.size === 0 ? 0 : nextExpiry - now }
+  }
+
+  /** Drops expired leases of keys nobody asked about since (a key's own acquire drops its expired ones). */
+  #sweepLeases(): void {
+    const now = this.#clock()
+    if (!isTime(now)) return
+    for (const [id, leases] of this.#leases) {
+      for (const [lease, expiresAt] of leases) if (expiresAt <= now) leases.delete(lease)
+      if (leases.size === 0) this.#leases.delete(id)
+    }
+  }
+
+  release(request: Omit<LeaseRequest, 'limit'>): void {
+    const id = `${request.prefix}\u0000${this.#key(request)}`
+    const leases = this.#leases.get(id)
+    if (leases === undefined) return
+    leases.delete(request.id)
+    if (leases.size === 0) this.#leases.delete(id)
+  }
+
   reset(target: StoreTarget): void {
     const entry = this.#table(target).get(this.#key(target))
     if (entry !== undefined) this.#remove(entry)
@@ -152,6 +201,7 @@ export class MemoryStore implements Store {
 
   close(): void {
     clearInterval(this.#timer)
+    this.#leases.clear()
     for (const table of this.#allTables) table.clear()
     this.#size = 0
     this.#leastRecent = undefined
@@ -194,7 +244,7 @@ export class MemoryStore implements Store {
     return table
   }
 
-  #key(target: StoreTarget): string {
+  #key(target: { key: string }): string {
     return target.key.length > MAX_RAW_KEY_LENGTH
       ? `#${createHash('sha256').update(target.key).digest('base64url')}`
       : target.key

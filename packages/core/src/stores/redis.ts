@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import type { ConcurrencyStore, LeaseDecision, LeaseRequest } from '../concurrency.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
@@ -29,6 +30,46 @@ export interface RedisStoreOptions {
 const HASH_CACHE_SIZE = 16_384
 const HASH_CACHE_KEY_LENGTH = 128
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
+const LEASE_MODE = { acquire: 0, release: 1 } as const
+
+/**
+ * The lease script. KEYS[1] the sorted set; ARGV: mode, now (ms, or -1 for the server's TIME), lease id,
+ * limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires }.
+ */
+const LEASE_LUA = `
+local key, mode, now, id = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+if mode == ${LEASE_MODE.release} then
+  redis.call('ZREM', key, id)
+  return { 1, 0, 0 }
+end
+local limit, lease = tonumber(ARGV[4]), tonumber(ARGV[5])
+if now < 0 then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
+local n = redis.call('ZCARD', key)
+local allowed = 0
+if n < limit then
+  redis.call('ZADD', key, string.format('%.0f', now + lease), id)
+  n = n + 1
+  allowed = 1
+end
+local next = 0
+if n > 0 then
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  next = tonumber(first[2]) - now
+  -- The set lives as long as its latest lease.
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', key, string.format('%.0f', math.max(1, tonumber(last[2]) - now)))
+end
+return { allowed, n, next }
+`
+const LEASE_SCRIPT = Object.freeze({
+  lua: LEASE_LUA,
+  sha1: createHash('sha1').update(LEASE_LUA).digest('hex'),
+})
+
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
 
@@ -46,7 +87,7 @@ interface Prepared {
  * Keys are `<prefix><limiter prefix>{<hash of identifier>}:<rule id>`: the hash tag keeps all rules of one
  * client in one Cluster slot, and hashing bounds key length and removes braces from hostile identifiers.
  */
-export class RedisStore implements Store {
+export class RedisStore implements Store, ConcurrencyStore {
   /**
    * The Lua script run for a rule set (it holds only the algorithms those rules use) and its SHA1, e.g. to
    * `SCRIPT LOAD` it ahead or to benchmark it.
@@ -137,6 +178,55 @@ export class RedisStore implements Store {
     const reply = await this.#run(request, MODE.charge, 0)
     const notices = repairedRules(request, reply[2 + 3 * request.rules.length])
     return notices.length > 0 ? { charged: reply[0]!, notices } : { charged: reply[0]! }
+  }
+
+  /**
+   * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
+   * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
+   */
+  async acquire(request: LeaseRequest): Promise<LeaseDecision> {
+    const reply = await this.#lease(request.prefix, request.key, [
+      String(LEASE_MODE.acquire),
+      String(this.#now()),
+      request.id,
+      String(request.limit),
+      String(request.leaseMs),
+    ])
+    return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
+  }
+
+  async release(request: Omit<LeaseRequest, 'limit'>): Promise<void> {
+    await this.#lease(request.prefix, request.key, [
+      String(LEASE_MODE.release),
+      String(this.#now()),
+      request.id,
+      '0',
+      '0',
+    ])
+  }
+
+  /** The Redis key (a sorted set) holding the in-flight leases of `key` under a limiter `prefix`. */
+  leaseKeyFor(prefix: string, key: string): string {
+    return `${this.#base(prefix, key)}cc`
+  }
+
+  /** Runs the lease script through the client's runner (EVALSHA, EVAL on NOSCRIPT only). */
+  async #lease(prefix: string, key: string, args: string[]): Promise<number[]> {
+    const keys = [this.leaseKeyFor(prefix, key)]
+    let reply: unknown
+    try {
+      reply = await this.#runner.evalSha(LEASE_SCRIPT.sha1, keys, args)
+    } catch (error) {
+      if (!isNoScript(error)) throw error
+      reply = await this.#runner.eval(LEASE_SCRIPT.lua, keys, args)
+    }
+    if (!Array.isArray(reply) || reply.length < 3) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `Unexpected reply from the lease script (${this.#runner.family}): ${String(reply)}`,
+      )
+    }
+    return reply.map(Number)
   }
 
   async reset(target: StoreTarget): Promise<void> {

@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto'
+import { type Duration, parseTimerDuration } from './duration.js'
+import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
+import { guardedReporter, throttledErrorLog, withTimeout } from './failure.js'
+import { MemoryStore } from './stores/memory.js'
+import type { Awaitable } from './stores/types.js'
+
+/** One lease request: a slot for `id` under `key`, held until released or until `leaseMs` has passed. */
+export interface LeaseRequest {
+  prefix: string
+  key: string
+  /** Unique per request: released by this id. */
+  id: string
+  /** Most leases held at once for the key. */
+  limit: number
+  /** How long a lease lives unless released: a crashed process's slots come back after it. */
+  leaseMs: number
+}
+
+/** A store's answer to `acquire`. */
+export interface LeaseDecision {
+  allowed: boolean
+  /** Leases held now, this one included when allowed. */
+  inFlight: number
+  /** When the earliest lease held expires, from now (ms); 0 when none is held. */
+  nextExpiry: number
+}
+
+/**
+ * Where in-flight leases live: `MemoryStore` and `RedisStore` implement it. Expired leases are dropped on every
+ * acquire, so a process that died holding slots gives them back after the lease time.
+ */
+export interface ConcurrencyStore {
+  acquire(request: LeaseRequest): Awaitable<LeaseDecision>
+  release(request: Omit<LeaseRequest, 'limit'>): Awaitable<void>
+}
+
+export interface ConcurrencyLimiterOptions {
+  /** Most requests in flight at once per key: a positive whole number. */
+  limit: number
+  /**
+   * The longest a slot is held without a release: make it longer than the slowest request. A process that dies
+   * holding slots gives them back after it. @default '1m'
+   */
+  lease?: Duration
+  /** Where leases live (a store shared with rate limits is fine). @default new MemoryStore() */
+  store?: ConcurrencyStore
+  /** Namespace for this limiter's keys. @default 'rwc' */
+  prefix?: string
+  /** Longest wait for the store before the failure policy answers. @default '250ms' */
+  timeout?: Duration
+  /** When the store fails: `'allow'` (fail open) or `'deny'`. @default 'allow' */
+  onStoreError?: 'allow' | 'deny'
+  /** Receives every store failure (a throw in it is caught). @default a throttled console.error */
+  onError?: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => unknown
+}
+
+/** A slot, or the refusal of one. */
+export interface ConcurrencyResult {
+  allowed: boolean
+  limit: number
+  /** Slots still free after this decision. */
+  remaining: number
+  /** Requests in flight for the key, this one included when allowed. */
+  inFlight: number
+  key: string
+  /** Where the decision came from: the store, or the failure policy when the store failed. */
+  source: 'store' | 'policy'
+  /** Gives the slot back (once; later calls do nothing). Never rejects: failures go to `onError`. */
+  release(): Promise<void>
+}
+
+/**
+ * At most `limit` requests in flight per key, on memory or Redis. Each admitted request holds a lease until it
+ * calls `release()` (adapters do it when the response finishes or the connection closes), or until the lease
+ * time passes, so a crashed process never leaks slots forever.
+ * @example
+ * const limiter = new ConcurrencyLimiter({ limit: 2, lease: '30s' })
+ * const slot = await limiter.acquire('user:alice')
+ * if (slot.allowed) try { await work() } finally { await slot.release() }
+ */
+export class ConcurrencyLimiter {
+  readonly limit: number
+  readonly leaseMs: number
+  readonly store: ConcurrencyStore
+  readonly prefix: string
+  readonly #timeout: number
+  readonly #allowOnError: boolean
+  readonly #onError: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => void
+
+  constructor(options: ConcurrencyLimiterOptions) {
+    requireObject(options, 'options', '{ limit: 10 }')
+    const {
+      limit,
+      lease = '1m',
+      store = new MemoryStore(),
+      prefix = 'rwc',
+      timeout = '250ms',
+      onStoreError = 'allow',
+      onError = throttledErrorLog(),
+    } = options
+    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)
+      throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', 'limit', limit, 'a positive whole number such as 10')
+    if (typeof store?.acquire !== 'function' || typeof store.release !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'store',
+        store,
+        'a store with acquire and release (MemoryStore, RedisStore)',
+      )
+    }
+    if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'prefix',
+        prefix,
+        'a string of at most 64 characters without `{` or `}`',
+      )
+    }
+    if (onStoreError !== 'allow' && onStoreError !== 'deny')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+    if (typeof onError !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+    this.limit = limit
+    this.leaseMs = parseTimerDuration(lease, 'lease')
+    this.store = store
+    this.prefix = prefix
+    this.#timeout = parseTimerDuration(timeout, 'timeout')
+    this.#allowOnError = onStoreError === 'allow'
+    this.#onError = guardedReporter(onError)
+  }
+
+  /** Takes a slot for `key` if one is free. Never rejects for a store failure (the failure policy answers). */
+  async acquire(key: string): Promise<ConcurrencyResult> {
+    if (typeof key !== 'string') {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_KEY',
+        `The key must be a string; received ${describeValue(key)}.`,
+        { option: 'key' },
+      )
+    }
+    const request: LeaseRequest = {
+      prefix: this.prefix,
+      key,
+      id: randomUUID(),
+      limit: this.limit,
+      leaseMs: this.leaseMs,
+    }
+    let decision: LeaseDecision
+    try {
+      decision = await withTimeout(
+        call(() => this.store.acquire(request)),
+        this.#timeout,
+        'store.acquire',
+      )
+    } catch (error) {
+      this.#onError(error, { operation: 'acquire', key })
+      // A lease may still have been taken: release it in the background when the policy lets the request in,
+      // and also when it refuses it, so that a late acquire never holds a slot until its lease expires.
+      void this.#release(request)
+      return this.#result(key, this.#allowOnError, 0, 'policy', async () => {})
+    }
+    let released = !decision.allowed
+    return this.#result(key, decision.allowed, decision.inFlight, 'store', async () => {
+      if (released) return
+      released = true
+      await this.#release(request)
+    })
+  }
+
+  async #release(request: LeaseRequest): Promise<void> {
+    try {
+      await withTimeout(
+        call(() => this.store.release(request)),
+        this.#timeout,
+        'store.release',
+      )
+    } catch (error) {
+      this.#onError(error, { operation: 'release', key: request.key })
+    }
+  }
+
+  #result(
+    key: string,
+    allowed: boolean,
+    inFlight: number,
+    source: 'store' | 'policy',
+    release: () => Promise<void>,
+  ): ConcurrencyResult {
+    return {
+      allowed,
+      limit: this.limit,
+      remaining: Math.max(0, this.limit - inFlight),
+      inFlight,
+      key,
+      source,
+      release,
+    }
+  }
+}
+
+/** Runs a store call, turning a synchronous throw into a rejection. */
+function call<T>(run: () => Awaitable<T>): Promise<T> {
+  try {
+    return Promise.resolve(run())
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}

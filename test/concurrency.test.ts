@@ -1,0 +1,175 @@
+import { fork } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import {
+  ConcurrencyLimiter,
+  type ConcurrencyStore,
+  type Duration,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+} from '@ratewindow/core'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from './support/clock.js'
+import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
+
+let prefixes = 0
+const uniquePrefix = () => `cc${process.pid}x${prefixes++}`
+
+const STORES: [string, (clock: ManualClock) => ConcurrencyStore][] = [
+  ['MemoryStore', (clock) => new MemoryStore({ clock: clock.read })],
+  ['RedisStore (standalone)', (clock) => new RedisStore({ client: standaloneClient(), clock: clock.read })],
+  ['RedisStore (Cluster)', (clock) => new RedisStore({ client: clusterClient(), clock: clock.read })],
+]
+
+describe.each(STORES)('ConcurrencyLimiter on %s', (_, makeStore) => {
+  const setup = (limit: number, lease: Duration = '10s') => {
+    const clock = new ManualClock(1_700_000_000_000)
+    const limiter = new ConcurrencyLimiter({
+      limit,
+      lease,
+      store: makeStore(clock),
+      prefix: uniquePrefix(),
+      timeout: '30s',
+    })
+    return { clock, limiter }
+  }
+
+  it('holds at most `limit` in flight per key; a release frees a slot once', async () => {
+    const { limiter } = setup(2)
+    const first = await limiter.acquire('k')
+    const second = await limiter.acquire('k')
+    expect([first, second].map((slot) => [slot.allowed, slot.inFlight, slot.remaining])).toEqual([
+      [true, 1, 1],
+      [true, 2, 0],
+    ])
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: false, inFlight: 2, remaining: 0 })
+    expect((await limiter.acquire('other')).allowed).toBe(true)
+    await first.release()
+    await first.release() // a second release gives nothing more back
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: true, inFlight: 2 })
+    expect((await limiter.acquire('k')).allowed).toBe(false)
+  })
+
+  it('a lease never released comes back after the lease time, not 1 ms earlier', async () => {
+    const { clock, limiter } = setup(1, '5s')
+    expect((await limiter.acquire('k')).allowed).toBe(true)
+    clock.advance(4_999)
+    expect((await limiter.acquire('k')).allowed).toBe(false)
+    clock.advance(1)
+    expect((await limiter.acquire('k')).allowed).toBe(true)
+  })
+
+  it('concurrent acquires never admit more than the limit', async () => {
+    const { limiter } = setup(5)
+    const slots = await Promise.all(Array.from({ length: 50 }, () => limiter.acquire('k')))
+    expect(slots.filter((slot) => slot.allowed)).toHaveLength(5)
+    await Promise.all(slots.map((slot) => slot.release()))
+    expect((await limiter.acquire('k')).inFlight).toBe(1)
+  })
+})
+
+describe('ConcurrencyLimiter: failures and bad options', () => {
+  it('answers by the failure policy when the store fails, and reports it', async () => {
+    const errors: unknown[] = []
+    const failing: ConcurrencyStore = {
+      acquire: () => Promise.reject(new Error('connection refused')),
+      release: () => Promise.reject(new Error('connection refused')),
+    }
+    const open = new ConcurrencyLimiter({ limit: 1, store: failing, onError: (e) => errors.push(e) })
+    expect(await open.acquire('k')).toMatchObject({ allowed: true, source: 'policy' })
+    const closed = new ConcurrencyLimiter({
+      limit: 1,
+      store: failing,
+      onStoreError: 'deny',
+      onError: () => {},
+    })
+    expect(await closed.acquire('k')).toMatchObject({ allowed: false, source: 'policy' })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(errors.length).toBeGreaterThanOrEqual(1)
+  })
+
+  it.each([
+    [{ limit: 0 }, 'limit'],
+    [{ limit: 2, lease: 'x' }, 'lease'],
+    [{ limit: 2, store: {} }, 'store'],
+  ])('%j is refused naming %s', (options, option) => {
+    expect(() => new ConcurrencyLimiter(options as never)).toThrow(RateLimitError)
+    try {
+      new ConcurrencyLimiter(options as never)
+    } catch (error) {
+      expect((error as RateLimitError).option).toBe(option)
+    }
+  })
+})
+
+describe('ConcurrencyLimiter on a real redis-server: a process killed while holding slots', () => {
+  it('its slots stay taken while their leases live and come back when they expire', async () => {
+    const { standalonePort } = redisEnvironment()
+    const prefix = uniquePrefix()
+    const takenAt = 1_700_000_000_000
+    const child = fork(
+      join(import.meta.dirname, 'support', 'lease-worker.ts'),
+      [String(standalonePort), prefix, 'k', '3', '60000', String(takenAt)],
+      {
+        execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    )
+    const [message] = (await once(child, 'message')) as [{ held: number }]
+    expect(message.held).toBe(3)
+    child.kill('SIGKILL')
+    await once(child, 'exit')
+    expect(child.signalCode).toBe('SIGKILL')
+
+    const clock = new ManualClock(takenAt)
+    const client = standaloneClient()
+    const store = new RedisStore({ client, clock: clock.read })
+    const limiter = new ConcurrencyLimiter({ limit: 3, lease: '60s', prefix, store, timeout: '30s' })
+    // The dead process never released: all three slots are still held.
+    expect(await client.zcard(store.leaseKeyFor(prefix, 'k'))).toBe(3)
+    clock.advance(59_999)
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: false, inFlight: 3 })
+    // Once the leases expire, the slots come back: the crash leaked nothing for longer than the lease.
+    clock.advance(1)
+    const slot = await limiter.acquire('k')
+    expect(slot).toMatchObject({ allowed: true, inFlight: 1 })
+    expect(await client.zcard(store.leaseKeyFor(prefix, 'k'))).toBe(1)
+    await slot.release()
+    expect(await client.exists(store.leaseKeyFor(prefix, 'k'))).toBe(0)
+  })
+
+  it('on the server clock too: short leases of a killed process expire by themselves', async () => {
+    const { standalonePort } = redisEnvironment()
+    const prefix = uniquePrefix()
+    const child = fork(
+      join(import.meta.dirname, 'support', 'lease-worker.ts'),
+      [String(standalonePort), prefix, 'k', '2', '1000', 'server'],
+      {
+        execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    )
+    const [message] = (await once(child, 'message')) as [{ held: number }]
+    expect(message.held).toBe(2)
+    child.kill('SIGKILL')
+    await once(child, 'exit')
+    const client = standaloneClient()
+    const store = new RedisStore({ client })
+    const limiter = new ConcurrencyLimiter({ limit: 2, lease: '1s', prefix, store, timeout: '30s' })
+    const key = store.leaseKeyFor(prefix, 'k')
+    // Each lease is scored by its expiry: at most 1 s after it was taken.
+    const [time] = await client.time()
+    for (const score of (await client.zrange(key, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1))
+      expect(Number(score)).toBeLessThanOrEqual(Number(time) * 1_000 + 1_000 + 1_000)
+    // Poll (bounded) on the real server clock until both slots are back.
+    let slot = await limiter.acquire('k')
+    for (let i = 0; i < 100 && !(slot.allowed && slot.inFlight === 1); i++) {
+      await slot.release()
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      slot = await limiter.acquire('k')
+    }
+    expect(slot).toMatchObject({ allowed: true, inFlight: 1 })
+    await slot.release()
+  })
+})
