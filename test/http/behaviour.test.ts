@@ -13,7 +13,7 @@ import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
-import { type AppSpec, FRAMEWORKS, type RunningApp } from './harness.js'
+import { type AppSpec, FRAMEWORKS, type RunningApp, releaseHeld, waitForHeld } from './harness.js'
 
 /** A fresh store per app: one store object serves one limiter of each rule set (docs/counters.md). */
 const failingStore = (): Store => ({
@@ -214,6 +214,58 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       })
       const denied = await request(url).get('/').expect(429)
       expect(denied.headers['ratelimit-remaining']).toBe('0')
+    })
+
+    it('concurrency: at most N in flight, draft-11 headers with qu="concurrent-requests", slots back when responses end', async () => {
+      const clock = new ManualClock(1_700_000_000_000)
+      const url = await start({
+        global: {
+          limit: 100,
+          window: '1m',
+          headers: 'draft-11',
+          concurrency: { limit: 2, lease: '1m' },
+          store: makeStore(clock),
+        },
+      })
+      const parked = [request(url).get('/hold'), request(url).get('/hold')].map((pending) =>
+        pending.then((response) => response),
+      )
+      await waitForHeld(2)
+      const denied = await request(url).get('/').expect(429)
+      expect(denied.headers['retry-after']).toBe('1')
+      expect(denied.headers['ratelimit']).toBe('"concurrency";r=0')
+      expect(denied.headers['ratelimit-policy']).toBe(
+        '"100-per-1m";q=100;w=60, "concurrency";q=2;qu="concurrent-requests"',
+      )
+      releaseHeld()
+      for (const response of await Promise.all(parked)) expect(response.status).toBe(200)
+      const served = await request(url).get('/').expect(200)
+      // The denied request's rate limit charge was given back: 3 served so far.
+      expect(served.headers['ratelimit']).toBe('"100-per-1m";r=97;t=60, "concurrency";r=1')
+      const [[, params]] = parseList(served.headers['ratelimit-policy']!).slice(1) as [
+        [string, Map<string, unknown>],
+      ]
+      expect(params.get('qu')).toBe('concurrent-requests')
+    })
+
+    it('concurrency: a client that closes the connection gives its slot back', async () => {
+      const clock = new ManualClock(1_700_000_000_000)
+      const url = await start({
+        global: { limit: 100, concurrency: { limit: 1 }, store: makeStore(clock) },
+      })
+      const controller = new AbortController()
+      const aborted = fetch(`${url}/hold`, { signal: controller.signal }).catch(() => 'aborted')
+      await waitForHeld(1)
+      await request(url).get('/').expect(429)
+      controller.abort()
+      expect(await aborted).toBe('aborted')
+      let status = 0
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        status = (await request(url).get('/')).status
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      expect(status).toBe(200)
+      releaseHeld()
     })
 
     it('checks several rules at once, all-or-nothing', async () => {

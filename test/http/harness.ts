@@ -16,6 +16,22 @@ import fastify4 from 'fastify4'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 
+/** Requests parked in GET /hold until the test lets them go. */
+const held: (() => void)[] = []
+
+/** Resolves when `count` requests are parked in GET /hold (bounded: fails after 5 s). */
+export async function waitForHeld(count: number): Promise<void> {
+  for (let i = 0; i < 500 && held.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  if (held.length < count) throw new Error(`only ${held.length} of ${count} requests reached /hold`)
+}
+
+/** Lets every parked GET /hold request answer. */
+export function releaseHeld(): void {
+  for (const resolve of held.splice(0)) resolve()
+}
+
+const hold = () => new Promise<void>((resolve) => held.push(resolve))
+
 /** The options common to all adapters (handler signatures differ and are tested per framework). */
 export type CommonOptions = HttpRateLimitOptions<unknown>
 
@@ -40,7 +56,7 @@ export interface RunningApp {
 /**
  * Routes: GET / (200 "ok"), GET /fail (500), GET /slow (200 once `slowRoute.release()` is called), GET /limited (the per-route limit), GET /state (the result the
  * adapter exposed on the request, as JSON), GET /settle?n= (settles the request's actual cost at n, answers
- * what `settle` did).
+ * what `settle` did), GET /hold (answers 200 "held" once the test calls `releaseHeld`).
  */
 export interface Framework {
   name: string
@@ -98,6 +114,10 @@ function expressFramework(name: string, create: typeof express5): Framework {
       app.get('/state', (request, response) => {
         response.json(request.rateLimit ?? null)
       })
+      app.get('/hold', async (_request, response) => {
+        await hold()
+        response.send('held')
+      })
       app.get('/settle', async (request, response) => {
         response.json((await request.rateLimit?.settle?.(Number(request.query.n))) ?? null)
       })
@@ -136,6 +156,11 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       app.use(async (ctx, next) => {
         if (ctx.path === '/limited' && perRoute) return perRoute(ctx, next)
         return next()
+      })
+      app.use(async (ctx, next) => {
+        if (ctx.path !== '/hold') return next()
+        await hold()
+        ctx.body = 'held'
       })
       app.use(async (ctx, next) => {
         if (ctx.path !== '/settle') return next()
@@ -177,6 +202,10 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
       })
       app.get('/limited', { config: route ? { ratewindow: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)
+      app.get('/hold', async () => {
+        await hold()
+        return 'held'
+      })
       app.get(
         '/settle',
         async (request) =>

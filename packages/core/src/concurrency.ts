@@ -109,12 +109,12 @@ export class ConcurrencyLimiter {
         'a store with acquire and release (MemoryStore, RedisStore)',
       )
     }
-    if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
+    if (typeof prefix !== 'string' || prefix.length > 160 || /[{}]/.test(prefix)) {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',
         'prefix',
         prefix,
-        'a string of at most 64 characters without `{` or `}`',
+        'a string of at most 160 characters without `{` or `}`',
       )
     }
     if (onStoreError !== 'allow' && onStoreError !== 'deny')

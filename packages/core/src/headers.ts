@@ -139,6 +139,27 @@ function resetParameter(rule: RuleResult, format: 'draft-8' | 'draft-11'): strin
   return `;t=${toSeconds(rule.reset > 0 ? Math.min(rule.reset, windowMs) : windowMs)}`
 }
 
+/**
+ * Adds a concurrency limit to draft-8/-11 headers: a policy `"<name>";q=<limit>;qu="concurrent-requests"` and
+ * its remaining slots `"<name>";r=<free>` (no `w` or `t`: in-flight requests have no window). Earlier drafts
+ * cannot express a quota unit and get nothing. Mutates and returns `headers`.
+ */
+export function addConcurrencyHeaders(
+  headers: Record<string, string>,
+  format: HeaderFormat | false,
+  concurrency: { name: string; limit: number; remaining: number },
+  options: { partitionKey?: string } = {},
+): Record<string, string> {
+  if (format !== 'draft-8' && format !== 'draft-11') return headers
+  const pk = partitionKeyParameter(options.partitionKey)
+  const policy = `"${concurrency.name}";q=${concurrency.limit};qu="concurrent-requests"${pk}`
+  const item = `"${concurrency.name}";r=${concurrency.remaining}${pk}`
+  const join = (list: string | undefined, next: string) => (list ? `${list}, ${next}` : next)
+  headers['RateLimit-Policy'] = join(headers['RateLimit-Policy'], policy)
+  headers.RateLimit = join(headers.RateLimit, item)
+  return headers
+}
+
 /** A base64 string: the Byte Sequence of RFC 9651, padded as its serializers write it. */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 

@@ -92,6 +92,23 @@ export interface HttpRateLimitOptions<Req>
   skipSuccessfulRequests?: boolean
   /** What counts as success for the two options above. @default status < 400 */
   requestWasSuccessful?: (statusCode: number) => boolean
+  /**
+   * Also hold at most `limit` requests of a client in flight at once (after its rate limit admits it): a slot
+   * is taken when the request starts and given back when the response finishes or the connection closes, or
+   * after `lease` if the process dies first. Denied with `statusCode` and `Retry-After: 1`; draft-8/-11
+   * headers name it with `qu="concurrent-requests"`. Needs a store with leases (MemoryStore, RedisStore).
+   */
+  concurrency?: ConcurrencyOptions
+}
+
+/** The `concurrency` middleware option. */
+export interface ConcurrencyOptions {
+  /** Requests of one client in flight at once. A positive whole number. */
+  limit: number
+  /** The longest a slot is held without a release. @default '1m' */
+  lease?: Duration
+  /** Policy name in draft-8/-11 headers. @default 'concurrency' */
+  name?: string
 }
 
 const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
@@ -128,7 +145,9 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   skipFailedRequests: true,
   skipSuccessfulRequests: true,
   requestWasSuccessful: true,
+  concurrency: true,
 })
+const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({ limit: true, lease: true, name: true })
 
 /** The defaults of the middleware options, in one place. */
 export const HTTP_DEFAULTS = {
@@ -173,6 +192,8 @@ export interface HttpConfig<Req> {
   skipFailedRequests: boolean
   skipSuccessfulRequests: boolean
   requestWasSuccessful: (statusCode: number) => boolean
+  /** The `concurrency` option with its name filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
+  concurrency: { limit: number; lease?: Duration; name: string } | undefined
 }
 
 /**
@@ -236,7 +257,36 @@ export function resolveHttpOptions<Req>(
     skipFailedRequests: options.skipFailedRequests ?? HTTP_DEFAULTS.skipFailedRequests,
     skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
     requestWasSuccessful: options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful,
+    concurrency: parseConcurrency(options.concurrency, store),
   }
+}
+
+/** Checks the `concurrency` option's shape, names and store; its limit and lease are checked by `ConcurrencyLimiter`. */
+function parseConcurrency(
+  concurrency: ConcurrencyOptions | undefined,
+  store: unknown,
+): HttpConfig<unknown>['concurrency'] {
+  if (concurrency === undefined) return undefined
+  requireObject(concurrency, 'concurrency', '{ limit: 10 }')
+  rejectUnknownOptions(concurrency, CONCURRENCY_NAMES, '`concurrency`')
+  if (typeof (store as { acquire?: unknown } | null)?.acquire !== 'function') {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency',
+      store,
+      'a store with leases (MemoryStore, RedisStore) as `store`',
+    )
+  }
+  const { name = 'concurrency' } = concurrency
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency.name',
+      name,
+      'a short token of letters, digits, `_`, `.`, `-`',
+    )
+  }
+  return { limit: concurrency.limit, lease: concurrency.lease, name }
 }
 
 const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const

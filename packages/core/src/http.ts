@@ -1,8 +1,9 @@
 import { fixedWindow } from './algorithms/index.js'
 import type { Rule } from './algorithms/types.js'
+import { ConcurrencyLimiter, type ConcurrencyResult, type ConcurrencyStore } from './concurrency.js'
 import { invalid, RateLimitError } from './errors.js'
 import { guardedReporter, throttledErrorLog } from './failure.js'
-import { partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
+import { addConcurrencyHeaders, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
 import { renderBody } from './http-body.js'
 import {
   type HttpConfig,
@@ -12,9 +13,8 @@ import {
 } from './http-options.js'
 import { ipKey } from './keys.js'
 import { RateLimiter } from './limiter.js'
-import type { Identity } from './namespaces.js'
-import type { FailureContext } from './options.js'
-import { parseRules } from './options.js'
+import { type Identity, namespaceOf } from './namespaces.js'
+import { type FailureContext, LIMITER_DEFAULTS, parseRules } from './options.js'
 import { enforcedView, type RateLimitResult } from './result.js'
 import type { Awaitable } from './stores/types.js'
 
@@ -57,6 +57,8 @@ export interface TrackedResponse {
   readonly statusCode: number
   /** True once the whole response was handed to the operating system. */
   readonly writableFinished: boolean
+  /** Whether the connection is gone already (a closed response emits no more events). */
+  readonly destroyed?: boolean
   once(event: 'finish' | 'close', listener: () => void): unknown
 }
 
@@ -69,6 +71,8 @@ export interface HttpDecision {
   statusCode: number
   /** @internal The limiter that decided (the one to refund through); none for a deny-listed request. */
   limiter: RateLimiter | undefined
+  /** @internal The in-flight slot this request holds (option `concurrency`), released by `track`. */
+  slot?: ConcurrencyResult
 }
 
 const MAX_DYNAMIC_LIMITS = 1_000
@@ -94,6 +98,7 @@ export class HttpRateLimiter<Req> {
   #first: RateLimiter | undefined
   readonly #reportError: (error: unknown, context: FailureContext) => void
   readonly #wantsRoute: boolean
+  readonly #concurrency: ConcurrencyLimiter | undefined
   #warnedUntrustedProxy = false
 
   constructor(
@@ -118,6 +123,22 @@ export class HttpRateLimiter<Req> {
       // Built now even for a function limit, so that a bad `window` or a shared namespace fails at construction.
       this.#first = this.#limiterFor(typeof limit === 'number' ? limit : 1)
       this.#fixed = typeof limit === 'number' ? this.#first : undefined
+    }
+    const { concurrency } = config
+    if (concurrency !== undefined) {
+      const { onError } = config.limiter
+      this.#concurrency = new ConcurrencyLimiter({
+        limit: concurrency.limit,
+        lease: concurrency.lease,
+        store: config.limiter.store as unknown as ConcurrencyStore,
+        // The slots live beside this middleware's counters: each route limiter and namespace has its own (with a
+        // `rules` function, one set per middleware under its prefix, group and scope).
+        prefix: `${this.#first?.namespace ?? namespaceOf(config.limiter.prefix ?? LIMITER_DEFAULTS.prefix, [], config.limiter.group, this.#identity)}cc`,
+        timeout: config.limiter.timeout,
+        onStoreError: config.limiter.onStoreError,
+        onError:
+          onError && ((error, context) => onError(error, { operation: context.operation, key: context.key })),
+      })
     }
     const { cost } = config
     if (typeof cost === 'number' && this.#fixed && cost > this.#fixed.maxCost) {
@@ -201,7 +222,51 @@ export class HttpRateLimiter<Req> {
       key,
       this.#wantsRoute ? { cost, route: this.#routeOf(request) } : { cost },
     )
-    return this.#toDecision(limiter, result)
+    const decision = this.#toDecision(limiter, result)
+    if (this.#concurrency === undefined || !result.allowed) return decision
+    return this.#withSlot(decision, await this.#concurrency.acquire(key))
+  }
+
+  /** Adds the in-flight slot to an admitted decision, or turns it into a denial when no slot is free. */
+  #withSlot(decision: HttpDecision, slot: ConcurrencyResult): HttpDecision {
+    const config = this.#config
+    const format = config.headers
+    const pk =
+      config.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
+        ? partitionKey(decision.result.key, config.partitionKeySecret)
+        : undefined
+    const info = { name: config.concurrency!.name, limit: slot.limit, remaining: slot.remaining }
+    if (slot.allowed) {
+      if (slot.source === 'store') addConcurrencyHeaders(decision.headers, format, info, { partitionKey: pk })
+      return { ...decision, slot }
+    }
+    // No slot: the request is not served, so its rate limit charge is given back.
+    decision.limiter
+      ?.refund(decision.result)
+      .catch((error: unknown) => this.#report(error, { operation: 'refund', key: decision.result.key }))
+    const retryAfter = 1_000
+    const result: RateLimitResult = { ...decision.result, allowed: false, remaining: 0, retryAfter }
+    delete result.settle
+    const headers: Record<string, string> =
+      slot.source === 'policy'
+        ? { 'Retry-After': String(toSeconds(retryAfter)) }
+        : addConcurrencyHeaders(
+            format === 'draft-8' || format === 'draft-11'
+              ? {
+                  'RateLimit-Policy': decision.headers['RateLimit-Policy'] ?? '',
+                  'Retry-After': String(toSeconds(retryAfter)),
+                }
+              : { 'Retry-After': String(toSeconds(retryAfter)) },
+            format,
+            { ...info, remaining: 0 },
+            { partitionKey: pk },
+          )
+    return {
+      result,
+      headers,
+      statusCode: slot.source === 'policy' ? 503 : config.statusCode,
+      limiter: decision.limiter,
+    }
   }
 
   /** The framework's route of the request; a binding that throws gives none (observers only). */
@@ -273,11 +338,20 @@ export class HttpRateLimiter<Req> {
   }
 
   /**
-   * Arms the refund of `skipFailedRequests`/`skipSuccessfulRequests` on the raw response. Only a response
-   * that was completely sent is judged: a client that disconnects first gets nothing back, since the handler
-   * may have run for it (docs/counters.md).
+   * Arms, on the raw response, the refund of `skipFailedRequests`/`skipSuccessfulRequests` and the release of
+   * the request's in-flight slot (when the response finishes or the connection closes). Only a response that
+   * was completely sent is judged for a refund: a client that disconnects first gets nothing back, since the
+   * handler may have run for it (docs/counters.md).
    */
-  track(response: TrackedResponse, { limiter, result }: HttpDecision): void {
+  track(response: TrackedResponse, { limiter, result, slot }: HttpDecision): void {
+    if (slot !== undefined) {
+      const release = () => void slot.release()
+      if (response.writableFinished || response.destroyed === true) release()
+      else {
+        response.once('finish', release)
+        response.once('close', release)
+      }
+    }
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (!result.allowed || limiter === undefined || (!skipFailedRequests && !skipSuccessfulRequests)) return
     let settled = false

@@ -32,7 +32,12 @@ export {
   HttpRateLimiter,
   type TrackedResponse,
 } from './http.js'
-export { HTTP_DEFAULTS, type HttpRateLimitOptions, type ResponseBody } from './http-options.js'
+export {
+  type ConcurrencyOptions,
+  HTTP_DEFAULTS,
+  type HttpRateLimitOptions,
+  type ResponseBody,
+} from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export { type LimitOptions, RateLimiter, type SettleResult } from './limiter.js'
 export type {

@@ -50,7 +50,7 @@ export function parseRules(rules: unknown): readonly Rule[] {
 
 /** What failed, for `onError`. */
 export interface FailureContext {
-  operation: 'consume' | 'peek' | 'refund' | 'settle' | 'fallback'
+  operation: 'consume' | 'peek' | 'refund' | 'settle' | 'fallback' | 'acquire' | 'release'
   key: string
   /**
    * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or

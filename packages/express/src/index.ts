@@ -60,7 +60,10 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
       const decision = await engine.decide(request)
       if (decision === undefined) return next()
       request.rateLimit = decision.result
-      if (response.headersSent) return next()
+      if (response.headersSent) {
+        if (decision.result.allowed) engine.track(response, decision)
+        return next()
+      }
       response.set(decision.headers)
       if (decision.result.allowed) {
         engine.track(response, decision)
