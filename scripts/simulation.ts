@@ -67,7 +67,7 @@ export async function runSimulation(
   const steady = Array.from({ length: 80 }, (_, i) => 30_000 + i * 500)
   const summary: Record<string, number[]> = {}
   print(
-    `Limit: ${LIMIT} requests per ${WINDOW / 1000} s (token bucket: capacity ${LIMIT}, 1 token per second)\n`,
+    `Limit: ${LIMIT} requests per ${WINDOW / 1000} s (token bucket: capacity ${LIMIT}, 1 token per second; GCRA: one per second, bursts of ${LIMIT})\n`,
   )
   print('1. Boundary burst: 20 requests within 1 s, across a window boundary')
   for (const [name, make] of DEMO_RULES) {
@@ -95,6 +95,8 @@ export async function runSimulation(
     '\nThe fixed window lets 2 × the limit through across the boundary; the log never exceeds the limit in',
   )
   print('any window; the counter stays close to it with two integers of state; the bucket allows a burst of')
-  print('its capacity, then its refill rate.')
+  print(
+    'its capacity, then its refill rate; GCRA admits exactly what the bucket admits with one integer of state.',
+  )
   return summary
 }
