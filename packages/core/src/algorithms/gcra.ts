@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
-import { makeRule, parseCount, parseRuleName } from './rule.js'
+import { makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
 
 export interface GcraOptions {
@@ -13,6 +13,8 @@ export interface GcraOptions {
   burst?: number
   /** Policy name for draft-8 headers. @default `'<limit>-per-<window>'` */
   name?: string
+  /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
+  shadow?: boolean
 }
 
 /**
@@ -32,6 +34,7 @@ const GCRA_OPTIONS = namesOf<GcraOptions>({
   window: true,
   burst: true,
   name: true,
+  shadow: true,
 })
 /**
  * Ticks must stay exact in IEEE doubles (JavaScript and Redis Lua) for any epoch time until the year 2248
@@ -78,6 +81,7 @@ export function gcra(options: GcraOptions): Rule {
     maxCost: burst,
     logic: gcraLogic(scale, interval, burst),
     script: Object.freeze({ code: CODE, params: Object.freeze([scale, interval, burst] as const) }),
+    shadow: parseShadow(options.shadow),
   })
 }
 
