@@ -133,8 +133,14 @@ describe.each(FRAMEWORKS)('$name without trust proxy', (framework) => {
     const warnings: Error[] = []
     const listener = (warning: Error) => warnings.push(warning)
     process.on('warning', listener)
-    const app = await framework.start({ global: { limit: 1 }, trustProxy: false })
+    const app = await framework.start({ global: { limit: 2 }, trustProxy: false })
     try {
+      // Requests without the header do not settle the question: the first one with it is still judged.
+      await request(app.url).get('/').expect(200)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(
+        warnings.filter((warning) => (warning as { code?: string }).code === 'RATEWINDOW_UNTRUSTED_PROXY'),
+      ).toEqual([])
       await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.9').expect(200)
       await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.10').expect(429) // same socket, same bucket
       await new Promise((resolve) => setImmediate(resolve))

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto'
+import type { Rule } from './algorithms/types.js'
 import { invalid } from './errors.js'
 import type { RateLimitResult, RuleResult } from './result.js'
 
@@ -86,12 +87,24 @@ function draft7(result: RateLimitResult): Record<string, string> {
   }
 }
 
+const singlePolicies = new WeakMap<Rule, string>()
+
 /**
  * The draft -06/-07 policy list: one `limit;w=seconds` item per distinct limit.
  * NOTE: those drafts forbid two policies with the same quota (`10;w=1, 10;w=60` is their own example of an
  * invalid field). Of rules sharing a limit the one with the longest window is kept: it is the stricter.
  */
 function policyList(rules: readonly RuleResult[]): string {
+  if (rules.length === 1) {
+    // One rule (the usual middleware): its item is built once. Rules are frozen.
+    const { rule } = rules[0]!
+    let item = singlePolicies.get(rule)
+    if (item === undefined) {
+      item = `${rule.limit};w=${toSeconds(rule.windowMs)}`
+      singlePolicies.set(rule, item)
+    }
+    return item
+  }
   const windows = new Map<number, number>()
   for (const { rule } of rules) {
     windows.set(rule.limit, Math.max(windows.get(rule.limit) ?? 0, toSeconds(rule.windowMs)))

@@ -1,5 +1,6 @@
 import { fixedWindow } from './algorithms/index.js'
 import type { Rule } from './algorithms/types.js'
+import { isThenable } from './awaitable.js'
 import { ConcurrencyLimiter, type ConcurrencyResult, type ConcurrencyStore } from './concurrency.js'
 import { invalid, RateLimitError } from './errors.js'
 import { guardedReporter, throttledErrorLog } from './failure.js'
@@ -15,7 +16,7 @@ import { ipKey } from './keys.js'
 import { RateLimiter } from './limiter.js'
 import { type Identity, namespaceOf } from './namespaces.js'
 import { type FailureContext, LIMITER_DEFAULTS, parseRules } from './options.js'
-import { enforcedView, type RateLimitResult } from './result.js'
+import { enforcedView, type RateLimitResult, SettleableResult } from './result.js'
 import type { Awaitable } from './stores/types.js'
 
 /** What an adapter tells the engine about its framework. */
@@ -24,13 +25,17 @@ export interface FrameworkBinding<Req> {
   name: string
   /** The client address as the framework sees it (after its trust-proxy rules). */
   clientIp(request: Req): string | undefined
-  /** Whether the request carries `X-Forwarded-For` although the framework does not trust proxies. */
-  untrustedForwardedFor(request: Req): boolean
+  /**
+   * Whether the request carries `X-Forwarded-For` although the framework does not trust proxies; `undefined`
+   * when it carries none. The engine asks until the first request that carries one, then never again.
+   */
+  untrustedForwardedFor(request: Req): boolean | undefined
   /** How to enable trust-proxy in this framework, for the warning. */
   trustProxyHint: string
   /**
    * Whether the framework trusts every proxy hop (any client can then choose its key with X-Forwarded-For):
-   * Express `trust proxy` true, Koa `proxy` without `maxIpsCount`, Fastify `trustProxy: true`.
+   * Express `trust proxy` true, Koa `proxy` without `maxIpsCount`, Fastify `trustProxy: true`. Asked on a
+   * middleware's first request only.
    */
   permissiveTrustProxy?(request: Req): boolean
   /** How to trust only your own proxies, for the warning. */
@@ -99,7 +104,9 @@ export class HttpRateLimiter<Req> {
   readonly #reportError: (error: unknown, context: FailureContext) => void
   readonly #wantsRoute: boolean
   readonly #concurrency: ConcurrencyLimiter | undefined
-  #warnedUntrustedProxy = false
+  /** Whether the proxy settings were judged: on the first request, and on the first with X-Forwarded-For. */
+  #checkedPermissive = false
+  #checkedForwardedFor = false
 
   constructor(
     options: HttpRateLimitOptions<Req> = {},
@@ -193,9 +200,29 @@ export class HttpRateLimiter<Req> {
    * Decides for one request; undefined when `skip` says so. Rejects when a user callback (`skip`, `key`,
    * `cost`, `limit`, `rules`) throws or returns a bad value: adapters pass that to the framework's error handling.
    */
-  async decide(request: Req): Promise<HttpDecision | undefined> {
+  decide(request: Req): Promise<HttpDecision | undefined> {
+    return Promise.resolve(this.decideNow(request))
+  }
+
+  /**
+   * `decide` for adapters: the decision itself when nothing on its way was asynchronous (the memory store,
+   * synchronous callbacks), else a promise of it. Never throws: a failing callback gives a rejected promise.
+   */
+  decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
+    try {
+      const { skip } = this.#config
+      if (skip === undefined) return this.#decideUnskipped(request)
+      const skipped = skip(request)
+      if (isThenable(skipped))
+        return Promise.resolve(skipped).then((yes) => (yes ? undefined : this.#decideUnskipped(request)))
+      return skipped ? undefined : this.#decideUnskipped(request)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  #decideUnskipped(request: Req): Awaitable<HttpDecision | undefined> {
     const config = this.#config
-    if (config.skip && (await config.skip(request))) return undefined
     this.#warnOnProxySettings(request)
     const { allowList, denyList } = config
     let allowed = false
@@ -205,10 +232,24 @@ export class HttpRateLimiter<Req> {
       allowed = allowList?.hasIp(ip) === true
     }
     const key = config.key
-      ? await config.key(request)
+      ? config.key(request)
       : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+    if (isThenable(key)) return Promise.resolve(key).then((k) => this.#decideFor(request, k, allowed))
+    return this.#decideFor(request, key, allowed)
+  }
+
+  #decideFor(request: Req, key: string, allowedIp: boolean): Awaitable<HttpDecision | undefined> {
+    const { allowList, denyList, cost } = this.#config
     if (denyList?.hasKey(key)) return this.#denied(key)
-    if (allowed || allowList?.hasKey(key)) return undefined
+    if (allowedIp || allowList?.hasKey(key)) return undefined
+    const limiter = this.#fixed
+    if (limiter === undefined || typeof cost === 'function') return this.#decideDynamic(request, key)
+    return this.#limit(limiter, key, cost, request)
+  }
+
+  /** A `cost`, `limit` or `rules` function: their answers may be promises. */
+  async #decideDynamic(request: Req, key: string): Promise<HttpDecision> {
+    const config = this.#config
     let cost = typeof config.cost === 'function' ? await config.cost(request) : config.cost
     let limiter = this.#fixed
     if (limiter === undefined) {
@@ -218,13 +259,22 @@ export class HttpRateLimiter<Req> {
         if (resolved.cost !== undefined) cost = resolved.cost
       } else limiter = this.#limiterFor(await (config.limit as (request: Req) => Awaitable<number>)(request))
     }
-    const result = await limiter.limit(
+    return this.#limit(limiter, key, cost, request)
+  }
+
+  #limit(limiter: RateLimiter, key: string, cost: number | undefined, request: Req): Awaitable<HttpDecision> {
+    const result = limiter.limitNow(
       key,
       this.#wantsRoute ? { cost, route: this.#routeOf(request) } : { cost },
     )
+    if (isThenable(result)) return result.then((each) => this.#admit(limiter, key, each))
+    return this.#admit(limiter, key, result)
+  }
+
+  #admit(limiter: RateLimiter, key: string, result: RateLimitResult): Awaitable<HttpDecision> {
     const decision = this.#toDecision(limiter, result)
     if (this.#concurrency === undefined || !result.allowed) return decision
-    return this.#withSlot(decision, await this.#concurrency.acquire(key))
+    return Promise.resolve(this.#concurrency.acquire(key)).then((slot) => this.#withSlot(decision, slot))
   }
 
   /** Adds the in-flight slot to an admitted decision, or turns it into a denial when no slot is free. */
@@ -300,13 +350,8 @@ export class HttpRateLimiter<Req> {
 
   #toDecision(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
     const config = this.#config
-    if (result.allowed && result.source !== 'policy') {
-      Object.defineProperty(result, 'settle', {
-        value: (actualCost: number) => limiter.settle(result, actualCost),
-        configurable: true,
-        writable: true,
-      })
-    }
+    // Admitted: `result.settle` reports the actual cost (reserve-then-settle).
+    if (result.allowed && result.source !== 'policy') result = new SettleableResult(limiter, result)
     const policy = result.source === 'policy'
     const format = config.headers
     // Shadow mode: headers describe the enforcing rules only; a shadow limiter sends none (docs/rollout.md).
@@ -441,18 +486,28 @@ export class HttpRateLimiter<Req> {
     return limiter
   }
 
+  /**
+   * Warns once about a trust-proxy setting that makes keys wrong. The settings do not change while the app
+   * runs, so this costs nothing after the first request with X-Forwarded-For.
+   */
   #warnOnProxySettings(request: Req): void {
     const binding = this.#binding
-    if (!warnedPermissive.has(binding) && binding.permissiveTrustProxy?.(request)) {
-      warnedPermissive.add(binding)
-      process.emitWarning(
-        `${binding.name} trusts every proxy hop, so any client can choose its rate limit key by sending ` +
-          `X-Forwarded-For. ${binding.permissiveTrustProxyHint ?? 'Trust only your own proxies.'}`,
-        { code: 'RATEWINDOW_PERMISSIVE_TRUST_PROXY' },
-      )
+    if (!this.#checkedPermissive) {
+      this.#checkedPermissive = true
+      if (!warnedPermissive.has(binding) && binding.permissiveTrustProxy?.(request)) {
+        warnedPermissive.add(binding)
+        process.emitWarning(
+          `${binding.name} trusts every proxy hop, so any client can choose its rate limit key by sending ` +
+            `X-Forwarded-For. ${binding.permissiveTrustProxyHint ?? 'Trust only your own proxies.'}`,
+          { code: 'RATEWINDOW_PERMISSIVE_TRUST_PROXY' },
+        )
+      }
     }
-    if (this.#warnedUntrustedProxy || !binding.untrustedForwardedFor(request)) return
-    this.#warnedUntrustedProxy = true
+    if (this.#checkedForwardedFor) return
+    const untrusted = binding.untrustedForwardedFor(request)
+    if (untrusted === undefined) return
+    this.#checkedForwardedFor = true
+    if (!untrusted) return
     process.emitWarning(
       `A request carried X-Forwarded-For but ${binding.name} does not trust proxies, so every client behind ` +
         `your proxy shares the proxy's rate limit. If a proxy you control sets it, ${binding.trustProxyHint}.`,

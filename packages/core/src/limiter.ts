@@ -1,5 +1,6 @@
 import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
+import { isThenable } from './awaitable.js'
 import { BlockedCache } from './blocked-cache.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
 import { CircuitBreaker, failureKind, guardedReporter, ScopedBreakers, withTimeout } from './failure.js'
@@ -123,18 +124,60 @@ export class RateLimiter {
    * Decides for one request of `key` and records it when allowed. Never rejects for a store failure, nor for
    * an `onError` that throws; rejects only for a bad `key` or `cost` (a programming error).
    */
-  async limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
+  limit(key: string, options?: LimitOptions): Promise<RateLimitResult> {
+    try {
+      return Promise.resolve(this.limitNow(key, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * `limit` without a promise when the store answers synchronously (the memory store): the HTTP adapters'
+   * path, which saves a promise and a microtask per layer. Throws (instead of rejecting) for a bad `key` or
+   * `cost`; otherwise as `limit`.
+   * @internal
+   */
+  limitNow(key: string, options?: LimitOptions): Awaitable<RateLimitResult> {
     const request = this.#request(key, options?.cost)
     const mixed = this.#shadowRules.length > 0
-    let result = this.#blocked?.get(key, request.cost)
-    if (result === undefined) {
-      result = await this.#decide(mixed ? { ...request, rules: this.#enforcing } : request, 'consume')
-      if (!result.allowed && result.source === 'store') this.#blocked?.set(key, result)
+    const route = options?.route
+    const cached = this.#blocked?.get(key, request.cost)
+    if (cached !== undefined) return this.#finishLimit(request, cached, mixed, route)
+    const decided = this.#decide(mixed ? { ...request, rules: this.#enforcing } : request, 'consume')
+    if (isThenable(decided)) return decided.then((result) => this.#afterStore(request, result, mixed, route))
+    return this.#afterStore(request, decided, mixed, route)
+  }
+
+  #afterStore(
+    request: StoreRequest,
+    result: RateLimitResult,
+    mixed: boolean,
+    route: string | undefined,
+  ): Awaitable<RateLimitResult> {
+    if (!result.allowed && result.source === 'store') this.#blocked?.set(request.key, result)
+    return this.#finishLimit(request, result, mixed, route)
+  }
+
+  /** Shadow rules and observers, after the enforcing decision. */
+  #finishLimit(
+    request: StoreRequest,
+    result: RateLimitResult,
+    mixed: boolean,
+    route: string | undefined,
+  ): Awaitable<RateLimitResult> {
+    if (mixed) {
+      return this.#addShadowRules(request, result, 'consume').then((withShadow) =>
+        this.#reported(withShadow, route),
+      )
     }
-    if (mixed) result = await this.#addShadowRules(request, result, 'consume')
-    else if (this.#allShadow && !result.allowed)
-      result = { ...result, allowed: true, retryAfter: 0, shadow: true }
-    if (this.#onDecision !== undefined) this.#reportDecision(result, options?.route)
+    if (this.#allShadow && !result.allowed)
+      return this.#reported({ ...result, allowed: true, retryAfter: 0, shadow: true }, route)
+    return this.#reported(result, route)
+  }
+
+  #reported(result: RateLimitResult, route: string | undefined): RateLimitResult {
+    if (this.#onDecision !== undefined) this.#reportDecision(result, route)
     return result
   }
 
@@ -355,45 +398,93 @@ export class RateLimiter {
 
   /**
    * The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure.
-   * Both stores are waited on for at most `timeout` each. A `consume` that timed out may still be applied by
-   * the store later: when the request was refused (policy `'deny'`, or a denial by the fallback), such a late
-   * charge is refunded as soon as it arrives; when the request was let through, it stands, since the request
-   * was served.
+   * Synchronous (no promise) when the store answers synchronously and well.
    */
-  async #decide(request: StoreRequest, operation: 'consume' | 'peek'): Promise<RateLimitResult> {
+  #decide(request: StoreRequest, operation: 'consume' | 'peek'): Awaitable<RateLimitResult> {
     const breakers = this.#breakers
     // While no scope has failed, the healthy path computes no scope at all.
-    let scope = breakers === undefined || breakers.idle ? undefined : this.#scopeOf(request)
-    let late: { store: Store; pending: PromiseLike<Decision> }[] | undefined
-    const known = scope
-    if (known === undefined || this.#breaker(known, (each) => each.allows(known))) {
-      let pending: Awaitable<Decision> | undefined
-      const started = this.#onStoreCall === undefined ? 0 : performance.now()
-      try {
-        pending = this.store[operation](request)
-        const decision = isThenable(pending)
-          ? await withTimeout(pending, this.#timeout, `store.${operation}`)
-          : pending
-        if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
-        if (known !== undefined) this.#breaker(known, (each) => each.success(known))
-        for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
-        return toResult(request, decision, 'store')
-      } catch (error) {
-        if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started, error)
-        if (operation === 'consume' && isThenable(pending)) late = [{ store: this.store, pending }]
-        scope ??= this.#scopeOf(request)
-        const failed = scope
-        // A key's own error proves the server answered: the scope is healthy.
-        if (breakers !== undefined) {
-          if (failureKind(error) === 'key') this.#breaker(failed, (each) => each.success(failed))
-          else this.#breaker(failed, (each) => each.failure(failed))
-        }
-        this.#onError(
-          error,
-          scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
-        )
-      }
+    const known = breakers === undefined || breakers.idle ? undefined : this.#scopeOf(request)
+    if (known !== undefined && !this.#breaker(known, (each) => each.allows(known))) {
+      return this.#withoutStore(request, operation, known, undefined)
     }
+    const started = this.#onStoreCall === undefined ? 0 : performance.now()
+    let pending: Awaitable<Decision>
+    try {
+      pending = this.store[operation](request)
+      // A synchronous store (the memory store) is answered without a promise.
+      if (!isThenable(pending)) return this.#storeAnswered(request, operation, pending, started, known)
+    } catch (error) {
+      return this.#storeFailed(request, operation, error, undefined, started, known)
+    }
+    return this.#awaitStore(request, operation, pending, started, known)
+  }
+
+  async #awaitStore(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    pending: PromiseLike<Decision>,
+    started: number,
+    known: string | number | undefined,
+  ): Promise<RateLimitResult> {
+    try {
+      const decision = await withTimeout(pending, this.#timeout, `store.${operation}`)
+      return this.#storeAnswered(request, operation, decision, started, known)
+    } catch (error) {
+      return this.#storeFailed(request, operation, error, pending, started, known)
+    }
+  }
+
+  #storeAnswered(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    decision: Decision,
+    started: number,
+    known: string | number | undefined,
+  ): RateLimitResult {
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
+    if (known !== undefined) this.#breaker(known, (each) => each.success(known))
+    for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
+    return toResult(request, decision, 'store')
+  }
+
+  /** The store failed (threw, rejected or timed out): reported, then the fallback or the failure policy. */
+  #storeFailed(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    error: unknown,
+    pending: PromiseLike<Decision> | undefined,
+    started: number,
+    known: string | number | undefined,
+  ): Promise<RateLimitResult> {
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started, error)
+    const late =
+      operation === 'consume' && pending !== undefined ? [{ store: this.store, pending }] : undefined
+    const scope = known ?? this.#scopeOf(request)
+    // A key's own error proves the server answered: the scope is healthy.
+    if (this.#breakers !== undefined) {
+      if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
+      else this.#breaker(scope, (each) => each.failure(scope))
+    }
+    this.#onError(
+      error,
+      scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
+    )
+    return this.#withoutStore(request, operation, scope, late)
+  }
+
+  /**
+   * The fallback's answer, or the failure policy's, when the store failed or its breaker is open. Both stores
+   * are waited on for at most `timeout` each. A `consume` that timed out may still be applied by the store
+   * later: when the request was refused (policy `'deny'`, or a denial by the fallback), such a late charge is
+   * refunded as soon as it arrives; when the request was let through, it stands, since the request was served.
+   */
+  async #withoutStore(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    scope: string | number,
+    late: { store: Store; pending: PromiseLike<Decision> }[] | undefined,
+  ): Promise<RateLimitResult> {
+    const breakers = this.#breakers
     let result: RateLimitResult | undefined
     const fallback = this.#fallback
     const fallbackBreaker = this.#fallbackBreaker
@@ -423,11 +514,7 @@ export class RateLimiter {
         this.#onError(error, { operation: 'fallback', key: request.key })
       }
     }
-    result ??= policyResult(
-      request,
-      this.#allowOnError,
-      Math.max(1_000, scope === undefined ? 0 : (breakers?.retryIn(scope) ?? 0)),
-    )
+    result ??= policyResult(request, this.#allowOnError, Math.max(1_000, breakers?.retryIn(scope) ?? 0))
     if (late !== undefined && !result.allowed) {
       for (const { store, pending } of late) this.#refundLate(store, pending, request)
     }
@@ -501,18 +588,6 @@ function checkKey(key: unknown): asserts key is string {
       },
     )
   }
-}
-
-/**
- * Whether a store's answer is asynchronous: any thenable, not only this realm's `Promise` (a custom store may
- * return another realm's promises or a library's thenables; `instanceof Promise` missed both).
- */
-function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  )
 }
 
 /** Runs a store call, turning a synchronous throw into a rejection. */

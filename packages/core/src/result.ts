@@ -155,3 +155,51 @@ export function enforcedView(result: RateLimitResult): RateLimitResult | undefin
     rules,
   }
 }
+
+/**
+ * An admitted result of the HTTP engine, with `settle` (reserve-then-settle) on its prototype: no closure and no
+ * property definition per request, and, being a prototype method, not serialised. Holds the same fields as the
+ * limiter's result.
+ * @internal
+ */
+export class SettleableResult implements RateLimitResult {
+  declare allowed: boolean
+  declare limit: number
+  declare remaining: number
+  declare reset: number
+  declare retryAfter: number
+  declare blocked?: number
+  declare key: string
+  declare cost: number
+  declare at: number
+  declare rule: Rule
+  declare rules: RuleResult[]
+  declare source: DecisionSource
+  declare shadow?: true
+  readonly #limiter: Settler
+
+  constructor(limiter: Settler, result: RateLimitResult) {
+    this.#limiter = limiter
+    this.allowed = result.allowed
+    this.limit = result.limit
+    this.remaining = result.remaining
+    this.reset = result.reset
+    this.retryAfter = result.retryAfter
+    if (result.blocked !== undefined) this.blocked = result.blocked
+    this.key = result.key
+    this.cost = result.cost
+    this.at = result.at
+    this.rule = result.rule
+    this.rules = result.rules
+    this.source = result.source
+    if (result.shadow !== undefined) this.shadow = result.shadow
+  }
+
+  settle(actualCost: number): Promise<SettleResult> {
+    return this.#limiter.settle(this, actualCost)
+  }
+}
+
+interface Settler {
+  settle(result: RateLimitResult, actualCost: number): Promise<SettleResult>
+}

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest'
 import {
   type FrameworkBinding,
   HTTP_DEFAULTS,
+  type HttpDecision,
   HttpRateLimiter,
   MemoryStore,
   type TrackedResponse,
@@ -176,5 +177,69 @@ describe('HttpRateLimiter refunds', () => {
       operation: 'refund',
       key: '192.0.2.9',
     })
+  })
+})
+
+describe('HttpRateLimiter.decideNow: no promise where nothing is asynchronous', () => {
+  const store = () => new MemoryStore()
+
+  it('decides synchronously on the memory store with synchronous callbacks, and counts like decide', async () => {
+    const engine = new HttpRateLimiter<Req>(
+      { limit: 2, store: store(), key: (request) => request.user ?? request.ip, skip: () => false },
+      binding,
+    )
+    const first = engine.decideNow({ ip: '192.0.2.1', user: 'ann' })
+    expect(first).not.toBeInstanceOf(Promise)
+    expect((first as HttpDecision).result.remaining).toBe(1)
+    // `decide` is the same decision behind a promise, on the same counter.
+    const second = engine.decide({ ip: '192.0.2.2', user: 'ann' })
+    expect(second).toBeInstanceOf(Promise)
+    expect((await second)?.result.remaining).toBe(0)
+    const third = engine.decideNow({ ip: '192.0.2.1', user: 'ann' }) as HttpDecision
+    expect(third.result.allowed).toBe(false)
+    expect(Number(third.headers['Retry-After'])).toBeGreaterThan(0)
+    expect(third.result).not.toHaveProperty('settle')
+  })
+
+  it('gives a promise once a callback answers with one, with the same result', async () => {
+    const engine = new HttpRateLimiter<Req>(
+      { limit: 2, store: store(), key: async (request) => request.ip, cost: 2 },
+      binding,
+    )
+    const pending = engine.decideNow({ ip: '192.0.2.1' })
+    expect(pending).toBeInstanceOf(Promise)
+    expect((await pending)?.result).toMatchObject({ allowed: true, remaining: 0, cost: 2 })
+    const skipped = new HttpRateLimiter<Req>({ store: store(), skip: async () => true }, binding)
+    expect(await skipped.decideNow({ ip: '192.0.2.1' })).toBeUndefined()
+  })
+
+  it('rejects (never throws) when a callback throws or returns a bad value', async () => {
+    const throwing = new HttpRateLimiter<Req>(
+      {
+        store: store(),
+        key: () => {
+          throw new Error('key failed')
+        },
+      },
+      binding,
+    )
+    const pending = throwing.decideNow({ ip: '192.0.2.1' })
+    expect(pending).toBeInstanceOf(Promise)
+    await expect(pending).rejects.toThrow('key failed')
+    const badKey = new HttpRateLimiter<Req>({ store: store(), key: () => 42 as unknown as string }, binding)
+    await expect(badKey.decideNow({ ip: '192.0.2.1' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_KEY',
+    })
+  })
+
+  it('puts settle on an admitted result without making it part of the data', async () => {
+    const engine = new HttpRateLimiter<Req>({ limit: 10, store: store() }, binding)
+    const { result } = engine.decideNow({ ip: '192.0.2.1' }) as HttpDecision
+    expect(typeof result.settle).toBe('function')
+    expect(Object.keys(result)).not.toContain('settle')
+    expect(JSON.parse(JSON.stringify(result))).not.toHaveProperty('settle')
+    expect(await result.settle!(4)).toEqual({ charged: 3, refunded: 0, uncharged: 0 })
+    expect(result.cost).toBe(4)
+    expect((engine.decideNow({ ip: '192.0.2.1' }) as HttpDecision).result.remaining).toBe(5)
   })
 })

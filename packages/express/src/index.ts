@@ -1,5 +1,6 @@
 import {
   type FrameworkBinding,
+  type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type RateLimitResult,
@@ -37,7 +38,7 @@ const binding: FrameworkBinding<Request> = {
   name: 'Express',
   clientIp: (request) => request.ip ?? request.socket.remoteAddress,
   untrustedForwardedFor: (request) =>
-    request.headers['x-forwarded-for'] !== undefined && !request.app.get('trust proxy'),
+    request.headers['x-forwarded-for'] === undefined ? undefined : !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",
   permissiveTrustProxy: (request) => request.app.get('trust proxy') === true,
   permissiveTrustProxyHint:
@@ -55,28 +56,51 @@ const binding: FrameworkBinding<Request> = {
 export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddleware {
   const engine = new HttpRateLimiter(options, binding)
   const { handler } = options
-  const middleware: RequestHandler = async function rateLimitMiddleware(request, response, next) {
+
+  async function deny(request: Request, response: Response, next: NextFunction, decision: HttpDecision) {
+    if (handler && decision.result.source !== 'deny-list') {
+      return await handler(request, response, next, decision.result)
+    }
+    const { contentType, payload } = await engine.body(request, decision)
+    response.status(decision.statusCode).type(contentType).send(payload)
+  }
+
+  function answer(
+    request: Request,
+    response: Response,
+    next: NextFunction,
+    decision: HttpDecision | undefined,
+  ): void {
     try {
-      const decision = await engine.decide(request)
-      if (decision === undefined) return next()
+      if (decision === undefined) {
+        next()
+        return
+      }
       request.rateLimit = decision.result
       if (response.headersSent) {
         if (decision.result.allowed) engine.track(response, decision)
-        return next()
+        next()
+        return
       }
-      response.set(decision.headers)
+      const { headers } = decision
+      for (const name in headers) response.setHeader(name, headers[name]!)
       if (decision.result.allowed) {
         engine.track(response, decision)
-        return next()
+        next()
+        return
       }
-      if (handler && decision.result.source !== 'deny-list') {
-        return await handler(request, response, next, decision.result)
-      }
-      const { contentType, payload } = await engine.body(request, decision)
-      response.status(decision.statusCode).type(contentType).send(payload)
+      deny(request, response, next, decision).catch(next)
     } catch (error) {
       next(error)
     }
+  }
+
+  // Not an async function: with the memory store the decision is made synchronously, without a promise.
+  const middleware: RequestHandler = function rateLimitMiddleware(request, response, next) {
+    const decision = engine.decideNow(request)
+    if (decision instanceof Promise) {
+      decision.then((each) => answer(request, response, next, each), next)
+    } else answer(request, response, next, decision)
   }
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),

@@ -6,7 +6,13 @@ import {
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type {
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onRequestHookHandler,
+} from 'fastify'
 import fp from 'fastify-plugin'
 
 export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
@@ -64,7 +70,9 @@ const binding: FrameworkBinding<FastifyRequest> = {
   clientIp: (request) => request.ip || request.raw.socket.remoteAddress,
   // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
   untrustedForwardedFor: (request) =>
-    request.headers['x-forwarded-for'] !== undefined && request.ip === request.raw.socket.remoteAddress,
+    request.headers['x-forwarded-for'] === undefined
+      ? undefined
+      : request.ip === request.raw.socket.remoteAddress,
   trustProxyHint:
     'create the server with Fastify({ trustProxy }): on Fastify 4 the number of proxies (1) or their addresses; ' +
     "on Fastify 5 their addresses (e.g. '127.0.0.1' or ['10.0.0.0/8']) or a function such as " +
@@ -111,18 +119,57 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   const { handler } = options
   // One mark per limiter: several registrations all apply, each counting a request once.
   const counted = Symbol('ratewindow.counted')
-  const run: onRequestHookHandler = async function rateLimitHook(request, reply) {
-    const marked = request as FastifyRequest & { [counted]?: true }
-    if (marked[counted]) return
-    marked[counted] = true
-    const decision: HttpDecision | undefined = await engine.decide(request)
-    if (decision === undefined) return
+
+  /** Writes the decision; a promise while a denial is being answered, undefined when the request goes on. */
+  function answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    decision: HttpDecision | undefined,
+  ): Promise<unknown> | undefined {
+    if (decision === undefined) return undefined
     request.rateLimit = decision.result
     reply.headers(decision.headers)
-    if (decision.result.allowed) return engine.track(reply.raw, decision)
+    if (decision.result.allowed) {
+      engine.track(reply.raw, decision)
+      return undefined
+    }
+    return deny(request, reply, decision)
+  }
+
+  async function deny(request: FastifyRequest, reply: FastifyReply, decision: HttpDecision) {
     if (handler && decision.result.source !== 'deny-list') return handler(request, reply, decision.result)
     const { contentType, payload } = await engine.body(request, decision)
     return reply.code(decision.statusCode).type(contentType).send(payload)
+  }
+
+  function finish(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    decision: HttpDecision | undefined,
+    done: HookHandlerDoneFunction,
+  ): void {
+    let denial: Promise<unknown> | undefined
+    try {
+      denial = answer(request, reply, decision)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    if (denial === undefined) done()
+    // After a reply was sent, Fastify runs nothing more for the request.
+    else denial.then(() => done(), done)
+  }
+
+  // A callback hook, not an async one: with the memory store the decision is made synchronously, and the
+  // request goes on without a promise (docs/benchmarks.md).
+  const run: onRequestHookHandler = function rateLimitHook(request, reply, done) {
+    const marked = request as FastifyRequest & { [counted]?: true }
+    if (marked[counted]) return done()
+    marked[counted] = true
+    const decision = engine.decideNow(request)
+    if (decision instanceof Promise) {
+      decision.then((each) => finish(request, reply, each, done), done)
+    } else finish(request, reply, decision, done)
   }
   return { hook, run, engine }
 }

@@ -1,5 +1,6 @@
 import {
   type FrameworkBinding,
+  type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type RateLimitResult,
@@ -29,7 +30,7 @@ export interface RateLimitMiddleware extends Middleware {
 const binding: FrameworkBinding<Context> = {
   name: 'Koa',
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
-  untrustedForwardedFor: (ctx) => ctx.get('x-forwarded-for') !== '' && !ctx.app.proxy,
+  untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
   permissiveTrustProxyHint: 'Set app.maxIpsCount to the number of proxies in front of the app (e.g. 1).',
@@ -48,8 +49,16 @@ const binding: FrameworkBinding<Context> = {
 export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddleware {
   const engine = new HttpRateLimiter(options, binding)
   const { handler } = options
-  const middleware = async function rateLimitMiddleware(ctx: Context, next: Next) {
-    const decision = await engine.decide(ctx)
+
+  async function deny(ctx: Context, decision: HttpDecision) {
+    if (handler && decision.result.source !== 'deny-list') return handler(ctx, decision.result)
+    const { contentType, payload } = await engine.body(ctx, decision)
+    ctx.status = decision.statusCode
+    ctx.type = contentType
+    ctx.body = payload
+  }
+
+  function answer(ctx: Context, next: Next, decision: HttpDecision | undefined): Promise<unknown> {
     if (decision === undefined) return next()
     ctx.state.rateLimit = decision.result
     ctx.set(decision.headers)
@@ -57,11 +66,16 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
       engine.track(ctx.res, decision)
       return next()
     }
-    if (handler && decision.result.source !== 'deny-list') return handler(ctx, decision.result)
-    const { contentType, payload } = await engine.body(ctx, decision)
-    ctx.status = decision.statusCode
-    ctx.type = contentType
-    ctx.body = payload
+    return deny(ctx, decision)
+  }
+
+  // Not an async function: with the memory store the decision is made synchronously, and the middleware
+  // returns `next()` itself. Koa turns a throw into a rejection.
+  const middleware = function rateLimitMiddleware(ctx: Context, next: Next): Promise<unknown> {
+    const decision = engine.decideNow(ctx)
+    return decision instanceof Promise
+      ? decision.then((each) => answer(ctx, next, each))
+      : answer(ctx, next, decision)
   }
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),
