@@ -104,6 +104,9 @@ export class HttpRateLimiter<Req> {
   readonly #reportError: (error: unknown, context: FailureContext) => void
   readonly #wantsRoute: boolean
   readonly #concurrency: ConcurrencyLimiter | undefined
+  readonly #ipKeyOptions: { ipv6Subnet: number | false | undefined }
+  /** The options of each `limit` call when `cost` is a number and no observer wants the route: made once. */
+  readonly #limitOptions: { cost: number | undefined }
   /** Whether the proxy settings were judged: on the first request, and on the first with X-Forwarded-For. */
   #checkedPermissive = false
   #checkedForwardedFor = false
@@ -115,6 +118,8 @@ export class HttpRateLimiter<Req> {
   ) {
     const config = resolveHttpOptions(options, binding.options, scope.where)
     this.#config = config
+    this.#ipKeyOptions = { ipv6Subnet: config.ipv6Subnet }
+    this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
     this.#binding = binding
     this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
     this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
@@ -193,7 +198,7 @@ export class HttpRateLimiter<Req> {
     const config = this.#config
     return config.key
       ? await config.key(request)
-      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+      : ipKey(this.#binding.clientIp(request) ?? '', this.#ipKeyOptions)
   }
 
   /**
@@ -233,7 +238,7 @@ export class HttpRateLimiter<Req> {
     }
     const key = config.key
       ? config.key(request)
-      : ipKey(this.#binding.clientIp(request) ?? '', { ipv6Subnet: config.ipv6Subnet })
+      : ipKey(this.#binding.clientIp(request) ?? '', this.#ipKeyOptions)
     if (isThenable(key)) return Promise.resolve(key).then((k) => this.#decideFor(request, k, allowed))
     return this.#decideFor(request, key, allowed)
   }
@@ -265,7 +270,11 @@ export class HttpRateLimiter<Req> {
   #limit(limiter: RateLimiter, key: string, cost: number | undefined, request: Req): Awaitable<HttpDecision> {
     const result = limiter.limitNow(
       key,
-      this.#wantsRoute ? { cost, route: this.#routeOf(request) } : { cost },
+      this.#wantsRoute
+        ? { cost, route: this.#routeOf(request) }
+        : cost === this.#limitOptions.cost
+          ? this.#limitOptions
+          : { cost },
     )
     if (isThenable(result)) return result.then((each) => this.#admit(limiter, key, each))
     return this.#admit(limiter, key, result)

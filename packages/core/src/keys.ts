@@ -1,4 +1,4 @@
-import { isIPv4, isIPv6 } from 'node:net'
+import { isIPv6 } from 'node:net'
 import { describeValue, invalid, RateLimitError } from './errors.js'
 
 export interface IpKeyOptions {
@@ -42,7 +42,7 @@ export function parseIpv6Subnet(value: unknown): number | false {
 export function ipKey(address: string, options: IpKeyOptions = {}): string {
   const subnet = parseIpv6Subnet(options.ipv6Subnet)
   const text = typeof address === 'string' ? address.trim() : ''
-  if (isIPv4(text)) return text
+  if (isDottedQuad(text)) return text
   const bare = text.replace(/%[^%]*$/, '')
   if (!isIPv6(bare)) {
     throw new RateLimitError('ERR_RATEWINDOW_INVALID_IP', `Not an IP address: ${describeValue(address)}.`, {
@@ -58,6 +58,36 @@ export function ipKey(address: string, options: IpKeyOptions = {}): string {
     groups[i] = keep === 0 ? 0 : groups[i]! & ((0xffff << (16 - keep)) & 0xffff)
   }
   return `${formatIpv6(groups)}/${subnet}`
+}
+
+/**
+ * Node's `isIPv4` without its regular expression (the hot path of every request keyed by IP): four decimal
+ * octets from 0 to 255, no leading zeros. A test checks both agree.
+ * @internal
+ */
+export function isDottedQuad(text: string): boolean {
+  const length = text.length
+  if (length < 7 || length > 15) return false
+  let octets = 0
+  let value = 0
+  let digits = 0
+  for (let i = 0; i <= length; i++) {
+    const code = i === length ? 46 : text.charCodeAt(i)
+    if (code === 46) {
+      // '.' or the end: closes an octet.
+      if (digits === 0 || value > 255) return false
+      octets++
+      value = 0
+      digits = 0
+    } else if (code >= 48 && code <= 57) {
+      // A leading zero is only valid as the whole octet.
+      if (digits === 1 && value === 0) return false
+      value = value * 10 + code - 48
+      digits++
+      if (digits > 3) return false
+    } else return false
+  }
+  return octets === 4
 }
 
 interface SpecialBlock {
