@@ -99,4 +99,57 @@ describe.each([
     expect(await client.pttl(key)).toBeGreaterThan(0)
     expect(errors.map((error) => error.operation)).toEqual(['peek', 'refund', 'consume'])
   })
+  it('a sliding window counter in the hash of versions before 0.4 is read, counted on and rewritten, no notice', async () => {
+    const client = makeClient()
+    const store = new RedisStore({ client })
+    const rule = slidingWindowCounter({ limit: 3, window: '1h' })
+    const prefix = `rp${process.pid}x${prefixes++}x`
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({ rules: rule, store, prefix, onError: (error) => errors.push(error) })
+    const window = Math.floor(Date.now() / 3_600_000)
+    const admitted = store.keyFor(limiter.namespace, 'admitted', rule)
+    const peeked = store.keyFor(limiter.namespace, 'peeked', rule)
+    for (const key of [admitted, peeked]) {
+      await client.hset(key, 'w', String(window), 'c', '2', 'p', '0')
+      await client.pexpire(key, 3_600_000)
+    }
+    expect(await limiter.limit('admitted')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    expect((await limiter.limit('admitted')).allowed).toBe(false)
+    expect(await limiter.peek('peeked')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    for (const key of [admitted, peeked]) {
+      expect(await client.type(key)).toBe('string')
+      expect(await client.pttl(key)).toBeGreaterThan(0)
+    }
+    expect((await limiter.limit('peeked')).allowed).toBe(true)
+    expect((await limiter.limit('peeked')).allowed).toBe(false)
+    expect(errors).toEqual([])
+  })
+
+  it('a sliding window counter made TTL-less from outside (PERSIST) gets its TTL back on a read, or in a later window', async () => {
+    const client = makeClient()
+    const store = new RedisStore({ client })
+    const rule = slidingWindowCounter({ limit: 3, window: '1h' })
+    const prefix = `rp${process.pid}x${prefixes++}x`
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({ rules: rule, store, prefix, onError: (error) => errors.push(error) })
+    const key = store.keyFor(limiter.namespace, 'p', rule)
+    await limiter.limit('p')
+    await client.persist(key)
+    // Within its window an admitted request keeps the key's TTL as it is (SET … KEEPTTL, see docs/redis.md):
+    // here none, until a request that writes nothing or the next window.
+    await limiter.limit('p')
+    expect(await client.pttl(key)).toBe(-1)
+    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    expect(await client.pttl(key)).toBeGreaterThan(0)
+    expect(errors).toHaveLength(1)
+    // A key of an earlier window (written by hand: 24 bytes, three little-endian doubles, 1 request counted) is
+    // written with its TTL by the next admitted request, silently, as every algorithm's write does.
+    const state = Buffer.alloc(24)
+    state.writeDoubleLE(Math.floor(Date.now() / 3_600_000) - 1, 0)
+    state.writeDoubleLE(1, 8)
+    await client.set(key, state)
+    expect(await limiter.limit('p')).toMatchObject({ allowed: true, source: 'store' })
+    expect(await client.pttl(key)).toBeGreaterThan(0)
+    expect(errors).toHaveLength(1)
+  })
 })

@@ -5,17 +5,25 @@
  */
 import {
   fixedWindow,
+  gcra,
   ioredisRunner,
+  MemoryStore,
   nodeRedisRunner,
   RateLimitError,
   RateLimiter,
+  type RateLimitResult,
   type RedisScriptRunner,
   RedisStore,
+  type Rule,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import { afterAll, describe, expect, it, vi } from 'vitest'
-import { redisEnvironment, standaloneClient } from './support/redis.js'
+import { ManualClock } from './support/clock.js'
+import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { connect, NODE_REDIS_6 } from './support/redis-clients.js'
 import { uniquePrefix } from './support/redis-store-suite.js'
 
@@ -190,4 +198,53 @@ describe('Redis server time', () => {
     expect((await behind.limit('shared')).allowed).toBe(true)
     expect((await ahead.limit('shared')).allowed).toBe(true) // a different window: the limit is doubled
   })
+})
+
+describe('The decision script', () => {
+  it.each([
+    ['standalone', () => standaloneClient()],
+    ['Cluster', () => clusterClient()],
+  ] as const)(
+    'on %s, 14 rules of every algorithm (past the 10 kept in Lua locals) decide like the memory store',
+    async (_, makeClient) => {
+      const makers: ((i: number) => Rule)[] = [
+        (i) => slidingWindowCounter({ limit: 5 + i, window: 10_000 + i }),
+        (i) => fixedWindow({ limit: 6 + i, window: 20_000 + i }),
+        (i) => tokenBucket({ capacity: 4 + i, refillRate: 1, interval: 1_000 + i }),
+        (i) => gcra({ limit: 3 + i, window: 5_000 + i, burst: 5 + i }),
+        (i) => slidingWindowLog({ limit: 7 + i, window: 15_000 + i }),
+      ]
+      const rules = Array.from({ length: 14 }, (_, i) => makers[i % makers.length]!(i))
+      const clock = new ManualClock(1_700_000_000_000)
+      const prefix = uniquePrefix()
+      const redis = new RateLimiter({
+        rules,
+        prefix,
+        store: new RedisStore({ client: makeClient(), clock: clock.read }),
+      })
+      const memory = new RateLimiter({ rules, prefix, store: new MemoryStore({ clock: clock.read }) })
+      const view = ({ allowed, remaining, reset, retryAfter }: RateLimitResult) => ({
+        allowed,
+        remaining,
+        reset,
+        retryAfter,
+      })
+      const admitted: boolean[] = []
+      for (let i = 0; i < 40; i++) {
+        const cost = 1 + (i % 3)
+        const fromRedis = await redis.limit('k', { cost })
+        const fromMemory = await memory.limit('k', { cost })
+        expect(view(fromRedis)).toEqual(view(fromMemory))
+        admitted.push(fromRedis.allowed)
+        if (i % 7 === 3) {
+          await redis.refund(fromRedis)
+          await memory.refund(fromMemory)
+        }
+        expect(view(await redis.peek('k'))).toEqual(view(await memory.peek('k')))
+        clock.advance(137 * (i % 5))
+      }
+      // Both outcomes occurred, so the comparison covered admitted and denied requests.
+      expect(new Set(admitted)).toEqual(new Set([true, false]))
+    },
+  )
 })

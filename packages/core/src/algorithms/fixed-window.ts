@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
 
 interface FixedWindowState {
   /** Window index: floor(now / window). Never goes back, even when the clock does. */
@@ -55,44 +55,52 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
 }
 
 /**
- * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL. Another type or
- * content marks the state `broken`: the script deletes the key and starts afresh.
+ * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL, the end of the window.
+ * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
+ * NOTE: every write sets the TTL (`SET … PX`), unlike the counter's: a key of this format is easily written by
+ * hand without one, and an admitted request must give it one.
  */
-const LUA = `
+const LUA: LuaTwin = {
+  params: 2,
+  state: ['win', 'count', 'broken'],
+  load: (r) => {
+    const [win, count] = ['win', 'count'].map(r.v)
+    return `${win}, ${count} = math.floor(now / ${r.params[1]}), 0
 do
-  local function windowEnd(st) return (st.win + 1) * st.window - st.now end
-  A[${CODE}] = {
-    load = function(key, limit, window, _, now)
-      local st = { key = key, limit = limit, window = window, now = now, win = math.floor(now / window), count = 0 }
-      local raw, broken = read('GET', key)
-      if raw then
-        local win, count = string.match(raw, '^(%-?%d+):(%d+)$')
-        if not win then broken = true
-        elseif tonumber(win) >= st.win then st.win, st.count = tonumber(win), tonumber(count) end
-      end
-      st.broken = broken
-      return st
-    end,
-    fits = function(st, cost) return st.count + cost <= st.limit end,
-    consume = function(st, cost) st.count = st.count + cost end,
-    refund = function(st, cost, at)
-      if math.floor(at / st.window) == st.win then st.count = math.max(0, st.count - cost) end
-    end,
-    report = function(st, pending, denied_cost)
-      local count = st.count + pending
-      local reset, retry = 0, 0
-      if count > 0 then reset = windowEnd(st) end
-      if denied_cost > 0 and count + denied_cost > st.limit then retry = windowEnd(st) end
-      return math.max(0, st.limit - count), reset, retry
-    end,
-    ttl = function(st)
-      if st.count > 0 then return windowEnd(st) end
-      return 0
-    end,
-    write = function(st, ttl) redis.call('SET', st.key, num(st.win) .. ':' .. num(st.count), 'PX', num(ttl)) end,
-  }
+  local raw = redis.pcall('GET', ${r.key})
+  if raw then
+    local w, c
+    if type(raw) == 'string' then w, c = string.match(raw, '^(%-?%d+):(%d+)$') end
+    if not w then ${r.v('broken')} = true
+    elseif tonumber(w) >= ${win} then ${win}, ${count} = tonumber(w), tonumber(c) end
+  end
 end
 `
+  },
+  fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
+  consume: (r, cost) => `${r.v('count')} = ${r.v('count')} + ${cost}
+`,
+  refund: (r, cost, at) =>
+    `if math.floor(${at} / ${r.params[1]}) == ${r.v('win')} then ${r.v('count')} = math.max(0, ${r.v('count')} - ${cost}) end
+`,
+  report: (r, pending, denied) => {
+    const [L, W] = r.params
+    const [win, count] = ['win', 'count'].map(r.v)
+    return `do
+  local count, windowEnd = ${count} + ${pending}, (${win} + 1) * ${W} - now
+  remaining, reset, retry = math.max(0, ${L} - count), 0, 0
+  if count > 0 then reset = windowEnd end
+  if ${denied} > 0 and count + ${denied} > ${L} then retry = windowEnd end
+end
+`
+  },
+  persist: (r) => {
+    const [win, count] = ['win', 'count'].map(r.v)
+    return `if ${count} > 0 then redis.call('SET', ${r.key}, num(${win}) .. ':' .. num(${count}), 'PX', (${win} + 1) * ${r.params[1]} - now)
+else redis.call('DEL', ${r.key}) end
+`
+  },
+}
 
 /** @internal */
 export const FIXED_WINDOW: AlgorithmDefinition = {

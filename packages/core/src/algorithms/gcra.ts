@@ -2,7 +2,7 @@ import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
 
 export interface GcraOptions {
   /** Requests (cost units) admitted per `window`, evenly spaced: the sustained rate. A positive whole number. */
@@ -131,41 +131,61 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
 
 /**
  * Lua twin of `gcraLogic`. Key: a string holding the TAT in ticks, with a TTL equal to its distance from now.
- * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
+ * Another type or content marks the state `broken`: the script deletes the key and starts afresh. From here on
+ * the burst parameter holds the tolerance in ticks (burst × interval).
  */
-const LUA = `
+const LUA: LuaTwin = {
+  params: 3,
+  state: ['tat', 'ahead', 'broken'],
+  load: (r) => {
+    const [scale, interval, tolerance] = r.params
+    const [tat, ahead] = ['tat', 'ahead'].map(r.v)
+    return `${tolerance} = ${tolerance} * ${interval}
+${tat} = -1
 do
-  local function ahead(st) return math.max(0, st.tat - st.now * st.scale) end
-  local function toMs(st, ticks) return math.ceil(ticks / st.scale) end
-  A[${CODE}] = {
-    load = function(key, scale, interval, burst, now)
-      local st = { key = key, scale = scale, interval = interval, tolerance = burst * interval, now = now, tat = -1 }
-      local raw, broken = read('GET', key)
-      if raw then
-        local tat = string.match(raw, '^(%d+)$')
-        if not tat then broken = true else st.tat = tonumber(tat) end
-      end
-      st.broken = broken
-      return st
-    end,
-    fits = function(st, cost) return ahead(st) + cost * st.interval <= st.tolerance end,
-    consume = function(st, cost) st.tat = st.now * st.scale + ahead(st) + cost * st.interval end,
-    refund = function(st, cost, at)
-      if st.tat <= at * st.scale or st.now * st.scale >= at * st.scale + st.tolerance then return end
-      st.tat = math.max(st.now * st.scale, at * st.scale, st.tat - cost * st.interval)
-    end,
-    report = function(st, pending, denied_cost)
-      local used = ahead(st) + pending * st.interval
-      local missing = used + denied_cost * st.interval - st.tolerance
-      local retry = 0
-      if denied_cost > 0 and missing > 0 then retry = toMs(st, missing) end
-      return math.floor((st.tolerance - used) / st.interval), toMs(st, used), retry
-    end,
-    ttl = function(st) return toMs(st, ahead(st)) end,
-    write = function(st, ttl) redis.call('SET', st.key, num(st.tat), 'PX', num(ttl)) end,
-  }
+  local raw = redis.pcall('GET', ${r.key})
+  if raw then
+    local t
+    if type(raw) == 'string' then t = string.match(raw, '^(%d+)$') end
+    if not t then ${r.v('broken')} = true else ${tat} = tonumber(t) end
+  end
+end
+${ahead} = math.max(0, ${tat} - now * ${scale})
+`
+  },
+  fits: (r, cost) => `${r.v('ahead')} + ${cost} * ${r.params[1]} <= ${r.params[2]}`,
+  consume: (r, cost) => {
+    const [scale, interval] = r.params
+    const [tat, ahead] = ['tat', 'ahead'].map(r.v)
+    return `${tat} = now * ${scale} + ${ahead} + ${cost} * ${interval}
+${ahead} = ${tat} - now * ${scale}
+`
+  },
+  refund: (r, cost, at) => {
+    const [scale, interval, tolerance] = r.params
+    const [tat, ahead] = ['tat', 'ahead'].map(r.v)
+    return `if not (${tat} <= ${at} * ${scale} or now * ${scale} >= ${at} * ${scale} + ${tolerance}) then
+  ${tat} = math.max(now * ${scale}, ${at} * ${scale}, ${tat} - ${cost} * ${interval})
+  ${ahead} = math.max(0, ${tat} - now * ${scale})
 end
 `
+  },
+  report: (r, pending, denied) => {
+    const [scale, interval, tolerance] = r.params
+    return `do
+  local used = ${r.v('ahead')} + ${pending} * ${interval}
+  local missing = used + ${denied} * ${interval} - ${tolerance}
+  remaining, reset, retry = math.floor((${tolerance} - used) / ${interval}), math.ceil(used / ${scale}), 0
+  if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${scale}) end
+end
+`
+  },
+  persist: (r) => `do
+  local ttl = math.ceil(${r.v('ahead')} / ${r.params[0]})
+  if ttl > 0 then redis.call('SET', ${r.key}, num(${r.v('tat')}), 'PX', num(ttl)) else redis.call('DEL', ${r.key}) end
+end
+`,
+}
 
 /** @internal */
 export const GCRA: AlgorithmDefinition = {

@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
 
 interface SlidingWindowCounterState {
   /** Index of the current fixed window: floor(now / window). Never goes back, even when the clock does. */
@@ -89,68 +89,88 @@ function resetOf(curr: number, prev: number, untilNextWindow: number, windowMs: 
 }
 
 /**
- * Lua twin of `slidingWindowCounterLogic`. Key: a hash `{ w = window index, c = curr, p = prev }`. Another type
- * or content marks the state `broken`: the script deletes the key and starts afresh.
+ * Lua twin of `slidingWindowCounterLogic`. Key: a string of 24 bytes, three little-endian doubles (window index,
+ * current count, previous count; `struct.pack('<ddd', …)`), written with `SET … PX`. Packing and unpacking cost
+ * a fraction of formatting and parsing decimal text (issue 12). While the window and its expiry stay the same,
+ * a write on server time keeps the key's TTL (`SET … KEEPTTL`): the expiry, the end of the next window, moves once
+ * per window.
+ * The hash `{ w, c, p }` of versions before 0.4 is read once and replaced by the next write, a read included.
+ * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
  */
-const LUA = `
+const LUA: LuaTwin = {
+  params: 2,
+  state: ['win', 'curr', 'prev', 'elapsed', 'keep', 'broken', 'convert'],
+  load: (r) => {
+    const [L, W] = r.params
+    const [win, curr, prev, elapsed, keep] = ['win', 'curr', 'prev', 'elapsed', 'keep'].map(r.v)
+    return `${win}, ${curr}, ${prev}, ${keep} = math.floor(now / ${W}), 0, 0, false
 do
-  local function elapsedOf(st) return st.now - st.win * st.window end
-  local function weight(st) return st.prev * (st.window - elapsedOf(st)) end
-  local function retryAfter(st, cost)
-    local W, L = st.window, st.limit
-    local untilNextWindow = W - elapsedOf(st)
-    local budget = (L - st.curr - cost) * W
-    if budget >= 0 and st.prev > 0 then
-      local wait = untilNextWindow - math.floor(budget / st.prev)
-      if wait < untilNextWindow then return wait end
+  local raw = redis.pcall('GET', ${r.key})
+  if raw then
+    local w, c, p
+    if type(raw) == 'string' then
+      if #raw == 24 then w, c, p = struct.unpack('<ddd', raw) end
+    else
+      raw = redis.pcall('HMGET', ${r.key}, 'w', 'c', 'p')
+      if not raw.err then w, c, p = tonumber(raw[1]), tonumber(raw[2] or 0), tonumber(raw[3] or 0) end
+      ${r.v('convert')} = true
     end
-    local intoNext = 0
-    if st.curr > 0 then intoNext = math.max(0, W - math.floor((L - cost) * W / st.curr)) end
-    return untilNextWindow + intoNext
+    if not (w and c and p and w % 1 == 0 and c % 1 == 0 and p % 1 == 0 and c >= 0 and p >= 0) then ${r.v('broken')} = true
+    elseif w >= ${win} then ${win}, ${curr}, ${prev}, ${keep} = w, c, p, c > 0 and server and not ${r.v('convert')}
+    elseif w == ${win} - 1 then ${prev} = c end
   end
-  local function resetOf(curr, prev, untilNextWindow, W)
-    if curr > 0 then return untilNextWindow + W end
-    if prev > 0 then return untilNextWindow end
-    return 0
-  end
-  A[${CODE}] = {
-    load = function(key, limit, window, _, now)
-      local st = { key = key, limit = limit, window = window, now = now, win = math.floor(now / window), curr = 0, prev = 0 }
-      local raw, broken = read('HMGET', key, 'w', 'c', 'p')
-      if raw and (raw[1] or raw[2] or raw[3]) then
-        local win, curr, prev = tonumber(raw[1]), tonumber(raw[2] or 0), tonumber(raw[3] or 0)
-        if not (win and curr and prev) then broken = true
-        elseif win >= st.win then st.win, st.curr, st.prev = win, curr, prev
-        elseif win == st.win - 1 then st.prev = curr end
-      end
-      st.broken = broken
-      return st
-    end,
-    fits = function(st, cost)
-      return weight(st) + (st.curr + cost) * st.window <= st.limit * st.window
-    end,
-    consume = function(st, cost) st.curr = st.curr + cost end,
-    refund = function(st, cost, at)
-      local win = math.floor(at / st.window)
-      if win == st.win then st.curr = math.max(0, st.curr - cost)
-      elseif win == st.win - 1 then st.prev = math.max(0, st.prev - cost) end
-    end,
-    report = function(st, pending, denied_cost)
-      local W, L = st.window, st.limit
-      local curr = st.curr + pending
-      local free = math.floor((L * W - weight(st)) / W)
-      local retry = 0
-      if denied_cost > 0 and weight(st) + (curr + denied_cost) * W > L * W then retry = retryAfter(st, denied_cost) end
-      return math.max(0, free - curr), resetOf(curr, st.prev, W - elapsedOf(st), W), retry
-    end,
-    ttl = function(st) return resetOf(st.curr, st.prev, st.window - elapsedOf(st), st.window) end,
-    write = function(st, ttl)
-      redis.call('HSET', st.key, 'w', num(st.win), 'c', num(st.curr), 'p', num(st.prev))
-      redis.call('PEXPIRE', st.key, num(ttl))
-    end,
-  }
+end
+${elapsed} = now - ${win} * ${W}
+${L} = ${L} * ${W}
+`
+    // NOTE: from here on the limit is kept multiplied by the window, as every comparison uses it.
+  },
+  fits: (r, cost) => {
+    const [LW, W] = r.params
+    return `${r.v('prev')} * (${W} - ${r.v('elapsed')}) + (${r.v('curr')} + ${cost}) * ${W} <= ${LW}`
+  },
+  consume: (r, cost) => `${r.v('curr')} = ${r.v('curr')} + ${cost}
+`,
+  refund: (r, cost, at) => {
+    const [win, curr, prev] = ['win', 'curr', 'prev'].map(r.v)
+    return `do
+  local w = math.floor(${at} / ${r.params[1]})
+  if w == ${win} then ${curr} = math.max(0, ${curr} - ${cost})
+  elseif w == ${win} - 1 then ${prev} = math.max(0, ${prev} - ${cost}) end
 end
 `
+  },
+  report: (r, pending, denied) => {
+    const [LW, W] = r.params
+    const [curr, prev, elapsed] = ['curr', 'prev', 'elapsed'].map(r.v)
+    return `do
+  local c, untilNext = ${curr} + ${pending}, ${W} - ${elapsed}
+  local weight = ${prev} * untilNext
+  remaining = math.max(0, math.floor((${LW} - weight) / ${W}) - c)
+  if c > 0 then reset = untilNext + ${W} elseif ${prev} > 0 then reset = untilNext else reset = 0 end
+  retry = 0
+  if ${denied} > 0 and weight + (c + ${denied}) * ${W} > ${LW} then
+    local budget = ${LW} - (${curr} + ${denied}) * ${W}
+    if budget >= 0 and ${prev} > 0 then retry = untilNext - math.floor(budget / ${prev}) end
+    if retry <= 0 or retry >= untilNext then
+      retry = untilNext
+      if ${curr} > 0 then retry = retry + math.max(0, ${W} - math.floor((${LW} - ${denied} * ${W}) / ${curr})) end
+    end
+  end
+end
+`
+  },
+  persist: (r, keepTtl) => {
+    const [win, curr, prev, elapsed, keep] = ['win', 'curr', 'prev', 'elapsed', 'keep'].map(r.v)
+    const W = r.params[1]
+    const value = `struct.pack('<ddd', ${win}, ${curr}, ${prev})`
+    return `if ${curr} > 0 then
+  ${keepTtl ? `if ${keep} then redis.call('SET', ${r.key}, ${value}, 'KEEPTTL') else ` : ''}redis.call('SET', ${r.key}, ${value}, 'PX', 2 * ${W} - ${elapsed})${keepTtl ? ' end' : ''}
+elseif ${prev} > 0 then redis.call('SET', ${r.key}, ${value}, 'PX', ${W} - ${elapsed})
+else redis.call('DEL', ${r.key}) end
+`
+  },
+}
 
 /** @internal */
 export const SLIDING_WINDOW_COUNTER: AlgorithmDefinition = {

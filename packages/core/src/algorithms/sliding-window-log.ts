@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
 
 /** Timestamps of admitted requests, oldest first, in a ring buffer that grows up to `limit` entries. */
 interface SlidingWindowLogState {
@@ -93,67 +93,63 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
  * made unique per key, one per unit of cost. Another type marks the state `broken`: the script deletes the key
  * and starts afresh.
  */
-const LUA = `
-do
-  local function newest(st)
-    local entry = redis.call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
-    return tonumber(entry[2])
+const LUA: LuaTwin = {
+  params: 2,
+  state: ['size', 'broken'],
+  load: (r) => `${r.v('size')} = 0
+if type(redis.pcall('ZREMRANGEBYSCORE', ${r.key}, '-inf', num(now - ${r.params[1]}))) == 'table' then ${r.v('broken')} = true
+else ${r.v('size')} = redis.call('ZCARD', ${r.key}) end
+`,
+  fits: (r, cost) => `${r.v('size')} + ${cost} <= ${r.params[0]}`,
+  consume: (r, cost) => `do
+  local time = now
+  if ${r.v('size')} > 0 then time = math.max(time, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])) end
+  local t = num(time)
+  -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
+  -- is skipped (NX adds nothing for it) and the batch continues past it.
+  local n, left = redis.call('ZCOUNT', ${r.key}, t, t), ${cost}
+  while left > 0 do
+    local args = {}
+    for _ = 1, math.min(left, 256) do
+      n = n + 1
+      args[#args + 1] = t
+      args[#args + 1] = t .. ':' .. n
+    end
+    left = left - redis.call('ZADD', ${r.key}, 'NX', unpack(args))
   end
-  A[${CODE}] = {
-    load = function(key, limit, window, _, now)
-      local st = { key = key, limit = limit, window = window, now = now, size = 0 }
-      local _, broken = read('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
-      if not broken then st.size = redis.call('ZCARD', key) end
-      st.broken = broken
-      return st
-    end,
-    fits = function(st, cost) return st.size + cost <= st.limit end,
-    consume = function(st, cost)
-      local time = st.now
-      if st.size > 0 then time = math.max(time, newest(st)) end
-      local t = num(time)
-      -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
-      -- is skipped (NX adds nothing for it) and the batch continues past it.
-      local n, left = redis.call('ZCOUNT', st.key, t, t), cost
-      while left > 0 do
-        local args = {}
-        for _ = 1, math.min(left, 256) do
-          n = n + 1
-          args[#args + 1] = t
-          args[#args + 1] = t .. ':' .. n
-        end
-        left = left - redis.call('ZADD', st.key, 'NX', unpack(args))
-      end
-      st.size = st.size + cost
-    end,
-    refund = function(st, cost, at)
-      local members = redis.call('ZRANGEBYSCORE', st.key, num(at), num(at), 'LIMIT', 0, cost)
-      if #members > 0 then
-        redis.call('ZREM', st.key, unpack(members))
-        st.size = st.size - #members
-      end
-    end,
-    report = function(st, pending, denied_cost)
-      local count = st.size + pending
-      local reset, retry = 0, 0
-      if count > 0 then
-        if pending > 0 then reset = st.window else reset = newest(st) + st.window - st.now end
-      end
-      local excess = st.size + denied_cost - st.limit
-      if denied_cost > 0 and excess > 0 then
-        local oldest = redis.call('ZRANGE', st.key, excess - 1, excess - 1, 'WITHSCORES')
-        retry = tonumber(oldest[2]) + st.window - st.now
-      end
-      return math.max(0, st.limit - count), reset, retry
-    end,
-    ttl = function(st)
-      if st.size > 0 then return newest(st) + st.window - st.now end
-      return 0
-    end,
-    write = function(st, ttl) redis.call('PEXPIRE', st.key, num(ttl)) end,
-  }
+  ${r.v('size')} = ${r.v('size')} + ${cost}
+end
+`,
+  refund: (r, cost, at) => `do
+  local members = redis.call('ZRANGEBYSCORE', ${r.key}, num(${at}), num(${at}), 'LIMIT', 0, ${cost})
+  if #members > 0 then
+    redis.call('ZREM', ${r.key}, unpack(members))
+    ${r.v('size')} = ${r.v('size')} - #members
+  end
+end
+`,
+  report: (r, pending, denied) => {
+    const [L, W] = r.params
+    const size = r.v('size')
+    return `do
+  local count, excess = ${size} + ${pending}, ${size} + ${denied} - ${L}
+  remaining, reset, retry = math.max(0, ${L} - count), 0, 0
+  if count > 0 then
+    if ${pending} > 0 then reset = ${W}
+    else reset = tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2]) + ${W} - now end
+  end
+  if ${denied} > 0 and excess > 0 then
+    retry = tonumber(redis.call('ZRANGE', ${r.key}, excess - 1, excess - 1, 'WITHSCORES')[2]) + ${W} - now
+  end
 end
 `
+  },
+  persist: (r) => `if ${r.v('size')} > 0 then
+  local newest = tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])
+  redis.call('PEXPIRE', ${r.key}, num(newest + ${r.params[1]} - now))
+else redis.call('DEL', ${r.key}) end
+`,
+}
 
 /** @internal */
 export const SLIDING_WINDOW_LOG: AlgorithmDefinition = {

@@ -2,7 +2,7 @@ import { type Duration, formatDuration, parseDuration } from '../duration.js'
 import { requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, Rule } from './types.js'
+import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
 
 export interface TokenBucketOptions {
   /** Most tokens the bucket holds: the largest burst. A positive whole number. */
@@ -118,57 +118,71 @@ function tokenBucketLogic(
 /**
  * Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>:<last full ms>"` with its
  * TTL (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
- * `broken`: the script deletes the key and starts afresh.
+ * `broken`: the script deletes the key and starts afresh. From here on the capacity parameter holds the full
+ * bucket in scaled units (capacity × interval).
  */
-const LUA = `
+const LUA: LuaTwin = {
+  params: 3,
+  state: ['tokens', 'last', 'fullAt', 'broken'],
+  load: (r) => {
+    const [full, rate, interval] = r.params
+    const [tokens, last, fullAt] = ['tokens', 'last', 'fullAt'].map(r.v)
+    return `${full} = ${full} * ${interval}
+${tokens}, ${last}, ${fullAt} = ${full}, now, now
 do
-  local function untilFull(st, tokens) return math.ceil((st.full - tokens) / st.rate) end
-  A[${CODE}] = {
-    load = function(key, capacity, rate, interval, now)
-      local full = capacity * interval
-      local st = { key = key, rate = rate, interval = interval, full = full, now = now, tokens = full, last = now, fullAt = now }
-      local raw, broken = read('GET', key)
-      if raw then
-        local tokens, last, fullAt = string.match(raw, '^(%d+):(%-?%d+):(%-?%d+)$')
-        if not tokens then
-          tokens, last = string.match(raw, '^(%d+):(%-?%d+)$')
-          fullAt = last
-        end
-        if not tokens or tonumber(tokens) > full then
-          broken = true
-        else
-          st.tokens, st.last, st.fullAt = tonumber(tokens), tonumber(last), tonumber(fullAt)
-          local elapsed = now - st.last
-          if elapsed > 0 then
-            if elapsed >= untilFull(st, st.tokens) then st.tokens = full else st.tokens = st.tokens + elapsed * rate end
-            st.last = now
-            if st.tokens == full then st.fullAt = now end
-          end
-        end
+  local raw = redis.pcall('GET', ${r.key})
+  if raw then
+    local t, l, f
+    if type(raw) == 'string' then
+      t, l, f = string.match(raw, '^(%d+):(%-?%d+):(%-?%d+)$')
+      if not t then
+        t, l = string.match(raw, '^(%d+):(%-?%d+)$')
+        f = l
       end
-      st.broken = broken
-      return st
-    end,
-    fits = function(st, cost) return st.tokens >= cost * st.interval end,
-    consume = function(st, cost) st.tokens = st.tokens - cost * st.interval end,
-    refund = function(st, cost, at)
-      if at < st.fullAt then return end
-      st.tokens = math.min(st.full, st.tokens + cost * st.interval)
-    end,
-    report = function(st, pending, denied_cost)
-      local tokens = st.tokens - pending * st.interval
-      local missing = denied_cost * st.interval - st.tokens
-      local retry = 0
-      if denied_cost > 0 and missing > 0 then retry = math.ceil(missing / st.rate) end
-      return math.floor(tokens / st.interval), untilFull(st, tokens), retry
-    end,
-    ttl = function(st) return untilFull(st, st.tokens) end,
-    write = function(st, ttl)
-      redis.call('SET', st.key, num(st.tokens) .. ':' .. num(st.last) .. ':' .. num(st.fullAt), 'PX', num(ttl))
-    end,
-  }
+    end
+    if not t or tonumber(t) > ${full} then
+      ${r.v('broken')} = true
+    else
+      ${tokens}, ${last}, ${fullAt} = tonumber(t), tonumber(l), tonumber(f)
+      local elapsed = now - ${last}
+      if elapsed > 0 then
+        if elapsed >= math.ceil((${full} - ${tokens}) / ${rate}) then ${tokens} = ${full} else ${tokens} = ${tokens} + elapsed * ${rate} end
+        ${last} = now
+        if ${tokens} == ${full} then ${fullAt} = now end
+      end
+    end
+  end
 end
 `
+  },
+  fits: (r, cost) => `${r.v('tokens')} >= ${cost} * ${r.params[2]}`,
+  consume: (r, cost) => `${r.v('tokens')} = ${r.v('tokens')} - ${cost} * ${r.params[2]}
+`,
+  refund: (r, cost, at) =>
+    `if ${at} >= ${r.v('fullAt')} then ${r.v('tokens')} = math.min(${r.params[0]}, ${r.v('tokens')} + ${cost} * ${r.params[2]}) end
+`,
+  report: (r, pending, denied) => {
+    const [full, rate, interval] = r.params
+    const tokens = r.v('tokens')
+    return `do
+  local tokens = ${tokens} - ${pending} * ${interval}
+  local missing = ${denied} * ${interval} - ${tokens}
+  remaining, reset, retry = math.floor(tokens / ${interval}), math.ceil((${full} - tokens) / ${rate}), 0
+  if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${rate}) end
+end
+`
+  },
+  persist: (r) => {
+    const [full, rate] = r.params
+    const [tokens, last, fullAt] = ['tokens', 'last', 'fullAt'].map(r.v)
+    return `do
+  local ttl = math.ceil((${full} - ${tokens}) / ${rate})
+  if ttl > 0 then redis.call('SET', ${r.key}, num(${tokens}) .. ':' .. num(${last}) .. ':' .. num(${fullAt}), 'PX', num(ttl))
+  else redis.call('DEL', ${r.key}) end
+end
+`
+  },
+}
 
 /** @internal */
 export const TOKEN_BUCKET: AlgorithmDefinition = {

@@ -17,14 +17,55 @@ export interface AlgorithmDefinition {
   readonly name: AlgorithmName
   /** The number the Lua script dispatches on. */
   readonly code: number
-  /**
-   * The Lua twin of the algorithm's `AlgorithmLogic`. It registers `A[code]` with the functions `load` (the
-   * TypeScript `create` + reading the key + `advance`), `fits`, `consume`, `refund`, `report`, `ttl` and
-   * `write` (saving the state), in that order, and private helpers named like the TypeScript ones.
-   */
-  readonly lua: string
+  /** The Lua twin of the algorithm's `AlgorithmLogic`, written inline into the decision script per rule. */
+  readonly lua: LuaTwin
   /** The rule behind the middleware option `algorithm: name` with `limit` and `window`. */
   readonly fromLimit: (limit: number, window: Duration) => Rule
+}
+
+/**
+ * The names a Lua twin writes its code with, for rule i of a decision script (stores/redis-script.ts).
+ * @internal
+ */
+export interface LuaRule {
+  /** The rule's key: `KEYS[i]`. */
+  readonly key: string
+  /** The rule's numeric parameters (`Rule.script.params`), already numbers. */
+  readonly params: readonly string[]
+  /** The variable of this rule named `name` (one of the twin's `state`): a local, or a slot of a table. */
+  v(name: string): string
+}
+
+/**
+ * The Lua twin of an algorithm: snippets of Lua that the script generator writes inline for each rule, so that
+ * a decision runs no closures and builds no tables of its own (issue 12). Snippets may use the script's
+ * `now` (ms), `mode`, `server` (true when `now` is the server's TIME) and the helper `num(n)` (a whole number as a
+ * string; Lua's default keeps 14 digits only), and must keep their own temporaries inside `do … end`.
+ * @internal
+ */
+export interface LuaTwin {
+  /** How many of `Rule.script.params` the script receives (ARGV) for a rule of this algorithm. */
+  readonly params: number
+  /** The rule's state variables, declared by the script. */
+  readonly state: readonly string[]
+  /**
+   * Statements: `create` + reading the key + `advance`. Sets `v('broken')` to true when the key holds another
+   * type or content it cannot read (the script then deletes it and decides from the fresh state), and
+   * `v('convert')` to true when it read an older format that the next write must replace even on a read.
+   */
+  load(r: LuaRule): string
+  /** An expression: whether `cost` fits. */
+  fits(r: LuaRule, cost: string): string
+  consume(r: LuaRule, cost: string): string
+  refund(r: LuaRule, cost: string, at: string): string
+  /** Statements assigning the script's `remaining`, `reset` and `retry` (see `AlgorithmLogic.report`). */
+  report(r: LuaRule, pending: string, denied: string): string
+  /**
+   * Statements saving the state with its TTL, or deleting the key when the state equals a fresh one.
+   * `keepTtl`: true after a consume, where the twin may keep the TTL the key has when its state shows that the
+   * key's expiry has not moved; false where the TTL must be written (refunds, and the repair of a key without one).
+   */
+  persist(r: LuaRule, keepTtl: boolean): string
 }
 
 /** What one rule reports for one decision, in whole milliseconds. */

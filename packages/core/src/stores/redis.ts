@@ -3,10 +3,11 @@ import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import type { ConcurrencyStore, LeaseDecision, LeaseRequest } from '../concurrency.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
+import type { Penalty } from '../penalty.js'
 import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './redis-eviction.js'
-import { MODE, type Script, scriptFor } from './redis-script.js'
+import { MODE, paramCount, type Script, scriptFor } from './redis-script.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
 
 export interface RedisStoreOptions {
@@ -31,6 +32,8 @@ const HASH_CACHE_SIZE = 16_384
 const HASH_CACHE_KEY_LENGTH = 128
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
 const LEASE_MODE = { acquire: 0, release: 1 } as const
+/** The decision script's modes as arguments, rendered once. */
+const MODE_ARGS = Object.values(MODE).map(String)
 
 /**
  * The lease script. KEYS[1] the sorted set; ARGV: mode, now (ms, or -1 for the server's TIME), lease id,
@@ -73,10 +76,15 @@ const LEASE_SCRIPT = Object.freeze({
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
 
-/** What the store sends for one rule set: its script, and the rules' arguments rendered once. */
+/**
+ * What the store sends for one rule set, rendered once: its script, the keys' suffixes, and the arguments after
+ * the mode, now and cost (the rules' parameters, then the penalty's).
+ */
 interface Prepared {
   script: Script
-  ruleArgs: string[]
+  suffixes: string[]
+  args: string[]
+  penalty: Penalty | undefined
 }
 
 /**
@@ -269,15 +277,19 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   async #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
     const { rules, penalty } = request
-    const { script, ruleArgs } = this.#prepare(rules, penalty !== undefined)
+    const prepared = this.#prepare(rules, penalty)
     const base = this.#base(request.prefix, request.key)
-    const keys = rules.map((rule) => `${base}${rule.id}`)
-    const args = [String(mode), String(this.#now()), String(request.cost), String(at), ...ruleArgs]
-    if (penalty !== undefined) {
-      keys.push(`${base}${PENALTY_SUFFIX}`)
-      for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
-        args.push(String(value))
-    }
+    const { suffixes } = prepared
+    const keys: string[] = new Array(suffixes.length)
+    for (let i = 0; i < suffixes.length; i++) keys[i] = `${base}${suffixes[i]}`
+    const args = [
+      MODE_ARGS[mode]!,
+      this.#clock === undefined ? '-1' : String(this.#now()),
+      request.cost === 1 ? '1' : String(request.cost),
+    ]
+    for (const arg of prepared.args) args.push(arg)
+    if (mode === MODE.refund) args.push(String(at))
+    const { script } = prepared
     let reply: unknown
     try {
       reply = await this.#runner.evalSha(script.sha1, keys, args)
@@ -296,14 +308,30 @@ export class RedisStore implements Store, ConcurrencyStore {
     return reply.map(Number)
   }
 
-  /** The rule set's script and rendered arguments, built on first use. */
-  #prepare(rules: readonly Rule[], penalty: boolean): Prepared {
-    const cache = penalty ? this.#preparedWithPenalty : this.#prepared
-    let prepared = cache.get(rules)
-    if (prepared === undefined) {
-      const ruleArgs = rules.flatMap((rule) => [rule.script.code, ...rule.script.params].map(String))
-      prepared = { script: RedisStore.scriptFor(rules, { penalty }), ruleArgs }
-      cache.set(rules, prepared)
+  /**
+   * The rule set's script, key suffixes and rendered arguments, built on first use. Cached per rule array (the
+   * limiter passes the same one on every request) and, with a penalty, per penalty object.
+   */
+  #prepare(rules: readonly Rule[], penalty: Penalty | undefined): Prepared {
+    let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
+    if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
+      const args = rules.flatMap((rule) =>
+        rule.script.params.slice(0, paramCount(rule.script.code)).map(String),
+      )
+      const suffixes = rules.map((rule) => rule.id)
+      if (penalty !== undefined) {
+        suffixes.push(PENALTY_SUFFIX)
+        for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
+          args.push(String(value))
+      }
+      prepared = {
+        script: RedisStore.scriptFor(rules, { penalty: penalty !== undefined }),
+        suffixes,
+        args,
+        penalty,
+      }
+      if (penalty === undefined) this.#prepared.set(rules, prepared)
+      else this.#preparedWithPenalty.set(rules, prepared)
     }
     return prepared
   }
