@@ -1,6 +1,8 @@
 /**
- * RedisStore throughput beside redis-benchmark running the same EVALSHA on the same server, in one run, and
- * Redis commands per decision from INFO commandstats. Starts its own redis-server on a free loopback port.
+ * RedisStore throughput beside redis-benchmark running the same EVALSHA on the same server, in one run; Redis CPU
+ * per decision beside the one-round-trip floor (an EVALSHA that only INCRs a key with a TTL), side by side in
+ * alternating rounds; and Redis commands per decision from INFO commandstats. Starts its own redis-server on a free
+ * loopback port.
  * Run: pnpm --filter @ratewindow/bench redis
  */
 import { execFile } from 'node:child_process'
@@ -14,6 +16,114 @@ const run = promisify(execFile)
 const IN_FLIGHT = 50
 const DECISIONS = 100_000
 const ROUNDS = 3
+/** The one-round-trip floor of issue 12 (bench/http-server.ts `floor-redis`): one INCR, a TTL on the first. */
+const INCR_TTL = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`
+const CPU_DECISIONS = 50_000
+const CPU_ROUNDS = 5
+const CPU_KEYS = 10_000
+
+/** redis-server's CPU time so far (used_cpu_sys + used_cpu_user, seconds), from INFO cpu. */
+async function redisCpu(client: Redis): Promise<number> {
+  const info = await client.info('cpu')
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN)
+  return field('used_cpu_sys') + field('used_cpu_user')
+}
+
+/** Redis CPU µs per decision while `decide` runs `CPU_DECISIONS` decisions, 50 in flight, over 10k keys. */
+async function cpuPerDecision(admin: Redis, decide: (key: string) => Promise<unknown>): Promise<number> {
+  const before = await redisCpu(admin)
+  let next = 0
+  const worker = async () => {
+    while (next < CPU_DECISIONS) await decide(`client-${next++ % CPU_KEYS}`)
+  }
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+  return (((await redisCpu(admin)) - before) * 1e6) / CPU_DECISIONS
+}
+
+/** Redis CPU µs per decision of redis-benchmark running one EVALSHA, 50 clients, 10k keys, no pipelining. */
+async function cpuPerBenchmarkCall(admin: Redis, port: number, args: readonly string[]): Promise<number> {
+  const before = await redisCpu(admin)
+  await run('redis-benchmark', [
+    ...['-h', '127.0.0.1', '-p', String(port), '-c', String(IN_FLIGHT), '-n', String(CPU_DECISIONS)],
+    ...['-r', String(CPU_KEYS), '-q', ...args],
+  ])
+  return (((await redisCpu(admin)) - before) * 1e6) / CPU_DECISIONS
+}
+
+/** Commands run by Redis per decision (inside the script included), from INFO commandstats. */
+async function commandsPerDecision(admin: Redis, decisions: number, decide: () => Promise<unknown>) {
+  await admin.config('RESETSTAT')
+  for (let i = 0; i < decisions; i++) await decide()
+  const stats = await admin.info('commandstats')
+  const counts = [...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)]
+    .filter(([, name]) => name !== 'info' && name !== 'config')
+    .map(([, name, calls]) => [name!, Number(calls) / decisions] as const)
+  const inScript = counts.filter(([name]) => name !== 'evalsha' && name !== 'eval')
+  return {
+    total: inScript.reduce((sum, [, calls]) => sum + calls, 0),
+    detail: inScript.map(([name, calls]) => `${name.toUpperCase()} ${calls.toFixed(2)}`).join(' + '),
+  }
+}
+
+interface CpuFigures {
+  node: { floor: number; ours: number }
+  benchmark: { floor: number; ours: number }
+  allowed: { total: number; detail: string }
+  denied: { total: number; detail: string }
+}
+
+/** Redis CPU per decision, the floor's and ours, in alternating rounds (medians); commands per decision. */
+async function redisCpuFigures(port: number): Promise<CpuFigures> {
+  const admin = new Redis({ port, host: '127.0.0.1' })
+  const client = new Redis({ port, host: '127.0.0.1' })
+  client.defineCommand('floor', { numberOfKeys: 1, lua: INCR_TTL }) // EVALSHA, EVAL once on NOSCRIPT
+  const floor = client as Redis & { floor(key: string, ttl: number): Promise<number> }
+  const rule = slidingWindowCounter({ limit: 1_000_000_000, window: '1m' })
+  const limiter = new RateLimiter({ rules: rule, store: new RedisStore({ client }), prefix: 'cpu' })
+  const floorSha = String(await admin.script('LOAD', INCR_TTL))
+  const oursSha = String(await admin.script('LOAD', RedisStore.scriptFor([rule]).lua))
+  // The arguments RedisStore sends for this rule: mode, now (-1: the server's TIME), cost, limit, window.
+  const oursArgs = ['0', '-1', '1', ...rule.script.params.slice(0, 2).map(String)]
+  const node = { floor: [] as number[], ours: [] as number[] }
+  const benchmark = { floor: [] as number[], ours: [] as number[] }
+  for (let round = 0; round <= CPU_ROUNDS; round++) {
+    // Round 0 warms up (keys created, scripts compiled) and is not counted.
+    const figures = [
+      await cpuPerDecision(admin, (key) => floor.floor(`floor{${key}}`, 60_000)),
+      await cpuPerDecision(admin, (key) => limiter.limit(key)),
+      await cpuPerBenchmarkCall(admin, port, ['evalsha', floorSha, '1', 'floor{__rand_int__}', '60000']),
+      await cpuPerBenchmarkCall(admin, port, [
+        'evalsha',
+        oursSha,
+        '1',
+        'b{__rand_int__}:swc60000',
+        ...oursArgs,
+      ]),
+    ]
+    if (round === 0) continue
+    node.floor.push(figures[0]!)
+    node.ours.push(figures[1]!)
+    benchmark.floor.push(figures[2]!)
+    benchmark.ours.push(figures[3]!)
+  }
+  const allowed = await commandsPerDecision(admin, 2_000, () => limiter.limit('commands'))
+  const full = new RateLimiter({
+    rules: slidingWindowCounter({ limit: 1, window: '1h' }),
+    store: new RedisStore({ client }),
+    prefix: 'cpu-denied',
+  })
+  await full.limit('commands')
+  const denied = await commandsPerDecision(admin, 2_000, () => full.limit('commands'))
+  await Promise.all([admin.quit(), client.quit()])
+  return {
+    node: { floor: median(node.floor), ours: median(node.ours) },
+    benchmark: { floor: median(benchmark.floor), ours: median(benchmark.ours) },
+    allowed,
+    denied,
+  }
+}
 
 async function decisionsPerSecond(limiter: RateLimiter, keys: number): Promise<number> {
   return opsPerSecond(ROUNDS, DECISIONS, async () => {
@@ -71,6 +181,47 @@ async function deniedFlood(client: Redis): Promise<{ uncached: number; cached: n
   return { uncached: await perDenied(false), cached: await perDenied(true) }
 }
 
+/** The Redis CPU figures as Markdown. */
+function cpuSection(cpu: CpuFigures): string {
+  return [
+    `Redis CPU per decision (INFO cpu: used_cpu_sys + used_cpu_user delta ÷ decisions), ${CPU_DECISIONS.toLocaleString('en-US')} ` +
+      `decisions over ${CPU_KEYS.toLocaleString('en-US')} keys per round, ${IN_FLIGHT} in flight, the floor and ours alternating, ` +
+      `median of ${CPU_ROUNDS} rounds. The floor is one EVALSHA of a script that only INCRs a key (with a TTL on the first); ` +
+      'ours is the default rule (sliding window counter, server time), admitted:',
+    '',
+    table(
+      ['driver', 'floor µs', 'RedisStore µs', 'ratio'],
+      [
+        [
+          'ioredis, 1 connection (RedisStore.limit / the floor script)',
+          cpu.node.floor.toFixed(2),
+          cpu.node.ours.toFixed(2),
+          (cpu.node.ours / cpu.node.floor).toFixed(2),
+        ],
+        [
+          "redis-benchmark, 50 clients (our script with RedisStore's arguments)",
+          cpu.benchmark.floor.toFixed(2),
+          cpu.benchmark.ours.toFixed(2),
+          (cpu.benchmark.ours / cpu.benchmark.floor).toFixed(2),
+        ],
+      ],
+    ),
+    '',
+    `Commands Redis runs per decision inside the script (INFO commandstats): admitted ${cpu.allowed.total.toFixed(2)} ` +
+      `(${cpu.allowed.detail}), denied ${cpu.denied.total.toFixed(2)} (${cpu.denied.detail}); the floor runs 1 (INCR).`,
+  ].join('\n')
+}
+
+/** Only the Redis CPU figures, on a redis-server of their own: `pnpm --filter @ratewindow/bench redis-cpu`. */
+export async function runRedisCpu(): Promise<string> {
+  const server = await RedisServer.start()
+  try {
+    return cpuSection(await redisCpuFigures(server.port))
+  } finally {
+    await server.stop()
+  }
+}
+
 export async function runRedis(): Promise<string> {
   const server = await RedisServer.start()
   try {
@@ -94,6 +245,7 @@ export async function runRedis(): Promise<string> {
     const decisions = DECISIONS * (ROUNDS + 1)
     const fromClient = calls('evalsha') + calls('eval')
     const flood = await deniedFlood(plain)
+    const cpu = await redisCpuFigures(server.port)
     const version = (await plain.info('server')).match(/redis_version:(\S+)/)?.[1]
     await Promise.all([plain.quit(), pipelined.quit()])
     return [
@@ -114,10 +266,14 @@ export async function runRedis(): Promise<string> {
       '',
       `A flood of ${FLOOD.toLocaleString('en-US')} requests from one blocked client: Redis calls per denied request ` +
         `${flood.uncached.toFixed(3)} without the blocked-key cache, ${flood.cached.toFixed(4)} with \`blockedCache: true\`.`,
+      '',
+      cpuSection(cpu),
     ].join('\n')
   } finally {
     await server.stop()
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await runRedis())
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(process.argv.includes('--cpu') ? await runRedisCpu() : await runRedis())
+}
