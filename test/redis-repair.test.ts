@@ -99,7 +99,7 @@ describe.each([
     expect(await client.pttl(key)).toBeGreaterThan(0)
     expect(errors.map((error) => error.operation)).toEqual(['peek', 'refund', 'consume'])
   })
-  it('a sliding window counter in the hash of versions before 0.4 is read, counted on and rewritten, no notice', async () => {
+  it('a sliding window counter in the hash that 0.1 wrote is read, counted on and rewritten, no notice', async () => {
     const client = makeClient()
     const store = new RedisStore({ client })
     const rule = slidingWindowCounter({ limit: 3, window: '1h' })

@@ -88,7 +88,10 @@ end
     'repaired',
     ...(penalty ? ['blocked'] : []),
   ]
-  const body = `local mode, now, cost, server = tonumber(ARGV[1]), -1, tonumber(ARGV[3]), ARGV[2] == '-1'
+  // NOTE: the mode stays a string (compared with constants: Lua interns strings, so that is one pointer compare),
+  // and the usual `now` (-1) and cost (1) are recognised the same way: tonumber parses text on every call.
+  const body = `local mode, now, cost, server = ARGV[1], -1, 1, ARGV[2] == '-1'
+if ARGV[3] ~= '1' then cost = tonumber(ARGV[3]) end
 if server then
   local time = redis.call('TIME')
   now = time[1] * 1000 + math.floor(time[2] / 1000)
@@ -121,12 +124,12 @@ end
 `
     : ''
 }
-if mode == ${MODE.refund} then
+if mode == '${MODE.refund}' then
   local at = tonumber(ARGV[#ARGV])
 ${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  return { 1, now, repaired }
 end
 
-if mode == ${MODE.charge} then
+if mode == '${MODE.charge}' then
   -- The largest k <= cost that every rule admits ("fits" only gets harder as k grows): a settled cost is
   -- charged up to the quota left, never below zero.
   local k = cost
@@ -135,7 +138,7 @@ end
 
 local pending, denied = 0, 0
 if not allowed then denied = cost end
-if allowed and (mode == ${MODE.consume} or mode == ${MODE.charge}) then
+if allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}') then
 ${each((twin, r) => `${twin.consume(r, 'cost')}${twin.persist(r, true)}`)}else
   if allowed then pending = cost end
   -- Repair a key found without a TTL (written by hand, or PERSISTed): it must not live forever. A key in a
@@ -156,7 +159,7 @@ ${each(
     `${twin.report(r, 'pending', 'denied')}${i <= LOCAL_RULES ? 'local ' : ''}${r.v('remaining')}, ${r.v('reset')}, ${r.v('retry')} = remaining, reset, retry\n`,
 )}${
   penalty
-    ? `if not allowed and blocked == 0 and mode == ${MODE.consume} then
+    ? `if not allowed and blocked == 0 and mode == '${MODE.consume}' then
   blocked = recordDenial(P, pen, now)
   persistPenalty(P, pen, now)
 elseif pen.loaded and not pen.broken and redis.call('PTTL', pen.key) == -1 then
@@ -165,7 +168,7 @@ end
 `
     : ''
 }local first = allowed and 1 or 0
-if mode == ${MODE.charge} then first = cost end
+if mode == '${MODE.charge}' then first = cost end
 return { ${reply.join(', ')} }
 `
   // The helper is defined (a closure per call) only in scripts that use it.
