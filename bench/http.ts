@@ -14,6 +14,9 @@
  * allowed path. Their `ratio to bare` is to `bare-x4`, 4 processes against 4 processes.
  *
  * Run alone: pnpm --filter @ratewindow/bench http [-- --rounds 3 --duration 3 --frameworks koa]
+ * Narrower runs: `--cases allowed:1,allowed:10000` keeps those (path:keys) cases; `--configs ratewindow-synced-x4`
+ * runs those configurations only, with the ones their ratios are to (`bare` or `bare-x4`, their floor); a name
+ * outside the default matrix runs too (`ratewindow-x4`: the memory store in 4 processes). Both default to all.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -147,8 +150,22 @@ async function loadOne(port: number, keys: number, seconds: number, connections:
   }
 }
 
+/** The configurations a row's ratios need besides itself: its bare reference and its floor. */
+function referencesOf(config: string): string[] {
+  const floor = floorOf(config)
+  return [config.endsWith('-x4') ? 'bare-x4' : 'bare', ...(floor ? [floor, ...referencesOf(floor)] : [])]
+}
+
 export async function runHttp(
-  options: { rounds?: number; duration?: number; frameworks?: string[] } = {},
+  options: {
+    rounds?: number
+    duration?: number
+    frameworks?: string[]
+    /** `path:keys` cases to run (e.g. `allowed:10000`); all by default. */
+    cases?: string[]
+    /** Configurations to run, with the ones their ratios are to; all by default. */
+    configs?: string[]
+  } = {},
 ): Promise<HttpRow[]> {
   const rounds = options.rounds ?? 3
   const duration = options.duration ?? 3
@@ -160,7 +177,8 @@ export async function runHttp(
     for (const framework of options.frameworks ?? ['express', 'koa', 'fastify']) {
       const peers = PEERS[framework]!
       for (const [path, keys] of CASES) {
-        const configs = [
+        if (options.cases && !options.cases.includes(`${path}:${keys}`)) continue
+        const all = [
           'bare',
           'floor-headers',
           'floor-redis',
@@ -175,6 +193,10 @@ export async function runHttp(
           // asks for Koa and Fastify).
           ...(path === 'allowed' && framework !== 'express' ? ['bare-x4', 'ratewindow-synced-x4'] : []),
         ]
+        // Named configurations run even outside the default matrix (e.g. `ratewindow-x4`, the memory store in 4
+        // processes), after the ones of the matrix, in its order.
+        const wanted = options.configs?.flatMap((config) => [...referencesOf(config), config])
+        const configs = wanted ? [...new Set([...all.filter((c) => wanted.includes(c)), ...wanted])] : all
         const servers = new Map<string, Server[]>()
         for (const config of configs) {
           const list: Server[] = []
@@ -259,6 +281,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     rounds: Number(argument('rounds', '3')),
     duration: Number(argument('duration', '3')),
     frameworks: argument('frameworks', 'express,koa,fastify').split(','),
+    cases: process.argv.includes('--cases') ? argument('cases', '').split(',') : undefined,
+    configs: process.argv.includes('--configs') ? argument('configs', '').split(',') : undefined,
   })
   console.log(httpTable(rows))
 }

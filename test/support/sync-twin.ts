@@ -15,12 +15,9 @@ export function applySync(
   const now = Number(args[0])
   const out = [now]
   keys.forEach((key, i) => {
-    const [window, dwin, dcurr, dprev] = args.slice(1 + 4 * i, 5 + 4 * i).map(Number) as [
-      number,
-      number,
-      number,
-      number,
-    ]
+    const [window, dwin, dcurr, dprev] = String(args[1 + i])
+      .split(':')
+      .map(Number) as [number, number, number, number]
     const win = Math.floor(now / window)
     const stored = state.get(key)
     let curr = 0

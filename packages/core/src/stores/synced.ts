@@ -3,10 +3,19 @@ import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { throttledErrorLog } from '../failure.js'
-import { addCounts, COUNTER_STATES, emptyCounts, mergeCounts, type WindowCounts } from '../sync/counters.js'
+import {
+  addCounts,
+  COUNTER_STATES,
+  clearCounts,
+  emptyCounts,
+  mergeCounts,
+  type StateWriter,
+  type WindowCounts,
+} from '../sync/counters.js'
 import { type Linked, RecencyList } from '../sync/recency.js'
 import { type ScriptRunner, SYNC_SCRIPT, scriptRunnerOn } from '../sync/script.js'
 import { type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
+import { clusterSlot } from './cluster-slot.js'
 import { decideLocally } from './decide.js'
 import { RedisStore } from './redis.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
@@ -47,12 +56,20 @@ export interface SyncedStoreOptions {
 }
 
 interface Entry extends Linked<Entry> {
-  readonly id: string
+  /** The table holding the entry (one per rule set and limiter prefix), and its key there. */
+  readonly table: Map<string, Entry>
   readonly target: StoreTarget
   readonly keys: string[]
+  /** The Cluster slot of `keys` (one hash tag), on a Cluster client; 0 otherwise. */
+  readonly slot: number
+  /** One state writer per rule. */
+  readonly writers: StateWriter[]
   /** Global counts per rule at the last sync, this process's acknowledged counts included. */
-  views: WindowCounts[]
-  /** Counts sent and not yet acknowledged, and counts not yet sent. */
+  readonly views: WindowCounts[]
+  /**
+   * Counts sent and not yet acknowledged, and counts not yet sent: two sets of records swapped by each sync
+   * and emptied in place, so that neither a decision nor a sync allocates them.
+   */
   sent: WindowCounts[]
   unsent: WindowCounts[]
   /** Cost admitted here that Redis has not acknowledged (sent or not). */
@@ -64,7 +81,17 @@ interface Entry extends Linked<Entry> {
   /** Scratch algorithm states for decisions. */
   readonly states: unknown[]
   flushing: Promise<void> | undefined
+  /** Used or admitted since its last sync: listed for the next tick. */
+  dirty: boolean
+  /** Still in its table (false once reset or evicted). */
+  held: boolean
 }
+
+/**
+ * Most keys one sync script carries. A tick sends every key used in the interval in a few scripts rather than
+ * one each (each script runs atomically, so this also caps how long one holds the server: ~1 ms).
+ */
+const BATCH_KEYS = 256
 
 /**
  * Synchronised local mode: each process decides from its own view of the shared counts, and reconciles with
@@ -87,9 +114,15 @@ export class SyncedStore implements Store {
   readonly #maxKeys: number
   readonly #onError: (error: unknown) => void
   readonly #clock: (() => number) | undefined
-  readonly #entries = new Map<string, Entry>()
-  readonly #dirty = new Set<Entry>()
-  readonly #signatures = new WeakMap<readonly Rule[], string | null>()
+  /**
+   * One table per rule set (by storage ids) and limiter prefix, keyed by the client key itself, as in
+   * MemoryStore: no per-request key concatenation. `null`: rules that cannot be synchronised.
+   */
+  readonly #tables = new WeakMap<readonly Rule[], Map<string, Map<string, Entry>> | null>()
+  readonly #bySignature = new Map<string, Map<string, Map<string, Entry>>>()
+  #size = 0
+  /** Entries marked dirty since the last tick (an entry whose mark was cleared meanwhile is skipped). */
+  #dirty: Entry[] = []
   readonly #timer: NodeJS.Timeout
   readonly #recency = new RecencyList<Entry>()
   /** Server time minus local time, learned from each sync (without `clock`). */
@@ -146,7 +179,7 @@ export class SyncedStore implements Store {
 
   /** Number of keys held in this process. */
   get size(): number {
-    return this.#entries.size
+    return this.#size
   }
 
   consume(request: StoreRequest): Decision | Promise<Decision> {
@@ -155,7 +188,7 @@ export class SyncedStore implements Store {
     this.#checkReachable()
     const decision = this.#decide(entry, request.cost)
     // A key in use is read back once per interval, even when this process only denies it.
-    this.#dirty.add(entry)
+    this.#markDirty(entry)
     if (!decision.allowed) return decision
     if (entry.unacked > 0 && entry.unacked + request.cost > entry.maxPending)
       return this.#consumeAfterSync(entry, request)
@@ -167,7 +200,7 @@ export class SyncedStore implements Store {
     const entry = this.#entryFor(request)
     if (entry === undefined) return this.#exactStore().peek(request)
     this.#checkReachable()
-    this.#dirty.add(entry)
+    this.#markDirty(entry)
     return this.#decide(entry, request.cost)
   }
 
@@ -177,7 +210,7 @@ export class SyncedStore implements Store {
     request.rules.forEach((rule, i) => {
       addCounts(entry.unsent[i]!, Math.floor(request.at / rule.windowMs), -request.cost)
     })
-    this.#dirty.add(entry)
+    this.#markDirty(entry)
   }
 
   async reset(target: StoreTarget): Promise<void> {
@@ -189,17 +222,36 @@ export class SyncedStore implements Store {
 
   /**
    * Runs one interval's reconciliation now: every key with unsent counts, or used since its previous sync, sends
-   * them and reads back the shared counts. Rejects with the first failure.
+   * them and reads back the shared counts, in as few scripts as the keys allow (up to 256 keys each; on a
+   * Cluster, one script per hash slot). Rejects with the first failure.
    */
   async sync(): Promise<void> {
-    const entries = [...this.#dirty]
-    this.#dirty.clear()
-    // A sync in flight may have read before this call: wait for it, then read again.
-    const fresh = async (entry: Entry) => {
-      await entry.flushing?.catch(() => {})
-      return this.#flush(entry)
+    const dirty = this.#dirty
+    this.#dirty = []
+    const ready: Entry[] = []
+    const busy: Entry[] = []
+    for (const entry of dirty) {
+      if (!entry.dirty) continue
+      entry.dirty = false
+      if (entry.flushing === undefined) ready.push(entry)
+      else busy.push(entry)
     }
-    const results = await Promise.allSettled(entries.map(fresh))
+    const flights = this.#sendAll(ready)
+    // A sync in flight may have read before this call: wait for it, then read again.
+    if (busy.length > 0) flights.push(this.#resend(busy))
+    const results = await Promise.allSettled(flights)
+    const failed = results.find((result) => result.status === 'rejected')
+    if (failed) throw failed.reason
+  }
+
+  async #resend(entries: readonly Entry[]): Promise<void> {
+    await Promise.allSettled(entries.map((entry) => entry.flushing))
+    // One sent meanwhile (a request past maxPending) read after this sync began: it will do.
+    const joined = entries.flatMap((entry) => entry.flushing ?? [])
+    const results = await Promise.allSettled([
+      ...this.#sendAll(entries.filter((entry) => entry.flushing === undefined)),
+      ...joined,
+    ])
     const failed = results.find((result) => result.status === 'rejected')
     if (failed) throw failed.reason
   }
@@ -240,27 +292,29 @@ export class SyncedStore implements Store {
   #decide(entry: Entry, cost: number): Decision {
     const now = this.#now()
     const { rules } = entry.target
+    const { writers, states, views, sent, unsent } = entry
     for (let i = 0; i < rules.length; i++) {
-      const rule = rules[i]!
-      COUNTER_STATES[rule.algorithm]!(entry.states[i], Math.floor(now / rule.windowMs), [
-        entry.views[i]!,
-        entry.sent[i]!,
-        entry.unsent[i]!,
-      ])
+      writers[i]!(states[i], Math.floor(now / rules[i]!.windowMs), views[i]!, sent[i]!, unsent[i]!)
     }
-    return decideLocally(rules, entry.states, now, cost, false)
+    return decideLocally(rules, states, now, cost, false)
   }
 
   #record(entry: Entry, now: number, cost: number): void {
-    entry.target.rules.forEach((rule, i) => {
-      addCounts(entry.unsent[i]!, Math.floor(now / rule.windowMs), cost)
-    })
-    entry.unacked += cost
-    this.#dirty.add(entry)
-    if (entry.unacked >= entry.maxPending && entry.flushing === undefined) {
-      this.#dirty.delete(entry)
-      this.#flush(entry).catch(this.#onError)
+    const { rules } = entry.target
+    for (let i = 0; i < rules.length; i++) {
+      addCounts(entry.unsent[i]!, Math.floor(now / rules[i]!.windowMs), cost)
     }
+    entry.unacked += cost
+    if (entry.unacked >= entry.maxPending && entry.flushing === undefined) {
+      entry.dirty = false
+      this.#flush(entry).catch(this.#onError)
+    } else this.#markDirty(entry)
+  }
+
+  #markDirty(entry: Entry): void {
+    if (entry.dirty) return
+    entry.dirty = true
+    this.#dirty.push(entry)
   }
 
   /**
@@ -270,7 +324,7 @@ export class SyncedStore implements Store {
    */
   async #consumeAfterSync(entry: Entry, request: StoreRequest): Promise<Decision> {
     for (;;) {
-      this.#dirty.delete(entry)
+      entry.dirty = false
       await this.#flush(entry)
       this.#checkReachable()
       const decision = this.#decide(entry, request.cost)
@@ -282,87 +336,174 @@ export class SyncedStore implements Store {
     }
   }
 
-  /** Sends the entry's unsent counts and reads back the shared ones: one script, one round trip. */
+  /** Sends the entry's unsent counts and reads back the shared ones, unless a sync of it is in flight already. */
   #flush(entry: Entry): Promise<void> {
-    if (entry.flushing !== undefined) return entry.flushing
-    const { rules } = entry.target
-    entry.sent = entry.unsent
-    entry.unsent = rules.map(emptyCounts)
-    entry.sentCost = entry.unacked
-    const args: number[] = [this.#clock === undefined ? -1 : Math.floor(this.#clock())]
-    rules.forEach((rule, i) => {
-      const { win, curr, prev } = entry.sent[i]!
-      args.push(rule.windowMs, Number.isFinite(win) ? win : 0, curr, prev)
-    })
-    const started = Date.now()
-    entry.flushing = this.#runner.run(SYNC_SCRIPT, entry.keys, args).then(
-      (reply) => {
-        entry.flushing = undefined
-        this.#apply(entry, reply, started)
-      },
-      (error: unknown) => {
-        entry.flushing = undefined
-        // Sent again with the next sync: a reply lost after the script ran counts twice (errs towards denying).
-        rules.forEach((_, i) => {
-          mergeCounts(entry.unsent[i]!, entry.sent[i]!)
-        })
-        entry.sent = rules.map(emptyCounts)
-        entry.sentCost = 0
-        this.#dirty.add(entry)
-        this.#failingSince ??= this.#now()
-        this.#lastError = error
-        throw error
-      },
-    )
-    return entry.flushing
+    return entry.flushing ?? this.#send([entry])
   }
 
-  #apply(entry: Entry, reply: unknown, started: number): void {
-    const { rules } = entry.target
-    if (!Array.isArray(reply) || reply.length !== 1 + 3 * rules.length) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_STORE',
-        `Unexpected reply from the sync script: ${String(reply)}`,
-      )
+  /**
+   * Sends `entries` (none in flight) in scripts of at most BATCH_KEYS keys; on a Cluster, each script holds the
+   * keys of one hash slot only. Returns one promise per script.
+   */
+  #sendAll(entries: readonly Entry[]): Promise<void>[] {
+    if (entries.length === 0) return []
+    const groups = this.#commands.cluster ? bySlot(entries) : [entries]
+    const flights: Promise<void>[] = []
+    for (const group of groups) {
+      let batch: Entry[] = []
+      let keys = 0
+      for (const entry of group) {
+        if (keys > 0 && keys + entry.keys.length > BATCH_KEYS) {
+          flights.push(this.#send(batch))
+          batch = []
+          keys = 0
+        }
+        batch.push(entry)
+        keys += entry.keys.length
+      }
+      flights.push(this.#send(batch))
     }
-    if (this.#clock === undefined) this.#offset = Number(reply[0]) - (started + Date.now()) / 2
-    for (let i = 0; i < rules.length; i++) {
-      entry.views[i] = {
-        win: Number(reply[1 + 3 * i]),
-        curr: Number(reply[2 + 3 * i]),
-        prev: Number(reply[3 + 3 * i]),
+    return flights
+  }
+
+  /**
+   * One script, one round trip: adds the unsent counts of `entries` to the shared ones and reads these back. The
+   * entries' keys must share one Cluster slot on a Cluster client.
+   */
+  #send(entries: readonly Entry[]): Promise<void> {
+    const keys: string[] = []
+    const args: string[] = [this.#clock === undefined ? '-1' : String(Math.floor(this.#clock()))]
+    for (const entry of entries) {
+      const { rules } = entry.target
+      const sent = entry.unsent
+      entry.unsent = entry.sent
+      entry.sent = sent
+      entry.sentCost = entry.unacked
+      for (let i = 0; i < rules.length; i++) {
+        const { win, curr, prev } = sent[i]!
+        keys.push(entry.keys[i]!)
+        args.push(`${rules[i]!.windowMs}:${Number.isFinite(win) ? win : 0}:${curr}:${prev}`)
       }
     }
-    entry.sent = rules.map(emptyCounts)
+    const started = Date.now()
+    const flight = this.#runner
+      .run(SYNC_SCRIPT, keys, args)
+      .then((reply) => syncReplies(reply, keys.length))
+      .then(
+        (replies) => {
+          if (this.#clock === undefined) this.#offset = Number(replies[0]) - (started + Date.now()) / 2
+          const now = this.#now()
+          let at = 1
+          for (const entry of entries) {
+            entry.flushing = undefined
+            at = this.#apply(entry, replies, at, now)
+          }
+          this.#failingSince = undefined
+        },
+        (error: unknown) => {
+          for (const entry of entries) {
+            entry.flushing = undefined
+            this.#restore(entry)
+          }
+          this.#failingSince ??= this.#now()
+          this.#lastError = error
+          throw error
+        },
+      )
+    for (const entry of entries) entry.flushing = flight
+    return flight
+  }
+
+  /** Takes the entry's part of a sync reply, from index `at`; returns the index after it. */
+  #apply(entry: Entry, replies: readonly unknown[], at: number, now: number): number {
+    const { views, sent } = entry
+    for (let i = 0; i < views.length; i++) {
+      const view = views[i]!
+      view.win = Number(replies[at++])
+      view.curr = Number(replies[at++])
+      view.prev = Number(replies[at++])
+      clearCounts(sent[i]!)
+    }
     entry.unacked -= entry.sentCost
     entry.sentCost = 0
-    entry.syncedAt = this.#now()
-    this.#failingSince = undefined
+    entry.syncedAt = now
+    return at
+  }
+
+  /**
+   * After a failed sync: its counts go back with the unsent ones, to be sent again with the next sync (a reply
+   * lost after the script ran counts them twice: the error errs towards denying).
+   */
+  #restore(entry: Entry): void {
+    const { unsent, sent } = entry
+    for (let i = 0; i < sent.length; i++) {
+      mergeCounts(unsent[i]!, sent[i]!)
+      clearCounts(sent[i]!)
+    }
+    entry.sentCost = 0
+    this.#markDirty(entry)
   }
 
   /** The entry for a target whose rules can be synchronised; undefined when they cannot. */
   #entryFor(target: StoreTarget): Entry | undefined {
-    const signature = this.#signature(target.rules)
-    if (signature === null) return undefined
-    const id = `${target.prefix}\u0000${signature}\u0000${target.key}`
-    let entry = this.#entries.get(id)
+    const table = this.#table(target)
+    if (table === undefined) return undefined
+    let entry = table.get(target.key)
     if (entry === undefined) {
       const oldest = this.#recency.leastRecent
-      if (this.#entries.size >= this.#maxKeys && oldest !== undefined) this.#evict(oldest)
-      entry = this.#create(id, target)
-      this.#entries.set(id, entry)
+      if (this.#size >= this.#maxKeys && oldest !== undefined) this.#evict(oldest)
+      entry = this.#create(table, target)
+      table.set(target.key, entry)
+      this.#size++
     }
     this.#recency.touch(entry)
     return entry
   }
 
-  #create(id: string, target: StoreTarget): Entry {
+  /** The table of the target's rule set and limiter prefix; undefined when its rules cannot be synchronised. */
+  #table(target: StoreTarget): Map<string, Entry> | undefined {
+    let byPrefix = this.#tables.get(target.rules)
+    if (byPrefix === undefined) {
+      byPrefix = this.#byPrefixFor(target.rules)
+      this.#tables.set(target.rules, byPrefix)
+    }
+    if (byPrefix === null) return undefined
+    let table = byPrefix.get(target.prefix)
+    if (table === undefined) {
+      table = new Map()
+      byPrefix.set(target.prefix, table)
+    }
+    return table
+  }
+
+  /** Rule arrays with the same ids share state, so they share tables; null when a rule cannot be synchronised. */
+  #byPrefixFor(rules: readonly Rule[]): Map<string, Map<string, Entry>> | null {
+    if (rules.every((rule) => COUNTER_STATES[rule.algorithm] !== undefined)) {
+      const signature = rules.map((rule) => rule.id).join(',')
+      let byPrefix = this.#bySignature.get(signature)
+      if (byPrefix === undefined) {
+        byPrefix = new Map()
+        this.#bySignature.set(signature, byPrefix)
+      }
+      return byPrefix
+    }
+    process.emitWarning(
+      `SyncedStore synchronises sliding window counter and fixed window rules only; rules ${rules.map((rule) => rule.id).join(', ')} are decided by an exact RedisStore, one round trip per request.`,
+      { code: 'RATEWINDOW_SYNC_UNSUPPORTED' },
+    )
+    return null
+  }
+
+  #create(table: Map<string, Entry>, target: StoreTarget): Entry {
     const { rules } = target
     const smallest = Math.min(...rules.map((rule) => rule.limit))
+    const keys = rules.map((rule) => this.keyFor(target.prefix, target.key, rule))
     return {
-      id,
+      table,
       target: { prefix: target.prefix, key: target.key, rules },
-      keys: rules.map((rule) => this.keyFor(target.prefix, target.key, rule)),
+      keys,
+      slot: this.#commands.cluster ? clusterSlot(keys[0]!) : 0,
+      writers: rules.map((rule) => COUNTER_STATES[rule.algorithm]!),
       views: rules.map(emptyCounts),
       sent: rules.map(emptyCounts),
       unsent: rules.map(emptyCounts),
@@ -372,27 +513,11 @@ export class SyncedStore implements Store {
       maxPending: this.#maxPending ?? Math.max(1, Math.floor(smallest / 100)),
       states: rules.map((rule) => rule.logic.create()),
       flushing: undefined,
+      dirty: false,
+      held: true,
       older: undefined,
       newer: undefined,
     }
-  }
-
-  /** Rule ids joined, or null when a rule's algorithm cannot be synchronised by counts. */
-  #signature(rules: readonly Rule[]): string | null {
-    let signature = this.#signatures.get(rules)
-    if (signature === undefined) {
-      signature = rules.every((rule) => COUNTER_STATES[rule.algorithm] !== undefined)
-        ? rules.map((rule) => rule.id).join(',')
-        : null
-      if (signature === null) {
-        process.emitWarning(
-          `SyncedStore synchronises sliding window counter and fixed window rules only; rules ${rules.map((rule) => rule.id).join(', ')} are decided by an exact RedisStore, one round trip per request.`,
-          { code: 'RATEWINDOW_SYNC_UNSUPPORTED' },
-        )
-      }
-      this.#signatures.set(rules, signature)
-    }
-    return signature
   }
 
   #exactStore(): RedisStore {
@@ -416,9 +541,33 @@ export class SyncedStore implements Store {
   }
 
   #remove(entry: Entry): void {
-    if (this.#entries.get(entry.id) !== entry) return
-    this.#entries.delete(entry.id)
-    this.#dirty.delete(entry)
+    if (!entry.held) return
+    entry.held = false
+    entry.table.delete(entry.target.key)
+    this.#size--
+    entry.dirty = false
     this.#recency.remove(entry)
   }
+}
+
+/** The entries grouped by Cluster slot. */
+function bySlot(entries: readonly Entry[]): Iterable<Entry[]> {
+  const groups = new Map<number, Entry[]>()
+  for (const entry of entries) {
+    const group = groups.get(entry.slot)
+    if (group === undefined) groups.set(entry.slot, [entry])
+    else group.push(entry)
+  }
+  return groups.values()
+}
+
+/** The sync script's reply, checked: the server time, then three integers per key. */
+function syncReplies(reply: unknown, keys: number): readonly unknown[] {
+  if (!Array.isArray(reply) || reply.length !== 1 + 3 * keys) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_STORE',
+      `Unexpected reply from the sync script: ${String(reply)}`,
+    )
+  }
+  return reply
 }

@@ -27,48 +27,50 @@ export function addCounts(counts: WindowCounts, win: number, count: number): voi
   }
 }
 
+/** Empties `counts` in place. */
+export function clearCounts(counts: WindowCounts): void {
+  counts.win = Number.NEGATIVE_INFINITY
+  counts.curr = 0
+  counts.prev = 0
+}
+
 /** Adds every count of `from` to `into`. */
 export function mergeCounts(into: WindowCounts, from: WindowCounts): void {
   addCounts(into, from.win - 1, from.prev)
   addCounts(into, from.win, from.curr)
 }
 
-/** Counts of `counts` seen from window `win`: [in `win`, in `win − 1`]. */
-function countsAt(counts: WindowCounts, win: number): [number, number] {
-  if (counts.win === win) return [counts.curr, counts.prev]
-  if (counts.win === win - 1) return [0, counts.curr]
-  return [0, 0]
-}
+/** Units of `counts` in window `win`. */
+const currAt = (counts: WindowCounts, win: number): number => (counts.win === win ? counts.curr : 0)
+
+/** Units of `counts` in window `win − 1`. */
+const prevAt = (counts: WindowCounts, win: number): number =>
+  counts.win === win ? counts.prev : counts.win === win - 1 ? counts.curr : 0
 
 /**
- * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the
- * given counts, as seen from window `win`, never below zero.
+ * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the three
+ * counts a process knows of (the shared view, the sent and the unsent ones), as seen from window `win`, never
+ * below zero. Called on every decision: no allocation.
  */
-export type StateWriter = (state: unknown, win: number, parts: readonly WindowCounts[]) => void
-
-function sumAt(parts: readonly WindowCounts[], win: number): [number, number] {
-  let curr = 0
-  let prev = 0
-  for (const part of parts) {
-    const [c, p] = countsAt(part, win)
-    curr += c
-    prev += p
-  }
-  return [Math.max(0, curr), Math.max(0, prev)]
-}
+export type StateWriter = (
+  state: unknown,
+  win: number,
+  view: WindowCounts,
+  sent: WindowCounts,
+  unsent: WindowCounts,
+) => void
 
 /** @internal The algorithms whose state is counts per fixed window, and so can be synchronised by deltas. */
 export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
-  'sliding-window-counter': (state, win, parts) => {
+  'sliding-window-counter': (state, win, view, sent, unsent) => {
     const target = state as WindowCounts
-    const [curr, prev] = sumAt(parts, win)
     target.win = win
-    target.curr = curr
-    target.prev = prev
+    target.curr = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+    target.prev = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win))
   },
-  'fixed-window': (state, win, parts) => {
+  'fixed-window': (state, win, view, sent, unsent) => {
     const target = state as { win: number; count: number }
     target.win = win
-    target.count = sumAt(parts, win)[0]
+    target.count = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
   },
 }

@@ -3,20 +3,24 @@ import { isNoScript, type RedisScriptRunner } from '../stores/clients/runner.js'
 
 /**
  * @internal The one script behind `SyncedStore`: adds a process's unflushed counts to the shared window counters
- * of one client and returns the global counts, for every rule of that client, in one round trip.
+ * and returns the global counts, for every rule of every client key in the call, in one round trip (a tick sends
+ * the keys used in its interval together, up to 256 per call).
  *
- * KEYS[i]  shared counters of rule i: a hash { w = window index, c = count in window w, p = count in window
- *          w - 1 }. All keys of one call share one hash tag, so one Cluster slot.
+ * KEYS[i]  shared counters of one rule of one client: a string `w:c:p` (window index, count in window w, count in
+ *          window w - 1). The rules of one client share one hash tag; on a Cluster, all keys of one call share
+ *          one slot.
  * ARGV[1]  now in epoch ms, or -1 to read the server's TIME
- * ARGV[4i-2]  rule i: window length (ms)
- * ARGV[4i-1]  rule i: the window index the delta was counted in (the sender's clock, set to server time)
- * ARGV[4i]    rule i: cost units admitted in that window and not yet sent (may be negative after a refund)
- * ARGV[4i+1]  rule i: cost units admitted in the window before it and not yet sent
+ * ARGV[i+1]  KEYS[i]'s delta, `window:dwin:dcurr:dprev` (one argument per key, the cheapest to send and to read):
+ *            window length (ms); the window index the delta was counted in (the sender's clock, set to server
+ *            time); cost units admitted in that window and not yet sent, then in the window before it (either may
+ *            be negative after a refund)
  *
- * Returns integers only: { now (ms), then per rule: window index, count in it, count in the previous window }.
+ * Returns integers only: { now (ms), then per key: window index, count in it, count in the previous window }.
  * A delta for a window the server has already left behind twice is dropped: it no longer weighs on any decision.
  * A delta from a window ahead of the server (a sender's clock running early) counts in the current one.
- * Every write sets the TTL after which the counters weigh nothing; a sync without a delta writes nothing.
+ * Every write leaves the TTL after which the counters weigh nothing: the end of the next window while the current
+ * one has a count (set by its first write, kept by the next ones), else the end of the current one. A sync without
+ * a delta writes nothing. Per key: one GET, and one SET when there is a delta.
  */
 export const SYNC_LUA = `
 local function num(n) return string.format('%.0f', n) end
@@ -27,18 +31,22 @@ if now < 0 then
 end
 local out = { now }
 for i = 1, #KEYS do
-  local b = 4 * i - 2
-  local window, dwin = tonumber(ARGV[b]), tonumber(ARGV[b + 1])
-  local dcurr, dprev = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local a, b, c, d = string.match(ARGV[i + 1], '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+)$')
+  local window, dwin, dcurr, dprev = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
   local win = math.floor(now / window)
-  local raw = redis.call('HMGET', KEYS[i], 'w', 'c', 'p')
-  local stored = tonumber(raw[1])
   local curr, prev = 0, 0
-  if stored == win then
-    curr, prev = tonumber(raw[2]) or 0, tonumber(raw[3]) or 0
-  elseif stored == win - 1 then
-    prev = tonumber(raw[2]) or 0
+  local raw = redis.call('GET', KEYS[i])
+  if raw then
+    local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
+    local stored = tonumber(w)
+    if stored == win then
+      curr, prev = tonumber(c), tonumber(p)
+    elseif stored == win - 1 then
+      prev = tonumber(c)
+    end
   end
+  -- Written in this window with a count already: its TTL runs to the end of the next window, as it must.
+  local expiring = curr > 0
   if dcurr ~= 0 or dprev ~= 0 then
     if dwin > win then
       curr = curr + dcurr + dprev
@@ -48,11 +56,13 @@ for i = 1, #KEYS do
       prev = prev + dcurr
     end
     curr, prev = math.max(0, curr), math.max(0, prev)
-    local until_next = (win + 1) * window - now
-    if curr > 0 or prev > 0 then
-      redis.call('HSET', KEYS[i], 'w', num(win), 'c', num(curr), 'p', num(prev))
-      if curr > 0 then until_next = until_next + window end
-      redis.call('PEXPIRE', KEYS[i], num(until_next))
+    local value = num(win) .. ':' .. num(curr) .. ':' .. num(prev)
+    if curr > 0 and expiring then
+      redis.call('SET', KEYS[i], value, 'KEEPTTL')
+    elseif curr > 0 then
+      redis.call('SET', KEYS[i], value, 'PX', num((win + 2) * window - now))
+    elseif prev > 0 then
+      redis.call('SET', KEYS[i], value, 'PX', num((win + 1) * window - now))
     else
       redis.call('DEL', KEYS[i])
     end
