@@ -37,21 +37,27 @@ class ScheduledRedis {
 }
 
 const action = fc.oneof(
-  fc.record({ type: fc.constant('request' as const), who: fc.nat(), cost: fc.integer({ min: 1, max: 3 }) }),
+  fc.record({
+    type: fc.constant('request' as const),
+    who: fc.nat(),
+    key: fc.nat(),
+    cost: fc.integer({ min: 1, max: 3 }),
+  }),
   fc.record({ type: fc.constant('sync' as const), who: fc.nat() }),
   fc.record({ type: fc.constant('execute' as const), which: fc.nat() }),
   fc.record({ type: fc.constant('deliver' as const), which: fc.nat() }),
 )
 
 describe('SyncedStore under adversarial schedules of round trips', () => {
-  it('admits at most limit + (P − 1) × max(maxPending, cost) per window, in any order of sends, executions and replies', async () => {
+  it('admits at most limit + (P − 1) × max(maxPending, cost) per key and window, in any order of sends, executions and replies (several keys per sync)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 2, max: 6 }),
         fc.integer({ min: 5, max: 60 }),
         fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 3 }),
         fc.array(action, { minLength: 50, maxLength: 400 }),
-        async (processes, limit, maxPending, actions) => {
+        async (processes, limit, maxPending, keys, actions) => {
           const redis = new ScheduledRedis()
           const stores = Array.from(
             { length: processes },
@@ -68,14 +74,16 @@ describe('SyncedStore under adversarial schedules of round trips', () => {
           const limiters = stores.map(
             (store) => new RateLimiter({ rules: fixedWindow({ limit, window: '1h' }), store, timeout: '1h' }),
           )
-          let admitted = 0
+          const admitted = new Array<number>(keys).fill(0)
           const requests: Promise<void>[] = []
           for (const step of actions) {
             if (step.type === 'request') {
               requests.push(
-                limiters[step.who % processes]!.limit('k', { cost: step.cost }).then((result) => {
-                  if (result.allowed) admitted += step.cost
-                }),
+                limiters[step.who % processes]!.limit(`k${step.key % keys}`, { cost: step.cost }).then(
+                  (result) => {
+                    if (result.allowed) admitted[step.key % keys]! += step.cost
+                  },
+                ),
               )
             } else if (step.type === 'sync') void stores[step.who % processes]!.sync()
             else if (step.type === 'execute') redis.execute(step.which)
@@ -84,7 +92,8 @@ describe('SyncedStore under adversarial schedules of round trips', () => {
           }
           await redis.drain()
           await Promise.all(requests)
-          expect(admitted).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
+          for (const count of admitted)
+            expect(count).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
         },
       ),
       { numRuns: 300 },

@@ -12,7 +12,8 @@ import {
 import fc from 'fast-check'
 import { type Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ioredisRunner } from '../packages/core/src/stores/clients/index.js'
+import { ioredisRunner, scriptRunnerFor } from '../packages/core/src/stores/clients/index.js'
+import { clusterSlot } from '../packages/core/src/stores/cluster-slot.js'
 import { type ScriptRunner, scriptRunnerOn } from '../packages/core/src/sync/script.js'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
@@ -102,6 +103,43 @@ describe.each(
     await limitA.limit('k', { cost: 0 }) // A uses the key again, so its next sync reads it back
     await a!.sync()
     expect((await limitA.peek('k', { cost: 0 })).remaining).toBe(4)
+  })
+
+  it('sends every key used since the last sync in a few scripts: up to 256 keys each, one slot each on a Cluster', async () => {
+    const client = inspector()
+    const commands = scriptRunnerFor(await connectClient())!
+    const calls: (readonly string[])[] = []
+    const runner = scriptRunnerOn(commands)
+    const store = new SyncedStore({
+      client: commands,
+      clock: new ManualClock(START).read,
+      interval: '1h',
+      maxPending: 100,
+      runner: {
+        run(script, keys, args) {
+          calls.push(keys)
+          return runner.run(script, keys, args)
+        },
+      },
+    })
+    stores.push(store)
+    const rules = [rule, fixedWindow({ limit: 100, window: '1h' })]
+    const limiter = new RateLimiter({ rules, store, prefix: prefix() })
+    const clients = Array.from({ length: 300 }, (_, i) => `client ${i}`)
+    for (const [i, key] of clients.entries()) await limiter.limit(key, { cost: 1 + (i % 3) })
+    await store.sync()
+    const slots = new Set(calls.flat().map(clusterSlot))
+    expect(calls.length).toBe(commands.cluster ? slots.size : Math.ceil((2 * clients.length) / 256))
+    for (const keys of calls) {
+      expect(keys.length).toBeLessThanOrEqual(256)
+      if (commands.cluster) expect(new Set(keys.map(clusterSlot)).size).toBe(1)
+    }
+    const counts = await Promise.all(
+      clients.flatMap((key) => rules.map((each) => client.get(store.keyFor(limiter.namespace, key, each)))),
+    )
+    expect(counts.map((value) => Number(value?.split(':')[1]))).toEqual(
+      clients.flatMap((_, i) => [1 + (i % 3), 1 + (i % 3)]),
+    )
   })
 
   it('keeps the rules of one client in one Cluster slot (hash tag)', async () => {
