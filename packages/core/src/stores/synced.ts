@@ -31,7 +31,10 @@ export interface SyncedStoreOptions {
   client: RedisClient
   /** Prepended to every key. @default '' */
   prefix?: string
-  /** How often each process sends its counts to Redis and reads everyone's back, per key in use. @default '100ms' */
+  /**
+   * How often each process sends its counts to Redis and reads everyone's back, for every key it used since (in
+   * scripts of up to 256 keys). @default '100ms'
+   */
   interval?: Duration
   /**
    * Most cost units one process admits for one key that Redis has not yet acknowledged; reaching it sends them
@@ -95,7 +98,8 @@ const BATCH_KEYS = 256
 
 /**
  * Synchronised local mode: each process decides from its own view of the shared counts, and reconciles with
- * Redis in one round trip per key every `interval`, or as soon as it holds `maxPending` unacknowledged units.
+ * Redis every `interval` (every key it used, together: up to 256 per round trip, one hash slot each on a Cluster),
+ * or for one key as soon as it holds `maxPending` unacknowledged units of it.
  * Every process sees every other's counts within one interval; the limit can be passed by at most
  * (processes − 1) × `maxPending` per window (docs/algorithms.md derives it). For the endpoints where
  * throughput matters more than the last few requests of exactness.
