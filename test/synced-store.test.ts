@@ -77,6 +77,11 @@ describe.each(
     await store.sync()
     expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(10)
     expect(await client.pttl(store.keyFor(limiter.namespace, 'k', rule))).toBeGreaterThan(60_000)
+    // A later write in the same window keeps that TTL (to the end of the next window).
+    await limiter.refund(results[0]!)
+    await store.sync()
+    expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(9)
+    expect(await client.pttl(store.keyFor(limiter.namespace, 'k', rule))).toBeGreaterThan(60_000)
   })
 
   it('sends its counts as soon as maxPending are unacknowledged; the next request waits for that round trip', async () => {

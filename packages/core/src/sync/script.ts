@@ -20,7 +20,7 @@ import { isNoScript, type RedisScriptRunner } from '../stores/clients/runner.js'
  * A delta from a window ahead of the server (a sender's clock running early) counts in the current one.
  * Every write leaves the TTL after which the counters weigh nothing: the end of the next window while the current
  * one has a count (set by its first write, kept by the next ones), else the end of the current one. A sync without
- * a delta writes nothing. Per key: one GET, and one SET when there is a delta.
+ * a delta writes nothing. One MGET for all keys, then one SET per key with a delta.
  */
 export const SYNC_LUA = `
 local function num(n) return string.format('%.0f', n) end
@@ -30,12 +30,13 @@ if now < 0 then
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 local out = { now }
+local values = redis.call('MGET', unpack(KEYS))
 for i = 1, #KEYS do
   local a, b, c, d = string.match(ARGV[i + 1], '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+)$')
   local window, dwin, dcurr, dprev = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
   local win = math.floor(now / window)
   local curr, prev = 0, 0
-  local raw = redis.call('GET', KEYS[i])
+  local raw = values[i]
   if raw then
     local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
     local stored = tonumber(w)
@@ -56,7 +57,7 @@ for i = 1, #KEYS do
       prev = prev + dcurr
     end
     curr, prev = math.max(0, curr), math.max(0, prev)
-    local value = num(win) .. ':' .. num(curr) .. ':' .. num(prev)
+    local value = string.format('%.0f:%.0f:%.0f', win, curr, prev)
     if curr > 0 and expiring then
       redis.call('SET', KEYS[i], value, 'KEEPTTL')
     elseif curr > 0 then
