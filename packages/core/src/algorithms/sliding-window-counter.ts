@@ -94,7 +94,7 @@ function resetOf(curr: number, prev: number, untilNextWindow: number, windowMs: 
  * a fraction of formatting and parsing decimal text (issue 12). While the window and its expiry stay the same,
  * a write on server time keeps the key's TTL (`SET … KEEPTTL`): the expiry, the end of the next window, moves once
  * per window.
- * The hash `{ w, c, p }` that 0.1 wrote is read once and replaced by the next write, a read included.
+ * The hash `{ w, c, p }` that earlier builds wrote is read once and replaced by the next write, a read included.
  * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
  */
 const LUA: LuaTwin = {
