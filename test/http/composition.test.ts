@@ -3,8 +3,6 @@
  * store (memory, Redis, Redis Cluster), named groups, Fastify option merges, several registrations, auth hooks,
  * and option names brought from the peer libraries. Every adapter and framework version.
  */
-import { once } from 'node:events'
-import type { AddressInfo } from 'node:net'
 import Router from '@koa/router'
 import {
   type DecisionEvent,
@@ -26,7 +24,14 @@ import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { clusterClient, standaloneClient } from '../support/redis.js'
-import type { CommonOptions } from './harness.js'
+import {
+  type TestApp as App,
+  type CommonOptions,
+  expressErrorsAsJson,
+  fastifyErrorsAsJson,
+  koaErrorsAsJson,
+  listening,
+} from './harness.js'
 
 const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
 
@@ -37,19 +42,9 @@ interface Spec {
   routes?: Partial<Record<(typeof PATHS)[number], CommonOptions>>
 }
 
-interface App {
-  url: string
-  close(): Promise<void>
-}
-
 interface Adapter {
   name: string
   start(spec: Spec): Promise<App>
-}
-
-async function listening(server: import('node:http').Server, close: () => Promise<void>): Promise<App> {
-  if (!server.listening) await once(server, 'listening')
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close }
 }
 
 function expressAdapter(name: string, create: typeof express5): Adapter {
@@ -64,11 +59,9 @@ function expressAdapter(name: string, create: typeof express5): Adapter {
           response.send(`ok ${path}`)
         })
       }
-      app.use((error: Error & { code?: string }, _q: unknown, response: express5.Response, _n: unknown) => {
-        response.status(500).json({ error: error.code ?? error.message })
-      })
+      app.use(expressErrorsAsJson)
       const server = app.listen(0, '127.0.0.1')
-      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+      return listening(server)
     },
   }
 }
@@ -79,14 +72,7 @@ function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
     async start({ global, routes = {} }) {
       const app = new Koa()
       const router = new Router()
-      app.use(async (ctx, next) => {
-        try {
-          await next()
-        } catch (error) {
-          ctx.status = 500
-          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
-        }
-      })
+      app.use(koaErrorsAsJson)
       if (global) app.use(koaRateLimit(global))
       for (const path of PATHS) {
         const route = routes[path]
@@ -98,7 +84,7 @@ function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
       }
       app.use(router.routes())
       const server = app.listen(0, '127.0.0.1')
-      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+      return listening(server)
     },
   }
 }
@@ -108,9 +94,7 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
     name,
     async start({ global, routes = {} }) {
       const app = create()
-      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
-        void reply.code(500).send({ error: error.code ?? error.message })
-      })
+      app.setErrorHandler(fastifyErrorsAsJson)
       try {
         await app.register(fastifyRateLimit, {
           ...(global ?? {}),

@@ -11,7 +11,7 @@ import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ra
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
-import fastify5 from 'fastify'
+import fastify5, { type FastifyReply } from 'fastify'
 import fastify4 from 'fastify4'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
@@ -31,6 +31,48 @@ export function releaseHeld(): void {
 }
 
 const hold = () => new Promise<void>((resolve) => held.push(resolve))
+
+/** A started test app: its base URL and how to stop it. */
+export interface TestApp {
+  url: string
+  close(): Promise<void>
+}
+
+/** The app on `server` once it listens on 127.0.0.1; `close` stops it. */
+export async function listening(server: Server, close?: () => Promise<void>): Promise<TestApp> {
+  if (!server.listening) await once(server, 'listening')
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: close ?? (() => new Promise((resolve) => server.close(() => resolve()))),
+  }
+}
+
+type ErrorWithCode = Error & { code?: string }
+
+/** Express error handler: a thrown error answers 500 with its code (or message) as JSON. */
+export function expressErrorsAsJson(
+  error: ErrorWithCode,
+  _request: unknown,
+  response: express5.Response,
+  _next: unknown,
+): void {
+  response.status(500).json({ error: error.code ?? error.message })
+}
+
+/** Koa middleware: a thrown error answers 500 with its code (or message) as JSON. */
+export async function koaErrorsAsJson(ctx: Koa3.Context, next: Koa3.Next): Promise<void> {
+  try {
+    await next()
+  } catch (error) {
+    ctx.status = 500
+    ctx.body = { error: (error as ErrorWithCode).code ?? (error as Error).message }
+  }
+}
+
+/** Fastify error handler: a thrown error answers 500 with its code (or message) as JSON. */
+export function fastifyErrorsAsJson(error: ErrorWithCode, _request: unknown, reply: FastifyReply): void {
+  void reply.code(500).send({ error: error.code ?? error.message })
+}
 
 /** The options common to all adapters (handler signatures differ and are tested per framework). */
 export type CommonOptions = HttpRateLimitOptions<unknown>
@@ -79,16 +121,8 @@ export const slowRoute = {
 const untilReleased = () => new Promise<void>((resolve) => waiting.push(resolve))
 
 async function listen(server: Server): Promise<RunningApp> {
-  if (!server.listening) {
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-  }
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  }
+  if (!server.listening) server.listen(0, '127.0.0.1')
+  return { ...(await listening(server)), server }
 }
 
 function expressFramework(name: string, create: typeof express5): Framework {
@@ -121,16 +155,7 @@ function expressFramework(name: string, create: typeof express5): Framework {
       app.get('/settle', async (request, response) => {
         response.json((await request.rateLimit?.settle?.(Number(request.query.n))) ?? null)
       })
-      app.use(
-        (
-          error: Error & { code?: string },
-          _request: unknown,
-          response: express5.Response,
-          _next: unknown,
-        ) => {
-          response.status(500).json({ error: error.code ?? error.message })
-        },
-      )
+      app.use(expressErrorsAsJson)
       return listen(app.listen(0, '127.0.0.1'))
     },
   }
@@ -143,14 +168,7 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       const app = new Koa()
       app.proxy = trustProxy !== false
       if (trustProxy === true) app.maxIpsCount = 1
-      app.use(async (ctx, next) => {
-        try {
-          await next()
-        } catch (error) {
-          ctx.status = 500
-          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
-        }
-      })
+      app.use(koaErrorsAsJson)
       if (global) app.use(koaRateLimit(global))
       const perRoute = route ? koaRateLimit(route) : undefined
       app.use(async (ctx, next) => {
@@ -187,9 +205,7 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
     name,
     async start({ global, route, trustProxy = true }) {
       const app = create({ trustProxy: trustProxy === 'every-hop' ? true : trustProxy ? '127.0.0.1' : false })
-      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
-        void reply.code(500).send({ error: error.code ?? error.message })
-      })
+      app.setErrorHandler(fastifyErrorsAsJson)
       await app.register(fastifyRateLimit, {
         ...(global ?? {}),
         global: global !== undefined,

@@ -2,8 +2,6 @@
  * Policies over HTTP in every adapter and framework version, on memory, Redis and Redis Cluster: the reset handle, allow
  * and deny lists, and rules resolved per request.
  */
-import { once } from 'node:events'
-import type { AddressInfo } from 'node:net'
 import Router from '@koa/router'
 import {
   AccessList,
@@ -26,12 +24,14 @@ import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { clusterClient, standaloneClient } from '../support/redis.js'
-import type { CommonOptions } from './harness.js'
-
-interface App {
-  url: string
-  close(): Promise<void>
-}
+import {
+  type TestApp as App,
+  type CommonOptions,
+  expressErrorsAsJson,
+  fastifyErrorsAsJson,
+  koaErrorsAsJson,
+  listening,
+} from './harness.js'
 
 /**
  * GET / and GET /other limited by `options` (one limiter); POST /reset/:key and POST /reset-me call the
@@ -40,11 +40,6 @@ interface App {
 interface Adapter {
   name: string
   start(options: CommonOptions): Promise<App>
-}
-
-async function listening(server: import('node:http').Server, close: () => Promise<void>): Promise<App> {
-  if (!server.listening) await once(server, 'listening')
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close }
 }
 
 function expressAdapter(name: string, create: typeof express5): Adapter {
@@ -68,11 +63,9 @@ function expressAdapter(name: string, create: typeof express5): Adapter {
         await limiter.reset(request)
         response.send('reset')
       })
-      app.use((error: Error & { code?: string }, _q: unknown, response: express5.Response, _n: unknown) => {
-        response.status(500).json({ error: error.code ?? error.message })
-      })
+      app.use(expressErrorsAsJson)
       const server = app.listen(0, '127.0.0.1')
-      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+      return listening(server)
     },
   }
 }
@@ -85,14 +78,7 @@ function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
       app.proxy = true
       app.maxIpsCount = 1
       const router = new Router()
-      app.use(async (ctx, next) => {
-        try {
-          await next()
-        } catch (error) {
-          ctx.status = 500
-          ctx.body = { error: (error as { code?: string }).code ?? (error as Error).message }
-        }
-      })
+      app.use(koaErrorsAsJson)
       const limiter = koaRateLimit(options)
       const ok = (ctx: Koa3.Context) => {
         ctx.body = 'ok'
@@ -109,7 +95,7 @@ function koaAdapter(name: string, Koa: typeof Koa3): Adapter {
       })
       app.use(router.routes())
       const server = app.listen(0, '127.0.0.1')
-      return listening(server, () => new Promise((resolve) => server.close(() => resolve())))
+      return listening(server)
     },
   }
 }
@@ -119,9 +105,7 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
     name,
     async start(options) {
       const app = create({ trustProxy: '127.0.0.1' })
-      app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
-        void reply.code(500).send({ error: error.code ?? error.message })
-      })
+      app.setErrorHandler(fastifyErrorsAsJson)
       try {
         await app.register(fastifyRateLimit, options as FastifyRateLimitOptions)
         app.get('/', async () => 'ok')
