@@ -6,7 +6,7 @@ import { describeValue, invalid, RateLimitError, requireObject } from './errors.
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED, type HeaderFormat } from './headers.js'
 import { parseIpv6Subnet } from './keys.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
-import { parseRules, type RateLimiterOptions } from './options.js'
+import { LIMITER_OPTION_FLAGS, parseRules, type RateLimiterOptions } from './options.js'
 import type { RateLimitResult } from './result.js'
 import { MemoryStore } from './stores/memory.js'
 import type { Awaitable } from './stores/types.js'
@@ -112,19 +112,7 @@ export interface ConcurrencyOptions {
 }
 
 const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
-  store: true,
-  prefix: true,
-  group: true,
-  timeout: true,
-  onStoreError: true,
-  fallback: true,
-  onError: true,
-  circuitBreaker: true,
-  blockedCache: true,
-  name: true,
-  shadow: true,
-  observer: true,
-  penalty: true,
+  ...LIMITER_OPTION_FLAGS,
   limit: true,
   window: true,
   algorithm: true,

@@ -120,8 +120,8 @@ export interface RateLimiterOptions {
   penalty?: PenaltyOptions
 }
 
-const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
-  rules: true,
+/** The limiter's option names other than `rules`: the middleware options share them (http-options.ts). */
+export const LIMITER_OPTION_FLAGS = {
   store: true,
   prefix: true,
   group: true,
@@ -135,7 +135,8 @@ const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({
   shadow: true,
   observer: true,
   penalty: true,
-})
+} as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
+const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
 const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
 const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
 const BLOCKED_CACHE_NAMES = namesOf<BlockedCacheOptions>({ maxKeys: true, clock: true })
