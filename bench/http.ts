@@ -18,7 +18,7 @@
  * runs those configurations only, with the ones their ratios are to (`bare` or `bare-x4`, their floor); a name
  * outside the default matrix runs too (`ratewindow-x4`: the memory store in 4 processes). Both default to all.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
@@ -56,7 +56,7 @@ const CASES: [string, number][] = [
   ['denied', 1],
 ]
 
-interface Server {
+export interface Server {
   port: number
   child: ChildProcess
 }
@@ -71,7 +71,17 @@ function floorOf(config: string): string | undefined {
   return config.endsWith('-redis') || config.includes('-redis-') ? 'floor-redis' : 'floor-headers'
 }
 
-async function startServer(framework: string, variant: string, path: string, redisUrl: string) {
+/**
+ * Starts one server process. `cpus` pins it (`taskset`, e.g. '1'): the paired runs (pairs.ts) put both servers of
+ * a pair on one core and the load generator on the other.
+ */
+export async function startServer(
+  framework: string,
+  variant: string,
+  path: string,
+  redisUrl: string,
+  cpus?: string,
+): Promise<Server> {
   const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
   // Without the source condition the packages resolve to their built dist, as users get them.
   const child: ChildProcess = spawn(
@@ -83,17 +93,19 @@ async function startServer(framework: string, variant: string, path: string, red
       env: { ...process.env, REDIS_URL: redisUrl },
     },
   )
+  if (cpus !== undefined)
+    spawnSync('taskset', ['-a', '-p', '-c', cpus, String(child.pid)], { stdio: 'ignore' })
   const [line] = (await once(child.stdout!, 'data')) as [Buffer]
   return { port: JSON.parse(line.toString()).port as number, child }
 }
 
-async function cpuOf(child: ChildProcess): Promise<number> {
+export async function cpuOf(child: ChildProcess): Promise<number> {
   const reply = once(child, 'message') as Promise<[{ cpu: number }]>
   child.send('cpu')
   return (await reply)[0].cpu
 }
 
-async function redisCpu(redis: Redis): Promise<number> {
+export async function redisCpu(redis: Redis): Promise<number> {
   const info = await redis.info('cpu')
   const field = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0)
   return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
@@ -126,7 +138,7 @@ async function load(servers: readonly Server[], keys: number, seconds: number, r
   }
 }
 
-async function loadOne(port: number, keys: number, seconds: number, connections: number) {
+export async function loadOne(port: number, keys: number, seconds: number, connections: number) {
   let next = 0
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/`,
