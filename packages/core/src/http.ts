@@ -4,7 +4,13 @@ import { isThenable } from './awaitable.js'
 import { ConcurrencyLimiter, type ConcurrencyResult, type ConcurrencyStore } from './concurrency.js'
 import { invalid, RateLimitError } from './errors.js'
 import { guardedReporter, throttledErrorLog } from './failure.js'
-import { addConcurrencyHeaders, partitionKey, rateLimitHeaders, toSeconds } from './headers.js'
+import {
+  addConcurrencyHeaders,
+  type HeaderOptions,
+  partitionKey,
+  rateLimitHeaders,
+  toSeconds,
+} from './headers.js'
 import { renderBody } from './http-body.js'
 import {
   type HttpConfig,
@@ -107,6 +113,8 @@ export class HttpRateLimiter<Req> {
   readonly #ipKeyOptions: { ipv6Subnet: number | false | undefined }
   /** The options of each `limit` call when `cost` is a number and no observer wants the route: made once. */
   readonly #limitOptions: { cost: number | undefined }
+  /** The header options of a decision without a partition key: made once. */
+  readonly #headerOptions: HeaderOptions
   /** Whether the proxy settings were judged: on the first request, and on the first with X-Forwarded-For. */
   #checkedPermissive = false
   #checkedForwardedFor = false
@@ -120,6 +128,7 @@ export class HttpRateLimiter<Req> {
     this.#config = config
     this.#ipKeyOptions = { ipv6Subnet: config.ipv6Subnet }
     this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
+    this.#headerOptions = { format: config.headers, legacy: config.legacyHeaders }
     this.#binding = binding
     this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
     this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
@@ -374,7 +383,10 @@ export class HttpRateLimiter<Req> {
       ? result.allowed
         ? {}
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }
-      : rateLimitHeaders(shown, { format, legacy: config.legacyHeaders, partitionKey: pk })
+      : rateLimitHeaders(
+          shown,
+          pk === undefined ? this.#headerOptions : { format, legacy: config.legacyHeaders, partitionKey: pk },
+        )
     const statusCode = policy
       ? 503
       : result.blocked !== undefined

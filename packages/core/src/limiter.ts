@@ -443,7 +443,9 @@ export class RateLimiter {
   ): RateLimitResult {
     if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
     if (known !== undefined) this.#breaker(known, (each) => each.success(known))
-    for (const notice of decision.notices ?? []) this.#onError(notice, { operation, key: request.key })
+    const { notices } = decision
+    if (notices !== undefined)
+      for (const notice of notices) this.#onError(notice, { operation, key: request.key })
     return toResult(request, decision, 'store')
   }
 

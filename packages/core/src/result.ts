@@ -132,8 +132,9 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
  * header announces a limit that is not enforced. Undefined when every rule is in shadow mode.
  */
 export function enforcedView(result: RateLimitResult): RateLimitResult | undefined {
+  // The usual case, no shadow rule: the result itself, without a filtered copy of its rules.
+  if (!result.rules.some(isShadow)) return result
   const rules = result.rules.filter((outcome) => !outcome.rule.shadow)
-  if (rules.length === result.rules.length) return result
   if (rules.length === 0) return undefined
   let reported = rules[0]!
   let remaining = Number.POSITIVE_INFINITY
@@ -155,6 +156,8 @@ export function enforcedView(result: RateLimitResult): RateLimitResult | undefin
     rules,
   }
 }
+
+const isShadow = (outcome: RuleResult) => outcome.rule.shadow === true
 
 /**
  * An admitted result of the HTTP engine, with `settle` (reserve-then-settle) on its prototype: no closure and no

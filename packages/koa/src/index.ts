@@ -61,7 +61,10 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
   function answer(ctx: Context, next: Next, decision: HttpDecision | undefined): Promise<unknown> {
     if (decision === undefined) return next()
     ctx.state.rateLimit = decision.result
-    ctx.set(decision.headers)
+    // Through the response itself: `ctx.set` is a delegate that forwards `arguments` (measurable per request).
+    const { response } = ctx
+    const { headers } = decision
+    for (const name in headers) response.set(name, headers[name]!)
     if (decision.result.allowed) {
       engine.track(ctx.res, decision)
       return next()
