@@ -1,13 +1,17 @@
 /**
  * Before/after for profile-driven changes, in one process: the current build of @ratewindow/core against an
- * earlier build given by path. Prints ns per operation (medians of 5 rounds) and the ratio.
+ * earlier build given by path. Prints ns per operation (medians of 7 rounds, alternating between the two builds)
+ * and the ratio; on the RedisStore path, Node CPU ns per decision (a local redis-server started here).
  *
  *   git worktree add ../rw-before <commit> && (cd ../rw-before && pnpm install && pnpm build)
  *   pnpm --filter @ratewindow/bench before-after -- --before ../rw-before/packages/core/dist/index.js
+ *   [--rounds 7] [--only RedisStore]
  */
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import * as after from '@ratewindow/core'
+import { Redis } from 'ioredis'
+import { RedisServer } from '../test/support/redis-server.js'
 import { median, table } from './stats.js'
 
 type Core = typeof after
@@ -22,21 +26,60 @@ const binding = {
   trustProxyHint: '',
 }
 
-/** ns per call of `run`, awaited only when it returns a promise (as the adapters do). */
-async function nsPerOp(operations: number, run: (i: number) => unknown): Promise<number> {
-  const samples: number[] = []
-  for (let round = 0; round < 6; round++) {
+/** One round: ns per call of `run`, awaited only when it returns a promise (as the adapters do). */
+const nsPerOp =
+  (operations: number, run: (i: number) => unknown): Round =>
+  async () => {
     const start = process.hrtime.bigint()
     for (let i = 0; i < operations; i++) {
       const value = run(i)
       if (value instanceof Promise) await value
     }
-    if (round > 0) samples.push(Number(process.hrtime.bigint() - start) / operations)
+    return Number(process.hrtime.bigint() - start) / operations
   }
-  return median(samples)
-}
 
-const cases: [string, (core: Core) => Promise<number>][] = [
+/**
+ * One round: Node CPU ns per call of `run` (user + system, `process.cpuUsage`), `inFlight` calls at a time: for
+ * paths that wait on a server, where wall time is the server's.
+ */
+const cpuNsPerOp =
+  (operations: number, inFlight: number, run: (i: number) => Promise<unknown>): Round =>
+  async () => {
+    let next = 0
+    const start = process.cpuUsage()
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < operations) await run(next++)
+      }),
+    )
+    const { user, system } = process.cpuUsage(start)
+    return ((user + system) * 1000) / operations
+  }
+
+type Round = () => Promise<number>
+const option = (name: string) => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at > 0 ? process.argv[at + 1] : undefined
+}
+const ROUNDS = Number(option('rounds') ?? 7)
+/** `--only <text>`: the cases whose name contains it. */
+const only = option('only')
+
+const redis = await RedisServer.start()
+const client = new Redis(redis.port, '127.0.0.1')
+
+const cases: [string, (core: Core) => Round][] = [
+  [
+    'HTTP engine on RedisStore (ioredis), 50 in flight: Node CPU per decision',
+    (core) => {
+      const engine = new core.HttpRateLimiter(
+        { limit: 100_000_000, headers: 'draft-7', store: new core.RedisStore({ client }), prefix: 'ba' },
+        binding,
+      )
+      const requests = Array.from({ length: 1000 }, (_, i) => ({ ip: `10.0.${i >> 8}.${i & 255}` }))
+      return cpuNsPerOp(50_000, 50, (i) => engine.decide(requests[i % requests.length]!))
+    },
+  ],
   [
     'HTTP engine decide(), 1 client',
     (core) => {
@@ -44,7 +87,7 @@ const cases: [string, (core: Core) => Promise<number>][] = [
       return nsPerOp(200_000, () => engine.decide({ ip: '10.0.0.1' }))
     },
   ],
-  ...[1, 10_000].map((clients): [string, (core: Core) => Promise<number>] => [
+  ...[1, 10_000].map((clients): [string, (core: Core) => Round] => [
     `HTTP engine as the adapters call it (decideNow, else decide), draft-7, ${clients.toLocaleString('en-US')} client${clients > 1 ? 's' : ''}`,
     (core) => {
       const engine = new core.HttpRateLimiter(
@@ -73,7 +116,7 @@ const cases: [string, (core: Core) => Promise<number>][] = [
   ],
   [
     'flood of distinct keys past maxKeys (100k)',
-    async (core) => {
+    (core) => {
       const limiter = new core.RateLimiter({
         rules: core.slidingWindowCounter({ limit: 1_000, window: '1m' }),
         store: new core.MemoryStore({ maxKeys: 100_000 }),
@@ -86,8 +129,16 @@ const cases: [string, (core: Core) => Promise<number>][] = [
 
 const rows: string[][] = []
 for (const [name, run] of cases) {
-  const old = await run(before)
-  const now = await run(after)
+  if (only !== undefined && !name.includes(only)) continue
+  // Rounds alternate between the two builds, after one warm-up round each: a drift of the machine's speed
+  // weighs on both alike.
+  const rounds = [run(before), run(after)]
+  for (const round of rounds) await round()
+  const samples: [number[], number[]] = [[], []]
+  for (let i = 0; i < ROUNDS; i++) for (const [j, round] of rounds.entries()) samples[j]!.push(await round())
+  const [old, now] = samples.map(median) as [number, number]
   rows.push([name, old.toFixed(0), now.toFixed(0), (old / now).toFixed(2)])
 }
+client.disconnect()
+await redis.stop()
 console.log(table(['operation', 'before (ns/op)', 'after (ns/op)', 'speed-up'], rows))
