@@ -8,7 +8,8 @@
  * our draft-7 pair and makes no decision; `floor-key` also reads the client address the framework's way (its
  * trust-proxy rules on X-Forwarded-For) and formats the `RateLimit` value per request (Node then checks a new
  * string each time), the part of any limiter's work that is not its decision; `floor-redis` adds to the header
- * floor one ioredis EVALSHA of a script that only INCRs a key per client with a TTL. No limiter that sets headers (or that calls Redis once per request) can beat them.
+ * floor one ioredis EVALSHA of a script that only INCRs a key per client with a TTL. No limiter that sets headers
+ * (or that calls Redis once per request) can beat them.
  *
  * The parent asks for this process's CPU time over IPC (`process.cpuUsage()`), to report Node CPU per request.
  */

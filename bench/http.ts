@@ -93,8 +93,10 @@ export async function startServer(
       env: { ...process.env, REDIS_URL: redisUrl },
     },
   )
-  if (cpus !== undefined)
-    spawnSync('taskset', ['-a', '-p', '-c', cpus, String(child.pid)], { stdio: 'ignore' })
+  if (cpus !== undefined) {
+    const pinned = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(child.pid)], { stdio: 'ignore' })
+    if (pinned.status !== 0) console.error(`bench: could not pin a ${variant} server to CPU ${cpus}`)
+  }
   const [line] = (await once(child.stdout!, 'data')) as [Buffer]
   return { port: JSON.parse(line.toString()).port as number, child }
 }

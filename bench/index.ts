@@ -13,7 +13,7 @@ import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
 import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
-import { costRatio, type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
+import { type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
 import { runRedis } from './redis.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
 
@@ -44,29 +44,30 @@ side by side in the same run. The load generator (autocannon) shares the 2 cores
 
 ## Targets
 
-Issue 12's targets. The floors and peer comparisons are judged on the paired runs below (two servers loaded at
-the same time, so that the machine's drift cancels out), and a target counts as met only when both of a pair's
-measures meet it: the req/s ratio and the cost ratio (CPU per request). Redis CPU per decision comes from the
-HTTP matrix.
+Issue 12's targets. The floors, the peer comparisons and the synchronised mode are judged on the paired runs
+below (two servers loaded at the same time, so that the machine's drift cancels out), and a target counts as met
+only when both of a pair's measures meet it: the req/s ratio and the cost ratio (CPU per request). Redis CPU per
+decision comes from the HTTP matrix.
 
-${targets(http, pairs)}
+${targets(http, pairs.rows)}
 
 ## Paired runs
 
 The HTTP matrix below loads one configuration after another; on these machines the speed of the whole machine
 drifts by 10–25 % between runs, more than the margins the targets ask about. Here the two servers of a pair run
-at once: both pinned to core 1, each loaded by its own 25 connections from the load generator pinned to core 0,
-so that whatever slows the machine slows both in the same seconds and the core's time is shared fairly between
-them: the ratio of their req/s is then the inverse ratio of their costs per request. Each pair: one warm-up
-second, then ${quick ? 1 : 5} runs of ${quick ? 1 : 2} s; \`req/s ratio\` is the median of the runs' ratios with
-its range; \`cost ratio\` is the reference's Node CPU per response ÷ ours (medians); \`busy\` is the core time both
-servers used per second (under 1: the load generator was the bottleneck, and the req/s ratio is pulled towards
-1). \`floor-key\` is the header floor that also reads the client address the framework's way and formats the
-\`RateLimit\` value per request (a new string for Node to check each time): what any IP-keyed limiter does besides
-deciding. \`ratewindow-synced\` is SyncedStore in one process against the bare framework; \`-x4\` pairs run 4 + 4
-processes on both cores, with the load generator and redis-server.
+at once, each loaded by its own connections (25; 6 per process in \`-x4\` pairs) from one load generator, so that
+whatever slows the machine slows both in the same seconds. ${pairs.pinned ? 'Both servers are pinned to core 1 and the load generator and redis-server to core 0 (redis-server stands for a Redis on another machine): the core' : 'This run could not pin processes to cores (no `taskset`): the machine'}'s time is shared fairly
+between the two servers, so the ratio of their req/s is the inverse ratio of their costs per request. Each pair:
+one warm-up second, then ${quick ? 1 : 5} runs of ${quick ? 1 : 2} s; \`req/s ratio\` is the median of the runs'
+ratios with its range; \`cost ratio\` the median of the runs' ratios of CPU per response (the reference's ÷ ours);
+\`busy\` the median core time both servers used per second (under 1: the load generator was the bottleneck, and the
+req/s ratio is pulled towards 1). \`floor-key\` is the header floor that also reads the client address the
+framework's way and formats the \`RateLimit\` value per request (a new string for Node to check each time): what
+any IP-keyed limiter does besides deciding. \`ratewindow-synced\` is SyncedStore in one process against the bare
+framework; in \`-x4\` pairs 4 + 4 server processes run on both cores, beside the load generator and redis-server
+on core 0 (no \`busy\` figure there).
 
-${pairsTable(pairs)}
+${pairsTable(pairs.rows)}
 
 ## HTTP: each framework bare, with ratewindow, and with its peers
 
@@ -153,7 +154,7 @@ function targets(rows: readonly HttpRow[], pairs: readonly PairRow[]): string {
   const lines = ['| target | framework | keys | measured | met |', '| --- | --- | --- | --- | --- |']
   const yes = (met: boolean) => (met ? 'yes' : 'no')
   const both = (row: PairRow) =>
-    `${row.ratio.toFixed(2)} req/s, ${costRatio(row).toFixed(2)} cost (${row.config} vs ${row.reference})`
+    `${row.ratio.toFixed(2)} req/s, ${row.cost.toFixed(2)} cost (${row.config} vs ${row.reference})`
   for (const framework of ['express', 'koa', 'fastify']) {
     for (const keys of [1, 10_000]) {
       const here = pairs.filter((row) => row.framework === framework && row.keys === keys)

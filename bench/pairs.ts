@@ -40,6 +40,10 @@ export interface PairRow {
   ratio: number
   low: number
   high: number
+  /** Median over the rounds of the reference's Node CPU per response ÷ ours. */
+  cost: number
+  /** Median core time both servers used per second (one core: 1 is all of it); none for `-x4` pairs. */
+  busy: number | undefined
   /** Median Node CPU per response, µs, of each side (all of a side's processes). */
   nodeUs: number
   referenceNodeUs: number
@@ -74,12 +78,11 @@ export function pairsOf(framework: string): [string, string][] {
 }
 
 /**
- * A pair's two measures, `req/s ratio` and `cost ratio` (the reference's CPU per request ÷ ours): they agree when
+ * A pair's two measures, `req/s ratio` and `cost` (the reference's CPU per request ÷ ours): they agree when
  * the core is busy; when the load generator is the bottleneck (`busy` under 1) the req/s ratio is pulled towards
  * 1. A target counts as met only when both measures meet it.
  */
-export const costRatio = (row: PairRow): number => row.referenceNodeUs / row.nodeUs
-export const worstRatio = (row: PairRow): number => Math.min(row.ratio, costRatio(row))
+export const worstRatio = (row: PairRow): number => Math.min(row.ratio, row.cost)
 
 export async function runPairs(
   options: {
@@ -90,15 +93,20 @@ export async function runPairs(
     /** Pairs to run instead of `pairsOf(framework)`, e.g. `[['ratewindow', 'floor-key']]`. */
     pairs?: [string, string][]
   } = {},
-): Promise<PairRow[]> {
+): Promise<{ rows: PairRow[]; pinned: boolean }> {
   const rounds = options.rounds ?? 5
   const duration = options.duration ?? 2
-  // Two cores or more: the load generator (this process) on core 0, the paired servers on core 1.
-  const pinned = cpus().length >= 2 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
-  if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' })
   const allCores = cpus()
     .map((_, i) => i)
     .join(',')
+  // Two cores or more: the load generator (this process) on core 0, the paired servers on core 1. redis-server,
+  // started after, inherits core 0: it stands for a Redis on another machine, and its work is not taken from the
+  // servers' core.
+  const pin = (cpuList: string, pid: number) =>
+    spawnSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' }).status === 0
+  const pinned = cpus().length >= 2 && pin('0', process.pid)
+  if (!pinned)
+    console.error('pairs: taskset unavailable or refused: servers and load generator are not pinned')
   const redis = await RedisServer.start()
   const redisUrl = `redis://127.0.0.1:${redis.port}`
   const rows: PairRow[] = []
@@ -106,24 +114,26 @@ export async function runPairs(
     for (const framework of options.frameworks ?? ['express', 'koa', 'fastify']) {
       for (const keys of options.keys ?? [1, 10_000]) {
         for (const [config, reference] of options.pairs ?? pairsOf(framework)) {
-          const x4 = config.endsWith('-x4')
+          const x4 = config.endsWith('-x4') || reference.endsWith('-x4')
+          const started: Server[] = []
           const start = async (variant: string) => {
             const list: Server[] = []
-            for (let i = 0; i < (x4 ? 4 : 1); i++) {
-              list.push(
-                await startServer(
-                  framework,
-                  variant.replace(/-x4$/, ''),
-                  'allowed',
-                  redisUrl,
-                  pinned && !x4 ? '1' : pinned ? allCores : undefined,
-                ),
+            const processes = variant.endsWith('-x4') ? 4 : 1
+            for (let i = 0; i < processes; i++) {
+              const server = await startServer(
+                framework,
+                variant.replace(/-x4$/, ''),
+                'allowed',
+                redisUrl,
+                pinned ? (x4 ? allCores : '1') : undefined,
               )
+              started.push(server)
+              list.push(server)
             }
             return list
           }
-          const sides = [await start(config), await start(reference)]
           try {
+            const sides = [await start(config), await start(reference)]
             const connections = x4 ? 6 : 25
             const measure = async (seconds: number) => {
               const before = await Promise.all(
@@ -145,23 +155,23 @@ export async function runPairs(
               })
             }
             await measure(1)
-            const samples: {
-              ratio: number
-              nodeUs: number
-              referenceNodeUs: number
-              rps: number
-              referenceRps: number
-            }[] = []
+            const samples: (Omit<PairRow, 'framework' | 'keys' | 'config' | 'reference' | 'low' | 'high'> & {
+              busy: number
+            })[] = []
             for (let round = 0; round < rounds; round++) {
               const [ours, theirs] = await measure(duration)
               samples.push({
                 ratio: ours!.rps / theirs!.rps,
+                cost: theirs!.nodeUs / ours!.nodeUs,
                 nodeUs: ours!.nodeUs,
                 referenceNodeUs: theirs!.nodeUs,
                 rps: ours!.rps,
                 referenceRps: theirs!.rps,
+                busy: (ours!.rps * ours!.nodeUs + theirs!.rps * theirs!.nodeUs) / 1e6,
               })
             }
+            const of = (field: keyof (typeof samples)[number]) =>
+              median(samples.map((sample) => sample[field]))
             const ratios = samples.map((sample) => sample.ratio)
             rows.push({
               framework,
@@ -171,13 +181,16 @@ export async function runPairs(
               ratio: median(ratios),
               low: Math.min(...ratios),
               high: Math.max(...ratios),
-              nodeUs: median(samples.map((sample) => sample.nodeUs)),
-              referenceNodeUs: median(samples.map((sample) => sample.referenceNodeUs)),
-              rps: median(samples.map((sample) => sample.rps)),
-              referenceRps: median(samples.map((sample) => sample.referenceRps)),
+              cost: of('cost'),
+              nodeUs: of('nodeUs'),
+              referenceNodeUs: of('referenceNodeUs'),
+              rps: of('rps'),
+              referenceRps: of('referenceRps'),
+              // On one core only: x4 servers run on all of them.
+              busy: x4 ? undefined : of('busy'),
             })
           } finally {
-            for (const side of sides) for (const { child } of side) child.kill()
+            for (const { child } of started) child.kill()
           }
           console.error(`pairs: ${framework} ${keys} key(s) ${config} vs ${reference} done`)
         }
@@ -185,8 +198,9 @@ export async function runPairs(
     }
   } finally {
     await redis.stop()
+    if (pinned) pin(allCores, process.pid)
   }
-  return rows
+  return { rows, pinned }
 }
 
 export function pairsTable(rows: readonly PairRow[]): string {
@@ -214,16 +228,16 @@ export function pairsTable(rows: readonly PairRow[]): string {
       Math.round(row.referenceRps).toLocaleString('en-US'),
       row.ratio.toFixed(2),
       `${row.low.toFixed(2)}–${row.high.toFixed(2)}`,
-      costRatio(row).toFixed(2),
+      row.cost.toFixed(2),
       row.nodeUs.toFixed(1),
       row.referenceNodeUs.toFixed(1),
-      ((row.rps * row.nodeUs + row.referenceRps * row.referenceNodeUs) / 1e6).toFixed(2),
+      row.busy === undefined ? '' : row.busy.toFixed(2),
     ]),
   )
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const rows = await runPairs({
+  const { rows } = await runPairs({
     rounds: Number(argument('rounds', '5')),
     duration: Number(argument('duration', '2')),
     frameworks: argument('frameworks', 'express,koa,fastify').split(','),
