@@ -444,8 +444,8 @@ export class RateLimiter {
     if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
     if (known !== undefined) this.#breaker(known, (each) => each.success(known))
     const { notices } = decision
-    if (notices !== undefined)
-      for (const notice of notices) this.#onError(notice, { operation, key: request.key })
+    // `!= null`: a store written in JavaScript may answer `notices: null`.
+    if (notices != null) for (const notice of notices) this.#onError(notice, { operation, key: request.key })
     return toResult(request, decision, 'store')
   }
 

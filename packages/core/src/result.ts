@@ -134,7 +134,7 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
 export function enforcedView(result: RateLimitResult): RateLimitResult | undefined {
   // The usual case, no shadow rule: the result itself, without a filtered copy of its rules.
   if (!result.rules.some(isShadow)) return result
-  const rules = result.rules.filter((outcome) => !outcome.rule.shadow)
+  const rules = result.rules.filter((outcome) => !isShadow(outcome))
   if (rules.length === 0) return undefined
   let reported = rules[0]!
   let remaining = Number.POSITIVE_INFINITY

@@ -303,7 +303,14 @@ export class RedisStore implements Store, ConcurrencyStore {
     if (mode === MODE.refund) args.push(String(at))
     const { script } = prepared
     const checked = (reply: unknown) => this.#checkReply(reply)
-    return Promise.resolve(this.#runner.evalSha(script.sha1, keys, args)).then(checked, (error: unknown) => {
+    let sent: Promise<unknown>
+    try {
+      sent = Promise.resolve(this.#runner.evalSha(script.sha1, keys, args))
+    } catch (error) {
+      // A client that throws instead of rejecting (NOSCRIPT included) is handled the same way.
+      sent = Promise.reject(error)
+    }
+    return sent.then(checked, (error: unknown) => {
       // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
       // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
       if (!isNoScript(error)) throw error
