@@ -56,8 +56,13 @@ ${targets(http, pairs.rows)}
 The HTTP matrix below loads one configuration after another; on these machines the speed of the whole machine
 drifts by 10–25 % between runs, more than the margins the targets ask about. Here the two servers of a pair run
 at once, each loaded by its own connections (25; 6 per process in \`-x4\` pairs) from one load generator, so that
-whatever slows the machine slows both in the same seconds. ${pairs.pinned ? 'Both servers are pinned to core 1 and the load generator and redis-server to core 0 (redis-server stands for a Redis on another machine): the core' : 'This run could not pin processes to cores (no `taskset`): the machine'}'s time is shared fairly
-between the two servers, so the ratio of their req/s is the inverse ratio of their costs per request. Each pair:
+whatever slows the machine slows both in the same seconds. ${
+  pairs.pinned
+    ? `Both servers are pinned to core 1, the load generator and redis-server to core 0
+(redis-server stands for a Redis on another machine): the core's`
+    : 'This run could not pin processes to cores (no `taskset`): the machine’s'
+} time is shared fairly between the two servers, so the ratio of their req/s is the inverse ratio of their
+costs per request. Each pair:
 one warm-up second, then ${quick ? 1 : 5} runs of ${quick ? 1 : 2} s; \`req/s ratio\` is the median of the runs'
 ratios with its range; \`cost ratio\` the median of the runs' ratios of CPU per response (the reference's ÷ ours);
 \`busy\` the median core time both servers used per second (under 1: the load generator was the bottleneck, and the
