@@ -20,7 +20,7 @@ import { promisify } from 'node:util'
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
-const packages = ['core', 'express', 'koa', 'fastify'] as const
+const packages = ['core', 'express', 'koa', 'fastify', 'otel'] as const
 type Package = (typeof packages)[number]
 
 /** The metadata npm pages link back with; every published package.json must carry it. */
@@ -39,7 +39,7 @@ interface Project {
   runs: Record<string, string>
   /** TypeScript versions to check with. */
   typescripts: ('5.9' | '7')[]
-  /** Whether the project must compile with no `@types/node` at all (core-only). */
+  /** Whether the project must compile with no `@types/node` at all (core only, and core with otel). */
   noNodeTypes?: boolean
 }
 
@@ -148,6 +148,53 @@ export async function build() {
 }
 `
 
+/** @ratewindow/otel beside core: the observer on a limiter, its options and its exported buckets. */
+const OTEL_PROGRAM = `import { metrics } from '@opentelemetry/api'
+import { fixedWindow, RateLimiter } from '@ratewindow/core'
+import { type RateLimitMetricsOptions, rateLimitMetrics, STORE_DURATION_BUCKETS } from '@ratewindow/otel'
+
+const options: RateLimitMetricsOptions = { meterProvider: metrics.getMeterProvider(), meterName: 'app' }
+export const limiter = new RateLimiter({
+  rules: fixedWindow({ limit: 10, window: '1m' }),
+  name: 'api',
+  observer: rateLimitMetrics(options),
+})
+export const buckets: readonly number[] = STORE_DURATION_BUCKETS
+`
+
+/** Runtime check of @ratewindow/otel: three decisions, collected through the SDK, counted by outcome. */
+function otelRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { RateLimiter, fixedWindow } = ${load('@ratewindow/core')}
+  const { rateLimitMetrics } = ${load('@ratewindow/otel')}
+  const { MeterProvider, MetricReader } = ${load('@opentelemetry/sdk-metrics')}
+  class Reader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const reader = new Reader()
+  const meterProvider = new MeterProvider({ readers: [reader] })
+  const limiter = new RateLimiter({
+    rules: fixedWindow({ limit: 2, window: '1m' }),
+    name: 'api',
+    observer: rateLimitMetrics({ meterProvider }),
+  })
+  for (let i = 0; i < 3; i++) await limiter.limit('k')
+  const { resourceMetrics } = await reader.collect()
+  const decisions = resourceMetrics.scopeMetrics
+    .flatMap((scope) => scope.metrics)
+    .find((metric) => metric.descriptor.name === 'ratewindow.decisions')
+  const counts = Object.fromEntries(
+    (decisions?.dataPoints ?? []).map((point) => [point.attributes['ratewindow.outcome'], point.value]),
+  )
+  if (counts.allowed !== 2 || counts.limited !== 1) throw new Error('decisions ' + JSON.stringify(counts))
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
 /** Runtime checks: each prints `ok` after seeing the limit applied (third request denied). */
 function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | 'fastify'): string {
   const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
@@ -215,6 +262,15 @@ const projects: Project[] = [
     dependencies: [],
     programs: { 'core.ts': CORE_PROGRAM },
     runs: { 'run-core.mjs': coreRun('esm'), 'run-core.cjs': coreRun('cjs') },
+    typescripts: ['5.9', '7'],
+    noNodeTypes: true,
+  },
+  {
+    name: 'otel',
+    tarballs: ['core', 'otel'],
+    dependencies: ['@opentelemetry/api@1', '@opentelemetry/sdk-metrics@3'],
+    programs: { 'otel.ts': OTEL_PROGRAM },
+    runs: { 'run-otel.mjs': otelRun('esm'), 'run-otel.cjs': otelRun('cjs') },
     typescripts: ['5.9', '7'],
     noNodeTypes: true,
   },
