@@ -179,6 +179,87 @@ describe('shadow mode', () => {
     expect(results[4]!.rule.name).toBe('hourly')
   })
 
+  it('a penalty on a shadow limiter: the block is reported as shadow-limited, with the time it would last', async () => {
+    const seen = recorder()
+    const clock = new ManualClock(1_700_000_000_000)
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1s', name: 'second' }),
+      store: new MemoryStore({ clock: clock.read }),
+      shadow: true,
+      penalty: { after: 1, within: '1m', block: '10s' },
+      observer: seen.observer,
+    })
+    const first = await limiter.limit('hugo')
+    const denial = await limiter.limit('hugo') // starts the block
+    clock.advance(5_000)
+    const blocked = await limiter.limit('hugo') // the rule admits; only the block would refuse
+    clock.advance(5_000)
+    const free = await limiter.limit('hugo')
+    expect(
+      [first, denial, blocked, free].map((result) => [result.allowed, result.shadow, result.blocked]),
+    ).toEqual([
+      [true, undefined, undefined],
+      [true, true, 10_000],
+      [true, true, 5_000],
+      [true, undefined, undefined],
+    ])
+    expect(blocked).toMatchObject({ retryAfter: 0, remaining: 0 })
+    expect(blocked.rules[0]!.allowed).toBe(true)
+    expect(seen.outcomes()).toEqual([
+      'allowed/store',
+      'shadow-limited/store',
+      'shadow-limited/store',
+      'allowed/store',
+    ])
+    expect(seen.decisions.map((event) => event.rule)).toEqual(['second', 'second', 'second', 'second'])
+  })
+
+  it('a penalty beside a shadow rule follows the enforcing rules only: shadow denials start no block', async () => {
+    const seen = recorder()
+    const limiter = new RateLimiter({
+      rules: [
+        fixedWindow({ limit: 1, window: '1m', name: 'burst', shadow: true }),
+        fixedWindow({ limit: 4, window: '1h', name: 'hourly' }),
+      ],
+      penalty: { after: 1, within: '1h', block: '10m' },
+      observer: seen.observer,
+    })
+    const results = []
+    for (let i = 0; i < 6; i++) results.push(await limiter.limit('kate'))
+    expect(results.map((result) => [result.allowed, result.blocked !== undefined])).toEqual([
+      [true, false],
+      [true, false],
+      [true, false],
+      [true, false],
+      [false, true], // the enforcing rule's first denial starts the block
+      [false, true],
+    ])
+    expect(results[4]!.blocked).toBe(600_000)
+    expect(seen.outcomes()).toEqual([
+      'allowed/store',
+      'shadow-limited/store',
+      'shadow-limited/store',
+      'shadow-limited/store',
+      'limited/store',
+      'limited/store',
+    ])
+  })
+
+  it('refunding a shadow-limited result of a shadow limiter gives back nothing (it was charged nothing)', async () => {
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }), shadow: true })
+    await limiter.limit('iris')
+    await limiter.limit('iris')
+    const over = await limiter.limit('iris')
+    expect(over.shadow).toBe(true)
+    await limiter.refund(over)
+    // Still two counted: the next request is shadow-limited too.
+    expect(await limiter.limit('iris')).toMatchObject({ allowed: true, shadow: true, remaining: 0 })
+    // An admitted request's refund still gives back its charge.
+    const admitted = await limiter.limit('jack')
+    await limiter.refund(admitted)
+    expect((await limiter.peek('jack', { cost: 0 })).remaining).toBe(2)
+  })
+
   it('switching a rule from shadow to enforcing keeps its counters (same namespace)', () => {
     const shadow = new RateLimiter({
       rules: fixedWindow({ limit: 2, window: '1m', shadow: true }),

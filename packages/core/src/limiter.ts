@@ -231,6 +231,8 @@ export class RateLimiter {
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
   ): Promise<void> {
     if (!result.allowed || result.cost === 0 || result.source === 'policy') return
+    // A shadow limiter's shadow-limited request was refused by its rules: nothing was charged to give back.
+    if (this.#allShadow && result.shadow) return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
     const store = result.source === 'fallback' ? this.#fallback : this.store
