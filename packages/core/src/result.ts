@@ -27,7 +27,8 @@ export interface RateLimitResult {
   retryAfter: number
   /**
    * With a `penalty`: how long (ms) the key stays blocked, when it is (this request's denial may have started
-   * the block). `retryAfter` is at least this. Absent when the key is not blocked.
+   * the block). `retryAfter` is at least this. Absent when the key is not blocked. In shadow mode, the block
+   * enforcing would impose: the request passes, and `retryAfter` is 0.
    */
   blocked?: number
   /** The identifier that was limited. */
