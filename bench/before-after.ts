@@ -12,12 +12,13 @@ import { pathToFileURL } from 'node:url'
 import * as after from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
-import { median, table } from './stats.js'
+import { argument, median, table } from './stats.js'
 
 type Core = typeof after
-const index = process.argv.indexOf('--before')
-if (index < 0) throw new Error('usage: before-after.ts --before <path to an earlier dist/index.js>')
-const before = (await import(pathToFileURL(resolve(process.cwd(), process.argv[index + 1]!)).href)) as Core
+const beforePath = argument('before')
+if (beforePath === undefined)
+  throw new Error('usage: before-after.ts --before <path to an earlier dist/index.js>')
+const before = (await import(pathToFileURL(resolve(process.cwd(), beforePath)).href)) as Core
 
 const binding = {
   name: 'bench',
@@ -57,13 +58,9 @@ const cpuNsPerOp =
   }
 
 type Round = () => Promise<number>
-const option = (name: string) => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at > 0 ? process.argv[at + 1] : undefined
-}
-const ROUNDS = Number(option('rounds') ?? 7)
+const ROUNDS = Number(argument('rounds') ?? 7)
 /** `--only <text>`: the cases whose name contains it. */
-const only = option('only')
+const only = argument('only')
 
 /** A local redis-server for the RedisStore case, started when that case runs. */
 let redis: { server: RedisServer; client: Redis } | undefined

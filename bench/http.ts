@@ -24,12 +24,7 @@ import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
 import { PEERS } from './peers.js'
-import { median, table } from './stats.js'
-
-const argument = (name: string, fallback: string) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index > 0 ? process.argv[index + 1]! : fallback
-}
+import { argument, median, table } from './stats.js'
 
 export interface HttpRow {
   framework: string
@@ -101,33 +96,42 @@ export async function startServer(
   return { port: JSON.parse(line.toString()).port as number, child }
 }
 
-export async function cpuOf(child: ChildProcess): Promise<number> {
+async function cpuOf(child: ChildProcess): Promise<number> {
   const reply = once(child, 'message') as Promise<[{ cpu: number }]>
   child.send('cpu')
   return (await reply)[0].cpu
 }
 
-export async function redisCpu(redis: Redis): Promise<number> {
+async function redisCpu(redis: Redis): Promise<number> {
   const info = await redis.info('cpu')
   const field = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0)
   return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
 }
 
-/** One load run against all of a configuration's servers at once, 50 connections shared between them. */
-async function load(servers: readonly Server[], keys: number, seconds: number, redis: Redis) {
+/**
+ * One load run against all of a configuration's servers at once, `connections` shared between them; Redis CPU
+ * per response when `redis` is given (else 0).
+ */
+export async function load(
+  servers: readonly Server[],
+  keys: number,
+  seconds: number,
+  connections: number,
+  redis?: Redis,
+) {
   const cpuBefore = await Promise.all(servers.map((server) => cpuOf(server.child)))
-  const redisBefore = await redisCpu(redis)
+  const redisBefore = redis ? await redisCpu(redis) : 0
   const results = await Promise.all(
     servers.map((server, i) =>
       loadOne(
         server.port,
         keys,
         seconds,
-        Math.floor(50 / servers.length) + (i < 50 % servers.length ? 1 : 0),
+        Math.floor(connections / servers.length) + (i < connections % servers.length ? 1 : 0),
       ),
     ),
   )
-  const redisAfter = await redisCpu(redis)
+  const redisAfter = redis ? await redisCpu(redis) : 0
   const cpuAfter = await Promise.all(servers.map((server) => cpuOf(server.child)))
   const responses = results.reduce((sum, result) => sum + result.responses, 0) || 1
   const nodeCpu = cpuAfter.reduce((sum, cpu, i) => sum + cpu - cpuBefore[i]!, 0)
@@ -140,7 +144,7 @@ async function load(servers: readonly Server[], keys: number, seconds: number, r
   }
 }
 
-export async function loadOne(port: number, keys: number, seconds: number, connections: number) {
+async function loadOne(port: number, keys: number, seconds: number, connections: number) {
   let next = 0
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/`,
@@ -219,12 +223,12 @@ export async function runHttp(
           servers.set(config, list)
         }
         try {
-          for (const config of configs) await load(servers.get(config)!, keys, 1, info) // warm-up
+          for (const config of configs) await load(servers.get(config)!, keys, 1, 50, info) // warm-up
           type Sample = Awaited<ReturnType<typeof load>>
           const samples = new Map<string, Sample[]>(configs.map((c) => [c, []]))
           for (let round = 0; round < rounds; round++) {
             for (const config of configs)
-              samples.get(config)!.push(await load(servers.get(config)!, keys, duration, info))
+              samples.get(config)!.push(await load(servers.get(config)!, keys, duration, 50, info))
           }
           const rpsOf = (config: string) => median(samples.get(config)!.map((sample) => sample.rps))
           for (const config of configs) {
@@ -292,11 +296,11 @@ export function httpTable(rows: readonly HttpRow[]): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const rows = await runHttp({
-    rounds: Number(argument('rounds', '3')),
-    duration: Number(argument('duration', '3')),
-    frameworks: argument('frameworks', 'express,koa,fastify').split(','),
-    cases: process.argv.includes('--cases') ? argument('cases', '').split(',') : undefined,
-    configs: process.argv.includes('--configs') ? argument('configs', '').split(',') : undefined,
+    rounds: Number(argument('rounds') ?? '3'),
+    duration: Number(argument('duration') ?? '3'),
+    frameworks: (argument('frameworks') ?? 'express,koa,fastify').split(','),
+    cases: argument('cases')?.split(','),
+    configs: argument('configs')?.split(','),
   })
   console.log(httpTable(rows))
 }

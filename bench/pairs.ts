@@ -22,14 +22,9 @@
 import { spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { RedisServer } from '../test/support/redis-server.js'
-import { cpuOf, loadOne, type Server, startServer } from './http.js'
+import { load, type Server, startServer } from './http.js'
 import { PEERS } from './peers.js'
-import { median, table } from './stats.js'
-
-const argument = (name: string, fallback: string) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index > 0 ? process.argv[index + 1]! : fallback
-}
+import { argument, median, table } from './stats.js'
 
 export interface PairRow {
   framework: string
@@ -134,26 +129,11 @@ export async function runPairs(
           }
           try {
             const sides = [await start(config), await start(reference)]
-            const connections = x4 ? 6 : 25
-            const measure = async (seconds: number) => {
-              const before = await Promise.all(
-                sides.map((side) => Promise.all(side.map((s) => cpuOf(s.child)))),
+            // 25 connections for a one-process side, 6 per process for a 4-process one.
+            const measure = (seconds: number) =>
+              Promise.all(
+                sides.map((side) => load(side, keys, seconds, side.length > 1 ? 6 * side.length : 25)),
               )
-              const results = await Promise.all(
-                sides.map((side) =>
-                  Promise.all(side.map((server) => loadOne(server.port, keys, seconds, connections))),
-                ),
-              )
-              const after = await Promise.all(
-                sides.map((side) => Promise.all(side.map((s) => cpuOf(s.child)))),
-              )
-              return sides.map((_, i) => {
-                const rps = results[i]!.reduce((sum, result) => sum + result.rps, 0)
-                const responses = results[i]!.reduce((sum, result) => sum + result.responses, 0) || 1
-                const cpu = after[i]!.reduce((sum, value, j) => sum + value - before[i]![j]!, 0)
-                return { rps, nodeUs: cpu / responses }
-              })
-            }
             await measure(1)
             const samples: (Omit<PairRow, 'framework' | 'keys' | 'config' | 'reference' | 'low' | 'high'> & {
               busy: number
@@ -238,15 +218,13 @@ export function pairsTable(rows: readonly PairRow[]): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { rows } = await runPairs({
-    rounds: Number(argument('rounds', '5')),
-    duration: Number(argument('duration', '2')),
-    frameworks: argument('frameworks', 'express,koa,fastify').split(','),
-    keys: argument('keys', '1,10000').split(',').map(Number),
-    pairs: process.argv.includes('--pairs')
-      ? argument('pairs', '')
-          .split(',')
-          .map((pair) => pair.split(':') as [string, string])
-      : undefined,
+    rounds: Number(argument('rounds') ?? '5'),
+    duration: Number(argument('duration') ?? '2'),
+    frameworks: (argument('frameworks') ?? 'express,koa,fastify').split(','),
+    keys: (argument('keys') ?? '1,10000').split(',').map(Number),
+    pairs: argument('pairs')
+      ?.split(',')
+      .map((pair) => pair.split(':') as [string, string]),
   })
   console.log(pairsTable(rows))
 }

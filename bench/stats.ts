@@ -1,5 +1,11 @@
 /** Small helpers for benchmarks: medians of repeated rounds, aligned tables. */
 
+/** The value after `--name` on the command line, if given. */
+export function argument(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`)
+  return index > 0 ? process.argv[index + 1] : undefined
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = Math.floor(sorted.length / 2)
