@@ -302,7 +302,6 @@ export class RedisStore implements Store, ConcurrencyStore {
     for (const arg of prepared.args) args.push(arg)
     if (mode === MODE.refund) args.push(String(at))
     const { script } = prepared
-    const checked = (reply: unknown) => this.#checkReply(reply)
     let sent: Promise<unknown>
     try {
       sent = Promise.resolve(this.#runner.evalSha(script.sha1, keys, args))
@@ -310,13 +309,16 @@ export class RedisStore implements Store, ConcurrencyStore {
       // A client that throws instead of rejecting (NOSCRIPT included) is handled the same way.
       sent = Promise.reject(error)
     }
-    return sent.then(checked, (error: unknown) => {
+    return sent.then(this.#checked, (error: unknown) => {
       // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
       // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
       if (!isNoScript(error)) throw error
-      return Promise.resolve(this.#runner.eval(script.lua, keys, args)).then(checked)
+      return Promise.resolve(this.#runner.eval(script.lua, keys, args)).then(this.#checked)
     })
   }
+
+  /** `#checkReply` as a callback, made once rather than per decision. */
+  readonly #checked = (reply: unknown): number[] => this.#checkReply(reply)
 
   #checkReply(reply: unknown): number[] {
     if (!Array.isArray(reply) || reply.length < 2) {
