@@ -260,6 +260,24 @@ describe('shadow mode', () => {
     expect((await limiter.peek('jack', { cost: 0 })).remaining).toBe(2)
   })
 
+  it('settling a shadow-limited result of a shadow limiter neither gives back nor charges (it was charged nothing)', async () => {
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }), shadow: true })
+    await limiter.limit('kim')
+    await limiter.limit('kim')
+    const over = await limiter.limit('kim')
+    expect(over.shadow).toBe(true)
+    // Downwards: a refund of 1 would free a unit that was never counted.
+    expect(await limiter.settle({ ...over }, 0)).toEqual({ charged: 0, refunded: 0, uncharged: 0 })
+    // Upwards: a charge would count what the rules refused.
+    expect(await limiter.settle({ ...over }, 3)).toEqual({ charged: 0, refunded: 0, uncharged: 2 })
+    expect((await limiter.peek('kim', { cost: 0 })).remaining).toBe(0)
+    expect(await limiter.limit('kim')).toMatchObject({ allowed: true, shadow: true })
+    // An admitted request still settles as before.
+    const admitted = await limiter.limit('lou')
+    expect(await limiter.settle(admitted, 0)).toEqual({ charged: 0, refunded: 1, uncharged: 0 })
+    expect((await limiter.peek('lou', { cost: 0 })).remaining).toBe(2)
+  })
+
   it('switching a rule from shadow to enforcing keeps its counters (same namespace)', () => {
     const shadow = new RateLimiter({
       rules: fixedWindow({ limit: 2, window: '1m', shadow: true }),

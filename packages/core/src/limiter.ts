@@ -224,6 +224,14 @@ export class RateLimiter {
   }
 
   /**
+   * A shadow limiter's shadow-limited request was refused by its rules, so nothing was charged: there is nothing
+   * to give back (refund) or to settle either way.
+   */
+  #chargedNothing(result: Pick<RateLimitResult, 'shadow'>): boolean {
+    return this.#allShadow && result.shadow === true
+  }
+
+  /**
    * Gives back an admitted request, e.g. one whose response should not count. Pass its result. Waits at most
    * `timeout`; a failure is reported to `onError`, never thrown.
    */
@@ -231,8 +239,7 @@ export class RateLimiter {
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
   ): Promise<void> {
     if (!result.allowed || result.cost === 0 || result.source === 'policy') return
-    // A shadow limiter's shadow-limited request was refused by its rules: nothing was charged to give back.
-    if (this.#allShadow && result.shadow) return
+    if (this.#chargedNothing(result)) return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
     const store = result.source === 'fallback' ? this.#fallback : this.store
@@ -261,7 +268,7 @@ export class RateLimiter {
    * reported to `onError` and nothing is charged. Throws only for a bad `actualCost`.
    */
   async settle(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source'>,
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
     actualCost: number,
   ): Promise<SettleResult> {
     if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
@@ -269,6 +276,7 @@ export class RateLimiter {
     }
     const none = { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
     if (!result.allowed || actualCost === result.cost || result.source === 'policy') return none
+    if (this.#chargedNothing(result)) return none
     const store = result.source === 'fallback' ? this.#fallback : this.store
     if (store === undefined) return none
     checkKey(result.key)
