@@ -1,39 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
-import { guardedReporter, throttledErrorLog, withTimeout } from './failure.js'
+import type { FailureContext } from './options.js'
+import { guardedReporter, throttledErrorLog } from './report.js'
+import { StoreGateway } from './store-gateway.js'
 import { MemoryStore } from './stores/memory.js'
-import type { Awaitable } from './stores/types.js'
-
-/** One lease request: a slot for `id` under `key`, held until released or until `leaseMs` has passed. */
-export interface LeaseRequest {
-  prefix: string
-  key: string
-  /** Unique per request: released by this id. */
-  id: string
-  /** Most leases held at once for the key. */
-  limit: number
-  /** How long a lease lives unless released: a crashed process's slots come back after it. */
-  leaseMs: number
-}
-
-/** A store's answer to `acquire`. */
-export interface LeaseDecision {
-  allowed: boolean
-  /** Leases held now, this one included when allowed. */
-  inFlight: number
-  /** When the earliest lease held expires, from now (ms); 0 when none is held. */
-  nextExpiry: number
-}
-
-/**
- * Where in-flight leases live: `MemoryStore` and `RedisStore` implement it. Expired leases are dropped on every
- * acquire, so a process that died holding slots gives them back after the lease time.
- */
-export interface ConcurrencyStore {
-  acquire(request: LeaseRequest): Awaitable<LeaseDecision>
-  release(request: Omit<LeaseRequest, 'limit'>): Awaitable<void>
-}
+import type { ConcurrencyStore, LeaseRequest } from './stores/types.js'
 
 export interface ConcurrencyLimiterOptions {
   /** Most requests in flight at once per key: a positive whole number. */
@@ -84,9 +56,9 @@ export class ConcurrencyLimiter {
   readonly leaseMs: number
   readonly store: ConcurrencyStore
   readonly prefix: string
-  readonly #timeout: number
   readonly #allowOnError: boolean
-  readonly #onError: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => void
+  /** Every call to the store goes through here (the limiter's path: timeout and `onError`; no breaker). */
+  readonly #gateway: StoreGateway<ConcurrencyStore>
 
   constructor(options: ConcurrencyLimiterOptions) {
     requireObject(options, 'options', '{ limit: 10 }')
@@ -125,9 +97,15 @@ export class ConcurrencyLimiter {
     this.leaseMs = parseTimerDuration(lease, 'lease')
     this.store = store
     this.prefix = prefix
-    this.#timeout = parseTimerDuration(timeout, 'timeout')
     this.#allowOnError = onStoreError === 'allow'
-    this.#onError = guardedReporter(onError)
+    this.#gateway = new StoreGateway(store, {
+      limiter: prefix,
+      role: 'store',
+      timeoutMs: parseTimerDuration(timeout, 'timeout'),
+      // Only acquire and release are reported through this gateway: the narrower context of this `onError`.
+      onError: guardedReporter(onError) as (error: unknown, context: FailureContext) => void,
+      circuitBreaker: false,
+    })
   }
 
   /** Takes a slot for `key` if one is free. Never rejects for a store failure (the failure policy answers). */
@@ -146,38 +124,19 @@ export class ConcurrencyLimiter {
       limit: this.limit,
       leaseMs: this.leaseMs,
     }
-    let decision: LeaseDecision
-    try {
-      decision = await withTimeout(
-        call(() => this.store.acquire(request)),
-        this.#timeout,
-        'store.acquire',
-      )
-    } catch (error) {
-      this.#onError(error, { operation: 'acquire', key })
+    const decision = await this.#gateway.acquire(request)
+    if (decision === undefined) {
       // A lease may still have been taken: release it in the background when the policy lets the request in,
       // and also when it refuses it, so that a late acquire never holds a slot until its lease expires.
-      void this.#release(request)
+      void this.#gateway.release(request)
       return this.#result(key, this.#allowOnError, 0, 'policy', async () => {})
     }
     let released = !decision.allowed
     return this.#result(key, decision.allowed, decision.inFlight, 'store', async () => {
       if (released) return
       released = true
-      await this.#release(request)
+      await this.#gateway.release(request)
     })
-  }
-
-  async #release(request: LeaseRequest): Promise<void> {
-    try {
-      await withTimeout(
-        call(() => this.store.release(request)),
-        this.#timeout,
-        'store.release',
-      )
-    } catch (error) {
-      this.#onError(error, { operation: 'release', key: request.key })
-    }
   }
 
   #result(
@@ -196,14 +155,5 @@ export class ConcurrencyLimiter {
       source,
       release,
     }
-  }
-}
-
-/** Runs a store call, turning a synchronous throw into a rejection. */
-function call<T>(run: () => Awaitable<T>): Promise<T> {
-  try {
-    return Promise.resolve(run())
-  } catch (error) {
-    return Promise.reject(error)
   }
 }

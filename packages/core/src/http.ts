@@ -1,9 +1,8 @@
 import { fixedWindow } from './algorithms/index.js'
 import type { Rule } from './algorithms/types.js'
 import { isThenable } from './awaitable.js'
-import { ConcurrencyLimiter, type ConcurrencyResult, type ConcurrencyStore } from './concurrency.js'
+import { ConcurrencyLimiter, type ConcurrencyResult } from './concurrency.js'
 import { invalid, RateLimitError } from './errors.js'
-import { guardedReporter, throttledErrorLog } from './failure.js'
 import {
   addConcurrencyHeaders,
   type HeaderOptions,
@@ -22,8 +21,9 @@ import { ipKey } from './keys.js'
 import { RateLimiter } from './limiter.js'
 import { type Identity, namespaceOf } from './namespaces.js'
 import { type FailureContext, LIMITER_DEFAULTS, parseRules } from './options.js'
+import { guardedReporter, throttledErrorLog } from './report.js'
 import { enforcedView, type RateLimitResult, SettleableResult } from './result.js'
-import type { Awaitable } from './stores/types.js'
+import type { Awaitable, ConcurrencyStore } from './stores/types.js'
 
 /** What an adapter tells the engine about its framework. */
 export interface FrameworkBinding<Req> {
@@ -443,7 +443,7 @@ export class HttpRateLimiter<Req> {
     response.once('close', settle)
   }
 
-  /** Reports to `onError`, which cannot throw or reject into the request (failure.ts guardedReporter). */
+  /** Reports to `onError`, which cannot throw or reject into the request (report.ts guardedReporter). */
   #report(error: unknown, context: FailureContext): void {
     this.#reportError(error, context)
   }

@@ -13,17 +13,14 @@ export {
   type WindowRuleOptions,
 } from './algorithms/index.js'
 export type { BlockedCacheOptions } from './blocked-cache.js'
+export type { CircuitBreakerOptions } from './circuit-breaker.js'
 export {
   ConcurrencyLimiter,
   type ConcurrencyLimiterOptions,
   type ConcurrencyResult,
-  type ConcurrencyStore,
-  type LeaseDecision,
-  type LeaseRequest,
 } from './concurrency.js'
 export type { Duration, DurationUnit } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
-export type { CircuitBreakerOptions } from './failure.js'
 export { type HeaderFormat, type HeaderOptions, partitionKey, rateLimitHeaders } from './headers.js'
 export {
   type EngineScope,
@@ -39,7 +36,7 @@ export {
   type ResponseBody,
 } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export { type LimitOptions, RateLimiter, type SettleResult } from './limiter.js'
+export { type LimitOptions, RateLimiter } from './limiter.js'
 export type {
   BreakerEvent,
   BreakerState,
@@ -51,7 +48,7 @@ export type {
 } from './observe.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { PenaltyOptions } from './penalty.js'
-export type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
+export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
 export {
   glideRunner,
   ioredisRunner,
@@ -62,4 +59,14 @@ export {
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
 export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
-export type { Awaitable, Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './stores/types.js'
+export type {
+  Awaitable,
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from './stores/types.js'

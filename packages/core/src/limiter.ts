@@ -1,29 +1,15 @@
 import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
-import { isThenable } from './awaitable.js'
 import { BlockedCache } from './blocked-cache.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
-import { CircuitBreaker, failureKind, guardedReporter, ScopedBreakers, withTimeout } from './failure.js'
 import { claimNamespace, type Identity } from './namespaces.js'
-import type { BreakerEvent, BreakerState, DecisionEvent, StoreCallEvent } from './observe.js'
-import { guardedObserver } from './observe.js'
-import { type FailureContext, type RateLimiterOptions, resolveLimiterOptions } from './options.js'
+import type { DecisionEvent } from './observe.js'
+import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import type { Penalty } from './penalty.js'
-import { policyResult, type RateLimitResult, type RuleResult, toResult } from './result.js'
+import { guardedObserver, guardedReporter } from './report.js'
+import { policyResult, type RateLimitResult, type RuleResult, type SettleResult, toResult } from './result.js'
+import { StoreFailure, StoreGateway } from './store-gateway.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
-
-/** The scope of every request when the store names none (one server, or a store that cannot tell). */
-const WHOLE_STORE = ''
-
-/** What `settle` did. */
-export interface SettleResult {
-  /** Units charged on top of the estimate (at most what the rules still admitted: never below zero). */
-  charged: number
-  /** Units of the estimate given back (by the refund rules of each algorithm). */
-  refunded: number
-  /** Units of the actual cost above the estimate that could not be charged (the quota was spent). */
-  uncharged: number
-}
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -61,16 +47,12 @@ export class RateLimiter {
   /** Whether every rule is in shadow mode (the limiter's `shadow`, or each rule's). */
   readonly #allShadow: boolean
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
-  readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
-  readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
-  readonly #timeout: number
   readonly #allowOnError: boolean
-  readonly #fallback: Store | undefined
-  readonly #onError: (error: unknown, context: FailureContext) => void
-  readonly #breakers: ScopedBreakers | undefined
-  readonly #fallbackBreaker: CircuitBreaker | undefined
+  /** Every call to the store goes through here; the fallback store has a gateway of its own. */
+  readonly #store: StoreGateway
+  readonly #fallback: StoreGateway | undefined
   readonly #blocked: BlockedCache | undefined
   readonly #release: () => void
 
@@ -95,19 +77,21 @@ export class RateLimiter {
         ? []
         : Object.freeze(this.rules.filter((rule) => rule.shadow))
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
-    this.#onStoreCall = guardedObserver(config.observer?.onStoreCall, 'onStoreCall')
-    this.#onBreaker = guardedObserver(config.observer?.onBreaker, 'onBreaker')
     this.penalty = config.penalty
-    this.#timeout = config.timeoutMs
     this.#allowOnError = config.allowOnError
-    this.#fallback = config.fallback
-    this.#onError = guardedReporter(config.onError)
-    const { circuitBreaker } = config
-    this.#breakers = circuitBreaker === false ? undefined : new ScopedBreakers(circuitBreaker)
-    this.#fallbackBreaker =
-      circuitBreaker === false || config.fallback === undefined
+    const gateway = {
+      limiter: this.name,
+      timeoutMs: config.timeoutMs,
+      onError: guardedReporter(config.onError),
+      circuitBreaker: config.circuitBreaker,
+      onStoreCall: guardedObserver(config.observer?.onStoreCall, 'onStoreCall'),
+      onBreaker: guardedObserver(config.observer?.onBreaker, 'onBreaker'),
+    }
+    this.#store = new StoreGateway(this.store, { ...gateway, role: 'store' })
+    this.#fallback =
+      config.fallback === undefined
         ? undefined
-        : new CircuitBreaker(circuitBreaker)
+        : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#release = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
   }
@@ -145,7 +129,8 @@ export class RateLimiter {
     const cached = this.#blocked?.get(key, request.cost)
     if (cached !== undefined) return this.#finishLimit(request, cached, mixed, route)
     const decided = this.#decide(mixed ? { ...request, rules: this.#enforcing } : request, 'consume')
-    if (isThenable(decided)) return decided.then((result) => this.#afterStore(request, result, mixed, route))
+    if (decided instanceof Promise)
+      return decided.then((result) => this.#afterStore(request, result, mixed, route))
     return this.#afterStore(request, decided, mixed, route)
   }
 
@@ -242,21 +227,11 @@ export class RateLimiter {
     if (this.#chargedNothing(result)) return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
-    const store = result.source === 'fallback' ? this.#fallback : this.store
-    if (store === undefined) return
+    const gateway = result.source === 'fallback' ? this.#fallback : this.#store
+    if (gateway === undefined) return
     // Shadow rules next to enforcing ones counted the request only when they admitted it.
     const sets = this.#shadowRules.length > 0 && result.shadow ? [this.#enforcing] : this.#ruleSets()
-    for (const rules of sets) {
-      try {
-        await withTimeout(
-          call(() => store.refund({ ...request, rules, at: result.at })),
-          this.#timeout,
-          'store.refund',
-        )
-      } catch (error) {
-        this.#onError(error, { operation: 'refund', key: result.key })
-      }
-    }
+    for (const rules of sets) await gateway.refund({ ...request, rules, at: result.at })
   }
 
   /**
@@ -277,46 +252,22 @@ export class RateLimiter {
     const none = { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
     if (!result.allowed || actualCost === result.cost || result.source === 'policy') return none
     if (this.#chargedNothing(result)) return none
-    const store = result.source === 'fallback' ? this.#fallback : this.store
-    if (store === undefined) return none
+    const gateway = result.source === 'fallback' ? this.#fallback : this.#store
+    if (gateway === undefined) return none
     checkKey(result.key)
     const base = this.#request(result.key, 0)
     this.#blocked?.delete(result.key)
     if (actualCost < result.cost) {
       const refunded = result.cost - actualCost
-      try {
-        await withTimeout(
-          call(() => store.refund({ ...base, cost: refunded, at: result.at })),
-          this.#timeout,
-          'store.refund',
-        )
-      } catch (error) {
-        this.#onError(error, { operation: 'refund', key: result.key })
-        return none
-      }
+      if (!(await gateway.refund({ ...base, cost: refunded, at: result.at }))) return none
       result.cost = actualCost
       return { charged: 0, refunded, uncharged: 0 }
     }
     const extra = actualCost - result.cost
-    try {
-      if (typeof store.charge !== 'function') {
-        throw new RateLimitError(
-          'ERR_RATEWINDOW_STORE',
-          'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
-        )
-      }
-      const { charged, notices } = await withTimeout(
-        call(() => store.charge!({ ...base, cost: extra })),
-        this.#timeout,
-        'store.charge',
-      )
-      for (const notice of notices ?? []) this.#onError(notice, { operation: 'settle', key: result.key })
-      result.cost += charged
-      return { charged, refunded: 0, uncharged: extra - charged }
-    } catch (error) {
-      this.#onError(error, { operation: 'settle', key: result.key })
-      return none
-    }
+    const charged = await gateway.charge({ ...base, cost: extra })
+    if (charged === undefined) return none
+    result.cost += charged
+    return { charged, refunded: 0, uncharged: extra - charged }
   }
 
   /**
@@ -326,16 +277,10 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     checkKey(key)
     this.#blocked?.delete(key)
-    const resets = [this.store, this.#fallback].flatMap((store) =>
-      store === undefined
+    const resets = [this.#store, this.#fallback].flatMap((gateway) =>
+      gateway === undefined
         ? []
-        : this.#ruleSets().map((rules) =>
-            withTimeout(
-              call(() => store.reset({ prefix: this.namespace, key, rules })),
-              this.#timeout,
-              store === this.store ? 'store.reset' : 'fallback.reset',
-            ),
-          ),
+        : this.#ruleSets().map((rules) => gateway.reset({ prefix: this.namespace, key, rules })),
     )
     await Promise.all(resets)
     this.#blocked?.delete(key)
@@ -362,204 +307,51 @@ export class RateLimiter {
     this.#onDecision!(event)
   }
 
-  #reportStoreCall(
-    store: 'store' | 'fallback',
-    operation: 'consume' | 'peek',
-    started: number,
-    error?: unknown,
-  ): void {
-    const event: StoreCallEvent = {
-      limiter: this.name,
-      store,
-      operation,
-      durationMs: performance.now() - started,
-    }
-    if (error !== undefined) {
-      event.error = error
-      event.errorKind =
-        error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT'
-          ? 'timeout'
-          : failureKind(error)
-    }
-    this.#onStoreCall!(event)
-  }
-
-  /** Runs a change of a scope's breaker, reporting a change of its state to `onBreaker`. */
-  #breaker<T>(scope: string | number, change: (breakers: ScopedBreakers) => T): T {
-    const breakers = this.#breakers!
-    if (this.#onBreaker === undefined) return change(breakers)
-    const from = breakers.state(scope)
-    const value = change(breakers)
-    const to = breakers.state(scope)
-    if (from !== to) this.#onBreaker({ limiter: this.name, store: 'store', scope, from, to })
-    return value
-  }
-
-  /** The same for the fallback store's breaker. */
-  #fallbackChange<T>(change: (breaker: CircuitBreaker) => T): T {
-    const breaker = this.#fallbackBreaker!
-    if (this.#onBreaker === undefined) return change(breaker)
-    const from: BreakerState = breaker.state
-    const value = change(breaker)
-    const to = breaker.state
-    if (from !== to) this.#onBreaker({ limiter: this.name, store: 'fallback', scope: WHOLE_STORE, from, to })
-    return value
-  }
-
   /**
    * The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure.
    * Synchronous (no promise) when the store answers synchronously and well.
    */
   #decide(request: StoreRequest, operation: 'consume' | 'peek'): Awaitable<RateLimitResult> {
-    const breakers = this.#breakers
-    // While no scope has failed, the healthy path computes no scope at all.
-    const known = breakers === undefined || breakers.idle ? undefined : this.#scopeOf(request)
-    if (known !== undefined && !this.#breaker(known, (each) => each.allows(known))) {
-      return this.#withoutStore(request, operation, known, undefined)
-    }
-    const started = this.#onStoreCall === undefined ? 0 : performance.now()
-    let pending: Awaitable<Decision>
-    try {
-      pending = this.store[operation](request)
-      // A synchronous store (the memory store) is answered without a promise.
-      if (!isThenable(pending)) return this.#storeAnswered(request, operation, pending, started, known)
-    } catch (error) {
-      return this.#storeFailed(request, operation, error, undefined, started, known)
-    }
-    return this.#awaitStore(request, operation, pending, started, known)
+    const decided = this.#store.decide(request, operation)
+    // The gateway answers a Decision, a StoreFailure, or (for an asynchronous store) a native promise of either.
+    if (decided instanceof Promise) return decided.then((each) => this.#fromStore(request, operation, each))
+    return this.#fromStore(request, operation, decided as Decision | StoreFailure)
   }
 
-  async #awaitStore(
+  #fromStore(
     request: StoreRequest,
     operation: 'consume' | 'peek',
-    pending: PromiseLike<Decision>,
-    started: number,
-    known: string | number | undefined,
-  ): Promise<RateLimitResult> {
-    try {
-      const decision = await withTimeout(pending, this.#timeout, `store.${operation}`)
-      return this.#storeAnswered(request, operation, decision, started, known)
-    } catch (error) {
-      return this.#storeFailed(request, operation, error, pending, started, known)
-    }
-  }
-
-  #storeAnswered(
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-    decision: Decision,
-    started: number,
-    known: string | number | undefined,
-  ): RateLimitResult {
-    if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started)
-    if (known !== undefined) this.#breaker(known, (each) => each.success(known))
-    const { notices } = decision
-    // `!= null`: a store written in JavaScript may answer `notices: null`.
-    if (notices != null) for (const notice of notices) this.#onError(notice, { operation, key: request.key })
-    return toResult(request, decision, 'store')
-  }
-
-  /** The store failed (threw, rejected or timed out): reported, then the fallback or the failure policy. */
-  #storeFailed(
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-    error: unknown,
-    pending: PromiseLike<Decision> | undefined,
-    started: number,
-    known: string | number | undefined,
-  ): Promise<RateLimitResult> {
-    if (this.#onStoreCall !== undefined) this.#reportStoreCall('store', operation, started, error)
-    const late =
-      operation === 'consume' && pending !== undefined ? [{ store: this.store, pending }] : undefined
-    const scope = known ?? this.#scopeOf(request)
-    // A key's own error proves the server answered: the scope is healthy.
-    if (this.#breakers !== undefined) {
-      if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
-      else this.#breaker(scope, (each) => each.failure(scope))
-    }
-    this.#onError(
-      error,
-      scope === WHOLE_STORE ? { operation, key: request.key } : { operation, key: request.key, scope },
-    )
-    return this.#withoutStore(request, operation, scope, late)
+    decided: Decision | StoreFailure,
+  ): Awaitable<RateLimitResult> {
+    if (decided instanceof StoreFailure) return this.#withoutStore(request, operation, decided)
+    return toResult(request, decided, 'store')
   }
 
   /**
-   * The fallback's answer, or the failure policy's, when the store failed or its breaker is open. Both stores
-   * are waited on for at most `timeout` each. A `consume` that timed out may still be applied by the store
-   * later: when the request was refused (policy `'deny'`, or a denial by the fallback), such a late charge is
-   * refunded as soon as it arrives; when the request was let through, it stands, since the request was served.
+   * The fallback's answer, or the failure policy's, when the store failed or its breaker is open. A `consume`
+   * that timed out may still be applied by a store later: when the request was refused (policy `'deny'`, or a
+   * denial by the fallback), such a late charge is refunded as soon as it arrives; when the request was let
+   * through, it stands, since the request was served.
    */
   async #withoutStore(
     request: StoreRequest,
     operation: 'consume' | 'peek',
-    scope: string | number,
-    late: { store: Store; pending: PromiseLike<Decision> }[] | undefined,
+    failure: StoreFailure,
   ): Promise<RateLimitResult> {
-    const breakers = this.#breakers
     let result: RateLimitResult | undefined
+    let fallbackFailure: StoreFailure | undefined
     const fallback = this.#fallback
-    const fallbackBreaker = this.#fallbackBreaker
-    if (
-      fallback !== undefined &&
-      (fallbackBreaker === undefined || this.#fallbackChange((b) => b.allows()))
-    ) {
-      let pending: Awaitable<Decision> | undefined
-      const started = this.#onStoreCall === undefined ? 0 : performance.now()
-      try {
-        pending = fallback[operation](request)
-        const decision = isThenable(pending)
-          ? await withTimeout(pending, this.#timeout, `fallback.${operation}`)
-          : pending
-        if (this.#onStoreCall !== undefined) this.#reportStoreCall('fallback', operation, started)
-        if (fallbackBreaker !== undefined) this.#fallbackChange((b) => b.success())
-        result = toResult(request, decision, 'fallback')
-      } catch (error) {
-        if (this.#onStoreCall !== undefined) this.#reportStoreCall('fallback', operation, started, error)
-        if (operation === 'consume' && isThenable(pending)) {
-          late = [...(late ?? []), { store: fallback, pending }]
-        }
-        if (fallbackBreaker !== undefined) {
-          if (failureKind(error) === 'key') this.#fallbackChange((b) => b.success())
-          else this.#fallbackChange((b) => b.failure())
-        }
-        this.#onError(error, { operation: 'fallback', key: request.key })
-      }
+    if (fallback !== undefined) {
+      const decided = await fallback.decide(request, operation)
+      if (decided instanceof StoreFailure) fallbackFailure = decided
+      else result = toResult(request, decided, 'fallback')
     }
-    result ??= policyResult(request, this.#allowOnError, Math.max(1_000, breakers?.retryIn(scope) ?? 0))
-    if (late !== undefined && !result.allowed) {
-      for (const { store, pending } of late) this.#refundLate(store, pending, request)
+    result ??= policyResult(request, this.#allowOnError, Math.max(1_000, this.#store.retryIn(failure.scope)))
+    if (!result.allowed) {
+      this.#store.refundLate(failure, request)
+      if (fallbackFailure !== undefined) fallback!.refundLate(fallbackFailure, request)
     }
     return result
-  }
-
-  /** Gives back a charge that a store applied after its decision timed out, for a request that was refused. */
-  #refundLate(store: Store, pending: PromiseLike<Decision>, request: StoreRequest): void {
-    const refund = async (decision: Decision) => {
-      if (decision?.allowed !== true || request.cost === 0) return
-      try {
-        await withTimeout(
-          call(() => store.refund({ ...request, at: decision.now })),
-          this.#timeout,
-          store === this.store ? 'store.refund' : 'fallback.refund',
-        )
-      } catch (error) {
-        this.#onError(error, { operation: 'refund', key: request.key })
-      }
-    }
-    // A late rejection was reported already, as the timeout.
-    Promise.resolve(pending).then(refund, () => {})
-  }
-
-  /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
-  #scopeOf(request: StoreRequest): string | number {
-    if (typeof this.store.scopeOf !== 'function') return WHOLE_STORE
-    try {
-      const scope = this.store.scopeOf(request)
-      return typeof scope === 'string' || typeof scope === 'number' ? scope : WHOLE_STORE
-    } catch {
-      return WHOLE_STORE
-    }
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
@@ -599,14 +391,5 @@ function checkKey(key: unknown): asserts key is string {
         option: 'key',
       },
     )
-  }
-}
-
-/** Runs a store call, turning a synchronous throw into a rejection. */
-function call<T>(run: () => Awaitable<T>): Promise<T> {
-  try {
-    return Promise.resolve(run())
-  } catch (error) {
-    return Promise.reject(error)
   }
 }

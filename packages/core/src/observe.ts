@@ -70,36 +70,3 @@ export interface RateLimitObserver {
   onStoreCall?: (event: StoreCallEvent) => unknown
   onBreaker?: (event: BreakerEvent) => unknown
 }
-
-/**
- * Wraps one observer callback so that it cannot hurt the caller: a throw or a rejection becomes a process
- * warning (code `RATEWINDOW_OBSERVER_FAILED`), at most once per `intervalMs`. Undefined stays undefined, so the
- * unused path is one check.
- */
-export function guardedObserver<E>(
-  callback: ((event: E) => unknown) | undefined,
-  name: string,
-  intervalMs = 10_000,
-): ((event: E) => void) | undefined {
-  if (callback === undefined) return undefined
-  let lastWarning = Number.NEGATIVE_INFINITY
-  const warn = (failure: unknown) => {
-    const now = performance.now()
-    if (now - lastWarning < intervalMs) return
-    lastWarning = now
-    try {
-      const text = failure instanceof Error ? failure.message : String(failure)
-      process.emitWarning(`observer.${name} failed: ${text}`, { code: 'RATEWINDOW_OBSERVER_FAILED' })
-    } catch {
-      // a warning listener that throws: nothing more can be done without risking the request
-    }
-  }
-  return (event) => {
-    try {
-      const returned = callback(event) as { then?: unknown } | undefined
-      if (typeof returned?.then === 'function') (returned as PromiseLike<unknown>).then(undefined, warn)
-    } catch (failure) {
-      warn(failure)
-    }
-  }
-}

@@ -1,5 +1,4 @@
 import type { Rule, RuleOutcome } from './algorithms/types.js'
-import type { SettleResult } from './limiter.js'
 import type { Decision, StoreRequest } from './stores/types.js'
 
 /** One rule's part of a result. */
@@ -7,6 +6,16 @@ export interface RuleResult extends RuleOutcome {
   rule: Rule
   /** Whether this rule admits the request. */
   allowed: boolean
+}
+
+/** What `settle` did. */
+export interface SettleResult {
+  /** Units charged on top of the estimate (at most what the rules still admitted: never below zero). */
+  charged: number
+  /** Units of the estimate given back (by the refund rules of each algorithm). */
+  refunded: number
+  /** Units of the actual cost above the estimate that could not be charged (the quota was spent). */
+  uncharged: number
 }
 
 /** Where a decision came from. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryStore, RateLimiter, tokenBucket } from '../src/index.js'
+import { fixedWindow, MemoryStore, RateLimiter, slidingWindowCounter, tokenBucket } from '../src/index.js'
+import { CountingStore } from './support/counting-store.js'
 
 describe('blocked-key cache', () => {
   it('answers a costlier request with its own wait, and a retry at that wait passes', async () => {
@@ -31,5 +32,43 @@ describe('blocked-key cache', () => {
     expect(storeCalls).toBe(calls + 1)
     now += 3_000
     expect(await limiter.limit('k', { cost: 3 })).toMatchObject({ allowed: true, source: 'store' })
+  })
+})
+
+describe('blocked-key cache, denials and reset', () => {
+  it('answers a denied key locally until retryAfter, with truthful, shrinking waits', async () => {
+    let local = 0
+    let storeNow = 1_700_000_000_000
+    const store = new CountingStore(new MemoryStore({ clock: () => storeNow }))
+    const limiter = new RateLimiter({
+      rules: slidingWindowCounter({ limit: 2, window: '10s' }),
+      store,
+      blockedCache: { clock: () => local },
+    })
+    await limiter.limit('k')
+    await limiter.limit('k')
+    const denied = await limiter.limit('k')
+    expect(denied).toMatchObject({ allowed: false, source: 'store' })
+    const calls = store.calls
+    for (let i = 0; i < 100; i++) expect((await limiter.limit('k')).source).toBe('cache')
+    expect(store.calls).toBe(calls) // 0 store calls per cached denial
+    local += 1_000
+    storeNow += 1_000
+    const later = await limiter.limit('k')
+    expect(later).toMatchObject({ allowed: false, source: 'cache', retryAfter: denied.retryAfter - 1_000 })
+    expect(later.rules[0]!.retryAfter).toBe(denied.retryAfter - 1_000)
+    // A cheaper request than the denied one asks the store; so does one after the wait.
+    expect((await limiter.limit('k', { cost: 0 })).source).toBe('store')
+    local += denied.retryAfter
+    storeNow += denied.retryAfter
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
+  })
+
+  it('reset clears the cached denial', async () => {
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), blockedCache: true })
+    await limiter.limit('k')
+    expect((await limiter.limit('k')).allowed).toBe(false)
+    await limiter.reset('k')
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
   })
 })

@@ -1,12 +1,20 @@
 import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
-import type { ConcurrencyStore, LeaseDecision, LeaseRequest } from '../concurrency.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { freshPenalty, type PenaltyState, penaltyTtl } from '../penalty.js'
 import { chargeLocally, decideLocally } from './decide.js'
-import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
+import type {
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from './types.js'
 
 export interface MemoryStoreOptions {
   /** Current time in epoch ms. Inject one to drive time in tests and simulations. @default Date.now */

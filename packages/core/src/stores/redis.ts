@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
-import type { ConcurrencyStore, LeaseDecision, LeaseRequest } from '../concurrency.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import type { Penalty } from '../penalty.js'
@@ -8,7 +7,16 @@ import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor }
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './redis-eviction.js'
 import { MODE, paramCount, type Script, scriptFor } from './redis-script.js'
-import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from './types.js'
+import type {
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from './types.js'
 
 export interface RedisStoreOptions {
   /**

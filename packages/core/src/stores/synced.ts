@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
-import { throttledErrorLog } from '../failure.js'
+import { throttledErrorLog } from '../report.js'
 import {
   addCounts,
   COUNTER_STATES,

@@ -77,3 +77,33 @@ export interface Store {
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<void>
 }
+
+/** One lease request: a slot for `id` under `key`, held until released or until `leaseMs` has passed. */
+export interface LeaseRequest {
+  prefix: string
+  key: string
+  /** Unique per request: released by this id. */
+  id: string
+  /** Most leases held at once for the key. */
+  limit: number
+  /** How long a lease lives unless released: a crashed process's slots come back after it. */
+  leaseMs: number
+}
+
+/** A store's answer to `acquire`. */
+export interface LeaseDecision {
+  allowed: boolean
+  /** Leases held now, this one included when allowed. */
+  inFlight: number
+  /** When the earliest lease held expires, from now (ms); 0 when none is held. */
+  nextExpiry: number
+}
+
+/**
+ * Where in-flight leases live: `MemoryStore` and `RedisStore` implement it. Expired leases are dropped on every
+ * acquire, so a process that died holding slots gives them back after the lease time.
+ */
+export interface ConcurrencyStore {
+  acquire(request: LeaseRequest): Awaitable<LeaseDecision>
+  release(request: Omit<LeaseRequest, 'limit'>): Awaitable<void>
+}

@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { failureKind } from '../src/failure.js'
 import {
   type Decision,
   fixedWindow,
@@ -9,28 +8,9 @@ import {
   type Store,
   type StoreRequest,
   type StoreTarget,
-  slidingWindowCounter,
 } from '../src/index.js'
-import { clusterSlot } from '../src/stores/cluster-slot.js'
-
-/** Wraps a store, counting calls and failing on demand. */
-class CountingStore implements Store {
-  calls = 0
-  failing = false
-  hang = false
-  constructor(readonly inner: Store = new MemoryStore()) {}
-  async consume(request: StoreRequest): Promise<Decision> {
-    this.calls++
-    if (this.hang) return new Promise(() => {})
-    if (this.failing) throw new Error('store down')
-    return this.inner.consume(request)
-  }
-  async peek(request: StoreRequest): Promise<Decision> {
-    return this.inner.peek(request)
-  }
-  async refund(): Promise<void> {}
-  async reset(): Promise<void> {}
-}
+import { StoreFailure, StoreGateway } from '../src/store-gateway.js'
+import { CountingStore } from './support/counting-store.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -98,71 +78,6 @@ describe('failure policy', () => {
   })
 })
 
-describe('circuit breaker', () => {
-  it('stops calling a failing store, probes it after the cooldown, and closes on success', async () => {
-    let now = 0
-    const store = new CountingStore()
-    store.failing = true
-    const limiter = new RateLimiter({
-      rules: fixedWindow({ limit: 100, window: '1m' }),
-      store,
-      onError: () => {},
-      circuitBreaker: { failures: 3, cooldown: 1_000, clock: () => now },
-    })
-    for (let i = 0; i < 10; i++) expect((await limiter.limit('k')).source).toBe('policy')
-    expect(store.calls).toBe(3) // open after 3 failures: the other 7 never waited on the store
-    now = 999
-    await limiter.limit('k')
-    expect(store.calls).toBe(3)
-    now = 1_000
-    await limiter.limit('k') // the probe fails: open again
-    expect(store.calls).toBe(4)
-    now = 2_000
-    store.failing = false
-    expect((await limiter.limit('k')).source).toBe('store') // the probe succeeds: closed
-    expect((await limiter.limit('k')).source).toBe('store')
-    expect(store.calls).toBe(6)
-  })
-})
-
-describe('blocked-key cache', () => {
-  it('answers a denied key locally until retryAfter, with truthful, shrinking waits', async () => {
-    let local = 0
-    let storeNow = 1_700_000_000_000
-    const store = new CountingStore(new MemoryStore({ clock: () => storeNow }))
-    const limiter = new RateLimiter({
-      rules: slidingWindowCounter({ limit: 2, window: '10s' }),
-      store,
-      blockedCache: { clock: () => local },
-    })
-    await limiter.limit('k')
-    await limiter.limit('k')
-    const denied = await limiter.limit('k')
-    expect(denied).toMatchObject({ allowed: false, source: 'store' })
-    const calls = store.calls
-    for (let i = 0; i < 100; i++) expect((await limiter.limit('k')).source).toBe('cache')
-    expect(store.calls).toBe(calls) // 0 store calls per cached denial
-    local += 1_000
-    storeNow += 1_000
-    const later = await limiter.limit('k')
-    expect(later).toMatchObject({ allowed: false, source: 'cache', retryAfter: denied.retryAfter - 1_000 })
-    expect(later.rules[0]!.retryAfter).toBe(denied.retryAfter - 1_000)
-    // A cheaper request than the denied one asks the store; so does one after the wait.
-    expect((await limiter.limit('k', { cost: 0 })).source).toBe('store')
-    local += denied.retryAfter
-    storeNow += denied.retryAfter
-    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
-  })
-
-  it('reset clears the cached denial', async () => {
-    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), blockedCache: true })
-    await limiter.limit('k')
-    expect((await limiter.limit('k')).allowed).toBe(false)
-    await limiter.reset('k')
-    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
-  })
-})
-
 /** A store whose decisions are applied only when released: a Redis that stalls, then runs what it received. */
 class StallingStore implements Store {
   readonly inner = new MemoryStore()
@@ -189,115 +104,6 @@ class StallingStore implements Store {
 }
 
 const never = () => new Promise<never>(() => {})
-
-describe('failure scopes', () => {
-  /** Scope = the key's first letter; keys starting with `dead` fail as a dead shard would. */
-  class ShardedStore extends CountingStore {
-    scopeOf(target: StoreTarget) {
-      return target.key[0]
-    }
-    override async consume(request: StoreRequest): Promise<Decision> {
-      this.calls++
-      if (request.key.startsWith('d')) throw new Error('connect ECONNREFUSED')
-      return this.inner.consume(request)
-    }
-  }
-
-  it('a failing scope opens its own breaker; other scopes keep exact limits from the store', async () => {
-    const store = new ShardedStore()
-    const contexts: unknown[] = []
-    const limiter = new RateLimiter({
-      rules: fixedWindow({ limit: 10, window: '1m' }),
-      store,
-      onError: (_error, context) => contexts.push(context),
-      circuitBreaker: { failures: 3, cooldown: 60_000 },
-    })
-    const sources = { dead: [] as string[], alive: [] as string[] }
-    let admitted = 0
-    for (let i = 0; i < 20; i++) {
-      sources.dead.push((await limiter.limit('dead')).source)
-      const alive = await limiter.limit('alive')
-      sources.alive.push(alive.source)
-      if (alive.allowed) admitted++
-    }
-    expect(sources.dead).toEqual(Array(20).fill('policy'))
-    expect(sources.alive).toEqual(Array(20).fill('store'))
-    expect(admitted).toBe(10) // exactly the limit
-    expect(store.calls).toBe(3 + 20) // the dead scope was called until its breaker opened, the live one always
-    expect(contexts[0]).toEqual({ operation: 'consume', key: 'dead', scope: 'd' })
-  })
-
-  it('an error about one key (WRONGTYPE, a script error) opens no breaker', async () => {
-    class WrongTypeStore extends CountingStore {
-      override async consume(request: StoreRequest): Promise<Decision> {
-        this.calls++
-        if (request.key === 'bad') {
-          throw Object.assign(
-            new Error('WRONGTYPE Operation against a key holding the wrong kind of value'),
-            {
-              name: 'ReplyError',
-            },
-          )
-        }
-        return this.inner.consume(request)
-      }
-    }
-    const store = new WrongTypeStore()
-    const limiter = new RateLimiter({
-      rules: fixedWindow({ limit: 5, window: '1m' }),
-      store,
-      onError: () => {},
-      circuitBreaker: { failures: 3, cooldown: 60_000 },
-    })
-    for (let i = 0; i < 10; i++) expect((await limiter.limit('bad')).source).toBe('policy')
-    expect(store.calls).toBe(10) // every request still asked the store: no breaker opened
-    const others = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('good')))
-    expect(others.map((result) => result.source)).toEqual(Array(8).fill('store'))
-    expect(others.filter((result) => result.allowed)).toHaveLength(5)
-  })
-
-  it('classifies errors by where they belong', () => {
-    const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' })
-    expect(failureKind(reply('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(
-      'key',
-    )
-    expect(failureKind(reply('ERR user_script:12: attempt to compare nil with number'))).toBe('key')
-    expect(failureKind(reply('ERR Error running script (call to f_1): @user_script:1: boom'))).toBe('key')
-    expect(failureKind(Object.assign(new Error('custom'), { kind: 'key' }))).toBe('key')
-    expect(failureKind(reply('CLUSTERDOWN Hash slot not served'))).toBe('scope')
-    expect(failureKind(reply("OOM command not allowed when used memory > 'maxmemory'."))).toBe('scope')
-    expect(failureKind(reply('BUSY Redis is busy running a script.'))).toBe('scope')
-    expect(failureKind(new Error('connect ECONNREFUSED 127.0.0.1:6379'))).toBe('scope')
-    expect(failureKind('a string')).toBe('scope')
-    expect(failureKind(null)).toBe('scope')
-  })
-
-  it('a probe answered by a key error closes the circuit (the server answered)', async () => {
-    let now = 0
-    let mode: 'down' | 'wrongtype' | 'up' = 'down'
-    const store = new CountingStore()
-    store.consume = async (request) => {
-      store.calls++
-      if (mode === 'down') throw new Error('ETIMEDOUT')
-      if (mode === 'wrongtype') throw new Error('WRONGTYPE Operation against a key')
-      return store.inner.consume(request)
-    }
-    const limiter = new RateLimiter({
-      rules: fixedWindow({ limit: 100, window: '1m' }),
-      store,
-      onError: () => {},
-      circuitBreaker: { failures: 2, cooldown: 1_000, clock: () => now },
-    })
-    for (let i = 0; i < 4; i++) await limiter.limit('k')
-    expect(store.calls).toBe(2)
-    now = 1_000
-    mode = 'wrongtype'
-    await limiter.limit('k') // the probe: a key error
-    mode = 'up'
-    expect((await limiter.limit('other')).source).toBe('store')
-    expect(store.calls).toBe(4)
-  })
-})
 
 describe('decisions that time out', () => {
   it("with 'deny', a refused request charged late by the store is refunded", async () => {
@@ -505,17 +311,83 @@ describe('nothing passed in can hang or crash', () => {
   })
 })
 
-describe('clusterSlot', () => {
-  it.each([
-    ['123456789', 12739],
-    ['foo', 12182],
-    ['bar', 5061],
-    ['foo{}{bar}', 8363], // an empty tag: the whole key
-    ['foo{{bar}}zap', 4015], // the tag is `{bar`
-    ['foo{bar}{zap}', 5061], // the first tag only
-    ['rw{é日本}:x', 1826], // UTF-8 bytes
-    ['{user1000}.following', 3443],
-  ])('%s is in slot %i, as CLUSTER KEYSLOT says', (key, slot) => {
-    expect(clusterSlot(key)).toBe(slot)
+describe('StoreGateway: one path for every store call', () => {
+  const gatewayOf = (store: Store, onError = vi.fn()) =>
+    new StoreGateway(store, {
+      limiter: 'test',
+      role: 'store',
+      timeoutMs: 100,
+      onError,
+      circuitBreaker: {},
+    })
+  const request: StoreRequest = {
+    prefix: 'p',
+    key: 'k',
+    rules: [fixedWindow({ limit: 1, window: '1m' })],
+    cost: 1,
+  }
+
+  it('answers a synchronous store synchronously, and a throw as a reported StoreFailure', () => {
+    const onError = vi.fn()
+    const gateway = gatewayOf(new MemoryStore(), onError)
+    const decision = gateway.decide(request, 'consume')
+    expect(decision).not.toBeInstanceOf(Promise)
+    expect(decision).toMatchObject({ allowed: true })
+    const broken = gatewayOf(
+      {
+        ...new MemoryStore(),
+        consume: () => {
+          throw new Error('store down')
+        },
+        peek: () => {
+          throw new Error('store down')
+        },
+      } as unknown as Store,
+      onError,
+    )
+    const failure = broken.decide(request, 'consume')
+    expect(failure).toBeInstanceOf(StoreFailure)
+    expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'store down' }), {
+      operation: 'consume',
+      key: 'k',
+    })
+  })
+
+  it('reports a store without `charge` as a settle failure and charges nothing', async () => {
+    const onError = vi.fn()
+    const inner = new MemoryStore()
+    const store: Store = {
+      consume: (each) => inner.consume(each),
+      peek: (each) => inner.peek(each),
+      refund: (each) => inner.refund(each),
+      reset: (target) => inner.reset(target),
+    }
+    expect(await gatewayOf(store, onError).charge(request)).toBeUndefined()
+    expect(onError).toHaveBeenCalledWith(expect.objectContaining({ code: 'ERR_RATEWINDOW_STORE' }), {
+      operation: 'settle',
+      key: 'k',
+    })
+  })
+
+  it("reports the fallback store's notices too (they were dropped before the gateway)", async () => {
+    const onError = vi.fn()
+    const notice = new Error('repaired a key')
+    const main = new CountingStore()
+    main.failing = true
+    const inner = new MemoryStore()
+    const fallback: Store = {
+      consume: (each) => ({ ...(inner.consume(each) as Decision), notices: [notice] }),
+      peek: (each) => inner.peek(each),
+      refund: (each) => inner.refund(each),
+      reset: (target) => inner.reset(target),
+    }
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1m' }),
+      store: main,
+      fallback,
+      onError,
+    })
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'fallback' })
+    expect(onError).toHaveBeenCalledWith(notice, { operation: 'fallback', key: 'k' })
   })
 })

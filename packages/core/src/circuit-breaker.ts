@@ -1,25 +1,6 @@
+/** Circuit breakers: stop waiting on a store (or one shard of it) that keeps failing, and probe it again later. */
 import { type Duration, parseDuration } from './duration.js'
-import { invalid, RateLimitError } from './errors.js'
-
-/** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
-export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new RateLimitError('ERR_RATEWINDOW_STORE_TIMEOUT', `${what} took longer than ${ms} ms.`))
-    }, ms)
-    timer.unref()
-    Promise.resolve(pending).then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
-}
+import { invalid } from './errors.js'
 
 export interface CircuitBreakerOptions {
   /** Consecutive failures that open the circuit. @default 5 */
@@ -159,59 +140,5 @@ export class ScopedBreakers {
       this.#breakers.set(scope, breaker)
     }
     breaker.failure()
-  }
-}
-
-/**
- * Calls a user's `onError` so that it cannot hurt the caller: a throw or a rejection is caught and reported by
- * `process.emitWarning` (code `RATEWINDOW_ONERROR_FAILED`), at most once per `intervalMs`.
- */
-export function guardedReporter<C>(
-  onError: (error: unknown, context: C) => unknown,
-  intervalMs = 10_000,
-): (error: unknown, context: C) => void {
-  let lastWarning = Number.NEGATIVE_INFINITY
-  const warn = (failure: unknown) => {
-    const now = performance.now()
-    if (now - lastWarning < intervalMs) return
-    lastWarning = now
-    try {
-      const text = failure instanceof Error ? failure.message : String(failure)
-      process.emitWarning(`onError failed while reporting a store failure: ${text}`, {
-        code: 'RATEWINDOW_ONERROR_FAILED',
-      })
-    } catch {
-      // a warning listener that throws: nothing more can be done without risking the request
-    }
-  }
-  return (error, context) => {
-    try {
-      const returned = onError(error, context) as { then?: unknown } | undefined
-      if (typeof returned?.then === 'function') {
-        ;(returned as PromiseLike<unknown>).then(undefined, warn)
-      }
-    } catch (failure) {
-      warn(failure)
-    }
-  }
-}
-
-/**
- * The default `onError`: never silent, never a flood. Logs the first failure, then at most one summary line
- * per interval while failures continue.
- */
-export function throttledErrorLog(intervalMs = 10_000, log: (line: string) => void = console.error) {
-  let lastLog = Number.NEGATIVE_INFINITY
-  let suppressed = 0
-  return (error: unknown): void => {
-    const now = performance.now()
-    if (now - lastLog < intervalMs) {
-      suppressed++
-      return
-    }
-    const more = suppressed > 0 ? ` (and ${suppressed} more since the last report)` : ''
-    log(`[ratewindow] store failure${more}: ${error instanceof Error ? error.message : String(error)}`)
-    lastLog = now
-    suppressed = 0
   }
 }

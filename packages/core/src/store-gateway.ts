@@ -1,0 +1,306 @@
+/**
+ * The one path from a limiter to a store: every call (consume, peek, refund, charge, reset, acquire, release) goes
+ * through a `StoreGateway`, which owns its timeout, the circuit breakers, `onError` and observer reporting, and the
+ * refund of charges that arrive after their decision timed out. A fallback store is a second gateway.
+ */
+import { isThenable } from './awaitable.js'
+import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circuit-breaker.js'
+import { RateLimitError } from './errors.js'
+import type { BreakerEvent, StoreCallEvent } from './observe.js'
+import type { FailureContext } from './options.js'
+import type {
+  Awaitable,
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from './stores/types.js'
+
+/** The scope of every request when the store names none (one server, or a store that cannot tell). */
+export const WHOLE_STORE = ''
+
+/** The store's place behind a limiter: its main store, or the fallback that answers while the main one fails. */
+export type StoreRole = 'store' | 'fallback'
+
+/**
+ * A decision the store did not give: it failed, timed out, or its breaker is open. The failure was reported
+ * already; the limiter answers with the fallback or the failure policy.
+ */
+export class StoreFailure {
+  constructor(
+    /** The failure scope of the request (a Cluster node or slot, or `WHOLE_STORE`). */
+    readonly scope: string | number,
+    /** A consume that timed out and may still be applied by the store: see `StoreGateway.refundLate`. */
+    readonly late?: PromiseLike<Decision>,
+  ) {}
+}
+
+export interface StoreGatewayOptions {
+  /** The limiter's name, in observer events. */
+  limiter: string
+  role: StoreRole
+  /** Longest wait for one call, ms. */
+  timeoutMs: number
+  /** Receives every failure; guarded already (it cannot throw into a request). */
+  onError: (error: unknown, context: FailureContext) => void
+  /** One breaker per failure scope, or none. */
+  circuitBreaker: CircuitBreakerOptions | false
+  /** Guarded observer callbacks, if any. */
+  onStoreCall?: ((event: StoreCallEvent) => void) | undefined
+  onBreaker?: ((event: BreakerEvent) => void) | undefined
+}
+
+/** Calls one store for one limiter (a `Store`, or a `ConcurrencyStore` for the concurrency limiter). */
+export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
+  readonly store: S
+  readonly role: StoreRole
+  readonly #limiter: string
+  readonly #timeoutMs: number
+  readonly #onError: (error: unknown, context: FailureContext) => void
+  readonly #breakers: ScopedBreakers | undefined
+  readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
+  readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
+
+  constructor(store: S, options: StoreGatewayOptions) {
+    this.store = store
+    this.role = options.role
+    this.#limiter = options.limiter
+    this.#timeoutMs = options.timeoutMs
+    this.#onError = options.onError
+    this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
+    this.#onStoreCall = options.onStoreCall
+    this.#onBreaker = options.onBreaker
+  }
+
+  /**
+   * The store's decision, or a `StoreFailure` (reported already) when it failed, timed out or its breaker is open.
+   * Synchronous (no promise) when the store answers synchronously, else a native `Promise`; never throws or
+   * rejects for a store fault.
+   */
+  decide(
+    this: StoreGateway<Store>,
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+  ): Awaitable<Decision | StoreFailure> {
+    const breakers = this.#breakers
+    // While no scope has failed, the healthy path computes no scope at all.
+    const known = breakers === undefined || breakers.idle ? undefined : this.scopeOf(request)
+    if (known !== undefined && !this.#breaker(known, (each) => each.allows(known)))
+      return new StoreFailure(known)
+    const started = this.#onStoreCall === undefined ? 0 : performance.now()
+    let pending: Awaitable<Decision>
+    try {
+      pending = this.store[operation](request)
+      // A synchronous store (the memory store) is answered without a promise.
+      if (!isThenable(pending)) return this.#answered(request, operation, pending, started, known)
+    } catch (error) {
+      return this.#failed(request, operation, error, undefined, started, known)
+    }
+    const sent = pending
+    return withTimeout(sent, this.#timeoutMs, `${this.role}.${operation}`).then(
+      (decision) => this.#answered(request, operation, decision, started, known),
+      (error: unknown) => this.#failed(request, operation, error, sent, started, known),
+    )
+  }
+
+  /** Milliseconds until the breaker of `scope` lets a probe through (0 when closed or without breakers). */
+  retryIn(scope: string | number): number {
+    return this.#breakers?.retryIn(scope) ?? 0
+  }
+
+  /**
+   * Gives a charge back after its decision timed out, once the store applies it, if it does: for a request that
+   * was refused after all (the failure policy's `'deny'`, or a denial by the fallback).
+   */
+  refundLate(this: StoreGateway<Store>, failure: StoreFailure, request: StoreRequest): void {
+    const { late } = failure
+    if (late === undefined || request.cost === 0) return
+    const refund = (decision: Decision) => {
+      if (decision?.allowed === true) void this.refund({ ...request, at: decision.now })
+    }
+    // A late rejection was reported already, as the timeout.
+    Promise.resolve(late).then(refund, () => {})
+  }
+
+  /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
+  async refund(this: StoreGateway<Store>, request: RefundRequest): Promise<boolean> {
+    try {
+      await this.#call('refund', () => this.store.refund(request))
+      return true
+    } catch (error) {
+      this.#onError(error, { operation: 'refund', key: request.key })
+      return false
+    }
+  }
+
+  /**
+   * Charges as much of `request.cost` as the rules still admit (settle). Resolves the units charged, or undefined
+   * when the store failed or cannot charge (reported, never thrown).
+   */
+  async charge(this: StoreGateway<Store>, request: StoreRequest): Promise<number | undefined> {
+    const store = this.store
+    try {
+      if (typeof store.charge !== 'function') {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
+        )
+      }
+      const { charged, notices } = await this.#call('charge', () => store.charge!(request))
+      if (notices != null)
+        for (const notice of notices) this.#onError(notice, { operation: 'settle', key: request.key })
+      return charged
+    } catch (error) {
+      this.#onError(error, { operation: 'settle', key: request.key })
+      return undefined
+    }
+  }
+
+  /** Forgets a client's state. Rejects with the store's error, or `ERR_RATEWINDOW_STORE_TIMEOUT`. */
+  reset(this: StoreGateway<Store>, target: StoreTarget): Promise<void> {
+    return this.#call('reset', () => this.store.reset(target))
+  }
+
+  /** Takes a lease, or resolves undefined when the store failed (reported). */
+  async acquire(
+    this: StoreGateway<ConcurrencyStore>,
+    request: LeaseRequest,
+  ): Promise<LeaseDecision | undefined> {
+    try {
+      return await this.#call('acquire', () => this.store.acquire(request))
+    } catch (error) {
+      this.#onError(error, { operation: 'acquire', key: request.key })
+      return undefined
+    }
+  }
+
+  /** Gives a lease back; a failure is reported, never thrown. */
+  async release(this: StoreGateway<ConcurrencyStore>, request: Omit<LeaseRequest, 'limit'>): Promise<void> {
+    try {
+      await this.#call('release', () => this.store.release(request))
+    } catch (error) {
+      this.#onError(error, { operation: 'release', key: request.key })
+    }
+  }
+
+  /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
+  scopeOf(target: StoreTarget): string | number {
+    const store = this.store as Store
+    if (typeof store.scopeOf !== 'function') return WHOLE_STORE
+    try {
+      const scope = store.scopeOf(target)
+      return typeof scope === 'string' || typeof scope === 'number' ? scope : WHOLE_STORE
+    } catch {
+      return WHOLE_STORE
+    }
+  }
+
+  /** One store call outside decisions: a synchronous throw becomes a rejection, and the wait is bounded. */
+  #call<T>(operation: string, run: () => Awaitable<T>): Promise<T> {
+    let pending: Awaitable<T>
+    try {
+      pending = run()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return isThenable(pending)
+      ? withTimeout(pending, this.#timeoutMs, `${this.role}.${operation}`)
+      : Promise.resolve(pending)
+  }
+
+  #answered(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    decision: Decision,
+    started: number,
+    known: string | number | undefined,
+  ): Decision {
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started)
+    if (known !== undefined) this.#breaker(known, (each) => each.success(known))
+    const { notices } = decision
+    // `!= null`: a store written in JavaScript may answer `notices: null`.
+    if (notices != null) {
+      const context = this.#context(operation, request.key, WHOLE_STORE)
+      for (const notice of notices) this.#onError(notice, context)
+    }
+    return decision
+  }
+
+  /** The store threw, rejected or timed out: reported, and a breaker failure unless the error is about one key. */
+  #failed(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    error: unknown,
+    pending: PromiseLike<Decision> | undefined,
+    started: number,
+    known: string | number | undefined,
+  ): StoreFailure {
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error)
+    const scope = known ?? this.scopeOf(request)
+    if (this.#breakers !== undefined) {
+      // A key's own error proves the server answered: the scope is healthy.
+      if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
+      else this.#breaker(scope, (each) => each.failure(scope))
+    }
+    this.#onError(error, this.#context(operation, request.key, scope))
+    return new StoreFailure(scope, operation === 'consume' ? pending : undefined)
+  }
+
+  /** `onError`'s context for a decision: a fallback's failures are `'fallback'`, without a scope. */
+  #context(operation: 'consume' | 'peek', key: string, scope: string | number): FailureContext {
+    if (this.role === 'fallback') return { operation: 'fallback', key }
+    return scope === WHOLE_STORE ? { operation, key } : { operation, key, scope }
+  }
+
+  #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown): void {
+    const event: StoreCallEvent = {
+      limiter: this.#limiter,
+      store: this.role,
+      operation,
+      durationMs: performance.now() - started,
+    }
+    if (error !== undefined) {
+      event.error = error
+      event.errorKind =
+        error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT'
+          ? 'timeout'
+          : failureKind(error)
+    }
+    this.#onStoreCall!(event)
+  }
+
+  /** Runs a change of a scope's breaker, reporting a change of its state to `onBreaker`. */
+  #breaker<T>(scope: string | number, change: (breakers: ScopedBreakers) => T): T {
+    const breakers = this.#breakers!
+    if (this.#onBreaker === undefined) return change(breakers)
+    const from = breakers.state(scope)
+    const value = change(breakers)
+    const to = breakers.state(scope)
+    if (from !== to) this.#onBreaker({ limiter: this.#limiter, store: this.role, scope, from, to })
+    return value
+  }
+}
+
+/** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
+export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new RateLimitError('ERR_RATEWINDOW_STORE_TIMEOUT', `${what} took longer than ${ms} ms.`))
+    }, ms)
+    timer.unref()
+    Promise.resolve(pending).then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
