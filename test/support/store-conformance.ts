@@ -596,6 +596,49 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       )
     })
 
+    it('decisions made concurrently (grouped by RedisStore) equal the reference model in arrival order', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          traceArbitrary(),
+          fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
+          async ({ rules: specs, steps }, bursts) => {
+            const rules = specs.map(buildRule)
+            const { clock, limiter } = await setup(rules, 1_700_000_000_000)
+            const histories = new Map<string, Admission[][]>()
+            // The trace in bursts: each burst is sent at once (each step read its own time when sent), so that the
+            // steps after the first wait and go together; the reference decides them one by one, in order.
+            let next = 0
+            for (let b = 0; next < steps.length; b++) {
+              const burst = steps.slice(next, next + bursts[b % bursts.length]!)
+              next += burst.length
+              const expected: ReturnType<typeof decide>[] = []
+              const sent: Promise<Awaited<ReturnType<typeof limiter.limit>>>[] = []
+              for (const step of burst) {
+                clock.advance(step.delay)
+                const history = histories.get(step.key) ?? rules.map(() => [])
+                histories.set(step.key, history)
+                expected.push(decide(rules, history, clock.now, step.cost, step.action === 'limit'))
+                sent.push(
+                  step.action === 'limit'
+                    ? limiter.limit(step.key, { cost: step.cost })
+                    : limiter.peek(step.key, { cost: step.cost }),
+                )
+              }
+              const results = await Promise.all(sent)
+              results.forEach((result, i) => {
+                expect(result.source).toBe('store')
+                expect(result.allowed).toBe(expected[i]!.allowed)
+                expect(result.retryAfter).toBe(expected[i]!.retryAfter)
+                expect(result.rules.map((rule) => rule.remaining)).toEqual(expected[i]!.remaining)
+                expect(result.rules.map((rule) => rule.reset)).toEqual(expected[i]!.reset)
+              })
+            }
+          },
+        ),
+        { numRuns },
+      )
+    })
+
     it('retryAfter is truthful: the same request passes at now + retryAfter, not 1 ms earlier', async () => {
       await fc.assert(
         fc.asyncProperty(traceArbitrary(), async ({ rules: specs, steps }) => {

@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'ERR_RATEWINDOW_INVALID_IP',
   'ERR_RATEWINDOW_STORE',
   'ERR_RATEWINDOW_STORE_TIMEOUT',
+  'ERR_RATEWINDOW_SHED',
 ] as const
 
 /** Stable error codes. Match on `error.code`, never on the message text. */

@@ -371,6 +371,8 @@ export class HttpRateLimiter<Req> {
     // Admitted: `result.settle` reports the actual cost (reserve-then-settle).
     if (result.allowed && result.source !== 'policy') result = new SettleableResult(limiter, result)
     const policy = result.source === 'policy'
+    // The failure policy and a shed decision know no quota: Retry-After only, no RateLimit headers.
+    const quotaUnknown = policy || result.source === 'shed'
     const format = config.headers
     // Shadow mode: headers describe the enforcing rules only; a shadow limiter sends none (docs/rollout.md).
     const shown = limiter.shadow ? undefined : enforcedView(result)
@@ -379,7 +381,7 @@ export class HttpRateLimiter<Req> {
       config.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
         ? partitionKey(result.key, config.partitionKeySecret)
         : undefined
-    const headers = policy
+    const headers = quotaUnknown
       ? result.allowed
         ? {}
         : { 'Retry-After': String(toSeconds(result.retryAfter)) }

@@ -61,6 +61,7 @@ export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
 export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
 export type {
   Awaitable,
+  CallBound,
   ConcurrencyStore,
   Decision,
   LeaseDecision,

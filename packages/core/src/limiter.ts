@@ -7,7 +7,14 @@ import type { DecisionEvent } from './observe.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import type { Penalty } from './penalty.js'
 import { guardedObserver, guardedReporter } from './report.js'
-import { policyResult, type RateLimitResult, type RuleResult, type SettleResult, toResult } from './result.js'
+import {
+  policyResult,
+  type RateLimitResult,
+  type RuleResult,
+  type SettleResult,
+  shedResult,
+  toResult,
+} from './result.js'
 import { StoreFailure, StoreGateway } from './store-gateway.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
 
@@ -181,7 +188,7 @@ export class RateLimiter {
     // A penalty follows the enforcing rules only: shadow denials neither count towards it nor see its block.
     const { penalty: _, ...unpenalised } = request
     const shadow = await this.#decide({ ...unpenalised, rules: this.#shadowRules }, operation)
-    if (shadow.source === 'policy') return enforced
+    if (shadow.source === 'policy' || shadow.source === 'shed') return enforced
     let e = 0
     let h = 0
     const rules: RuleResult[] = this.rules.map((rule) =>
@@ -289,13 +296,15 @@ export class RateLimiter {
   #reportDecision(result: RateLimitResult, route: string | undefined): void {
     const outcome = result.shadow
       ? 'shadow-limited'
-      : result.source === 'policy'
-        ? result.allowed
-          ? 'failed-open'
-          : 'failed-closed'
-        : result.allowed
-          ? 'allowed'
-          : 'limited'
+      : result.source === 'shed'
+        ? 'shed'
+        : result.source === 'policy'
+          ? result.allowed
+            ? 'failed-open'
+            : 'failed-closed'
+          : result.allowed
+            ? 'allowed'
+            : 'limited'
     const event: DecisionEvent = {
       limiter: this.name,
       rule: result.shadow ? wouldLimit(result).name : result.rule.name,
@@ -338,6 +347,8 @@ export class RateLimiter {
     operation: 'consume' | 'peek',
     failure: StoreFailure,
   ): Promise<RateLimitResult> {
+    // Shed by the store (too many waiting for it): limited, not a failure; nothing was sent, nothing to refund.
+    if (failure.shedMs !== undefined) return shedResult(request, failure.shedMs)
     let result: RateLimitResult | undefined
     let fallbackFailure: StoreFailure | undefined
     const fallback = this.#fallback

@@ -6,9 +6,17 @@ import type { DecisionSource, RateLimitResult } from './result.js'
  * - `'limited'`: refused by the store, the fallback store or the blocked-key cache (see `source`);
  * - `'shadow-limited'`: the rules would have refused it, but shadow mode let it through;
  * - `'failed-open'`: no store answered and `onStoreError: 'allow'` let it through;
- * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503).
+ * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503);
+ * - `'shed'`: too many decisions were waiting for the store (RedisStore `maxWaiting`): refused without a store
+ *   call (adapters answer 429 with a `Retry-After` of about one round trip).
  */
-export type DecisionOutcome = 'allowed' | 'limited' | 'shadow-limited' | 'failed-open' | 'failed-closed'
+export type DecisionOutcome =
+  | 'allowed'
+  | 'limited'
+  | 'shadow-limited'
+  | 'failed-open'
+  | 'failed-closed'
+  | 'shed'
 
 /** One decision of `limit()` (not of `peek()`). */
 export interface DecisionEvent {
@@ -20,7 +28,10 @@ export interface DecisionEvent {
    */
   rule: string
   outcome: DecisionOutcome
-  /** Where the answer came from: `'store'`, `'fallback'`, `'policy'` (failure policy) or `'cache'` (blocked keys). */
+  /**
+   * Where the answer came from: `'store'`, `'fallback'`, `'policy'` (failure policy), `'cache'` (blocked keys) or
+   * `'shed'` (too many waiting for the store).
+   */
   source: DecisionSource
   /** The route as the framework knows it (`'/users/:id'`), when the decision came through an adapter. */
   route?: string

@@ -19,7 +19,7 @@ export interface SettleResult {
 }
 
 /** Where a decision came from. */
-export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache' | 'deny-list'
+export type DecisionSource = 'store' | 'fallback' | 'policy' | 'cache' | 'deny-list' | 'shed'
 
 /**
  * A truthful decision. Times are whole milliseconds. `limit`, `remaining` and `reset` describe the reported
@@ -67,6 +67,23 @@ export interface RateLimitResult {
  * `reset` are unknown (reported as 0); adapters write no RateLimit headers for it.
  */
 export function policyResult(request: StoreRequest, allowed: boolean, retryAfter: number): RateLimitResult {
+  return unknownQuota(request, allowed, retryAfter, 'policy')
+}
+
+/**
+ * The answer to a shed decision (too many were waiting for the store): limited, with `retryAfter` about one
+ * round trip, and no store call made. `remaining` and `reset` are unknown, as for the failure policy.
+ */
+export function shedResult(request: StoreRequest, retryAfter: number): RateLimitResult {
+  return unknownQuota(request, false, retryAfter, 'shed')
+}
+
+function unknownQuota(
+  request: StoreRequest,
+  allowed: boolean,
+  retryAfter: number,
+  source: 'policy' | 'shed',
+): RateLimitResult {
   const rule = request.rules[0]!
   return {
     allowed,
@@ -85,7 +102,7 @@ export function policyResult(request: StoreRequest, allowed: boolean, retryAfter
       reset: 0,
       retryAfter: allowed ? 0 : retryAfter,
     })),
-    source: 'policy',
+    source,
   }
 }
 

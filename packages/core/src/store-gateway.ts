@@ -8,8 +8,10 @@ import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circu
 import { RateLimitError } from './errors.js'
 import type { BreakerEvent, StoreCallEvent } from './observe.js'
 import type { FailureContext } from './options.js'
+import { isShed, LateReply } from './stores/redis-groups.js'
 import type {
   Awaitable,
+  CallBound,
   ConcurrencyStore,
   Decision,
   LeaseDecision,
@@ -36,6 +38,11 @@ export class StoreFailure {
     readonly scope: string | number,
     /** A consume that timed out and may still be applied by the store: see `StoreGateway.refundLate`. */
     readonly late?: PromiseLike<Decision>,
+    /**
+     * Set when the store shed the call (too many waiting for its node): not a failure, and no call was made. The
+     * limiter answers as limited, with this as `retryAfter` (ms, about one round trip).
+     */
+    readonly shedMs?: number,
   ) {}
 }
 
@@ -64,6 +71,13 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
   readonly #breakers: ScopedBreakers | undefined
   readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
   readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
+  /**
+   * Errors counted by the breakers already: a grouping store answers every decision of a failed call (and those
+   * waiting behind it) with one error object, and a failed call counts as one failure, not one per decision.
+   */
+  readonly #counted = new WeakSet<object>()
+  /** When the last shed warning was written (one per 10 s at most). */
+  #shedWarned = Number.NEGATIVE_INFINITY
 
   constructor(store: S, options: StoreGatewayOptions) {
     this.store = store
@@ -92,9 +106,24 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     if (known !== undefined && !this.#breaker(known, (each) => each.allows(known)))
       return new StoreFailure(known)
     const started = this.#onStoreCall === undefined ? 0 : performance.now()
+    const store = this.store
+    if (store.boundsWait === true) {
+      // A grouping store bounds the wait from the moment its call is sent: no timer here (see `boundsWait`).
+      const late = operation === 'consume' ? new LateReply<Decision>() : undefined
+      let sent: Promise<Decision>
+      try {
+        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#timeoutMs, late }))
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      return sent.then(
+        (decision) => this.#answered(request, operation, decision, started, known),
+        (error: unknown) => this.#failed(request, operation, error, late, started, known),
+      )
+    }
     let pending: Awaitable<Decision>
     try {
-      pending = this.store[operation](request)
+      pending = store[operation](request)
       // A synchronous store (the memory store) is answered without a promise.
       if (!isThenable(pending)) return this.#answered(request, operation, pending, started, known)
     } catch (error) {
@@ -129,7 +158,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
   /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
   async refund(this: StoreGateway<Store>, request: RefundRequest): Promise<boolean> {
     try {
-      await this.#call('refund', () => this.store.refund(request))
+      await this.#call('refund', (within) => this.store.refund(request, within), true)
       return true
     } catch (error) {
       this.#onError(error, { operation: 'refund', key: request.key })
@@ -150,7 +179,11 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
           'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
         )
       }
-      const { charged, notices } = await this.#call('charge', () => store.charge!(request))
+      const { charged, notices } = await this.#call(
+        'charge',
+        (within) => store.charge!(request, within),
+        true,
+      )
       if (notices != null)
         for (const notice of notices) this.#onError(notice, { operation: 'settle', key: request.key })
       return charged
@@ -199,15 +232,23 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     }
   }
 
-  /** One store call outside decisions: a synchronous throw becomes a rejection, and the wait is bounded. */
-  #call<T>(operation: string, run: () => Awaitable<T>): Promise<T> {
+  /**
+   * One store call outside decisions: a synchronous throw becomes a rejection, and the wait is bounded: by the
+   * store itself for the calls it groups (`grouped`, when the store has `boundsWait`), else by a timer here.
+   */
+  #call<T>(
+    operation: string,
+    run: (within: CallBound | undefined) => Awaitable<T>,
+    grouped = false,
+  ): Promise<T> {
+    const bounded = grouped && (this.store as Store).boundsWait === true
     let pending: Awaitable<T>
     try {
-      pending = run()
+      pending = run(bounded ? { timeoutMs: this.#timeoutMs } : undefined)
     } catch (error) {
       return Promise.reject(error)
     }
-    return isThenable(pending)
+    return isThenable(pending) && !bounded
       ? withTimeout(pending, this.#timeoutMs, `${this.role}.${operation}`)
       : Promise.resolve(pending)
   }
@@ -239,15 +280,41 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     started: number,
     known: string | number | undefined,
   ): StoreFailure {
-    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error)
     const scope = known ?? this.scopeOf(request)
+    if (isShed(error)) return this.#shed(scope, error.retryAfterMs)
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error)
     if (this.#breakers !== undefined) {
       // A key's own error proves the server answered: the scope is healthy.
       if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
-      else this.#breaker(scope, (each) => each.failure(scope))
+      else if (this.#firstTime(error)) this.#breaker(scope, (each) => each.failure(scope))
     }
     this.#onError(error, this.#context(operation, request.key, scope))
     return new StoreFailure(scope, operation === 'consume' ? pending : undefined)
+  }
+
+  /** Whether a breaker has not counted this error yet (an error object shared by a failed group counts once). */
+  #firstTime(error: unknown): boolean {
+    if (typeof error !== 'object' || error === null) return true
+    if (this.#counted.has(error)) return false
+    this.#counted.add(error)
+    return true
+  }
+
+  /** A shed decision: no call was made and nothing failed; one process warning per 10 s says it happens. */
+  #shed(scope: string | number, retryAfterMs: number): StoreFailure {
+    const now = performance.now()
+    if (now - this.#shedWarned >= 10_000) {
+      this.#shedWarned = now
+      try {
+        process.emitWarning(
+          `Decisions of limiter ${this.#limiter} are being shed (answered as limited): more were waiting for one Redis node than its \`maxWaiting\`.`,
+          { code: 'RATEWINDOW_SHED' },
+        )
+      } catch {
+        // a warning listener that throws: nothing more can be done without risking the request
+      }
+    }
+    return new StoreFailure(scope, undefined, Math.max(1, retryAfterMs))
   }
 
   /** `onError`'s context for a decision: a fallback's failures are `'fallback'`, without a scope. */

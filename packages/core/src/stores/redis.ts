@@ -5,9 +5,12 @@ import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import type { Penalty } from '../penalty.js'
 import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
+import { batchArguments, batchReplies, batchScriptFor } from './redis-batch-script.js'
 import { EvictionWatch } from './redis-eviction.js'
+import { DEFAULT_MAX_WAITING, type Entry, type GroupStats, RedisGroups, type Within } from './redis-groups.js'
 import { MODE, paramCount, type Script, scriptFor } from './redis-script.js'
 import type {
+  CallBound,
   ConcurrencyStore,
   Decision,
   LeaseDecision,
@@ -33,12 +36,23 @@ export interface RedisStoreOptions {
    * `TIME`, so clock skew between application servers cannot change a decision.
    */
   clock?: () => number
+  /**
+   * Decisions that may wait for one Redis node while a call is in flight to it (grouped decisions, docs/redis.md);
+   * past it a decision is shed: answered as limited without a store call (`ERR_RATEWINDOW_SHED`, outcome
+   * `'shed'`). Counted per client connection and node, which stores on one client share. @default 50000
+   */
+  maxWaiting?: number
 }
 
 /** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
 const HASH_CACHE_SIZE = 16_384
 const HASH_CACHE_KEY_LENGTH = 128
-const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({ client: true, prefix: true, clock: true })
+const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
+  client: true,
+  prefix: true,
+  clock: true,
+  maxWaiting: true,
+})
 const LEASE_MODE = { acquire: 0, release: 1 } as const
 /** The decision script's modes as arguments, rendered once. */
 const MODE_ARGS = Object.values(MODE).map(String)
@@ -90,10 +104,22 @@ const PENALTY_SUFFIX = 'pen'
  */
 interface Prepared {
   script: Script
+  /** The same decisions for a group of calls (redis-batch-script.ts). */
+  batch: Script
   suffixes: string[]
   args: string[]
   penalty: Penalty | undefined
 }
+
+/** One decision script call waiting for its group: the single-decision script's keys and arguments. */
+interface Call {
+  readonly prepared: Prepared
+  readonly keys: string[]
+  readonly args: string[]
+}
+
+/** The groups of each client: every RedisStore on one client connection shares them (issue 18). */
+const GROUPS = new WeakMap<object, RedisGroups<Call, number[]>>()
 
 /**
  * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster, through ioredis, iovalkey, node-redis or
@@ -116,7 +142,11 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   readonly penalties = true
+  /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
+  readonly boundsWait = true
   readonly #runner: RedisScriptRunner
+  readonly #groups: RedisGroups<Call, number[]>
+  readonly #maxWaiting: number
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #hashes = new Map<string, string>()
   readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
@@ -127,7 +157,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
     rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
-    const { client, prefix = '', clock } = options
+    const { client, prefix = '', clock, maxWaiting = DEFAULT_MAX_WAITING } = options
     const runner = scriptRunnerFor(client)
     if (runner === undefined) {
       throw invalid(
@@ -148,7 +178,22 @@ export class RedisStore implements Store, ConcurrencyStore {
         'a function returning epoch ms, or undefined',
       )
     }
+    if (typeof maxWaiting !== 'number' || !Number.isSafeInteger(maxWaiting) || maxWaiting < 0) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'maxWaiting',
+        maxWaiting,
+        'a whole number >= 0, e.g. 50000',
+      )
+    }
     this.#runner = runner
+    this.#maxWaiting = maxWaiting
+    let groups = GROUPS.get(client)
+    if (groups === undefined) {
+      groups = new RedisGroups((entries) => sendGroup(runner, entries))
+      GROUPS.set(client, groups)
+    }
+    this.#groups = groups
     this.#prefix = prefix
     this.#clock = clock
     this.#eviction = new EvictionWatch(client)
@@ -175,23 +220,35 @@ export class RedisStore implements Store, ConcurrencyStore {
     return this.#runner.nodeOf?.(slot) ?? slot
   }
 
-  consume(request: StoreRequest): Promise<Decision> {
-    return this.#decide(request, MODE.consume, 0)
+  /**
+   * Decides and records. While a call is in flight to the key's node, the decision waits and goes with the others
+   * that arrive in the next call (docs/redis.md); `within` (given by the limiter) bounds the wait once sent.
+   */
+  consume(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    return this.#decide(request, MODE.consume, 0, within)
   }
 
-  peek(request: StoreRequest): Promise<Decision> {
-    return this.#decide(request, MODE.peek, 0)
+  peek(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    return this.#decide(request, MODE.peek, 0, within)
   }
 
-  async refund(request: RefundRequest): Promise<void> {
-    const reply = await this.#run(request, MODE.refund, request.at)
+  /** How many flights, calls and decisions went to Redis so far on this client, and how many were shed. */
+  get groupStats(): Readonly<GroupStats> {
+    return this.#groups.stats
+  }
+
+  async refund(request: RefundRequest, within?: CallBound): Promise<void> {
+    const reply = await this.#run(request, MODE.refund, request.at, within)
     const [repaired] = repairedRules(request, reply[2])
     // A refund has no decision to carry the notice: fail it, so that the limiter reports it to onError.
     if (repaired !== undefined) throw repaired
   }
 
-  async charge(request: StoreRequest): Promise<{ charged: number; notices?: readonly Error[] }> {
-    const reply = await this.#run(request, MODE.charge, 0)
+  async charge(
+    request: StoreRequest,
+    within?: CallBound,
+  ): Promise<{ charged: number; notices?: readonly Error[] }> {
+    const reply = await this.#run(request, MODE.charge, 0, within)
     const notices = repairedRules(request, reply[2 + 3 * request.rules.length])
     return notices.length > 0 ? { charged: reply[0]!, notices } : { charged: reply[0]! }
   }
@@ -271,9 +328,9 @@ export class RedisStore implements Store, ConcurrencyStore {
    * PERF (issue 12): one `then` on the client's promise, not three `async` layers (each cost microtask turns on
    * every request). A synchronous throw on the way (a bad key, a client that throws) still rejects.
    */
-  #decide(request: StoreRequest, mode: number, at: number): Promise<Decision> {
+  #decide(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<Decision> {
     try {
-      return this.#run(request, mode, at).then((reply) => this.#toDecision(request, reply))
+      return this.#run(request, mode, at, within).then((reply) => this.#toDecision(request, reply))
     } catch (error) {
       return Promise.reject(error)
     }
@@ -294,8 +351,11 @@ export class RedisStore implements Store, ConcurrencyStore {
     return decision
   }
 
-  /** Sends the rule set's script (EVALSHA; EVAL after NOSCRIPT only). May throw before sending: callers catch. */
-  #run(request: StoreRequest, mode: number, at: number): Promise<number[]> {
+  /**
+   * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
+   * next group. May throw before queueing (a bad clock): callers catch.
+   */
+  #run(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<number[]> {
     const { rules, penalty } = request
     const prepared = this.#prepare(rules, penalty)
     const base = this.#base(request.prefix, request.key)
@@ -309,33 +369,29 @@ export class RedisStore implements Store, ConcurrencyStore {
     ]
     for (const arg of prepared.args) args.push(arg)
     if (mode === MODE.refund) args.push(String(at))
-    const { script } = prepared
-    let sent: Promise<unknown>
-    try {
-      sent = Promise.resolve(this.#runner.evalSha(script.sha1, keys, args))
-    } catch (error) {
-      // A client that throws instead of rejecting (NOSCRIPT included) is handled the same way.
-      sent = Promise.reject(error)
-    }
-    return sent.then(this.#checked, (error: unknown) => {
-      // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
-      // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
-      if (!isNoScript(error)) throw error
-      return Promise.resolve(this.#runner.eval(script.lua, keys, args)).then(this.#checked)
-    })
+    const runner = this.#runner
+    // One node on a single server; on a Cluster, calls of one slot go together, and the slots of a node fly together.
+    const slot = runner.cluster ? clusterSlot(base) : 0
+    const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
+    return this.#groups.submit(
+      node,
+      slot === 0 ? prepared.script.sha1 : `${slot}:${prepared.script.sha1}`,
+      { prepared, keys, args },
+      // Without a late hook, the bound is only its timeout, the same for both types.
+      within?.late === undefined
+        ? (within as Within<number[]> | undefined)
+        : this.#lateDecision(request, within.timeoutMs, within.late),
+      this.#maxWaiting,
+    )
   }
 
-  /** `#checkReply` as a callback, made once rather than per decision. */
-  readonly #checked = (reply: unknown): number[] => this.#checkReply(reply)
-
-  #checkReply(reply: unknown): number[] {
-    if (!Array.isArray(reply) || reply.length < 2) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_STORE',
-        `Unexpected reply from the rate limit script (${this.#runner.family}): ${String(reply)}`,
-      )
-    }
-    return reply.map(Number)
+  /** A bound whose late reply reaches the limiter as a decision. */
+  #lateDecision(
+    request: StoreRequest,
+    timeoutMs: number,
+    late: NonNullable<CallBound['late']>,
+  ): Within<number[]> {
+    return { timeoutMs, late: { arrive: (reply) => late.arrive(this.#toDecision(request, reply)) } }
   }
 
   /**
@@ -354,8 +410,10 @@ export class RedisStore implements Store, ConcurrencyStore {
         for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
           args.push(String(value))
       }
+      const codes = rules.map((rule) => rule.script.code)
       prepared = {
         script: RedisStore.scriptFor(rules, { penalty: penalty !== undefined }),
+        batch: batchScriptFor(codes, penalty !== undefined),
         suffixes,
         args,
         penalty,
@@ -402,4 +460,61 @@ function repairedRules(request: StoreRequest, mask: number | undefined): RateLim
     )
   }
   return errors
+}
+
+/**
+ * Sends one group of calls (one script and slot) and answers each call's reply. One call goes as the
+ * single-decision script, exactly as without grouping.
+ */
+function sendGroup(
+  runner: RedisScriptRunner,
+  entries: readonly Entry<Call, number[]>[],
+): Promise<number[][]> {
+  if (entries.length === 1) {
+    const { prepared, keys, args } = entries[0]!.payload
+    return runScript(runner, prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
+  }
+  const { prepared } = entries[0]!.payload
+  const { keys, args } = batchArguments(
+    entries.map((entry) => entry.payload),
+    prepared.args.length,
+  )
+  return runScript(runner, prepared.batch, keys, args).then((reply) => {
+    if (!Array.isArray(reply)) checkReply(runner, reply)
+    const replies = batchReplies(reply as unknown[], entries.length)
+    for (const each of replies) checkReply(runner, each)
+    return replies
+  })
+}
+
+/** EVALSHA; EVAL after NOSCRIPT only. */
+function runScript(
+  runner: RedisScriptRunner,
+  script: Script,
+  keys: readonly string[],
+  args: readonly string[],
+): Promise<unknown> {
+  let sent: Promise<unknown>
+  try {
+    sent = Promise.resolve(runner.evalSha(script.sha1, keys, args))
+  } catch (error) {
+    // A client that throws instead of rejecting (NOSCRIPT included) is handled the same way.
+    sent = Promise.reject(error)
+  }
+  return sent.catch((error: unknown) => {
+    // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
+    // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
+    if (!isNoScript(error)) throw error
+    return runner.eval(script.lua, keys, args)
+  })
+}
+
+function checkReply(runner: RedisScriptRunner, reply: unknown): number[] {
+  if (!Array.isArray(reply) || reply.length < 2) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_STORE',
+      `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
+    )
+  }
+  return reply.map(Number)
 }

@@ -50,17 +50,20 @@ export interface Decision {
  */
 export interface Store {
   /** Decides and, when every rule admits the request, records it in all of them. */
-  consume(request: StoreRequest): Awaitable<Decision>
+  consume(request: StoreRequest, within?: CallBound): Awaitable<Decision>
   /** The decision `consume` would give now, writing nothing. */
-  peek(request: StoreRequest): Awaitable<Decision>
+  peek(request: StoreRequest, within?: CallBound): Awaitable<Decision>
   /** Gives back the cost of an admitted request (for `skipFailedRequests` and friends). */
-  refund(request: RefundRequest): Awaitable<void>
+  refund(request: RefundRequest, within?: CallBound): Awaitable<void>
   /**
    * Charges as much of `cost` as every rule still admits, never more (for `RateLimiter.settle`: an actual cost
    * above the estimate). Returns the units charged, and faults dealt with as in `Decision.notices`. Optional:
    * without it, `settle` reports an error to `onError` and charges nothing.
    */
-  charge?(request: StoreRequest): Awaitable<{ charged: number; notices?: readonly Error[] }>
+  charge?(
+    request: StoreRequest,
+    within?: CallBound,
+  ): Awaitable<{ charged: number; notices?: readonly Error[] }>
   /** Forgets the client's state for these rules. */
   reset(target: StoreTarget): Awaitable<void>
   /**
@@ -76,6 +79,21 @@ export interface Store {
   readonly penalties?: boolean
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<void>
+  /**
+   * True for a store that queues and groups its calls (RedisStore): it bounds each call's wait itself, from the
+   * moment the call is sent, given a `CallBound` as the second argument of `consume`, `peek`, `refund` and
+   * `charge`; the limiter then sets no timer of its own, so that time spent waiting behind the store's own queue
+   * never counts as a store failure. Other stores leave it out and ignore the second argument.
+   */
+  readonly boundsWait?: boolean
+}
+
+/** How long a call of a store with `boundsWait` may take once sent, and where a late reply goes. */
+export interface CallBound {
+  /** Longest wait for the call once sent, ms: then it rejects with `ERR_RATEWINDOW_STORE_TIMEOUT`. */
+  timeoutMs: number
+  /** Receives the decision of a consume that the store applied after it timed out (for late refunds). */
+  late?: { arrive(decision: Decision): void } | undefined
 }
 
 /** One lease request: a slot for `id` under `key`, held until released or until `leaseMs` has passed. */

@@ -1,0 +1,285 @@
+/**
+ * Grouping of Redis calls: while a call is in flight to a Redis node, the calls that arrive for that node wait,
+ * and go together in the next flight, as one script execution per script and hash slot. No timer and no added
+ * latency when idle: a call is sent at once when nothing is in flight to its node.
+ */
+import { failureKind } from '../circuit-breaker.js'
+import { RateLimitError } from '../errors.js'
+
+/** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
+export const DEFAULT_MAX_WAITING = 50_000
+/** Decisions in one script execution, at most: a larger group is split into several calls of one flight. */
+export const DEFAULT_MAX_GROUP = 1_000
+
+/** A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. */
+export class LateReply<T> implements PromiseLike<T> {
+  #value: T | undefined
+  #arrived = false
+  #listeners: ((value: T) => void)[] | undefined
+
+  /** @internal The store calls it when the reply arrives after all. */
+  arrive(value: T): void {
+    if (this.#arrived) return
+    this.#arrived = true
+    this.#value = value
+    for (const listener of this.#listeners ?? []) listener(value)
+    this.#listeners = undefined
+  }
+
+  // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose (it resolves only if the reply comes)
+  then<A = T, B = never>(
+    onArrived?: ((value: T) => A | PromiseLike<A>) | null,
+    _onFailed?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): PromiseLike<A | B> {
+    return new Promise<A | B>((resolve) => {
+      const listener = (value: T) => resolve(onArrived ? onArrived(value) : (value as unknown as A))
+      if (this.#arrived) listener(this.#value as T)
+      else if (this.#listeners === undefined) this.#listeners = [listener]
+      else this.#listeners.push(listener)
+    })
+  }
+}
+
+/** How a grouped call waits: the longest wait for its own flight, and where a late reply goes. */
+export interface Within<T> {
+  /** The longest wait for a sent call, ms; none when undefined (the client's own timeouts then bound it). */
+  timeoutMs?: number | undefined
+  late?: { arrive(value: T): void } | undefined
+}
+
+/** One call waiting to be sent: it joins the call of its `batch` (same script, same hash slot). */
+export interface Entry<P, T> {
+  /** Calls with the same batch go in one script execution. */
+  readonly batch: string
+  readonly payload: P
+  readonly timeoutMs: number | undefined
+  readonly late: { arrive(value: T): void } | undefined
+  resolve(value: T): void
+  reject(error: unknown): void
+  /** Set once answered (resolved, rejected, or timed out). */
+  done?: boolean
+}
+
+/** Sends one batch (entries of one script and slot, at most `maxGroup`) and answers one value per entry. */
+export type SendBatch<P, T> = (entries: readonly Entry<P, T>[]) => Promise<readonly T[]>
+
+/** The queue of one node. */
+interface NodeQueue<P, T> {
+  inFlight: boolean
+  waiting: Entry<P, T>[]
+  /** The last flight's round trip, ms: the Retry-After of a shed decision. */
+  roundTripMs: number
+}
+
+export interface GroupStats {
+  /** Flights sent, script executions sent, and the entries they carried. */
+  flights: number
+  calls: number
+  entries: number
+  /** Entries refused because the waiting bound was full. */
+  shed: number
+  /** The largest number waiting for one node so far. */
+  peakWaiting: number
+}
+
+/**
+ * One queue per node of one client. Entries that arrive while a flight is in flight wait for it; when it ends,
+ * every waiting entry goes in the next flight. A flight that times out or fails on the server answers its own
+ * entries and every entry waiting for its node with the same error at once (one failure for breakers to count,
+ * and no second wait). A key's own error (a script error) answers only its call.
+ */
+export class RedisGroups<P, T> {
+  readonly #send: SendBatch<P, T>
+  readonly #maxWaiting: number
+  readonly #maxGroup: number
+  readonly #queues = new Map<string | number, NodeQueue<P, T>>()
+  readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
+
+  /** `maxWaiting` is the default bound: each call may pass its own (RedisStore's option) to `submit`. */
+  constructor(send: SendBatch<P, T>, options: { maxWaiting?: number; maxGroup?: number } = {}) {
+    this.#send = send
+    this.#maxWaiting = options.maxWaiting ?? DEFAULT_MAX_WAITING
+    this.#maxGroup = options.maxGroup ?? DEFAULT_MAX_GROUP
+  }
+
+  /** Queues a call for `node`; sends it at once when nothing is in flight there. */
+  submit(
+    node: string | number,
+    batch: string,
+    payload: P,
+    within: Within<T> | undefined,
+    maxWaiting = this.#maxWaiting,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry: Entry<P, T> = {
+        batch,
+        payload,
+        timeoutMs: within?.timeoutMs,
+        late: within?.late,
+        resolve,
+        reject,
+      }
+      let queue = this.#queues.get(node)
+      if (queue === undefined) {
+        queue = { inFlight: false, waiting: [], roundTripMs: 1 }
+        this.#queues.set(node, queue)
+      }
+      if (!queue.inFlight) {
+        this.#fly(node, queue, [entry])
+        return
+      }
+      if (queue.waiting.length >= maxWaiting) {
+        this.stats.shed++
+        reject(shedError(queue.roundTripMs))
+        return
+      }
+      queue.waiting.push(entry)
+      if (queue.waiting.length > this.stats.peakWaiting) this.stats.peakWaiting = queue.waiting.length
+    })
+  }
+
+  #fly(node: string | number, queue: NodeQueue<P, T>, entries: Entry<P, T>[]): void {
+    queue.inFlight = true
+    const started = performance.now()
+    const batches = this.#batches(entries)
+    this.stats.flights++
+    this.stats.calls += batches.length
+    this.stats.entries += entries.length
+    let open = batches.length
+    let ended = false
+    /** Ends the flight: the node is free; whatever waits goes next (unless the flight failed it). */
+    const end = () => {
+      if (ended) return
+      ended = true
+      if (timer !== undefined) clearTimeout(timer)
+      queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
+      queue.inFlight = false
+      if (queue.waiting.length > 0) {
+        const next = queue.waiting
+        queue.waiting = []
+        this.#fly(node, queue, next)
+      } else if (this.#queues.size > 1) {
+        this.#queues.delete(node)
+      }
+    }
+    /** The server failed (or did not answer in time): these entries and everything waiting get `error`. */
+    const fail = (failed: readonly Entry<P, T>[], error: unknown) => {
+      for (const entry of failed) answer(entry, undefined, error)
+      const waiting = queue.waiting
+      queue.waiting = []
+      for (const entry of waiting) answer(entry, undefined, error)
+    }
+    let timeoutMs: number | undefined
+    for (const entry of entries) {
+      if (entry.timeoutMs !== undefined && (timeoutMs === undefined || entry.timeoutMs < timeoutMs))
+        timeoutMs = entry.timeoutMs
+    }
+    /** No answer within the timeout: unless the reply is in (read by the poll phase that precedes immediates). */
+    const expire = () => {
+      if (ended) return
+      const error = new RateLimitError(
+        'ERR_RATEWINDOW_STORE_TIMEOUT',
+        `Redis did not answer a call of ${entries.length} grouped decision${entries.length === 1 ? '' : 's'} within ${timeoutMs} ms.`,
+      )
+      fail(
+        entries.filter((entry) => !entry.done),
+        error,
+      )
+      end()
+    }
+    // The clock counts time Redis had to answer, not time our own work kept the event loop busy:
+    // - it starts once the work that sent the flight is done (a burst of decisions made in one go, a flood);
+    // - a timer fires before the event loop reads sockets, so on expiry the reply may be in, unread: the check
+    //   waits for the next read of sockets (an immediate), not for more time;
+    // - the calls of a flight are answered one after another: each answer restarts the clock for the next, so a
+    //   large flight is not a slow server.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const arm = () => {
+      if (ended || timeoutMs === undefined) return
+      if (timer !== undefined) clearTimeout(timer)
+      const armed = setTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
+      ;(armed as { unref?: () => void }).unref?.()
+      timer = armed
+    }
+    if (timeoutMs !== undefined) afterRead(arm)
+    for (const batch of batches) {
+      let sent: Promise<readonly T[]>
+      try {
+        sent = this.#send(batch)
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      sent.then(
+        (values) => {
+          for (let i = 0; i < batch.length; i++) answer(batch[i]!, values[i], undefined)
+          if (--open === 0) end()
+          else arm()
+        },
+        (error: unknown) => {
+          if (failureKind(error) === 'key') {
+            for (const entry of batch) answer(entry, undefined, error)
+          } else if (!ended) {
+            fail(batch, error)
+          } else {
+            for (const entry of batch) answer(entry, undefined, error)
+          }
+          if (--open === 0) end()
+          else arm()
+        },
+      )
+    }
+  }
+
+  /** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */
+  #batches(entries: Entry<P, T>[]): Entry<P, T>[][] {
+    if (entries.length === 1) return [entries]
+    const byBatch = new Map<string, Entry<P, T>[][]>()
+    const calls: Entry<P, T>[][] = []
+    for (const entry of entries) {
+      let chunks = byBatch.get(entry.batch)
+      if (chunks === undefined) {
+        chunks = []
+        byBatch.set(entry.batch, chunks)
+      }
+      let last = chunks[chunks.length - 1]
+      if (last === undefined || last.length >= this.#maxGroup) {
+        last = []
+        chunks.push(last)
+        calls.push(last)
+      }
+      last.push(entry)
+    }
+    return calls
+  }
+}
+
+/** Runs `f` after the event loop's next read of sockets (Node, Bun and Deno have setImmediate). */
+const afterRead: (f: () => void) => void =
+  typeof setImmediate === 'function' ? (f) => setImmediate(f) : (f) => setTimeout(f, 0)
+
+/** Answers an entry once; a reply that comes after the entry was answered goes to its late hook. */
+function answer<P, T>(entry: Entry<P, T>, value: T | undefined, error: unknown): void {
+  if (entry.done) {
+    if (error === undefined) entry.late?.arrive(value as T)
+    return
+  }
+  entry.done = true
+  if (error === undefined) entry.resolve(value as T)
+  else entry.reject(error)
+}
+
+/** The answer to a call that found the waiting bound full: not a store failure. */
+export function shedError(roundTripMs: number): RateLimitError {
+  return Object.assign(
+    new RateLimitError(
+      'ERR_RATEWINDOW_SHED',
+      'Too many decisions were waiting for this Redis node: this one was shed (answered as limited) without a store call.',
+    ),
+    { retryAfterMs: roundTripMs },
+  )
+}
+
+/** True for the error of a shed call. */
+export function isShed(error: unknown): error is RateLimitError & { retryAfterMs: number } {
+  return error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_SHED'
+}

@@ -1,0 +1,151 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { RateLimitError } from '../../src/errors.js'
+import { type Entry, isShed, LateReply, RedisGroups } from '../../src/stores/redis-groups.js'
+
+/** A send whose calls are answered by the test: each call's entries, and how to answer it. */
+function controlledSend() {
+  const calls: { payloads: string[]; answer: () => void; fail: (error: unknown) => void }[] = []
+  const send = (entries: readonly Entry<string, string>[]) =>
+    new Promise<string[]>((resolve, reject) => {
+      const payloads = entries.map((entry) => entry.payload)
+      calls.push({ payloads, answer: () => resolve(payloads.map((p) => `${p}!`)), fail: reject })
+    })
+  return { calls, send }
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('RedisGroups', () => {
+  it('sends at once when nothing is in flight, and groups what arrives meanwhile, in arrival order', async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send)
+    const first = groups.submit('n', 'script', 'a', undefined)
+    expect(calls.map((call) => call.payloads)).toEqual([['a']])
+    const waiting = ['b', 'c', 'd'].map((p) => groups.submit('n', 'script', p, undefined))
+    // Another node is not held up by this one.
+    const other = groups.submit('m', 'script', 'x', undefined)
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['x']])
+    calls[0]!.answer()
+    expect(await first).toBe('a!')
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['x'], ['b', 'c', 'd']])
+    calls[2]!.answer()
+    expect(await Promise.all(waiting)).toEqual(['b!', 'c!', 'd!'])
+    calls[1]!.answer()
+    expect(await other).toBe('x!')
+    expect(groups.stats).toMatchObject({ flights: 3, calls: 3, entries: 5, shed: 0, peakWaiting: 3 })
+  })
+
+  it('one flight carries one call per batch (script and slot), each at most maxGroup long', async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxGroup: 2 })
+    void groups.submit('n', 's1', 'a', undefined)
+    const rest = [
+      ['s1', 'b'],
+      ['s2', 'c'],
+      ['s1', 'd'],
+      ['s1', 'e'],
+    ].map(([batch, p]) => groups.submit('n', batch!, p!, undefined))
+    calls[0]!.answer()
+    await settle()
+    expect(calls.slice(1).map((call) => call.payloads)).toEqual([['b', 'd'], ['c'], ['e']])
+    for (const call of calls.slice(1)) call.answer()
+    expect(await Promise.all(rest)).toEqual(['b!', 'c!', 'd!', 'e!'])
+  })
+
+  it('a flight that times out answers its entries and every waiting one at once, with one error', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send)
+    const late = new LateReply<string>()
+    const sent = groups.submit('n', 's', 'a', { timeoutMs: 100, late })
+    const waiting = groups.submit('n', 's', 'b', { timeoutMs: 100 })
+    const errors = Promise.all([sent, waiting].map((each) => each.catch((error: unknown) => error)))
+    // The clock starts once the sending work is done (an immediate), and an expiry is checked after the next
+    // read of sockets (another immediate): answered at 100 ms (the fake clock runs the
+    // immediate of 100 ms on its next step), not before.
+    let answered = false
+    void errors.then(() => {
+      answered = true
+    })
+    await vi.advanceTimersByTimeAsync(99)
+    expect(answered).toBe(false)
+    await vi.advanceTimersByTimeAsync(2)
+    expect(answered).toBe(true)
+    const [first, second] = await errors
+    expect(first).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
+    expect(second).toBe(first)
+    // The waiting entry was never sent; the node is free again, and the next call goes at once.
+    expect(calls.map((call) => call.payloads)).toEqual([['a']])
+    void groups.submit('n', 's', 'c', { timeoutMs: 100 })
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['c']])
+    // The reply of the timed-out call reaches its late hook.
+    calls[0]!.answer()
+    expect(await late).toBe('a!')
+  })
+
+  it('each answered call of a flight restarts the clock for the next: a large flight is not a slow server', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxGroup: 1 })
+    const within = { timeoutMs: 100 }
+    void groups.submit('n', 's', 'a', within)
+    const flight = ['b', 'c', 'd'].map((p) =>
+      groups.submit('n', 's', p, within).catch((error: unknown) => error),
+    )
+    calls[0]!.answer()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(calls.slice(1).map((call) => call.payloads)).toEqual([['b'], ['c'], ['d']])
+    await vi.advanceTimersByTimeAsync(80)
+    calls[1]!.answer()
+    await vi.advanceTimersByTimeAsync(80)
+    calls[2]!.answer()
+    // 160 ms since the flight was sent, 80 since the last answer: still waiting for 'd', not timed out.
+    await vi.advanceTimersByTimeAsync(90)
+    calls[3]!.answer()
+    expect(await Promise.all(flight)).toEqual(['b!', 'c!', 'd!'])
+    // No answer for 100 ms does time out.
+    const stalled = groups.submit('n', 's', 'e', within).catch((error: unknown) => error)
+    await vi.advanceTimersByTimeAsync(102)
+    expect(await stalled).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
+  })
+
+  it("a server failure fails the waiting entries too; a key's own error fails only its call", async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send)
+    const first = groups.submit('n', 's', 'a', undefined).catch((error: unknown) => error)
+    const waiting = groups.submit('n', 's', 'b', undefined).catch((error: unknown) => error)
+    const down = new Error('connect ECONNREFUSED')
+    calls[0]!.fail(down)
+    expect(await first).toBe(down)
+    expect(await waiting).toBe(down)
+    const keyError = new Error('ERR user_script:1: attempt to compare nil with number')
+    const second = groups.submit('n', 's', 'c', undefined).catch((error: unknown) => error)
+    const behind = groups.submit('n', 's', 'd', undefined)
+    calls[1]!.fail(keyError)
+    expect(await second).toBe(keyError)
+    await settle()
+    calls[2]!.answer()
+    expect(await behind).toBe('d!')
+  })
+
+  it('sheds past maxWaiting, with the last round trip as the wait, and sends nothing for it', async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send)
+    void groups.submit('n', 's', 'a', undefined)
+    const queued = groups.submit('n', 's', 'b', undefined, 1)
+    const shed = await groups.submit('n', 's', 'c', undefined, 1).catch((error: unknown) => error)
+    expect(isShed(shed)).toBe(true)
+    expect(shed).toBeInstanceOf(RateLimitError)
+    expect((shed as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(1)
+    calls[0]!.answer()
+    await settle()
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b']])
+    calls[1]!.answer()
+    expect(await queued).toBe('b!')
+    expect(groups.stats.shed).toBe(1)
+  })
+})

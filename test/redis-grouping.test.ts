@@ -1,0 +1,283 @@
+/**
+ * Grouped decisions on a real redis-server (docs/redis.md, "Grouped decisions"): decisions that arrive while a
+ * call is in flight go together in the next call; waiting behind our own group is never a Redis failure; a
+ * stalled server still answers everyone within `timeout`, and counts as one failure per failed call; past
+ * `maxWaiting`, decisions are shed (429, outcome 'shed'), never admitted unlimited.
+ */
+import {
+  type BreakerEvent,
+  type DecisionEvent,
+  fixedWindow,
+  gcra,
+  HttpRateLimiter,
+  RateLimiter,
+  type RateLimitResult,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RedisServer } from './support/redis-server.js'
+import { uniquePrefix } from './support/redis-store-suite.js'
+
+let server: RedisServer
+let client: Redis
+
+beforeAll(async () => {
+  server = await RedisServer.start()
+  client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+  client.on('error', () => {})
+})
+afterAll(async () => {
+  client?.disconnect()
+  await server?.stop()
+})
+
+async function pid(): Promise<number> {
+  return Number(/process_id:(\d+)/.exec(await server.cli('info', 'server'))![1])
+}
+
+describe('grouped decisions', () => {
+  it('one request at a time is one call each, sent at once (no grouping when idle)', async () => {
+    const store = new RedisStore({ client })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store,
+      prefix: uniquePrefix(),
+    })
+    const before = { ...store.groupStats }
+    for (let i = 0; i < 6; i++) await limiter.limit('k')
+    expect(store.groupStats.flights - before.flights).toBe(6)
+    expect(store.groupStats.entries - before.entries).toBe(6)
+    expect((await limiter.peek('k')).allowed).toBe(false)
+  })
+
+  it('decisions that arrive while a call is in flight wait for it and go in the next flight', async () => {
+    const store = new RedisStore({ client })
+    const limiter = new RateLimiter({
+      rules: slidingWindowCounter({ limit: 100, window: '1m' }),
+      store,
+      prefix: uniquePrefix(),
+    })
+    const before = { ...store.groupStats }
+    const results = await Promise.all(Array.from({ length: 150 }, (_, i) => limiter.limit(`k${i % 2}`)))
+    expect(results.filter((result) => result.allowed)).toHaveLength(150)
+    expect(results.every((result) => result.source === 'store')).toBe(true)
+    // The first is sent alone; the other 149 waited behind it and flew together.
+    expect(store.groupStats.flights - before.flights).toBe(2)
+    const more = await Promise.all(Array.from({ length: 120 }, () => limiter.limit('k0')))
+    expect(more.filter((result) => result.allowed)).toHaveLength(25)
+    expect(more.filter((result) => !result.allowed && result.source === 'store')).toHaveLength(95)
+  })
+
+  it.each([
+    ['sliding window counter', () => [slidingWindowCounter({ limit: 6, window: '1m' })]],
+    [
+      'fixed window and log',
+      () => [fixedWindow({ limit: 6, window: '1m' }), slidingWindowLog({ limit: 8, window: '10s' })],
+    ],
+    [
+      'token bucket and GCRA',
+      () => [
+        tokenBucket({ capacity: 6, refillRate: 1, interval: '1s' }),
+        gcra({ limit: 8, window: '1s', burst: 8 }),
+      ],
+    ],
+  ] as const)(
+    '%s with a penalty: consumes, refunds, settles and peeks in one group end where one by one ends',
+    async (_name, rules) => {
+      let now = 0
+      const clock = () => now
+      const build = () =>
+        new RateLimiter({
+          rules: rules(),
+          store: new RedisStore({ client, clock }),
+          prefix: uniquePrefix(),
+          penalty: { after: 3, within: '1m', block: '10s' },
+        })
+      // What a caller sees of each answer (a result's `rule` is an object built per limiter).
+      const view = (answer: unknown) => {
+        if (answer === undefined || !('rules' in (answer as object))) return answer
+        const { allowed, remaining, retryAfter, reset, blocked, source, cost, rules } =
+          answer as RateLimitResult
+        return {
+          allowed,
+          remaining,
+          retryAfter,
+          reset,
+          blocked,
+          source,
+          cost,
+          rules: rules.map((r) => r.remaining),
+        }
+      }
+      const play = async (limiter: RateLimiter, together: boolean) => {
+        now = 1_700_000_000_000
+        const first = await Promise.all([limiter.limit('k'), limiter.limit('k')])
+        now += 7
+        const calls: (() => Promise<unknown>)[] = [
+          () => limiter.limit('k', { cost: 2 }),
+          () => limiter.refund(first[0]),
+          () => limiter.settle(first[1], 3),
+          () => limiter.peek('k'),
+          ...Array.from({ length: 8 }, () => () => limiter.limit('k')),
+          () => limiter.limit('other'),
+          () => limiter.peek('k', { cost: 0 }),
+        ]
+        const answers: unknown[] = []
+        if (together) answers.push(...(await Promise.all(calls.map((call) => call()))))
+        else for (const call of calls) answers.push(await call())
+        now += 3
+        answers.push(await limiter.limit('k'))
+        return answers.map(view)
+      }
+      const oneByOne = build()
+      const grouped = build()
+      const expected = await play(oneByOne, false)
+      const stats = (grouped.store as RedisStore).groupStats
+      const flightsBefore = stats.flights
+      const actual = await play(grouped, true)
+      expect(actual).toEqual(expected)
+      // The burst really was grouped: far fewer flights than calls.
+      expect(stats.flights - flightsBefore).toBeLessThan(12)
+    },
+  )
+
+  it('several stores on one client share the groups of that connection', async () => {
+    const first = new RedisStore({ client })
+    const second = new RedisStore({ client, prefix: 'other:' })
+    const a = new RateLimiter({
+      rules: fixedWindow({ limit: 10, window: '1m' }),
+      store: first,
+      prefix: uniquePrefix(),
+    })
+    const b = new RateLimiter({
+      rules: fixedWindow({ limit: 10, window: '1m' }),
+      store: second,
+      prefix: uniquePrefix(),
+    })
+    const before = { ...first.groupStats }
+    await Promise.all([a.limit('k'), b.limit('k'), a.limit('k'), b.limit('k')])
+    expect(first.groupStats).toBe(second.groupStats)
+    expect(first.groupStats.flights - before.flights).toBe(2)
+  })
+
+  it('a stalled server: everyone answered by the policy within timeout, one breaker failure per failed call', async () => {
+    const breaker: BreakerEvent[] = []
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store: new RedisStore({ client }),
+      prefix: uniquePrefix(),
+      timeout: '150ms',
+      onStoreError: 'deny',
+      circuitBreaker: { failures: 2 },
+      onError: (error) => errors.push(error),
+      observer: { onBreaker: (event) => breaker.push(event) },
+    })
+    const process_ = await pid()
+    process.kill(process_, 'SIGSTOP')
+    let results: Awaited<ReturnType<RateLimiter['limit']>>[]
+    try {
+      results = await Promise.all(Array.from({ length: 50 }, () => limiter.limit('k')))
+    } finally {
+      process.kill(process_, 'SIGCONT')
+    }
+    expect(results.every((result) => !result.allowed && result.source === 'policy')).toBe(true)
+    // One call timed out, and the 49 waiting behind it were answered with it: not 50 failures, one.
+    expect(breaker).toEqual([])
+    expect(new Set(errors).size).toBe(1)
+    await client.ping()
+    // The refused decision that was sent is refunded once the server answers; those that waited were never sent.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await limiter.peek('k', { cost: 0 })).toMatchObject({ source: 'store', remaining: 5 })
+  })
+
+  it("past maxWaiting a decision is shed: limited (429, Retry-After), outcome 'shed', never a store failure", async () => {
+    const decisions: DecisionEvent[] = []
+    const errors: unknown[] = []
+    const store = new RedisStore({ client, maxWaiting: 3 })
+    const engine = new HttpRateLimiter<{ ip: string }>(
+      {
+        limit: 100,
+        window: '1m',
+        store,
+        prefix: uniquePrefix(),
+        onError: (error) => errors.push(error),
+        observer: { onDecision: (event) => decisions.push(event) },
+      },
+      {
+        name: 'test',
+        clientIp: (request) => request.ip,
+        untrustedForwardedFor: () => undefined,
+        trustProxyHint: '',
+      },
+    )
+    const answers = (
+      await Promise.all(Array.from({ length: 10 }, () => engine.decide({ ip: '203.0.113.9' })))
+    ).map((answer) => answer!)
+    const shed = answers.filter((answer) => answer.result.source === 'shed')
+    expect(answers.filter((answer) => answer.result.allowed)).toHaveLength(4) // one sent, three waited
+    expect(shed).toHaveLength(6)
+    for (const answer of shed) {
+      expect(answer.result.allowed).toBe(false)
+      expect(answer.statusCode).toBe(429)
+      expect(answer.headers).toEqual({ 'Retry-After': '1' })
+    }
+    expect(decisions.filter((event) => event.outcome === 'shed')).toHaveLength(6)
+    expect(errors).toEqual([])
+    expect(store.groupStats.shed).toBeGreaterThanOrEqual(6)
+    // Nothing shed was charged: one at a time, exactly 100 - 4 more are admitted.
+    let admitted = 0
+    while ((await engine.decide({ ip: '203.0.113.9' }))!.result.allowed) admitted++
+    expect(admitted).toBe(96)
+  })
+})
+
+describe('a flood of concurrent decisions in one process (issue 18: 19× the limit was admitted before grouping)', () => {
+  it.each([
+    ['sliding window counter', 1],
+    ['sliding window counter', 10_000],
+    ['fixed window', 1],
+    ['fixed window', 10_000],
+  ] as const)(
+    '%s, %i key(s): 30,000 at once over 10 connections, default options: exactly the limit per key, no policy answers',
+    async (algorithm, keys) => {
+      const clients = Array.from(
+        { length: 10 },
+        () => new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 }),
+      )
+      const prefix = uniquePrefix()
+      const limiters = clients.map(
+        (connection, i) =>
+          new RateLimiter({
+            rules:
+              algorithm === 'fixed window'
+                ? fixedWindow({ limit: 1_000, window: '1m' })
+                : slidingWindowCounter({ limit: 1_000, window: '1m' }),
+            store: new RedisStore({ client: connection }),
+            prefix,
+            group: 'flood',
+            name: `flood-${i}`,
+          }),
+      )
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 30_000 }, (_, i) => limiters[i % 10]!.limit(`k${i % keys}`)),
+        )
+        const admitted = new Map<string, number>()
+        for (const result of results) {
+          if (result.allowed) admitted.set(result.key, (admitted.get(result.key) ?? 0) + 1)
+        }
+        expect(results.filter((result) => result.source !== 'store')).toEqual([])
+        expect(Math.max(...admitted.values())).toBe(Math.min(1_000, 30_000 / keys))
+        expect(results.filter((result) => result.allowed)).toHaveLength(Math.min(30_000, 1_000 * keys))
+      } finally {
+        for (const limiter of limiters) limiter.release()
+        for (const connection of clients) connection.disconnect()
+      }
+    },
+  )
+})
