@@ -1,0 +1,172 @@
+/**
+ * A flood of concurrent decisions in one process on Redis: 10 ioredis connections, one RedisStore per connection,
+ * a limit of 1,000 per minute per key, default options (timeout 250 ms, onStoreError 'allow'); N `limit()` calls at
+ * once on 1 key or spread over 10,000 keys. Counts what was admitted, refused by the store, answered by the failure
+ * policy and shed, beside rate-limiter-flexible's RateLimiterRedis in the same setup. A local redis-server is
+ * started here. Figures only: nothing passes or fails.
+ *
+ *   pnpm --filter @ratewindow/bench redis-flood [-- --sizes 3000,30000 --keys 1,10000 --algorithms counter]
+ */
+import { fixedWindow, RateLimiter, RedisStore, slidingWindowCounter } from '@ratewindow/core'
+import { Redis } from 'ioredis'
+import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { RedisServer } from '../test/support/redis-server.js'
+import { argument, table } from './stats.js'
+
+const CONNECTIONS = 10
+const LIMIT = 1_000
+
+interface Row {
+  admitted: number
+  limited: number
+  policy: number
+  shed: number
+  overLimitKeys: number
+  ms: number
+  heapMiB: number
+}
+
+const list = (name: string, fallback: string) => (argument(name) ?? fallback).split(',')
+
+async function ours(
+  clients: Redis[],
+  algorithm: 'counter' | 'fixed',
+  size: number,
+  keys: number,
+  prefix: string,
+): Promise<Row> {
+  const rule =
+    algorithm === 'counter'
+      ? slidingWindowCounter({ limit: LIMIT, window: '1m' })
+      : fixedWindow({ limit: LIMIT, window: '1m' })
+  const limiters = clients.map(
+    (client, i) =>
+      new RateLimiter({
+        rules: rule,
+        store: new RedisStore({ client }),
+        prefix,
+        group: 'flood',
+        name: `flood-${i}`,
+        onError: () => {},
+      }),
+  )
+  const heapBefore = process.memoryUsage().heapUsed
+  let heapPeak = heapBefore
+  const started = performance.now()
+  const results = await Promise.all(
+    Array.from({ length: size }, (_, i) => {
+      if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
+      return limiters[i % CONNECTIONS]!.limit(`k${i % keys}`)
+    }),
+  )
+  const ms = performance.now() - started
+  for (const limiter of limiters) limiter.release()
+  const perKey = new Map<string, number>()
+  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms, heapMiB: 0 }
+  for (const result of results) {
+    if (result.source === 'policy') row.policy++
+    else if (result.source === 'shed') row.shed++
+    else if (!result.allowed) row.limited++
+    if (result.allowed) {
+      row.admitted++
+      perKey.set(result.key, (perKey.get(result.key) ?? 0) + 1)
+    }
+  }
+  for (const count of perKey.values()) if (count > LIMIT) row.overLimitKeys++
+  row.heapMiB = (heapPeak - heapBefore) / 2 ** 20
+  return row
+}
+
+async function flexible(clients: Redis[], size: number, keys: number, prefix: string): Promise<Row> {
+  const limiters = clients.map(
+    (storeClient) => new RateLimiterRedis({ storeClient, points: LIMIT, duration: 60, keyPrefix: prefix }),
+  )
+  const heapBefore = process.memoryUsage().heapUsed
+  let heapPeak = heapBefore
+  const started = performance.now()
+  const outcomes = await Promise.all(
+    Array.from({ length: size }, (_, i) => {
+      if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
+      return limiters[i % CONNECTIONS]!.consume(`k${i % keys}`).then(
+        () => true,
+        (rejection: unknown) => (rejection instanceof Error ? 'error' : false),
+      )
+    }),
+  )
+  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms: 0, heapMiB: 0 }
+  row.ms = performance.now() - started
+  row.heapMiB = (heapPeak - heapBefore) / 2 ** 20
+  for (const outcome of outcomes) {
+    if (outcome === true) row.admitted++
+    else if (outcome === false) row.limited++
+    else row.policy++
+  }
+  return row
+}
+
+export async function runRedisFlood(): Promise<string> {
+  const server = await RedisServer.start()
+  const clients = Array.from(
+    { length: CONNECTIONS },
+    () => new Redis({ port: server.port, host: '127.0.0.1' }),
+  )
+  const rows: string[][] = []
+  let run = 0
+  try {
+    for (const keys of list('keys', '1,10000').map(Number)) {
+      for (const size of list('sizes', '3000,10000,30000,100000').map(Number)) {
+        for (const algorithm of list('algorithms', 'counter,fixed') as ('counter' | 'fixed')[]) {
+          const row = await ours(clients, algorithm, size, keys, `fl${run++}`)
+          rows.push(
+            describe(
+              `ratewindow, ${algorithm === 'counter' ? 'sliding window counter' : 'fixed window'}`,
+              keys,
+              size,
+              row,
+            ),
+          )
+        }
+        rows.push(
+          describe('rate-limiter-flexible', keys, size, await flexible(clients, size, keys, `rlf${run++}`)),
+        )
+      }
+    }
+  } finally {
+    for (const client of clients) client.disconnect()
+    await server.stop()
+  }
+  return table(
+    [
+      'limiter',
+      'keys',
+      'concurrent',
+      'admitted',
+      'limit × keys',
+      'keys over limit',
+      'limited',
+      'policy answers',
+      'shed',
+      'time',
+      'heap growth',
+    ],
+    rows,
+  )
+}
+
+function describe(name: string, keys: number, size: number, row: Row): string[] {
+  return [
+    name,
+    keys.toLocaleString('en-US'),
+    size.toLocaleString('en-US'),
+    row.admitted.toLocaleString('en-US'),
+    Math.min(size, LIMIT * keys).toLocaleString('en-US'),
+    String(row.overLimitKeys),
+    row.limited.toLocaleString('en-US'),
+    row.policy.toLocaleString('en-US'),
+    row.shed.toLocaleString('en-US'),
+    `${row.ms.toFixed(0)} ms`,
+    `${row.heapMiB.toFixed(0)} MiB`,
+  ]
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(await runRedisFlood())
