@@ -62,6 +62,7 @@ export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './
 export type {
   Awaitable,
   CallBound,
+  CallReport,
   ConcurrencyStore,
   Decision,
   LeaseDecision,

@@ -48,8 +48,22 @@ export interface StoreCallEvent {
   /** `'store'` or `'fallback'`. */
   store: 'store' | 'fallback'
   operation: 'consume' | 'peek'
-  /** Wall time of the call, ms (fractional). */
+  /**
+   * Wall time of the call, ms (fractional). For a store that groups decisions (RedisStore), the time of the
+   * Redis call that carried this decision, from sending to its answer: the wait for the group is `waitedMs`.
+   */
   durationMs: number
+  /**
+   * RedisStore only: time the decision waited for its group (behind a call in flight to its node) before its own
+   * call was sent, ms; 0 when it was sent at once.
+   */
+  waitedMs?: number
+  /**
+   * RedisStore only: decisions in the Redis call that carried this one (1 when sent alone; 0 when it was answered
+   * while still waiting, by a failure of the call ahead). A call of n decisions is reported n times, once per
+   * decision to its own limiter's observer: weigh by 1 / groupSize to count calls.
+   */
+  groupSize?: number
   /** The failure, when the call failed. */
   error?: unknown
   /**

@@ -12,6 +12,7 @@ import { isShed, LateReply } from './stores/redis-groups.js'
 import type {
   Awaitable,
   CallBound,
+  CallReport,
   ConcurrencyStore,
   Decision,
   LeaseDecision,
@@ -110,15 +111,16 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     if (store.boundsWait === true) {
       // A grouping store bounds the wait from the moment its call is sent: no timer here (see `boundsWait`).
       const late = operation === 'consume' ? new LateReply<Decision>() : undefined
+      const call = this.#onStoreCall === undefined ? undefined : { waitedMs: 0, groupSize: 0 }
       let sent: Promise<Decision>
       try {
-        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#timeoutMs, late }))
+        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#timeoutMs, late, call }))
       } catch (error) {
         sent = Promise.reject(error)
       }
       return sent.then(
-        (decision) => this.#answered(request, operation, decision, started, known),
-        (error: unknown) => this.#failed(request, operation, error, late, started, known),
+        (decision) => this.#answered(request, operation, decision, started, known, call),
+        (error: unknown) => this.#failed(request, operation, error, late, started, known, call),
       )
     }
     let pending: Awaitable<Decision>
@@ -259,8 +261,9 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     decision: Decision,
     started: number,
     known: string | number | undefined,
+    call?: CallReport,
   ): Decision {
-    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started)
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, undefined, call)
     if (known !== undefined) this.#breaker(known, (each) => each.success(known))
     const { notices } = decision
     // `!= null`: a store written in JavaScript may answer `notices: null`.
@@ -279,10 +282,11 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     pending: PromiseLike<Decision> | undefined,
     started: number,
     known: string | number | undefined,
+    call?: CallReport,
   ): StoreFailure {
     const scope = known ?? this.scopeOf(request)
     if (isShed(error)) return this.#shed(scope, error.retryAfterMs)
-    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error)
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error, call)
     if (this.#breakers !== undefined) {
       // A key's own error proves the server answered: the scope is healthy.
       if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
@@ -323,12 +327,19 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     return scope === WHOLE_STORE ? { operation, key } : { operation, key, scope }
   }
 
-  #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown): void {
+  #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown, call?: CallReport): void {
     const event: StoreCallEvent = {
       limiter: this.#limiter,
       store: this.role,
       operation,
       durationMs: performance.now() - started,
+    }
+    if (call !== undefined) {
+      // A grouped decision: the call's own time, and apart from it the wait for the group. Never sent: all waiting.
+      const waitedMs = call.groupSize === 0 ? event.durationMs : call.waitedMs
+      event.durationMs -= waitedMs
+      event.waitedMs = waitedMs
+      event.groupSize = call.groupSize
     }
     if (error !== undefined) {
       event.error = error

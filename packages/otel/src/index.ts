@@ -13,6 +13,9 @@ export const STORE_DURATION_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ]
 
+/** Bucket bounds for group sizes: a decision sent alone, then groups up to RedisStore's 1,000 per call. */
+export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
+
 /**
  * OpenTelemetry metrics from a limiter's observer events. Pass the result as the `observer` option of a
  * `RateLimiter` or a middleware; one instance may serve several limiters (their `name` tells them apart).
@@ -22,6 +25,10 @@ export const STORE_DURATION_BUCKETS = [
  *   `ratewindow.outcome`, `ratewindow.source`, and `http.route` when the framework knows it;
  * - `ratewindow.store.duration` (histogram, `s`): `ratewindow.limiter`, `ratewindow.store`,
  *   `ratewindow.operation`, and `error.type` for a failed call;
+ * - `ratewindow.store.wait` (histogram, `s`, RedisStore only): time a decision waited for its group before its
+ *   call was sent (0 when sent at once); `ratewindow.limiter`, `ratewindow.store`, `ratewindow.operation`;
+ * - `ratewindow.store.group_size` (histogram, `{decision}`, RedisStore only): for each decision, how many
+ *   decisions the Redis call that carried it decided (1: sent alone); the same attributes;
  * - `ratewindow.store.errors` (counter, `{error}`): `ratewindow.limiter`, `ratewindow.store`, `error.type`
  *   (`timeout`, `key` or `scope`);
  * - `ratewindow.breaker.transitions` (counter, `{transition}`): `ratewindow.limiter`, `ratewindow.store`,
@@ -43,6 +50,17 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     description: 'Duration of the store calls made for rate limit decisions.',
     unit: 's',
     advice: { explicitBucketBoundaries: STORE_DURATION_BUCKETS },
+  })
+  const storeWait = meter.createHistogram('ratewindow.store.wait', {
+    description:
+      'Time a decision waited for its group (behind a call in flight to its Redis node) before its call was sent.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: STORE_DURATION_BUCKETS },
+  })
+  const groupSize = meter.createHistogram('ratewindow.store.group_size', {
+    description: 'Decisions in the Redis call that carried each decision (1: sent alone).',
+    unit: '{decision}',
+    advice: { explicitBucketBoundaries: GROUP_SIZE_BUCKETS },
   })
   const storeErrors = meter.createCounter('ratewindow.store.errors', {
     description: 'Failed store calls, by kind: timeout, key (one key’s data) or scope (server or shard).',
@@ -78,6 +96,8 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
         })
       }
       storeDuration.record(event.durationMs / 1000, attributes)
+      if (event.waitedMs !== undefined) storeWait.record(event.waitedMs / 1000, attributes)
+      if (event.groupSize !== undefined && event.groupSize > 0) groupSize.record(event.groupSize, attributes)
     },
     onBreaker(event: BreakerEvent): void {
       transitions.add(1, {

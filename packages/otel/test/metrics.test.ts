@@ -7,12 +7,14 @@ import {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics'
-import { fixedWindow, MemoryStore, RateLimiter } from '@ratewindow/core'
+import { fixedWindow, MemoryStore, RateLimiter, RedisStore } from '@ratewindow/core'
 import { rateLimit } from '@ratewindow/express'
 import express from 'express'
+import { Redis } from 'ioredis'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { rateLimitMetrics, STORE_DURATION_BUCKETS } from '../src/index.js'
+import { RedisServer } from '../../../test/support/redis-server.js'
+import { GROUP_SIZE_BUCKETS, rateLimitMetrics, STORE_DURATION_BUCKETS } from '../src/index.js'
 
 let exporter: InMemoryMetricExporter
 let reader: PeriodicExportingMetricReader
@@ -82,6 +84,36 @@ describe('@ratewindow/otel', () => {
     expect(histogram.buckets.boundaries).toEqual(STORE_DURATION_BUCKETS)
     // Seconds, not milliseconds: a memory store answers far below one second.
     expect(histogram.max!).toBeLessThan(1)
+  })
+
+  it('with RedisStore: the wait for a group and the group size apart from the duration of the call', async () => {
+    const server = await RedisServer.start()
+    const client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+    try {
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 100, window: '1m' }),
+        store: new RedisStore({ client }),
+        name: 'api',
+        observer: rateLimitMetrics({ meterProvider: provider }),
+      })
+      await limiter.limit('warm-up')
+      // The first is sent at once, alone; the 19 that arrive while it is in flight go together in one call.
+      await Promise.all(Array.from({ length: 20 }, () => limiter.limit('carol')))
+      const [sizes] = await points('ratewindow.store.group_size')
+      const size = sizes!.value as Histogram
+      expect(size.buckets.boundaries).toEqual(GROUP_SIZE_BUCKETS)
+      expect([size.count, size.sum, size.min, size.max]).toEqual([21, 1 + 1 + 19 * 19, 1, 19])
+      const [waits] = await points('ratewindow.store.wait')
+      const wait = waits!.value as Histogram
+      expect(wait.count).toBe(21)
+      expect(wait.min).toBeLessThan(0.001) // sent at once: no wait
+      expect(wait.max).toBeGreaterThan(0) // the 19 waited for the call ahead
+      const [calls] = await points('ratewindow.store.duration')
+      expect((calls!.value as Histogram).count).toBe(21)
+    } finally {
+      client.disconnect()
+      await server.stop()
+    }
   })
 
   it('counts store errors by kind and circuit breaker transitions', async () => {

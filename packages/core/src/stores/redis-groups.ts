@@ -5,6 +5,7 @@
  */
 import { failureKind } from '../circuit-breaker.js'
 import { RateLimitError } from '../errors.js'
+import type { CallReport } from './types.js'
 
 /** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
 export const DEFAULT_MAX_WAITING = 50_000
@@ -45,6 +46,8 @@ export interface Within<T> {
   /** The longest wait for a sent call, ms; none when undefined (the client's own timeouts then bound it). */
   timeoutMs?: number | undefined
   late?: { arrive(value: T): void } | undefined
+  /** Filled in when the call is sent: how long it waited, and the size of its call. */
+  call?: CallReport | undefined
 }
 
 /** One call waiting to be sent: it joins the call of its `batch` (same script, same hash slot). */
@@ -54,6 +57,9 @@ export interface Entry<P, T> {
   readonly payload: P
   readonly timeoutMs: number | undefined
   readonly late: { arrive(value: T): void } | undefined
+  /** Measured only when asked for: when it was queued (performance.now()), and where to report. */
+  readonly call: CallReport | undefined
+  readonly queued: number
   resolve(value: T): void
   reject(error: unknown): void
   /** Set once answered (resolved, rejected, or timed out). */
@@ -116,6 +122,8 @@ export class RedisGroups<P, T> {
         payload,
         timeoutMs: within?.timeoutMs,
         late: within?.late,
+        call: within?.call,
+        queued: within?.call === undefined ? 0 : performance.now(),
         resolve,
         reject,
       }
@@ -203,6 +211,12 @@ export class RedisGroups<P, T> {
     }
     if (timeoutMs !== undefined) afterRead(arm)
     for (const batch of batches) {
+      for (const entry of batch) {
+        if (entry.call !== undefined) {
+          entry.call.waitedMs = started - entry.queued
+          entry.call.groupSize = batch.length
+        }
+      }
       let sent: Promise<readonly T[]>
       try {
         sent = this.#send(batch)

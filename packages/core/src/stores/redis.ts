@@ -380,7 +380,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       // Without a late hook, the bound is only its timeout, the same for both types.
       within?.late === undefined
         ? (within as Within<number[]> | undefined)
-        : this.#lateDecision(request, within.timeoutMs, within.late),
+        : this.#lateDecision(request, within.timeoutMs, within.late, within.call),
       this.#maxWaiting,
     )
   }
@@ -390,8 +390,13 @@ export class RedisStore implements Store, ConcurrencyStore {
     request: StoreRequest,
     timeoutMs: number,
     late: NonNullable<CallBound['late']>,
+    call: CallBound['call'],
   ): Within<number[]> {
-    return { timeoutMs, late: { arrive: (reply) => late.arrive(this.#toDecision(request, reply)) } }
+    return {
+      timeoutMs,
+      late: { arrive: (reply) => late.arrive(this.#toDecision(request, reply)) },
+      call,
+    }
   }
 
   /**

@@ -94,6 +94,16 @@ export interface CallBound {
   timeoutMs: number
   /** Receives the decision of a consume that the store applied after it timed out (for late refunds). */
   late?: { arrive(decision: Decision): void } | undefined
+  /** Given when the limiter reports store calls (`onStoreCall`): the store fills it in when the call is sent. */
+  call?: CallReport | undefined
+}
+
+/** What a grouping store tells about the call that carried one decision (`StoreCallEvent`). */
+export interface CallReport {
+  /** Time the decision waited for its group before its call was sent, ms (0: sent at once). */
+  waitedMs: number
+  /** Decisions in the call that carried it; 0 while it was never sent (answered while still waiting). */
+  groupSize: number
 }
 
 /** One lease request: a slot for `id` under `key`, held until released or until `leaseMs` has passed. */
