@@ -10,6 +10,7 @@ import {
   fixedWindow,
   gcra,
   HttpRateLimiter,
+  MemoryStore,
   RateLimiter,
   type RateLimitResult,
   RedisStore,
@@ -233,6 +234,50 @@ describe('grouped decisions', () => {
     let admitted = 0
     while ((await engine.decide({ ip: '203.0.113.9' }))!.result.allowed) admitted++
     expect(admitted).toBe(96)
+  })
+})
+
+describe("onShed: 'fallback'", () => {
+  it.each([
+    ['a fallback store answers', { fallback: true, onStoreError: 'allow' }, 'fallback', undefined],
+    ['without one, onStoreError answers', { fallback: false, onStoreError: 'deny' }, 'policy', 503],
+  ] as const)('%s, and nothing counts it as a failure', async (_name, setup, source, deniedWith) => {
+    const errors: unknown[] = []
+    const breaker: BreakerEvent[] = []
+    const engine = new HttpRateLimiter<{ ip: string }>(
+      {
+        limit: 100,
+        window: '1m',
+        store: new RedisStore({ client, maxWaiting: 2 }),
+        prefix: uniquePrefix(),
+        onShed: 'fallback',
+        onStoreError: setup.onStoreError,
+        circuitBreaker: { failures: 1 },
+        ...(setup.fallback ? { fallback: new MemoryStore() } : {}),
+        onError: (error) => errors.push(error),
+        observer: { onBreaker: (event) => breaker.push(event) },
+      },
+      {
+        name: 'test',
+        clientIp: (request) => request.ip,
+        untrustedForwardedFor: () => undefined,
+        trustProxyHint: '',
+      },
+    )
+    const answers = (
+      await Promise.all(Array.from({ length: 8 }, () => engine.decide({ ip: '203.0.113.7' })))
+    ).map((answer) => answer!)
+    // One sent, two waited: the store's; the other five were shed and answered like a failure.
+    expect(answers.filter((answer) => answer.result.source === 'store')).toHaveLength(3)
+    const shed = answers.filter((answer) => answer.result.source !== 'store')
+    expect(shed).toHaveLength(5)
+    for (const answer of shed) {
+      expect(answer.result.source).toBe(source)
+      expect(answer.result.allowed).toBe(deniedWith === undefined)
+      if (deniedWith !== undefined) expect(answer.statusCode).toBe(deniedWith)
+    }
+    expect(errors).toEqual([])
+    expect(breaker).toEqual([])
   })
 })
 

@@ -29,6 +29,7 @@ export interface HttpRateLimitOptions<Req>
     | 'group'
     | 'timeout'
     | 'onStoreError'
+    | 'onShed'
     | 'fallback'
     | 'onError'
     | 'circuitBreaker'
@@ -196,7 +197,16 @@ export function resolveHttpOptions<Req>(
   requireObject(options, 'options', '{ limit: 100, window: "1m" }')
   rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
   checkShapes(options)
-  const { store = new MemoryStore(), prefix, group, timeout, onStoreError, fallback, onError } = options
+  const {
+    store = new MemoryStore(),
+    prefix,
+    group,
+    timeout,
+    onStoreError,
+    onShed,
+    fallback,
+    onError,
+  } = options
   const { circuitBreaker, blockedCache, name, shadow, observer, penalty } = options
   const limiter = {
     name,
@@ -207,6 +217,7 @@ export function resolveHttpOptions<Req>(
     group,
     timeout,
     onStoreError,
+    onShed,
     fallback,
     onError,
     circuitBreaker,

@@ -57,6 +57,7 @@ export class RateLimiter {
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
   readonly #allowOnError: boolean
+  readonly #shedToFallback: boolean
   /** Every call to the store goes through here; the fallback store has a gateway of its own. */
   readonly #store: StoreGateway
   readonly #fallback: StoreGateway | undefined
@@ -86,6 +87,7 @@ export class RateLimiter {
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
+    this.#shedToFallback = config.shedToFallback
     const gateway = {
       limiter: this.name,
       timeoutMs: config.timeoutMs,
@@ -347,8 +349,9 @@ export class RateLimiter {
     operation: 'consume' | 'peek',
     failure: StoreFailure,
   ): Promise<RateLimitResult> {
-    // Shed by the store (too many waiting for it): limited, not a failure; nothing was sent, nothing to refund.
-    if (failure.shedMs !== undefined) return shedResult(request, failure.shedMs)
+    // Shed by the store (too many waiting for it): not a failure; nothing was sent, nothing to refund. Limited,
+    // unless `onShed: 'fallback'` asks for the answer a failure gets.
+    if (failure.shedMs !== undefined && !this.#shedToFallback) return shedResult(request, failure.shedMs)
     let result: RateLimitResult | undefined
     let fallbackFailure: StoreFailure | undefined
     const fallback = this.#fallback

@@ -83,6 +83,13 @@ export interface RateLimiterOptions {
    * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
    */
   onStoreError?: 'allow' | 'deny'
+  /**
+   * A decision shed by a store that bounds its waiting decisions (RedisStore's `maxWaiting`: a flood in this
+   * process): `'limit'` answers it as limited (429 with a `Retry-After` of about one round trip, `source: 'shed'`);
+   * `'fallback'` answers it as a store failure would (the `fallback` store, else `onStoreError`), though it is
+   * not one: no breaker counts it and `onError` does not receive it. @default 'limit'
+   */
+  onShed?: 'limit' | 'fallback'
   /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
   fallback?: Store
   /**
@@ -128,6 +135,7 @@ export const LIMITER_OPTION_FLAGS = {
   group: true,
   timeout: true,
   onStoreError: true,
+  onShed: true,
   fallback: true,
   onError: true,
   circuitBreaker: true,
@@ -147,6 +155,7 @@ export const LIMITER_DEFAULTS = {
   prefix: 'rw',
   timeout: '250ms',
   onStoreError: 'allow',
+  onShed: 'limit',
   circuitBreaker: {},
   blockedCache: false,
 } as const satisfies Partial<RateLimiterOptions>
@@ -161,6 +170,8 @@ export interface LimiterConfig {
   namespace: string
   timeoutMs: number
   allowOnError: boolean
+  /** `onShed: 'fallback'`: a shed decision is answered like a store failure. */
+  shedToFallback: boolean
   fallback: Store | undefined
   onError: (error: unknown, context: FailureContext) => unknown
   circuitBreaker: CircuitBreakerOptions | false
@@ -182,6 +193,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     prefix = LIMITER_DEFAULTS.prefix,
     timeout = LIMITER_DEFAULTS.timeout,
     onStoreError = LIMITER_DEFAULTS.onStoreError,
+    onShed = LIMITER_DEFAULTS.onShed,
     fallback,
     onError = throttledErrorLog(),
     circuitBreaker = LIMITER_DEFAULTS.circuitBreaker,
@@ -201,6 +213,9 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
   const group = parseGroup(options.group)
   if (onStoreError !== 'allow' && onStoreError !== 'deny') {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+  }
+  if (onShed !== 'limit' && onShed !== 'fallback') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onShed', onShed, "'limit' or 'fallback'")
   }
   if (fallback !== undefined && !isStore(fallback)) {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fallback', fallback, 'a Store such as new MemoryStore()')
@@ -285,6 +300,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     namespace,
     timeoutMs: parseTimerDuration(timeout, 'timeout'),
     allowOnError: onStoreError === 'allow',
+    shedToFallback: onShed === 'fallback',
     fallback,
     onError,
     circuitBreaker,

@@ -194,6 +194,7 @@ describe('RateLimiter options', () => {
     expect(errorOf(() => new RateLimiter({ rules, onStoreError: 'maybe' as never })).option).toBe(
       'onStoreError',
     )
+    expect(errorOf(() => new RateLimiter({ rules, onShed: 'allow' as never })).option).toBe('onShed')
     expect(errorOf(() => new RateLimiter({ rules, timeout: '0s' as never })).option).toBe('timeout')
     expect(errorOf(() => new RateLimiter({ rules, circuitBreaker: { failures: 0 } })).option).toBe(
       'circuitBreaker.failures',
