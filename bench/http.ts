@@ -40,6 +40,8 @@ export interface HttpRow {
   nodeUs: number
   /** redis-server CPU per response, µs (0 for configurations that do not use Redis). */
   redisUs: number
+  /** Responses per Redis script call (the mean group size); 0 when the configuration runs no script. */
+  perCall: number
   p50: number
   p99: number
 }
@@ -108,6 +110,14 @@ async function redisCpu(redis: Redis): Promise<number> {
   return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
 }
 
+/** Script calls (EVALSHA and EVAL) the server has run so far: with responses, the decisions per call. */
+async function scriptCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats')
+  let calls = 0
+  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1])
+  return calls
+}
+
 /**
  * One load run against all of a configuration's servers at once, `connections` shared between them; Redis CPU
  * per response when `redis` is given (else 0).
@@ -121,6 +131,7 @@ export async function load(
 ) {
   const cpuBefore = await Promise.all(servers.map((server) => cpuOf(server.child)))
   const redisBefore = redis ? await redisCpu(redis) : 0
+  const scriptsBefore = redis ? await scriptCalls(redis) : 0
   const results = await Promise.all(
     servers.map((server, i) =>
       loadOne(
@@ -132,6 +143,7 @@ export async function load(
     ),
   )
   const redisAfter = redis ? await redisCpu(redis) : 0
+  const scriptsAfter = redis ? await scriptCalls(redis) : 0
   const cpuAfter = await Promise.all(servers.map((server) => cpuOf(server.child)))
   const responses = results.reduce((sum, result) => sum + result.responses, 0) || 1
   const nodeCpu = cpuAfter.reduce((sum, cpu, i) => sum + cpu - cpuBefore[i]!, 0)
@@ -141,6 +153,8 @@ export async function load(
     p99: Math.max(...results.map((result) => result.p99)),
     nodeUs: nodeCpu / responses,
     redisUs: (redisAfter - redisBefore) / responses,
+    /** Responses per script call: the mean group size of a grouping store (1 for one call per request). */
+    perCall: scriptsAfter > scriptsBefore ? responses / (scriptsAfter - scriptsBefore) : 0,
   }
 }
 
@@ -246,6 +260,7 @@ export async function runHttp(
               floorRatio: floor ? rps / rpsOf(floor) : undefined,
               nodeUs: median(list.map((sample) => sample.nodeUs)),
               redisUs: median(list.map((sample) => sample.redisUs)),
+              perCall: median(list.map((sample) => sample.perCall)),
               p50: median(list.map((sample) => sample.p50)),
               p99: median(list.map((sample) => sample.p99)),
             })
@@ -275,6 +290,7 @@ export function httpTable(rows: readonly HttpRow[]): string {
       'ratio to floor',
       'Node µs/req',
       'Redis µs/req',
+      'req per script call',
       'p50 ms',
       'p99 ms',
     ],
@@ -288,6 +304,7 @@ export function httpTable(rows: readonly HttpRow[]): string {
       row.floorRatio === undefined ? '' : `${row.floorRatio.toFixed(2)} (${row.floor})`,
       row.nodeUs.toFixed(1),
       row.redisUs < 0.05 ? '' : row.redisUs.toFixed(1),
+      row.perCall === 0 ? '' : row.perCall.toFixed(1),
       String(row.p50),
       String(row.p99),
     ]),

@@ -15,6 +15,7 @@ import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
 import { type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
 import { runRedis } from './redis.js'
+import { runRedisFlood } from './redis-flood.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
 
 const docs = join(import.meta.dirname, '..', 'docs')
@@ -32,6 +33,7 @@ const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.s
 const syncAccuracy = await step('sync accuracy', runSyncAccuracy)
 const flood = await step('flood', runFlood)
 const outage = await step('outage', runOutage)
+const redisFlood = await step('redis flood', runRedisFlood)
 const http = await step('http', () => runHttp({ rounds: quick ? 1 : 3, duration: quick ? 1 : 4 }))
 writeFileSync(join(docs, 'http-ratios.svg'), ratioChart(http))
 const pairs = await step('pairs', () => runPairs({ rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }))
@@ -44,8 +46,8 @@ side by side in the same run. The load generator (autocannon) shares the 2 cores
 
 ## Targets
 
-Issue 12's targets. The floors, the peer comparisons and the synchronised mode are judged on the paired runs
-below (two servers loaded at the same time, so that the machine's drift cancels out), and a target counts as met
+Issue 12's targets, and issue 18's for RedisStore (grouped decisions). The floors, the peer comparisons and the
+synchronised mode are judged on the paired runs below (two servers loaded at the same time, so that the machine's drift cancels out), and a target counts as met
 only when both of a pair's measures meet it: the req/s ratio and the cost ratio (CPU per request). Redis CPU per
 decision comes from the HTTP matrix.
 
@@ -137,6 +139,17 @@ slices of 5,000, every 50 ms here) drops them while \`monitorEventLoopDelay\` wa
 
 ${flood}
 
+## A flood of concurrent decisions on Redis
+
+One process, 10 ioredis connections (one RedisStore per connection), a limit of 1,000 per minute per key, default
+options (timeout 250 ms, \`onStoreError: 'allow'\`); N \`limit()\` calls at once, on 1 key or spread over
+10,000 keys, beside rate-limiter-flexible's RateLimiterRedis on the same connections
+(\`pnpm --filter @ratewindow/bench redis-flood\`, [redis.md](redis.md#grouped-decisions)). \`policy answers\`
+are decisions the failure policy made because a call failed or timed out: before grouping, 30,000 at once
+admitted 19,373 this way. \`heap growth\` is the peak while the calls were being made.
+
+${redisFlood}
+
 ## Redis going away
 
 ${outage}
@@ -186,7 +199,7 @@ function targets(rows: readonly HttpRow[], pairs: readonly PairRow[]): string {
       const redis = pair('ratewindow-redis', 'floor-redis')
       if (redis && framework !== 'express') {
         lines.push(
-          `| RedisStore ≥ 0.95 of the one-round-trip floor | ${framework} | ${keys} | ${both(redis)} | ${yes(worstRatio(redis) >= 0.95)} |`,
+          `| RedisStore ≥ 1.2 × the one-round-trip floor (issue 18) | ${framework} | ${keys} | ${both(redis)} | ${yes(worstRatio(redis) >= 1.2)} |`,
         )
       }
       const matrix = rows.filter(
@@ -197,12 +210,12 @@ function targets(rows: readonly HttpRow[], pairs: readonly PairRow[]): string {
       if (ours && floor) {
         const cpu = ours.redisUs / floor.redisUs
         lines.push(
-          `| RedisStore: Redis CPU per decision ≤ 1.3 × the floor's (HTTP matrix) | ${framework} | ${keys} | ${ours.redisUs.toFixed(1)} µs / ${floor.redisUs.toFixed(1)} µs = ${cpu.toFixed(2)} × | ${yes(cpu <= 1.3)} |`,
+          `| RedisStore: Redis CPU per decision ≤ 0.7 × the floor's (HTTP matrix, issue 18) | ${framework} | ${keys} | ${ours.redisUs.toFixed(1)} µs / ${floor.redisUs.toFixed(1)} µs = ${cpu.toFixed(2)} ×, ${ours.perCall.toFixed(1)} req per call | ${yes(cpu <= 0.7)} |`,
         )
       }
       for (const peer of againstPeers('ratewindow-redis', true)) {
         lines.push(
-          `| RedisStore ahead of every peer on Redis | ${framework} | ${keys} | ${both(peer)} | ${yes(worstRatio(peer) > 1)} |`,
+          `| RedisStore ≥ 1.15 × every peer on Redis (issue 18) | ${framework} | ${keys} | ${both(peer)} | ${yes(worstRatio(peer) >= 1.15)} |`,
         )
       }
       const synced = pair('ratewindow-synced-x4', 'bare-x4')
