@@ -146,6 +146,39 @@ describe('grouped decisions', () => {
     },
   )
 
+  it('limiters with the same algorithm but other limits, on one client, are grouped apart: each keeps its own limit', async () => {
+    const store = new RedisStore({ client })
+    const small = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store,
+      prefix: uniquePrefix(),
+    })
+    const large = new RateLimiter({
+      rules: fixedWindow({ limit: 50, window: '1m' }),
+      store,
+      prefix: uniquePrefix(),
+    })
+    const penalised = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store,
+      prefix: uniquePrefix(),
+      penalty: { after: 2, within: '1m', block: '1h' },
+    })
+    const before = store.groupStats.flights
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => [small, large, penalised][i % 3]!.limit('k')),
+    )
+    const admitted = (index: number) =>
+      results.filter((result, i) => i % 3 === index && result.allowed).length
+    expect([admitted(0), admitted(1), admitted(2)]).toEqual([5, 20, 5])
+    // The penalised limiter blocked its key after two denials; the others have no penalty.
+    expect(results.filter((result, i) => i % 3 === 2 && result.blocked !== undefined).length).toBeGreaterThan(
+      0,
+    )
+    expect(results.filter((result, i) => i % 3 !== 2 && result.blocked !== undefined)).toEqual([])
+    expect(store.groupStats.flights - before).toBe(2)
+  })
+
   it('several stores on one client share the groups of that connection', async () => {
     const first = new RedisStore({ client })
     const second = new RedisStore({ client, prefix: 'other:' })

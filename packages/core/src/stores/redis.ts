@@ -106,6 +106,11 @@ interface Prepared {
   script: Script
   /** The same decisions for a group of calls (redis-batch-script.ts). */
   batch: Script
+  /**
+   * What calls must share to go in one batch: the script and its shared arguments (the rules' parameters and
+   * the penalty's), which a batch sends once. Two limiters with the same algorithms but other limits differ.
+   */
+  batchKey: string
   suffixes: string[]
   args: string[]
   penalty: Penalty | undefined
@@ -375,7 +380,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
     return this.#groups.submit(
       node,
-      slot === 0 ? prepared.script.sha1 : `${slot}:${prepared.script.sha1}`,
+      slot === 0 ? prepared.batchKey : `${slot}:${prepared.batchKey}`,
       { prepared, keys, args },
       // Without a late hook, the bound is only its timeout, the same for both types.
       within?.late === undefined
@@ -419,6 +424,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       prepared = {
         script: RedisStore.scriptFor(rules, { penalty: penalty !== undefined }),
         batch: batchScriptFor(codes, penalty !== undefined),
+        batchKey: `${RedisStore.scriptFor(rules, { penalty: penalty !== undefined }).sha1}:${args.join(',')}`,
         suffixes,
         args,
         penalty,
