@@ -420,11 +420,14 @@ export class RedisStore implements Store, ConcurrencyStore {
         for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
           args.push(String(value))
       }
-      const codes = rules.map((rule) => rule.script.code)
+      const script = RedisStore.scriptFor(rules, { penalty: penalty !== undefined })
       prepared = {
-        script: RedisStore.scriptFor(rules, { penalty: penalty !== undefined }),
-        batch: batchScriptFor(codes, penalty !== undefined),
-        batchKey: `${RedisStore.scriptFor(rules, { penalty: penalty !== undefined }).sha1}:${args.join(',')}`,
+        script,
+        batch: batchScriptFor(
+          rules.map((rule) => rule.script.code),
+          penalty !== undefined,
+        ),
+        batchKey: `${script.sha1}:${args.join(',')}`,
         suffixes,
         args,
         penalty,
