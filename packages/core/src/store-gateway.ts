@@ -8,7 +8,7 @@ import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circu
 import { RateLimitError } from './errors.js'
 import type { BreakerEvent, StoreCallEvent } from './observe.js'
 import type { FailureContext } from './options.js'
-import { isShed, LateReply } from './stores/redis-groups.js'
+import { isShed, LateReply } from './stores/call-bound.js'
 import type {
   Awaitable,
   CallBound,

@@ -5,41 +5,13 @@
  */
 import { failureKind } from '../circuit-breaker.js'
 import { RateLimitError } from '../errors.js'
+import { shedError } from './call-bound.js'
 import type { CallReport } from './types.js'
 
 /** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
 export const DEFAULT_MAX_WAITING = 50_000
 /** Decisions in one script execution, at most: a larger group is split into several calls of one flight. */
 export const DEFAULT_MAX_GROUP = 1_000
-
-/** A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. */
-export class LateReply<T> implements PromiseLike<T> {
-  #value: T | undefined
-  #arrived = false
-  #listeners: ((value: T) => void)[] | undefined
-
-  /** @internal The store calls it when the reply arrives after all. */
-  arrive(value: T): void {
-    if (this.#arrived) return
-    this.#arrived = true
-    this.#value = value
-    for (const listener of this.#listeners ?? []) listener(value)
-    this.#listeners = undefined
-  }
-
-  // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose (it resolves only if the reply comes)
-  then<A = T, B = never>(
-    onArrived?: ((value: T) => A | PromiseLike<A>) | null,
-    _onFailed?: ((reason: unknown) => B | PromiseLike<B>) | null,
-  ): PromiseLike<A | B> {
-    return new Promise<A | B>((resolve) => {
-      const listener = (value: T) => resolve(onArrived ? onArrived(value) : (value as unknown as A))
-      if (this.#arrived) listener(this.#value as T)
-      else if (this.#listeners === undefined) this.#listeners = [listener]
-      else this.#listeners.push(listener)
-    })
-  }
-}
 
 /** How a grouped call waits: the longest wait for its own flight, and where a late reply goes. */
 export interface Within<T> {
@@ -280,20 +252,4 @@ function answer<P, T>(entry: Entry<P, T>, value: T | undefined, error: unknown):
   entry.done = true
   if (error === undefined) entry.resolve(value as T)
   else entry.reject(error)
-}
-
-/** The answer to a call that found the waiting bound full: not a store failure. */
-export function shedError(roundTripMs: number): RateLimitError {
-  return Object.assign(
-    new RateLimitError(
-      'ERR_RATEWINDOW_SHED',
-      'Too many decisions were waiting for this Redis node: this one was shed (answered as limited) without a store call.',
-    ),
-    { retryAfterMs: roundTripMs },
-  )
-}
-
-/** True for the error of a shed call. */
-export function isShed(error: unknown): error is RateLimitError & { retryAfterMs: number } {
-  return error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_SHED'
 }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { RateLimitError } from '../../src/errors.js'
-import { type Entry, isShed, LateReply, RedisGroups } from '../../src/stores/redis-groups.js'
+import { isShed, LateReply } from '../../src/stores/call-bound.js'
+import { type Entry, RedisGroups } from '../../src/stores/redis-groups.js'
 
 /** A send whose calls are answered by the test: each call's entries, and how to answer it. */
 function controlledSend() {
