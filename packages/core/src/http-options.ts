@@ -197,32 +197,13 @@ export function resolveHttpOptions<Req>(
   requireObject(options, 'options', '{ limit: 100, window: "1m" }')
   rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
   checkShapes(options)
-  const {
-    store = new MemoryStore(),
-    prefix,
-    group,
-    timeout,
-    onStoreError,
-    onShed,
-    fallback,
-    onError,
-  } = options
-  const { circuitBreaker, blockedCache, name, shadow, observer, penalty } = options
-  const limiter = {
-    name,
-    shadow,
-    observer,
-    store,
-    prefix,
-    group,
-    timeout,
-    onStoreError,
-    onShed,
-    fallback,
-    onError,
-    circuitBreaker,
-    blockedCache,
-    penalty,
+  // Every limiter option passes through as it is (the names are LIMITER_OPTION_FLAGS: one list, checked against
+  // RateLimiterOptions), with a MemoryStore when none is given.
+  const store = options.store === undefined ? new MemoryStore() : options.store
+  const limiter: HttpConfig<Req>['limiter'] = { store }
+  for (const name of Object.keys(LIMITER_OPTION_FLAGS) as (keyof typeof LIMITER_OPTION_FLAGS)[]) {
+    // Same name, same type on both sides (HttpRateLimitOptions picks them from RateLimiterOptions).
+    if (name !== 'store') (limiter as Record<string, unknown>)[name] = options[name]
   }
   let makeRule: ((limit: number) => Rule) | undefined
   const resolveRules = typeof options.rules === 'function' ? options.rules : undefined
