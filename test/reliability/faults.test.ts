@@ -16,6 +16,7 @@ import {
 import { Cluster, Redis } from 'ioredis'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis-groups.js'
 import { FRAMEWORKS } from '../http/harness.js'
 import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
 
@@ -248,9 +249,9 @@ describe('standalone redis-server', () => {
     expect(after.map((result) => result.allowed)).toEqual([true, true, true, true, true, false])
   })
 
-  it("a stall with 'allow': the call sent stays charged (it was served); those waiting behind it are never sent", async () => {
+  it("a stall with 'allow': the calls sent stay charged (they were served); those past the flights in flight are never sent", async () => {
     const limiter = new RateLimiter({
-      rules: fixedWindow({ limit: 5, window: '15m' }),
+      rules: fixedWindow({ limit: 100, window: '15m' }),
       store: new RedisStore({ client }),
       prefix: 'stall-allow',
       timeout: '200ms',
@@ -259,17 +260,27 @@ describe('standalone redis-server', () => {
     })
     const process_ = await pid(server)
     process.kill(process_, 'SIGSTOP')
-    let served: RateLimitResult[]
+    const served: Promise<RateLimitResult>[] = []
     try {
-      served = await Promise.all(Array.from({ length: 3 }, () => limiter.limit('k')))
+      // One decision per turn of the event loop: each turn's decisions fly together while fewer than
+      // DEFAULT_MAX_FLIGHTS calls are in flight; the later ones wait, and are answered when the first call times out.
+      for (let turn = 0; turn < DEFAULT_MAX_FLIGHTS + 4; turn++) {
+        served.push(limiter.limit('k'))
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      await Promise.all(served)
     } finally {
       process.kill(process_, 'SIGCONT')
     }
-    expect(served.every((result) => result.allowed && result.source === 'policy')).toBe(true)
+    const results = await Promise.all(served)
+    expect(results.every((result) => result.allowed && result.source === 'policy')).toBe(true)
     await client.ping()
-    // The first decision was sent and runs once the server resumes; the two that waited behind it were answered
-    // by the policy when it timed out, withdrawn, and never sent (docs/redis.md, grouped decisions).
-    expect(await limiter.peek('k', { cost: 0 })).toMatchObject({ source: 'store', remaining: 4 })
+    // The calls sent run once the server resumes and stay charged (the policy admitted them); the four that waited
+    // behind the full set of flights were answered by the policy, withdrawn, and never sent (docs/redis.md).
+    expect(await limiter.peek('k', { cost: 0 })).toMatchObject({
+      source: 'store',
+      remaining: 100 - DEFAULT_MAX_FLIGHTS,
+    })
   })
 
   it('a hung fallback store cannot hang a request; refund() and reset() on a hung store settle', async () => {

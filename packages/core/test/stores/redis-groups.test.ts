@@ -21,7 +21,7 @@ afterEach(() => {
 })
 
 describe('RedisGroups', () => {
-  it('sends at once when nothing is in flight, and groups what arrives meanwhile, in arrival order', async () => {
+  it('sends at once when nothing is in flight; what arrives meanwhile goes together at the end of the turn, in order', async () => {
     const { calls, send } = controlledSend()
     const groups = new RedisGroups(send)
     const first = groups.submit('n', 'script', 'a', undefined)
@@ -30,14 +30,36 @@ describe('RedisGroups', () => {
     // Another node is not held up by this one.
     const other = groups.submit('m', 'script', 'x', undefined)
     expect(calls.map((call) => call.payloads)).toEqual([['a'], ['x']])
-    calls[0]!.answer()
-    expect(await first).toBe('a!')
+    // The end of this turn of the event loop: what waited for 'n' goes in one call, 'a' still in flight.
+    await settle()
     expect(calls.map((call) => call.payloads)).toEqual([['a'], ['x'], ['b', 'c', 'd']])
     calls[2]!.answer()
     expect(await Promise.all(waiting)).toEqual(['b!', 'c!', 'd!'])
+    calls[0]!.answer()
+    expect(await first).toBe('a!')
     calls[1]!.answer()
     expect(await other).toBe('x!')
     expect(groups.stats).toMatchObject({ flights: 3, calls: 3, entries: 5, shed: 0, peakWaiting: 3 })
+  })
+
+  it('with maxFlights in flight, what arrives waits for the oldest to be answered, and keeps its order', async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxFlights: 2 })
+    const all = [groups.submit('n', 's', 'a', undefined)]
+    all.push(groups.submit('n', 's', 'b', undefined))
+    await settle()
+    all.push(groups.submit('n', 's', 'c', undefined), groups.submit('n', 's', 'd', undefined))
+    await settle()
+    // Two flights in flight: 'c' and 'd' wait.
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b']])
+    calls[0]!.answer()
+    // Its answer (a promise turn), then the flush at the end of that turn.
+    await settle()
+    await settle()
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b'], ['c', 'd']])
+    calls[1]!.answer()
+    calls[2]!.answer()
+    expect(await Promise.all(all)).toEqual(['a!', 'b!', 'c!', 'd!'])
   })
 
   it('one flight carries one call per batch (script and slot), each at most maxGroup long', async () => {
@@ -57,14 +79,16 @@ describe('RedisGroups', () => {
     expect(await Promise.all(rest)).toEqual(['b!', 'c!', 'd!', 'e!'])
   })
 
-  it('a flight that times out answers its entries and every waiting one at once, with one error', async () => {
+  it('a flight that times out answers every flight in flight and every waiting entry at once, with one error', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
     const { calls, send } = controlledSend()
-    const groups = new RedisGroups(send)
+    const groups = new RedisGroups(send, { maxFlights: 2 })
     const late = new LateReply<string>()
     const sent = groups.submit('n', 's', 'a', { timeoutMs: 100, late })
-    const waiting = groups.submit('n', 's', 'b', { timeoutMs: 100 })
-    const errors = Promise.all([sent, waiting].map((each) => each.catch((error: unknown) => error)))
+    const second = groups.submit('n', 's', 'b', { timeoutMs: 100 })
+    await vi.advanceTimersByTimeAsync(0)
+    const waiting = groups.submit('n', 's', 'c', { timeoutMs: 100 })
+    const errors = Promise.all([sent, second, waiting].map((each) => each.catch((error: unknown) => error)))
     // The clock starts once the sending work is done (an immediate), and an expiry is checked after the next
     // read of sockets (another immediate): answered at 100 ms (the fake clock runs the
     // immediate of 100 ms on its next step), not before.
@@ -72,17 +96,18 @@ describe('RedisGroups', () => {
     void errors.then(() => {
       answered = true
     })
-    await vi.advanceTimersByTimeAsync(99)
+    await vi.advanceTimersByTimeAsync(98)
     expect(answered).toBe(false)
-    await vi.advanceTimersByTimeAsync(2)
+    await vi.advanceTimersByTimeAsync(3)
     expect(answered).toBe(true)
-    const [first, second] = await errors
+    const [first, ...rest] = await errors
     expect(first).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
-    expect(second).toBe(first)
-    // The waiting entry was never sent; the node is free again, and the next call goes at once.
-    expect(calls.map((call) => call.payloads)).toEqual([['a']])
-    void groups.submit('n', 's', 'c', { timeoutMs: 100 })
-    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['c']])
+    // One error object for all three: the breaker counts one failure.
+    expect(rest).toEqual([first, first])
+    // The waiting entry (past maxFlights) was never sent; the node is free again, and the next call goes at once.
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b']])
+    void groups.submit('n', 's', 'd', { timeoutMs: 100 })
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b'], ['d']])
     // The reply of the timed-out call reaches its late hook.
     calls[0]!.answer()
     expect(await late).toBe('a!')
@@ -114,22 +139,29 @@ describe('RedisGroups', () => {
     expect(await stalled).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
   })
 
-  it("a server failure fails the waiting entries too; a key's own error fails only its call", async () => {
+  it("a server failure fails the other flights and the waiting entries too; a key's own error fails only its call", async () => {
     const { calls, send } = controlledSend()
     const groups = new RedisGroups(send)
     const first = groups.submit('n', 's', 'a', undefined).catch((error: unknown) => error)
-    const waiting = groups.submit('n', 's', 'b', undefined).catch((error: unknown) => error)
+    const inFlight = groups.submit('n', 's', 'b', undefined).catch((error: unknown) => error)
+    await settle()
+    const waiting = groups.submit('n', 's', 'b2', undefined).catch((error: unknown) => error)
     const down = new Error('connect ECONNREFUSED')
-    calls[0]!.fail(down)
+    calls[1]!.fail(down)
     expect(await first).toBe(down)
+    expect(await inFlight).toBe(down)
     expect(await waiting).toBe(down)
+    // The other flight's own failure, when it comes, finds its entries answered.
+    calls[0]!.fail(new Error('connection closed'))
+    await settle()
     const keyError = new Error('ERR user_script:1: attempt to compare nil with number')
     const second = groups.submit('n', 's', 'c', undefined).catch((error: unknown) => error)
     const behind = groups.submit('n', 's', 'd', undefined)
-    calls[1]!.fail(keyError)
-    expect(await second).toBe(keyError)
     await settle()
-    calls[2]!.answer()
+    expect(calls.slice(2).map((call) => call.payloads)).toEqual([['c'], ['d']])
+    calls[2]!.fail(keyError)
+    expect(await second).toBe(keyError)
+    calls[3]!.answer()
     expect(await behind).toBe('d!')
   })
 
