@@ -20,6 +20,8 @@ import {
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clusterSlot } from '../packages/core/src/stores/cluster-slot.js'
+import { clusterClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
 import { uniquePrefix } from './support/redis-store-suite.js'
 
@@ -177,6 +179,62 @@ describe('grouped decisions', () => {
     )
     expect(results.filter((result, i) => i % 3 !== 2 && result.blocked !== undefined)).toEqual([])
     expect(store.groupStats.flights - before).toBe(2)
+  })
+
+  it('the calls of one flight to one node go out in one write (ioredis: the connection is corked), standalone and Cluster', async () => {
+    const cluster = clusterClient()
+    await cluster.ping()
+    for (const each of [client, cluster] as const) {
+      const store = new RedisStore({ client: each })
+      // Two rule sets: two calls (two scripts) in one flight; on the Cluster, keys of several slots of one master.
+      const limiters = [5, 50].map(
+        (limit) =>
+          new RateLimiter({ rules: fixedWindow({ limit, window: '1m' }), store, prefix: uniquePrefix() }),
+      )
+      const rule = limiters[0]!.rules[0]!
+      const masterOf = (key: string) =>
+        each === client ? '' : cluster.slots[clusterSlot(store.keyFor('', key, rule))]![0]
+      const keys: string[] = []
+      const slots = new Set<number>()
+      for (let n = 0; keys.length < 8; n++) {
+        const slot = clusterSlot(store.keyFor('', `c${n}`, rule))
+        if (masterOf(`c${n}`) === masterOf('c0') && !slots.has(slot)) {
+          slots.add(slot)
+          keys.push(`c${n}`)
+        }
+      }
+      // Warm the scripts up, single and grouped, on that node (a node without a script answers NOSCRIPT once, and
+      // EVAL goes on its own).
+      for (let i = 0; i < 16; i++)
+        await Promise.all(Array.from({ length: 6 }, (_, j) => limiters[(i + j) % 2]!.limit(keys[i >> 1]!)))
+      const socket =
+        each === client
+          ? client.stream
+          : (cluster
+              .nodes('master')
+              .find((node) => `${node.options.host}:${node.options.port}` === masterOf('c0'))!
+              .stream as typeof client.stream)
+      const writes: boolean[] = []
+      const write = socket.write
+      socket.write = function (this: typeof socket, ...args: Parameters<typeof write>) {
+        writes.push(socket.writableCorked > 0)
+        return write.apply(this, args)
+      } as typeof write
+      try {
+        const first = limiters[0]!.limit(keys[0]!)
+        // Arrive while 'first' is in flight: one flight at the end of the turn, several calls to one node.
+        const rest = Array.from({ length: 40 }, (_, i) => limiters[i % 2]!.limit(keys[i % 8]!))
+        const results = await Promise.all([first, ...rest])
+        expect(results.every((result) => result.source === 'store')).toBe(true)
+      } finally {
+        socket.write = write
+      }
+      // The first call went alone; every command of the flight that followed was written while corked.
+      expect(writes[0]).toBe(false)
+      // Standalone: one call per rule set; Cluster: one per slot (each key here goes through one of the limiters).
+      expect(writes.length).toBe(each === client ? 3 : 1 + 8)
+      expect(writes.slice(1).every(Boolean)).toBe(true)
+    }
   })
 
   it('several stores on one client share the groups of that connection', async () => {

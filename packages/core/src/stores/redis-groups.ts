@@ -47,6 +47,12 @@ export interface Entry<P, T> {
 /** Sends one batch (entries of one script and slot, at most `maxGroup`) and answers one value per entry. */
 export type SendBatch<P, T> = (entries: readonly Entry<P, T>[]) => Promise<readonly T[]>
 
+/**
+ * Runs `send` (which sends several batches to the node of `first`) so that they go out together, e.g. in one
+ * write: `RedisScriptRunner.together`. Calls `send` once, synchronously.
+ */
+export type SendTogether<P> = (first: P, send: () => void) => void
+
 /** Calls sent together to one node, answered when all of its calls are. */
 interface Flight<T> {
   readonly entries: readonly Entry<unknown, T>[]
@@ -88,18 +94,26 @@ export class RedisGroups<P, T> {
   readonly #maxWaiting: number
   readonly #maxGroup: number
   readonly #maxFlights: number
+  readonly #together: SendTogether<P> | undefined
   readonly #queues = new Map<string | number, NodeQueue<P, T>>()
   readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
 
   /** `maxWaiting` is the default bound: each call may pass its own (RedisStore's option) to `submit`. */
   constructor(
     send: SendBatch<P, T>,
-    options: { maxWaiting?: number; maxGroup?: number; maxFlights?: number } = {},
+    options: {
+      maxWaiting?: number
+      maxGroup?: number
+      maxFlights?: number
+      /** How a flight of several batches to one node goes out together, if the client can. */
+      together?: SendTogether<P> | undefined
+    } = {},
   ) {
     this.#send = send
     this.#maxWaiting = options.maxWaiting ?? DEFAULT_MAX_WAITING
     this.#maxGroup = options.maxGroup ?? DEFAULT_MAX_GROUP
     this.#maxFlights = options.maxFlights ?? DEFAULT_MAX_FLIGHTS
+    this.#together = options.together
   }
 
   /** Queues a call for `node`; sends it at once when nothing is in flight there. */
@@ -208,7 +222,7 @@ export class RedisGroups<P, T> {
       timer = armed
     }
     if (timeoutMs !== undefined) afterRead(arm)
-    for (const batch of batches) {
+    const sendBatch = (batch: Entry<P, T>[]) => {
       for (const entry of batch) {
         if (entry.call !== undefined) {
           entry.call.waitedMs = started - entry.queued
@@ -239,6 +253,22 @@ export class RedisGroups<P, T> {
         },
       )
     }
+    if (batches.length === 1 || this.#together === undefined) {
+      for (const batch of batches) sendBatch(batch)
+      return
+    }
+    // Several calls to one node: written together where the client can (one write instead of one per call).
+    let next = 0
+    const sendAll = () => {
+      while (next < batches.length) sendBatch(batches[next++]!)
+    }
+    try {
+      this.#together(entries[0]!.payload, sendAll)
+    } catch {
+      // the client's own trouble: the batches it did not send go below, one by one
+    }
+    // A `together` that failed, or did not call `send`: whatever it did not send goes now, once.
+    sendAll()
   }
 
   /** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */

@@ -195,7 +195,13 @@ export class RedisStore implements Store, ConcurrencyStore {
     this.#maxWaiting = maxWaiting
     let groups = GROUPS.get(client)
     if (groups === undefined) {
-      groups = new RedisGroups((entries) => sendGroup(runner, entries))
+      const together = runner.together?.bind(runner)
+      groups = new RedisGroups((entries) => sendGroup(runner, entries), {
+        // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
+        together:
+          together &&
+          ((call: Call, send: () => void) => together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
+      })
       GROUPS.set(client, groups)
     }
     this.#groups = groups

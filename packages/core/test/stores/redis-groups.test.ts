@@ -79,6 +79,30 @@ describe('RedisGroups', () => {
     expect(await Promise.all(rest)).toEqual(['b!', 'c!', 'd!', 'e!'])
   })
 
+  it('a flight of several calls goes through `together` once; one call, or a `together` that throws, still sends each once', async () => {
+    const { calls, send } = controlledSend()
+    const wrapped: string[][] = []
+    let failing = false
+    const groups = new RedisGroups(send, {
+      together: (first, sendAll) => {
+        const before = calls.length
+        if (failing) throw new Error('client trouble')
+        sendAll()
+        wrapped.push([first, ...calls.slice(before).map((call) => call.payloads.join())])
+      },
+    })
+    void groups.submit('n', 's1', 'a', undefined)
+    const rest = [groups.submit('n', 's1', 'b', undefined), groups.submit('n', 's2', 'c', undefined)]
+    await settle()
+    expect(wrapped).toEqual([['b', 'b', 'c']])
+    failing = true
+    const more = [groups.submit('n', 's1', 'd', undefined), groups.submit('n', 's2', 'e', undefined)]
+    await settle()
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b'], ['c'], ['d'], ['e']])
+    for (const call of calls) call.answer()
+    expect(await Promise.all([...rest, ...more])).toEqual(['b!', 'c!', 'd!', 'e!'])
+  })
+
   it('a flight that times out answers every flight in flight and every waiting entry at once, with one error', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
     const { calls, send } = controlledSend()

@@ -14,6 +14,12 @@ export interface IoredisLike {
   readonly slots?: unknown
 }
 
+/** The part of a `net.Socket` that `together` uses. */
+interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
 /** True for an ioredis or iovalkey client: `defineCommand` and lower-case `evalsha` are theirs alone. */
 export function isIoredisClient(client: unknown): client is IoredisLike {
   const candidate = client as Partial<Record<keyof IoredisLike, unknown>> | null | undefined
@@ -22,17 +28,46 @@ export function isIoredisClient(client: unknown): client is IoredisLike {
 
 /** Runs the store's scripts on an ioredis 5/6 or iovalkey `Redis` or `Cluster` client. */
 export function ioredisRunner(client: IoredisLike): RedisScriptRunner {
+  const cluster = client.isCluster === true
+  const nodeOf = (slot: number) => {
+    const owner = Array.isArray(client.slots) ? (client.slots[slot] as unknown[] | undefined)?.[0] : undefined
+    return typeof owner === 'string' ? owner : undefined
+  }
+  /**
+   * The socket that carries commands for `slot`, when the client has it open: a standalone client's `stream`; on a
+   * Cluster, the `stream` of the node's client in its connection pool (not in ioredis's public types: read with
+   * care, and without it the commands go out one by one, as before).
+   */
+  const connectionOf = (slot: number): Corkable | undefined => {
+    let owner: unknown = client
+    if (cluster) {
+      const node = nodeOf(slot)
+      const pool = (client as { connectionPool?: { getInstanceByKey?: (key: string) => unknown } })
+        .connectionPool
+      owner = node === undefined ? undefined : pool?.getInstanceByKey?.(node)
+    }
+    const stream = (owner as { stream?: Partial<Corkable> } | undefined)?.stream
+    return typeof stream?.cork === 'function' && typeof stream.uncork === 'function'
+      ? (stream as Corkable)
+      : undefined
+  }
   return {
     family: 'ioredis',
-    cluster: client.isCluster === true,
+    cluster,
     evalSha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (lua, keys, args) => client.eval(lua, keys.length, ...keys, ...args),
     del: (keys) => client.del(...keys),
-    nodeOf: (slot) => {
-      const owner = Array.isArray(client.slots)
-        ? (client.slots[slot] as unknown[] | undefined)?.[0]
-        : undefined
-      return typeof owner === 'string' ? owner : undefined
+    nodeOf,
+    // ioredis writes each command to its socket as it is made: corked, the commands of `send` go in one write.
+    together: (slot, send) => {
+      const stream = connectionOf(slot)
+      if (stream === undefined) return send()
+      stream.cork()
+      try {
+        send()
+      } finally {
+        stream.uncork()
+      }
     },
   }
 }

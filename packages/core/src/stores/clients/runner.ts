@@ -25,6 +25,16 @@ export interface RedisScriptRunner {
    * the failure scope of the keys in that slot (`RedisStore.scopeOf`). Without it, the slot number does.
    */
   nodeOf?(slot: number): string | undefined
+  /**
+   * Optional: runs `send`, which calls `evalSha` several times for keys of one node (on a Cluster, the master of
+   * `slot`), so that those commands go out together: one write on the connection instead of one per command. It
+   * calls `send` exactly once, synchronously, and changes nothing else (no retry, no other order). RedisStore uses
+   * it for a flight of several calls to one node (several rule sets, or several hash slots of a Cluster node).
+   * Without it each command goes out as the client sends it: node-redis and Valkey GLIDE already write the
+   * commands of one turn of the event loop together; ioredis and iovalkey write each at once, and their runner
+   * corks the node's connection for the length of `send`.
+   */
+  together?(slot: number, send: () => void): void
 }
 
 /** True when `error` is the server saying it lacks the script: ioredis and node-redis `NOSCRIPT …`, GLIDE `NoScriptError`. */
