@@ -25,14 +25,15 @@ const STORES: [string, (clock: ManualClock) => ConcurrencyStore][] = [
 describe.each(STORES)('ConcurrencyLimiter on %s', (_, makeStore) => {
   const setup = (limit: number, lease: Duration = '10s') => {
     const clock = new ManualClock(1_700_000_000_000)
+    const store = makeStore(clock)
     const limiter = new ConcurrencyLimiter({
       limit,
       lease,
-      store: makeStore(clock),
+      store,
       prefix: uniquePrefix(),
       timeout: '30s',
     })
-    return { clock, limiter }
+    return { clock, limiter, store }
   }
 
   it('holds at most `limit` in flight per key; a release frees a slot once', async () => {
@@ -66,6 +67,24 @@ describe.each(STORES)('ConcurrencyLimiter on %s', (_, makeStore) => {
     expect(slots.filter((slot) => slot.allowed)).toHaveLength(5)
     await Promise.all(slots.map((slot) => slot.release()))
     expect((await limiter.acquire('k')).inFlight).toBe(1)
+  })
+
+  it('a burst of acquires and releases over many keys: exact per key, and grouped on Redis (fewer calls than leases)', async () => {
+    const { limiter, store } = setup(3)
+    const stats = () => ({ ...((store as Partial<RedisStore>).groupStats ?? { calls: 0, entries: 0 }) })
+    const before = stats()
+    const slots = await Promise.all(Array.from({ length: 400 }, (_, i) => limiter.acquire(`k${i % 20}`)))
+    for (let key = 0; key < 20; key++) {
+      expect(slots.filter((slot, i) => i % 20 === key && slot.allowed)).toHaveLength(3)
+    }
+    await Promise.all(slots.map((slot) => slot.release()))
+    const after = await Promise.all(Array.from({ length: 20 }, (_, key) => limiter.acquire(`k${key}`)))
+    expect(after.map((slot) => slot.inFlight)).toEqual(Array(20).fill(1))
+    if (store instanceof RedisStore) {
+      const grouped = { calls: stats().calls - before.calls, entries: stats().entries - before.entries }
+      expect(grouped.entries).toBe(400 + 60 + 20)
+      expect(grouped.calls).toBeLessThan(grouped.entries / 2)
+    }
   })
 })
 

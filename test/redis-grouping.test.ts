@@ -408,7 +408,12 @@ describe('a flood of concurrent decisions in one process (issue 18: 19× the lim
         for (const result of results) {
           if (result.allowed) admitted.set(result.key, (admitted.get(result.key) ?? 0) + 1)
         }
-        expect(results.filter((result) => result.source !== 'store')).toEqual([])
+        // Counted, not compared as arrays: a diff of 30,000 results takes longer than the test may.
+        const other = results.filter((result) => result.source !== 'store')
+        expect({ answeredByOther: other.length, first: other[0]?.source }).toEqual({
+          answeredByOther: 0,
+          first: undefined,
+        })
         expect(Math.max(...admitted.values())).toBe(Math.min(1_000, 30_000 / keys))
         expect(results.filter((result) => result.allowed)).toHaveLength(Math.min(30_000, 1_000 * keys))
       } finally {

@@ -206,7 +206,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     request: LeaseRequest,
   ): Promise<LeaseDecision | undefined> {
     try {
-      return await this.#call('acquire', () => this.store.acquire(request))
+      return await this.#call('acquire', (within) => this.store.acquire(request, within), true)
     } catch (error) {
       this.#onError(error, { operation: 'acquire', key: request.key })
       return undefined
@@ -216,7 +216,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
   /** Gives a lease back; a failure is reported, never thrown. */
   async release(this: StoreGateway<ConcurrencyStore>, request: Omit<LeaseRequest, 'limit'>): Promise<void> {
     try {
-      await this.#call('release', () => this.store.release(request))
+      await this.#call('release', (within) => this.store.release(request, within), true)
     } catch (error) {
       this.#onError(error, { operation: 'release', key: request.key })
     }
@@ -243,7 +243,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     run: (within: CallBound | undefined) => Awaitable<T>,
     grouped = false,
   ): Promise<T> {
-    const bounded = grouped && (this.store as Store).boundsWait === true
+    const bounded = grouped && this.store.boundsWait === true
     let pending: Awaitable<T>
     try {
       pending = run(bounded ? { timeoutMs: this.#timeoutMs } : undefined)

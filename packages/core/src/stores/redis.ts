@@ -58,42 +58,59 @@ const LEASE_MODE = { acquire: 0, release: 1 } as const
 const MODE_ARGS = Object.values(MODE).map(String)
 
 /**
- * The lease script. KEYS[1] the sorted set; ARGV: mode, now (ms, or -1 for the server's TIME), lease id,
- * limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires }.
+ * The lease logic, as a Lua function of one lease key and its arguments: mode, now (ms, or -1 for the server's
+ * TIME), lease id, limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires };
+ * release returns { 1, 0, 0 }.
  */
-const LEASE_LUA = `
-local key, mode, now, id = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-if mode == ${LEASE_MODE.release} then
-  redis.call('ZREM', key, id)
-  return { 1, 0, 0 }
+const LEASE_FUNCTION = `
+local function lease(key, mode, now, id, limit, leaseMs)
+  if mode == ${LEASE_MODE.release} then
+    redis.call('ZREM', key, id)
+    return { 1, 0, 0 }
+  end
+  if now < 0 then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
+  local n = redis.call('ZCARD', key)
+  local allowed = 0
+  if n < limit then
+    redis.call('ZADD', key, string.format('%.0f', now + leaseMs), id)
+    n = n + 1
+    allowed = 1
+  end
+  local next = 0
+  if n > 0 then
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    next = tonumber(first[2]) - now
+    -- The set lives as long as its latest lease.
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    redis.call('PEXPIRE', key, string.format('%.0f', math.max(1, tonumber(last[2]) - now)))
+  end
+  return { allowed, n, next }
 end
-local limit, lease = tonumber(ARGV[4]), tonumber(ARGV[5])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
-local n = redis.call('ZCARD', key)
-local allowed = 0
-if n < limit then
-  redis.call('ZADD', key, string.format('%.0f', now + lease), id)
-  n = n + 1
-  allowed = 1
-end
-local next = 0
-if n > 0 then
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  next = tonumber(first[2]) - now
-  -- The set lives as long as its latest lease.
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIRE', key, string.format('%.0f', math.max(1, tonumber(last[2]) - now)))
-end
-return { allowed, n, next }
 `
-const LEASE_SCRIPT = Object.freeze({
-  lua: LEASE_LUA,
-  sha1: createHash('sha1').update(LEASE_LUA).digest('hex'),
-})
+/** The lease script: KEYS[1] the sorted set; ARGV the five arguments of `lease`. */
+const LEASE_LUA = `${LEASE_FUNCTION}
+return lease(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+`
+/**
+ * Several lease calls of one hash slot in one execution, in arrival order (grouped like decisions): KEYS the sorted
+ * set of each call, one per call; ARGV five arguments per call. Returns the three numbers of each call in order.
+ */
+const LEASE_BATCH_LUA = `${LEASE_FUNCTION}
+local out = {}
+for i = 1, #KEYS do
+  local b = (i - 1) * 5
+  local r = lease(KEYS[i], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]))
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+  out[#out + 1] = r[3]
+end
+return out
+`
+const sha1Of = (lua: string) => createHash('sha1').update(lua).digest('hex')
 
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
@@ -116,7 +133,17 @@ interface Prepared {
   penalty: Penalty | undefined
 }
 
-/** One decision script call waiting for its group: the single-decision script's keys and arguments. */
+/** What lease calls send: they group like decisions, apart from them (their own batch script). */
+const LEASE_PREPARED: Prepared = {
+  script: Object.freeze({ lua: LEASE_LUA, sha1: sha1Of(LEASE_LUA) }),
+  batch: Object.freeze({ lua: LEASE_BATCH_LUA, sha1: sha1Of(LEASE_BATCH_LUA) }),
+  batchKey: 'lease',
+  suffixes: [],
+  args: [],
+  penalty: undefined,
+}
+
+/** One script call waiting for its group: the single-call script's keys and arguments. */
 interface Call {
   readonly prepared: Prepared
   readonly keys: string[]
@@ -268,25 +295,29 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
    * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
    */
-  async acquire(request: LeaseRequest): Promise<LeaseDecision> {
-    const reply = await this.#lease(request.prefix, request.key, [
-      String(LEASE_MODE.acquire),
-      String(this.#now()),
-      request.id,
-      String(request.limit),
-      String(request.leaseMs),
-    ])
+  async acquire(request: LeaseRequest, within?: CallBound): Promise<LeaseDecision> {
+    const reply = await this.#lease(
+      request.prefix,
+      request.key,
+      [
+        String(LEASE_MODE.acquire),
+        String(this.#now()),
+        request.id,
+        String(request.limit),
+        String(request.leaseMs),
+      ],
+      within,
+    )
     return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
   }
 
-  async release(request: Omit<LeaseRequest, 'limit'>): Promise<void> {
-    await this.#lease(request.prefix, request.key, [
-      String(LEASE_MODE.release),
-      String(this.#now()),
-      request.id,
-      '0',
-      '0',
-    ])
+  async release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Promise<void> {
+    await this.#lease(
+      request.prefix,
+      request.key,
+      [String(LEASE_MODE.release), String(this.#now()), request.id, '0', '0'],
+      within,
+    )
   }
 
   /** The Redis key (a sorted set) holding the in-flight leases of `key` under a limiter `prefix`. */
@@ -294,23 +325,34 @@ export class RedisStore implements Store, ConcurrencyStore {
     return `${this.#base(prefix, key)}cc`
   }
 
-  /** Runs the lease script through the client's runner (EVALSHA, EVAL on NOSCRIPT only). */
-  async #lease(prefix: string, key: string, args: string[]): Promise<number[]> {
-    const keys = [this.leaseKeyFor(prefix, key)]
-    let reply: unknown
-    try {
-      reply = await this.#runner.evalSha(LEASE_SCRIPT.sha1, keys, args)
-    } catch (error) {
-      if (!isNoScript(error)) throw error
-      reply = await this.#runner.eval(LEASE_SCRIPT.lua, keys, args)
-    }
-    if (!Array.isArray(reply) || reply.length < 3) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_STORE',
-        `Unexpected reply from the lease script (${this.#runner.family}): ${String(reply)}`,
-      )
-    }
-    return reply.map(Number)
+  /**
+   * Queues a lease script call for its node, grouped like decisions (lease calls of one slot in one execution,
+   * apart from decisions); `within` bounds the wait once sent.
+   */
+  #lease(prefix: string, key: string, args: string[], within: CallBound | undefined): Promise<number[]> {
+    const leaseKey = this.leaseKeyFor(prefix, key)
+    return this.#submit(leaseKey, LEASE_PREPARED, [leaseKey], args, within as Within<number[]> | undefined)
+  }
+
+  /** Queues one script call for the node of `key` (its hash slot on a Cluster). */
+  #submit(
+    key: string,
+    prepared: Prepared,
+    keys: string[],
+    args: string[],
+    within: Within<number[]> | undefined,
+  ): Promise<number[]> {
+    const runner = this.#runner
+    // One node on a single server; on a Cluster, calls of one slot go together, and the slots of a node fly together.
+    const slot = runner.cluster ? clusterSlot(key) : 0
+    const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
+    return this.#groups.submit(
+      node,
+      slot === 0 ? prepared.batchKey : `${slot}:${prepared.batchKey}`,
+      { prepared, keys, args },
+      within,
+      this.#maxWaiting,
+    )
   }
 
   async reset(target: StoreTarget): Promise<void> {
@@ -380,19 +422,15 @@ export class RedisStore implements Store, ConcurrencyStore {
     ]
     for (const arg of prepared.args) args.push(arg)
     if (mode === MODE.refund) args.push(String(at))
-    const runner = this.#runner
-    // One node on a single server; on a Cluster, calls of one slot go together, and the slots of a node fly together.
-    const slot = runner.cluster ? clusterSlot(base) : 0
-    const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
-    return this.#groups.submit(
-      node,
-      slot === 0 ? prepared.batchKey : `${slot}:${prepared.batchKey}`,
-      { prepared, keys, args },
+    return this.#submit(
+      base,
+      prepared,
+      keys,
+      args,
       // Without a late hook, the bound is only its timeout, the same for both types.
       within?.late === undefined
         ? (within as Within<number[]> | undefined)
         : this.#lateDecision(request, within.timeoutMs, within.late, within.call),
-      this.#maxWaiting,
     )
   }
 
@@ -495,6 +533,18 @@ function sendGroup(
     return runScript(runner, prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
   }
   const { prepared } = entries[0]!.payload
+  if (prepared === LEASE_PREPARED) {
+    const keys: string[] = []
+    const args: string[] = []
+    for (const entry of entries) {
+      keys.push(entry.payload.keys[0]!)
+      for (const arg of entry.payload.args) args.push(arg)
+    }
+    return runScript(runner, prepared.batch, keys, args).then((reply) => {
+      const numbers = checkReply(runner, reply)
+      return entries.map((_, i) => numbers.slice(3 * i, 3 * i + 3))
+    })
+  }
   const { keys, args } = batchArguments(
     entries.map((entry) => entry.payload),
     prepared.args.length,

@@ -82,7 +82,7 @@ export interface Store {
   /**
    * True for a store that queues and groups its calls (RedisStore): it bounds each call's wait itself, from the
    * moment the call is sent, given a `CallBound` as the second argument of `consume`, `peek`, `refund` and
-   * `charge`; the limiter then sets no timer of its own, so that time spent waiting behind the store's own queue
+   * `charge` (and of `acquire` and `release`, for a `ConcurrencyStore`); the limiter then sets no timer of its own, so that time spent waiting behind the store's own queue
    * never counts as a store failure. Other stores leave it out and ignore the second argument.
    */
   readonly boundsWait?: boolean
@@ -132,6 +132,8 @@ export interface LeaseDecision {
  * acquire, so a process that died holding slots gives them back after the lease time.
  */
 export interface ConcurrencyStore {
-  acquire(request: LeaseRequest): Awaitable<LeaseDecision>
-  release(request: Omit<LeaseRequest, 'limit'>): Awaitable<void>
+  /** `within` is given to a store with `boundsWait` (see `Store.boundsWait`); others ignore it. */
+  acquire(request: LeaseRequest, within?: CallBound): Awaitable<LeaseDecision>
+  release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Awaitable<void>
+  readonly boundsWait?: boolean
 }
