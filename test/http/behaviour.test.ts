@@ -248,10 +248,10 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect(params.get('qu')).toBe('concurrent-requests')
     })
 
-    it('concurrency: a client that closes the connection gives its slot back', async () => {
+    it('concurrency with `releaseOnClose`: a client that closes the connection gives its slot back', async () => {
       const clock = new ManualClock(1_700_000_000_000)
       const url = await start({
-        global: { limit: 100, concurrency: { limit: 1 }, store: makeStore(clock) },
+        global: { limit: 100, concurrency: { limit: 1, releaseOnClose: true }, store: makeStore(clock) },
       })
       const controller = new AbortController()
       const aborted = fetch(`${url}/hold`, { signal: controller.signal }).catch(() => 'aborted')

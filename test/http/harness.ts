@@ -96,9 +96,11 @@ export interface RunningApp {
 }
 
 /**
- * Routes: GET / (200 "ok"), GET /fail (500), GET /slow (200 once `slowRoute.release()` is called), GET /limited (the per-route limit), GET /state (the result the
- * adapter exposed on the request, as JSON), GET /settle?n= (settles the request's actual cost at n, answers
- * what `settle` did), GET /hold (answers 200 "held" once the test calls `releaseHeld`).
+ * Routes: GET / (200 "ok"), GET /fail (500), GET /slow (200 once `slowRoute.release()` is called), GET /work
+ * (200 once `workRoute.finish()` is called, ending its response even when the client left), GET /limited (the
+ * per-route limit), GET /state (the result the adapter exposed on the request, as JSON), GET /settle?n= (settles
+ * the request's actual cost at n, answers what `settle` did), GET /hold (answers 200 "held" once the test calls
+ * `releaseHeld`).
  */
 export interface Framework {
   name: string
@@ -119,6 +121,42 @@ export const slowRoute = {
 }
 
 const untilReleased = () => new Promise<void>((resolve) => waiting.push(resolve))
+
+const working: (() => void)[] = []
+let workStarted = 0
+let workPeak = 0
+
+/**
+ * GET /work: a handler that keeps working after its client left, and ends its response (answers "done")
+ * once the test calls `workRoute.finish()`. Counts the handlers running at once.
+ */
+export const workRoute = {
+  /** Handlers of /work running now. */
+  get running(): number {
+    return working.length
+  },
+  /** Handlers of /work started so far. */
+  get started(): number {
+    return workStarted
+  },
+  /** The most handlers of /work that ran at once since `reset`. */
+  get peak(): number {
+    return workPeak
+  },
+  reset(): void {
+    workPeak = working.length
+  },
+  finish(): void {
+    for (const resume of working.splice(0)) resume()
+  },
+}
+
+const work = () =>
+  new Promise<void>((resolve) => {
+    workStarted++
+    working.push(resolve)
+    workPeak = Math.max(workPeak, working.length)
+  })
 
 async function listen(server: Server): Promise<RunningApp> {
   if (!server.listening) server.listen(0, '127.0.0.1')
@@ -141,6 +179,10 @@ function expressFramework(name: string, create: typeof express5): Framework {
       app.get('/slow', async (_request, response) => {
         await untilReleased()
         if (!response.destroyed) response.send('late')
+      })
+      app.get('/work', async (_request, response) => {
+        await work()
+        response.send('done') // also when the client left: the handler ends its response
       })
       app.get('/limited', ...(route ? [expressRateLimit(route)] : []), (_request, response) => {
         response.send('limited route')
@@ -188,6 +230,9 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
         if (ctx.path === '/slow') {
           await untilReleased()
           ctx.body = 'late'
+        } else if (ctx.path === '/work') {
+          await work()
+          ctx.body = 'done'
         } else if (ctx.path === '/fail') {
           ctx.status = 500
           ctx.body = 'failed'
@@ -215,6 +260,10 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
       app.get('/slow', async () => {
         await untilReleased()
         return 'late'
+      })
+      app.get('/work', async () => {
+        await work()
+        return 'done'
       })
       app.get('/limited', { config: route ? { ratewindow: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)

@@ -95,8 +95,9 @@ export interface HttpRateLimitOptions<Req>
   requestWasSuccessful?: (statusCode: number) => boolean
   /**
    * Also hold at most `limit` requests of a client in flight at once (after its rate limit admits it): a slot
-   * is taken when the request starts and given back when the response finishes or the connection closes, or
-   * after `lease` if the process dies first. Denied with `statusCode` and `Retry-After: 1`; draft-8/-11
+   * is taken when the request starts and given back when the handler's work is done (Express: the response is
+   * ended; Koa: `await next()` returned; Fastify: the reply was sent), not when the client disconnects; or after
+   * `lease` if that never happens. `releaseOnClose` for responses that end with the client (SSE, long-poll). Denied with `statusCode` and `Retry-After: 1`; draft-8/-11
    * headers name it with `qu="concurrent-requests"`. Needs a store with leases (MemoryStore, RedisStore).
    */
   concurrency?: ConcurrencyOptions
@@ -110,6 +111,13 @@ export interface ConcurrencyOptions {
   lease?: Duration
   /** Policy name in draft-8/-11 headers. @default 'concurrency' */
   name?: string
+  /**
+   * Give the slot back when the response finishes or the client's connection closes, whichever comes first,
+   * instead of when the handler's work is done: for responses that legitimately end with the client, such as
+   * server-sent events and long polls. A client that disconnects then frees its slot while the handler may
+   * still run, so leave it off wherever the handler does work after the client leaves. @default false
+   */
+  releaseOnClose?: boolean
 }
 
 const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
@@ -136,7 +144,12 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   requestWasSuccessful: true,
   concurrency: true,
 })
-const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({ limit: true, lease: true, name: true })
+const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
+  limit: true,
+  lease: true,
+  name: true,
+  releaseOnClose: true,
+})
 
 /** The defaults of the middleware options, in one place. */
 export const HTTP_DEFAULTS = {
@@ -181,8 +194,8 @@ export interface HttpConfig<Req> {
   skipFailedRequests: boolean
   skipSuccessfulRequests: boolean
   requestWasSuccessful: (statusCode: number) => boolean
-  /** The `concurrency` option with its name filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
-  concurrency: { limit: number; lease?: Duration; name: string } | undefined
+  /** The `concurrency` option with its defaults filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
+  concurrency: { limit: number; lease?: Duration; name: string; releaseOnClose: boolean } | undefined
 }
 
 /**
@@ -266,7 +279,15 @@ function parseConcurrency(
       'a short token of letters, digits, `_`, `.`, `-`',
     )
   }
-  return { limit: concurrency.limit, lease: concurrency.lease, name }
+  const { releaseOnClose = false } = concurrency
+  if (typeof releaseOnClose !== 'boolean')
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency.releaseOnClose',
+      releaseOnClose,
+      'true or false',
+    )
+  return { limit: concurrency.limit, lease: concurrency.lease, name, releaseOnClose }
 }
 
 const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const

@@ -68,6 +68,8 @@ export interface TrackedResponse {
   readonly statusCode: number
   /** True once the whole response was handed to the operating system. */
   readonly writableFinished: boolean
+  /** True once the application called `end()`: its handler ended the response, sent or not. */
+  readonly writableEnded?: boolean
   /** Whether the connection is gone already (a closed response emits no more events). */
   readonly destroyed?: boolean
   once(event: 'finish' | 'close', listener: () => void): unknown
@@ -84,7 +86,57 @@ export interface HttpDecision {
   limiter: RateLimiter | undefined
   /** @internal The in-flight slot this request holds (option `concurrency`), released by `track`. */
   slot?: ConcurrencyResult
+  /** @internal When that slot is given back, armed by `track`. */
+  hold?: SlotHold
 }
+
+/**
+ * When an admitted request's in-flight slot is given back: once the handler's work is done, never merely
+ * because the client left (a concurrency limit bounds server work). The response finishing proves the
+ * handler ended it; a closed connection frees the slot only once the handler ended the response too, or at
+ * once with `releaseOnClose` (SSE, long polls). What the adapter knows of its framework comes in through
+ * `ended` and `done`; a slot whose handler never ends is freed by its lease.
+ */
+class SlotHold {
+  readonly #slot: ConcurrencyResult
+  readonly #releaseOnClose: boolean
+  #released = false
+  #ended = false
+  #closed = false
+
+  constructor(slot: ConcurrencyResult, releaseOnClose: boolean) {
+    this.#slot = slot
+    this.#releaseOnClose = releaseOnClose
+  }
+
+  release(): void {
+    if (this.#released) return
+    this.#released = true
+    void this.#slot.release()
+  }
+
+  /** The connection closed (after the response finished, or with the client gone before). */
+  closed(): void {
+    this.#closed = true
+    if (this.#ended || this.#releaseOnClose) this.release()
+  }
+
+  /**
+   * The handler ended the response (Node's `end()`, Fastify's reply sent): the slot is free once the response
+   * finishes or the connection closes, at once when it closed already.
+   */
+  ended(): void {
+    this.#ended = true
+    if (this.#closed) this.release()
+  }
+
+  /** The handler's work is done (Koa: `await next()` returned): free now, unless it is held until the close. */
+  done(): void {
+    if (!this.#releaseOnClose) this.release()
+  }
+}
+
+type Endable = TrackedResponse & { end?: (...args: unknown[]) => unknown }
 
 const MAX_DYNAMIC_LIMITS = 1_000
 /** The rule a deny-listed result names when no rule set was resolved yet. */
@@ -405,21 +457,20 @@ export class HttpRateLimiter<Req> {
     return renderBody(this.#config, request, result, statusCode)
   }
 
+  /** Whether admitted requests hold an in-flight slot (option `concurrency`) that `track` arms. */
+  get holdsSlots(): boolean {
+    return this.#concurrency !== undefined
+  }
+
   /**
    * Arms, on the raw response, the refund of `skipFailedRequests`/`skipSuccessfulRequests` and the release of
-   * the request's in-flight slot (when the response finishes or the connection closes). Only a response that
-   * was completely sent is judged for a refund: a client that disconnects first gets nothing back, since the
-   * handler may have run for it (docs/counters.md).
+   * the request's in-flight slot (`SlotHold`: when the handler's work is done, not when the client leaves).
+   * Only a response that was completely sent is judged for a refund: a client that disconnects first gets
+   * nothing back, since the handler may have run for it (docs/counters.md).
    */
-  track(response: TrackedResponse, { limiter, result, slot }: HttpDecision): void {
-    if (slot !== undefined) {
-      const release = () => void slot.release()
-      if (response.writableFinished || response.destroyed === true) release()
-      else {
-        response.once('finish', release)
-        response.once('close', release)
-      }
-    }
+  track(response: TrackedResponse, decision: HttpDecision): void {
+    const { limiter, result, slot } = decision
+    if (slot !== undefined) this.#hold(response, decision, slot)
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (!result.allowed || limiter === undefined || (!skipFailedRequests && !skipSuccessfulRequests)) return
     let settled = false
@@ -443,6 +494,53 @@ export class HttpRateLimiter<Req> {
     }
     response.once('finish', settle)
     response.once('close', settle)
+  }
+
+  /**
+   * Holds the slot until the response finishes, or, when the connection closes first, until the handler ends
+   * the response: on a Node response, its `end()` (wrapped on that response once the client has left).
+   */
+  #hold(response: TrackedResponse, decision: HttpDecision, slot: ConcurrencyResult): void {
+    const releaseOnClose = this.#config.concurrency?.releaseOnClose === true
+    const hold = new SlotHold(slot, releaseOnClose)
+    decision.hold = hold
+    if (response.writableFinished) {
+      hold.release()
+      return
+    }
+    const onClose = () => {
+      if (response.writableEnded === true) hold.ended()
+      else if (!releaseOnClose) {
+        const endable = response as Endable
+        const end = endable.end
+        if (typeof end === 'function') {
+          endable.end = function endAfterClose(this: unknown, ...args: unknown[]) {
+            try {
+              return end.apply(this, args)
+            } finally {
+              hold.ended()
+            }
+          }
+        }
+      }
+      hold.closed()
+    }
+    response.once('finish', () => hold.release())
+    if (response.destroyed === true) onClose()
+    else response.once('close', onClose)
+  }
+
+  /**
+   * The adapter saw the handler end the response (Fastify: the reply was sent): the slot is free once the
+   * response finishes or the connection closes, at once if the client already left.
+   */
+  handlerEnded(decision: HttpDecision): void {
+    decision.hold?.ended()
+  }
+
+  /** The adapter saw the handler's work end (Koa: `await next()` returned): the slot is free now. */
+  handlerDone(decision: HttpDecision): void {
+    decision.hold?.done()
   }
 
   /** Reports to `onError`, which cannot throw or reject into the request (report.ts guardedReporter). */

@@ -180,6 +180,26 @@ describe('RateLimiter options', () => {
     expect(() => new HttpRateLimiter({ limit: 5, cost: 5 }, binding)).not.toThrow()
   })
 
+  it('rejects a `concurrency.releaseOnClose` that is not a boolean, naming it', () => {
+    const binding = {
+      name: 't',
+      clientIp: () => '127.0.0.1',
+      untrustedForwardedFor: () => false,
+      trustProxyHint: '',
+    }
+    const error = errorOf(
+      () => new HttpRateLimiter({ concurrency: { limit: 2, releaseOnClose: 'yes' as never } }, binding),
+    )
+    expect(error).toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'concurrency.releaseOnClose',
+    })
+    expect(error.message).toContain('"yes"')
+    expect(
+      () => new HttpRateLimiter({ concurrency: { limit: 2, releaseOnClose: true } }, binding),
+    ).not.toThrow()
+  })
+
   it('rejects a key that is not a string', async () => {
     const limiter = new RateLimiter({ rules: rule })
     await expect(limiter.limit(42 as never)).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_KEY' })

@@ -12,6 +12,7 @@ import type {
   FastifyRequest,
   HookHandlerDoneFunction,
   onRequestHookHandler,
+  onSendHookHandler,
 } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -103,6 +104,8 @@ function mergeRouteOptions(
 interface Limiter {
   hook: 'onRequest' | 'preHandler'
   run: onRequestHookHandler
+  /** With `concurrency`: marks the handler's reply as sent, for the in-flight slot's release. */
+  sent: onSendHookHandler | undefined
   engine: HttpRateLimiter<FastifyRequest>
 }
 
@@ -119,6 +122,8 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   const { handler } = options
   // One mark per limiter: several registrations all apply, each counting a request once.
   const counted = Symbol('ratewindow.counted')
+  // The decision of a request holding an in-flight slot of this limiter (option `concurrency`).
+  const holding = Symbol('ratewindow.holding')
 
   /** Writes the decision; a promise while a denial is being answered, undefined when the request goes on. */
   function answer(
@@ -131,6 +136,8 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
     reply.headers(decision.headers)
     if (decision.result.allowed) {
       engine.track(reply.raw, decision)
+      if (decision.slot !== undefined)
+        (request as FastifyRequest & { [holding]?: HttpDecision })[holding] = decision
       return undefined
     }
     return deny(request, reply, decision)
@@ -171,7 +178,16 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
       decision.then((each) => finish(request, reply, each, done), done)
     } else finish(request, reply, decision, done)
   }
-  return { hook, run, engine }
+  // The reply is sent: the handler's work is done. The slot is free when the response finishes (onResponse),
+  // or, with the client gone before, now: Fastify sends no onResponse for an aborted request.
+  const sent: onSendHookHandler | undefined = engine.holdsSlots
+    ? function rateLimitSent(request, _reply, payload, done) {
+        const decision = (request as FastifyRequest & { [holding]?: HttpDecision })[holding]
+        if (decision !== undefined) engine.handlerEnded(decision)
+        done(null, payload)
+      }
+    : undefined
+  return { hook, run, sent, engine }
 }
 
 /** The decoration: the engines of every registration, until their server closes. */
@@ -237,6 +253,13 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
     // onRequest: first, before any work. preHandler: last, after every hook that authenticates.
     route[limiter.hook] = limiter.hook === 'onRequest' ? [limiter.run, ...hooks] : [...hooks, limiter.run]
+    if (limiter.sent !== undefined) {
+      const onSend = route.onSend
+      route.onSend = [
+        ...(onSend === undefined ? [] : Array.isArray(onSend) ? onSend : [onSend]),
+        limiter.sent,
+      ]
+    }
   })
   fastify.addHook('onClose', async () => {
     for (const engine of engines) {

@@ -67,7 +67,12 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
     for (const name in headers) response.set(name, headers[name]!)
     if (decision.result.allowed) {
       engine.track(ctx.res, decision)
-      return next()
+      if (decision.slot === undefined) return next()
+      // The in-flight slot is free when the rest of the chain returned (or threw), not when the client leaves.
+      const work = next()
+      const done = () => engine.handlerDone(decision)
+      work.then(done, done)
+      return work
     }
     return deny(ctx, decision)
   }

@@ -1,0 +1,136 @@
+/**
+ * Issue 19, item 1: an in-flight slot is free when the handler's work is done, never because the client
+ * disconnected. Clients that close their connections while their handlers keep running must not get more
+ * than `limit` handlers running at once, in every adapter and framework version, on memory and on Redis.
+ */
+import { request as httpRequest } from 'node:http'
+import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import request from 'supertest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../support/clock.js'
+import { standaloneClient } from '../support/redis.js'
+import { type AppSpec, FRAMEWORKS, type RunningApp, slowRoute, workRoute } from './harness.js'
+
+let storeCount = 0
+const stores: [string, () => Store][] = [
+  ['memory store', () => new MemoryStore()],
+  ['Redis store', () => new RedisStore({ client: standaloneClient(), prefix: `ccdrop${storeCount++}:` })],
+]
+
+/** Polls `condition` (every few milliseconds, 5 s at most): for what the server does out of the client's sight. */
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1_000; i++) {
+    if (await condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+/** Resolves once the server holds no connection: it has seen every client go. */
+function connectionsClosed(app: RunningApp): Promise<void> {
+  return until(
+    () =>
+      new Promise<boolean>((resolve, reject) =>
+        app.server.getConnections((error, count) => (error ? reject(error) : resolve(count === 0))),
+      ),
+    'the server saw every client go',
+  )
+}
+
+/** A request on a connection of its own, which the test closes whenever it likes. */
+function open(url: string): { status: number | undefined; close(): void } {
+  const client: { status: number | undefined; close(): void } = {
+    status: undefined,
+    close: () => pending.destroy(),
+  }
+  const pending = httpRequest(url, { agent: false })
+  pending.on('response', (response) => {
+    client.status = response.statusCode
+    response.resume()
+  })
+  pending.on('error', () => {})
+  pending.end()
+  return client
+}
+
+/**
+ * `rounds` rounds of 10 requests to GET /work that close their connections once each was decided (answered
+ * 429, or its handler running), while the handlers keep running. Returns the most handlers that ran at once.
+ */
+async function disconnectingRounds(app: RunningApp, rounds: number): Promise<number> {
+  for (let round = 0; round < rounds; round++) {
+    const started = workRoute.started
+    const clients = Array.from({ length: 10 }, () => open(`${app.url}/work`))
+    await until(
+      () =>
+        clients.filter((client) => client.status !== undefined).length + workRoute.started - started === 10,
+      'every request of the round was decided',
+    )
+    for (const client of clients) client.close()
+    await connectionsClosed(app)
+  }
+  return workRoute.peak
+}
+
+describe.each(FRAMEWORKS)('$name', (framework) => {
+  let app: RunningApp | undefined
+  beforeEach(() => workRoute.reset())
+  afterEach(async () => {
+    workRoute.finish()
+    slowRoute.release()
+    await app?.close()
+    app = undefined
+  })
+  const start = async (spec: AppSpec) => {
+    app = await framework.start(spec)
+    return app
+  }
+
+  it('a handler that returns after its client left frees the slot; on Express only by ending the response, else after its lease', async () => {
+    const clock = new ManualClock(1_700_000_000_000)
+    const running = await start({
+      global: {
+        limit: 1_000,
+        concurrency: { limit: 1, lease: '1m' },
+        store: new MemoryStore({ clock: clock.read }),
+      },
+    })
+    const client = open(`${running.url}/slow`)
+    await until(() => slowRoute.running === 1, 'the handler runs')
+    client.close()
+    await connectionsClosed(running)
+    await request(running.url).get('/').expect(429) // the handler still runs
+    // GET /slow returns; on Express it does not end a response whose client left (`response.destroyed`).
+    slowRoute.release()
+    if (framework.name.startsWith('Express')) {
+      await request(running.url).get('/').expect(429)
+      clock.advance(60_000) // the lease runs out
+    }
+    await until(async () => (await request(running.url).get('/')).status === 200, 'the slot came back')
+  })
+
+  describe.each(stores)('with the %s', (_, makeStore) => {
+    it('clients that disconnect while their handlers run never get more than `limit` handlers running at once', async () => {
+      const running = await start({
+        global: { limit: 1_000, concurrency: { limit: 2 }, store: makeStore() },
+      })
+      // 4 rounds of 10 disconnecting clients: before the fix, each round's disconnects freed 2 more slots (8).
+      expect(await disconnectingRounds(running, 4)).toBe(2)
+      expect(workRoute.running).toBe(2)
+      // The handlers end their responses (to clients long gone): now the slots are free.
+      workRoute.finish()
+      await until(
+        async () => (await request(running.url).get('/')).status === 200,
+        'a slot came back once the handlers ended',
+      )
+    })
+
+    it('`releaseOnClose`: a client that disconnects gives its slot back at once (SSE, long polls)', async () => {
+      const running = await start({
+        global: { limit: 1_000, concurrency: { limit: 2, releaseOnClose: true }, store: makeStore() },
+      })
+      // Each round's disconnects free the slots while the handlers keep running: the documented trade.
+      expect(await disconnectingRounds(running, 2)).toBe(4)
+    })
+  })
+})
