@@ -1,11 +1,43 @@
 import { type Attributes, type Meter, type MeterProvider, metrics } from '@opentelemetry/api'
-import type { BreakerEvent, DecisionEvent, RateLimitObserver, StoreCallEvent } from '@ratewindow/core'
+import {
+  type BreakerEvent,
+  type DecisionEvent,
+  RateLimitError,
+  type RateLimitObserver,
+  type StoreCallEvent,
+} from '@ratewindow/core'
 
 export interface RateLimitMetricsOptions {
   /** Where the instruments come from. @default the global meter provider (`metrics.getMeterProvider()`) */
   meterProvider?: MeterProvider
   /** Name of the meter. @default '@ratewindow/otel' */
   meterName?: string
+  /**
+   * Distinct values kept of each label this package fills from names and routes: limiter names, and per
+   * limiter its rule names and its routes. Values beyond are counted as `other`, so that no traffic (a route
+   * per tenant, a rule set per user) can flood your metrics backend. @default 100
+   */
+  maxLabelValues?: number
+}
+
+/** The value counted in place of the values beyond `maxLabelValues`. */
+export const OTHER_LABEL_VALUE = 'other'
+
+/** The first `max` distinct values of one label; `other` for every value beyond. */
+class CappedLabel {
+  readonly #seen = new Set<string>()
+  readonly #max: number
+
+  constructor(max: number) {
+    this.#max = max
+  }
+
+  value(value: string): string {
+    if (this.#seen.has(value)) return value
+    if (this.#seen.size >= this.#max) return OTHER_LABEL_VALUE
+    this.#seen.add(value)
+    return value
+  }
 }
 
 /** Bucket bounds (seconds) for store latency: 0.1 ms to 1 s, where a limiter's store calls live. */
@@ -34,14 +66,33 @@ export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
  * - `ratewindow.breaker.transitions` (counter, `{transition}`): `ratewindow.limiter`, `ratewindow.store`,
  *   `ratewindow.breaker.from`, `ratewindow.breaker.to`.
  *
- * Client keys are never attributes (unbounded cardinality, personal data).
+ * Client keys are never attributes (unbounded cardinality, personal data). Limiter names, and per limiter its
+ * rule names and routes, are capped at `maxLabelValues` distinct values each (100), then `other`.
  * @example
  * const limiter = rateLimit({ limit: 100, window: '1m', name: 'api', observer: rateLimitMetrics() })
  */
 export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Required<RateLimitObserver> {
+  const { maxLabelValues = 100 } = options
+  if (!Number.isSafeInteger(maxLabelValues) || maxLabelValues < 1) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`maxLabelValues\` must be a positive whole number such as 100; received ${JSON.stringify(maxLabelValues) ?? String(maxLabelValues)}.`,
+      { option: 'maxLabelValues' },
+    )
+  }
   const meter: Meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
     options.meterName ?? '@ratewindow/otel',
   )
+  const limiterNames = new CappedLabel(maxLabelValues)
+  const perLimiter = new Map<string, { rules: CappedLabel; routes: CappedLabel }>()
+  const labelsOf = (limiter: string) => {
+    let labels = perLimiter.get(limiter)
+    if (labels === undefined) {
+      labels = { rules: new CappedLabel(maxLabelValues), routes: new CappedLabel(maxLabelValues) }
+      perLimiter.set(limiter, labels)
+    }
+    return labels
+  }
   const decisions = meter.createCounter('ratewindow.decisions', {
     description: 'Rate limit decisions, by limiter, rule, outcome and source.',
     unit: '{request}',
@@ -72,25 +123,28 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
   })
   return {
     onDecision(event: DecisionEvent): void {
+      const limiter = limiterNames.value(event.limiter)
+      const labels = labelsOf(limiter)
       const attributes: Attributes = {
-        'ratewindow.limiter': event.limiter,
-        'ratewindow.rule': event.rule,
+        'ratewindow.limiter': limiter,
+        'ratewindow.rule': labels.rules.value(event.rule),
         'ratewindow.outcome': event.outcome,
         'ratewindow.source': event.source,
       }
-      if (event.route !== undefined) attributes['http.route'] = event.route
+      if (event.route !== undefined) attributes['http.route'] = labels.routes.value(event.route)
       decisions.add(1, attributes)
     },
     onStoreCall(event: StoreCallEvent): void {
+      const limiter = limiterNames.value(event.limiter)
       const attributes: Attributes = {
-        'ratewindow.limiter': event.limiter,
+        'ratewindow.limiter': limiter,
         'ratewindow.store': event.store,
         'ratewindow.operation': event.operation,
       }
       if (event.errorKind !== undefined) {
         attributes['error.type'] = event.errorKind
         storeErrors.add(1, {
-          'ratewindow.limiter': event.limiter,
+          'ratewindow.limiter': limiter,
           'ratewindow.store': event.store,
           'error.type': event.errorKind,
         })
@@ -101,7 +155,7 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     },
     onBreaker(event: BreakerEvent): void {
       transitions.add(1, {
-        'ratewindow.limiter': event.limiter,
+        'ratewindow.limiter': limiterNames.value(event.limiter),
         'ratewindow.store': event.store,
         'ratewindow.breaker.from': event.from,
         'ratewindow.breaker.to': event.to,
