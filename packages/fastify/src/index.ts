@@ -7,12 +7,14 @@ import {
   type RateLimitResult,
 } from '@ratewindow/core'
 import type {
+  FastifyInstance,
   FastifyPluginAsync,
   FastifyReply,
   FastifyRequest,
   HookHandlerDoneFunction,
   onRequestHookHandler,
   onSendHookHandler,
+  preHandlerHookHandler,
 } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -21,6 +23,12 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
   handler?: (request: FastifyRequest, reply: FastifyReply, result: RateLimitResult) => void | Promise<void>
   /** Limit every route (`false`: only routes with `config.ratewindow`). Plugin option only. @default true */
   global?: boolean
+  /**
+   * Limit the not-found handlers of this context (Fastify's default 404 and `setNotFoundHandler`) with these
+   * options, as any route; `false` leaves 404s unlimited (`config: { ratewindow: false }` given to
+   * `setNotFoundHandler` exempts that handler alone). Plugin option only. @default the value of `global`
+   */
+  notFound?: boolean
   /**
    * When the limit is checked: `'onRequest'` (before anything else, the cheapest) or `'preHandler'` (after
    * authentication hooks, so that `key`, `limit` and `cost` can read what they set). @default 'onRequest'
@@ -33,7 +41,7 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
  * inherited `limit`/`window`/`algorithm`, and a route's `limit`/`window`/`algorithm` replaces inherited
  * `rules`. A route limiter counts on its own (its route), unless it names a `group`.
  */
-export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global'>
+export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global' | 'notFound'>
 
 /**
  * `fastify.ratewindow`: forgets a client's counters in every limiter of every registration of the plugin on
@@ -204,7 +212,19 @@ class Handle implements RateLimitHandle {
 }
 
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
-  const { global = true, ...shared } = options ?? {}
+  const { global = true, notFound = global, ...shared } = options ?? {}
+  for (const [name, value] of [
+    ['global', global],
+    ['notFound', notFound],
+  ] as const) {
+    if (typeof value !== 'boolean') {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        `\`${name}\` must be true or false; received ${JSON.stringify(value) ?? String(value)}.`,
+        { option: name },
+      )
+    }
+  }
   // Built now, so that bad options fail at registration.
   const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
   const engines = [globalLimiter.engine]
@@ -261,12 +281,36 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       ]
     }
   })
+  if (notFound) limitNotFound(fastify, globalLimiter)
   fastify.addHook('onClose', async () => {
     for (const engine of engines) {
       engine.release()
       handle.engines.delete(engine)
     }
   })
+}
+
+/**
+ * Limits the not-found handlers of `fastify`'s context (onRoute never sees them): its hooks run for its 404s,
+ * and for its routes too, which they leave to the routes' own hooks.
+ */
+function limitNotFound(fastify: FastifyInstance, limiter: Limiter): void {
+  const exempt = (request: FastifyRequest) =>
+    !request.is404 ||
+    (request.routeOptions?.config as { ratewindow?: unknown } | undefined)?.ratewindow === false
+  const { run, sent } = limiter
+  const limitIt: onRequestHookHandler = function limitNotFound(request, reply, done) {
+    if (exempt(request)) done()
+    else run.call(this, request, reply, done)
+  }
+  if (limiter.hook === 'onRequest') fastify.addHook('onRequest', limitIt)
+  else fastify.addHook('preHandler', limitIt as unknown as preHandlerHookHandler)
+  if (sent !== undefined) {
+    fastify.addHook('onSend', function notFoundSent(request, reply, payload, done) {
+      if (exempt(request)) done(null, payload)
+      else sent.call(this, request, reply, payload, done)
+    })
+  }
 }
 
 /**
