@@ -229,7 +229,10 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
   const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
-  if (!fastify.hasDecorator('ratewindow')) fastify.decorate('ratewindow', new Handle())
+  // One handle per server, on its root instance, whatever the order of registrations: a child context that
+  // registers first must not get a handle of its own, and the root has one even when only children register.
+  const root = rootOf(fastify)
+  if (!root.hasDecorator('ratewindow')) root.decorate('ratewindow', new Handle())
   const handle = fastify.ratewindow
   if (!(handle instanceof Handle)) {
     throw new RateLimitError(
@@ -288,6 +291,23 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       handle.engines.delete(engine)
     }
   })
+}
+
+/**
+ * The server's root instance: Fastify makes each child context with `Object.create(parent)`, so the root is the
+ * last instance on the prototype chain, and what is decorated there every context sees.
+ */
+function rootOf(fastify: FastifyInstance): FastifyInstance {
+  let root = fastify
+  for (
+    let parent: unknown = Object.getPrototypeOf(root);
+    typeof (parent as Partial<FastifyInstance> | null)?.decorate === 'function' &&
+    (parent as FastifyInstance).server === fastify.server;
+    parent = Object.getPrototypeOf(root)
+  ) {
+    root = parent as FastifyInstance
+  }
+  return root
 }
 
 /**
