@@ -44,8 +44,8 @@ export interface ConcurrencyResult {
 
 /**
  * At most `limit` requests in flight per key, on memory or Redis. Each admitted request holds a lease until it
- * calls `release()` (adapters do it when the response finishes or the connection closes), or until the lease
- * time passes, so a crashed process never leaks slots forever.
+ * calls `release()` (adapters do it when the handler's work is done, not when the client leaves), or until the
+ * lease time passes, so a crashed process never leaks slots forever.
  * @example
  * const limiter = new ConcurrencyLimiter({ limit: 2, lease: '30s' })
  * const slot = await limiter.acquire('user:alice')
