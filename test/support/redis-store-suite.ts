@@ -358,7 +358,11 @@ function describeScriptReloads(family: ClientFamily): void {
       expect(await cluster.slotOwner(slot)).toBe(fresh.port)
       expect(await limiter.limit('mover')).toMatchObject({ allowed: true, remaining: 2 })
       expect(await limiter.limit('mover')).toMatchObject({ allowed: true, remaining: 1 })
-      expect(await scriptCalls(fresh.port)).toMatchObject({ evalsha: 2, eval: 1 })
+      // The script was loaded there by an EVAL: after NOSCRIPT (the client still sent the first call to the old
+      // node, which redirected it), or at once where the client already knew the new owner; and it ran twice.
+      const calls = await scriptCalls(fresh.port)
+      expect(calls.eval).toBeGreaterThanOrEqual(1)
+      expect(calls.time).toBe(2)
     })
   })
 }

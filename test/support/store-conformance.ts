@@ -601,12 +601,14 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
         fc.asyncProperty(
           traceArbitrary(),
           fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
-          async ({ rules: specs, steps }, bursts) => {
+          fc.array(fc.boolean(), { minLength: 1, maxLength: 7 }),
+          async ({ rules: specs, steps }, bursts, turns) => {
             const rules = specs.map(buildRule)
             const { clock, limiter } = await setup(rules, 1_700_000_000_000)
             const histories = new Map<string, Admission[][]>()
-            // The trace in bursts: each burst is sent at once (each step read its own time when sent), so that the
-            // steps after the first wait and go together; the reference decides them one by one, in order.
+            // The trace in bursts: each burst is sent without waiting for answers (each step read its own time when
+            // sent), so that the steps after the first wait and go together; some steps end the event loop's turn, so
+            // that several groups are in flight at once. The reference decides them one by one, in order.
             let next = 0
             for (let b = 0; next < steps.length; b++) {
               const burst = steps.slice(next, next + bursts[b % bursts.length]!)
@@ -623,6 +625,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
                     ? limiter.limit(step.key, { cost: step.cost })
                     : limiter.peek(step.key, { cost: step.cost }),
                 )
+                if (turns[sent.length % turns.length]) await new Promise((resolve) => setImmediate(resolve))
               }
               const results = await Promise.all(sent)
               results.forEach((result, i) => {

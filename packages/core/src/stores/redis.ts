@@ -7,7 +7,14 @@ import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor }
 import { clusterSlot } from './cluster-slot.js'
 import { batchArguments, batchReplies, batchScriptFor } from './redis-batch-script.js'
 import { EvictionWatch } from './redis-eviction.js'
-import { DEFAULT_MAX_WAITING, type Entry, type GroupStats, RedisGroups, type Within } from './redis-groups.js'
+import {
+  DEFAULT_MAX_FLIGHTS,
+  DEFAULT_MAX_WAITING,
+  type Entry,
+  type GroupStats,
+  RedisGroups,
+  type Within,
+} from './redis-groups.js'
 import { MODE, paramCount, type Script, scriptFor } from './redis-script.js'
 import type {
   CallBound,
@@ -223,7 +230,11 @@ export class RedisStore implements Store, ConcurrencyStore {
     let groups = GROUPS.get(client)
     if (groups === undefined) {
       const together = runner.together?.bind(runner)
-      groups = new RedisGroups((entries) => sendGroup(runner, entries), {
+      const scripts = new LoadedScripts(runner)
+      groups = new RedisGroups((entries) => sendGroup(runner, scripts, entries), {
+        // A Cluster client that cannot tell which node serves a slot groups per slot, one flight at a time: a
+        // call answered NOSCRIPT is sent again before the next flight to that slot goes (see LoadedScripts).
+        maxFlights: scripts.tracked ? DEFAULT_MAX_FLIGHTS : 1,
         // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
         together:
           together &&
@@ -526,11 +537,14 @@ function repairedRules(request: StoreRequest, mask: number | undefined): RateLim
  */
 function sendGroup(
   runner: RedisScriptRunner,
+  scripts: LoadedScripts,
   entries: readonly Entry<Call, number[]>[],
 ): Promise<number[][]> {
+  const runScript = (script: Script, keys: readonly string[], args: readonly string[]) =>
+    scripts.run(script, keys, args)
   if (entries.length === 1) {
     const { prepared, keys, args } = entries[0]!.payload
-    return runScript(runner, prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
+    return runScript(prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
   }
   const { prepared } = entries[0]!.payload
   if (prepared === LEASE_PREPARED) {
@@ -540,7 +554,7 @@ function sendGroup(
       keys.push(entry.payload.keys[0]!)
       for (const arg of entry.payload.args) args.push(arg)
     }
-    return runScript(runner, prepared.batch, keys, args).then((reply) => {
+    return runScript(prepared.batch, keys, args).then((reply) => {
       const numbers = checkReply(runner, reply)
       return entries.map((_, i) => numbers.slice(3 * i, 3 * i + 3))
     })
@@ -549,7 +563,7 @@ function sendGroup(
     entries.map((entry) => entry.payload),
     prepared.args.length,
   )
-  return runScript(runner, prepared.batch, keys, args).then((reply) => {
+  return runScript(prepared.batch, keys, args).then((reply) => {
     if (!Array.isArray(reply)) checkReply(runner, reply)
     const replies = batchReplies(reply as unknown[], entries.length)
     for (const each of replies) checkReply(runner, each)
@@ -557,26 +571,59 @@ function sendGroup(
   })
 }
 
-/** EVALSHA; EVAL after NOSCRIPT only. */
-function runScript(
-  runner: RedisScriptRunner,
-  script: Script,
-  keys: readonly string[],
-  args: readonly string[],
-): Promise<unknown> {
-  let sent: Promise<unknown>
-  try {
-    sent = Promise.resolve(runner.evalSha(script.sha1, keys, args))
-  } catch (error) {
-    // A client that throws instead of rejecting (NOSCRIPT included) is handled the same way.
-    sent = Promise.reject(error)
+/**
+ * Which scripts each node of one client is known to hold, so that calls keep their order (issue 18). Several
+ * calls may be in flight to a node at once; if one of them were answered NOSCRIPT and sent again as EVAL, a later
+ * call with a script the node does hold (the same rule set's grouped script, say) would run before it, out of
+ * order. So a script goes by EVAL (which loads it) until the node has answered one call of it, and by EVALSHA
+ * after. When a node loses its scripts (restart, failover, SCRIPT FLUSH), EVALSHA is answered NOSCRIPT and sent
+ * again as EVAL, in the order those answers come. A Cluster client without `nodeOf` cannot say which node a call
+ * goes to: its calls go by EVALSHA first, one flight per slot at a time (`tracked` is false).
+ */
+class LoadedScripts {
+  readonly #runner: RedisScriptRunner
+  /** `node \n sha1` of the scripts each node answered. Bounded by rule sets × nodes. */
+  readonly #loaded = new Set<string>()
+  /** Whether the node of each call is known (standalone, or a Cluster client with `nodeOf`). */
+  readonly tracked: boolean
+
+  constructor(runner: RedisScriptRunner) {
+    this.#runner = runner
+    this.tracked = !runner.cluster || typeof runner.nodeOf === 'function'
   }
-  return sent.catch((error: unknown) => {
-    // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
-    // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
-    if (!isNoScript(error)) throw error
-    return runner.eval(script.lua, keys, args)
-  })
+
+  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const runner = this.#runner
+    // On a Cluster, the node that serves the keys' slot as the client last saw it (unknown: EVAL, not recorded).
+    const node = !runner.cluster ? '' : this.tracked ? runner.nodeOf!(clusterSlot(keys[0]!)) : undefined
+    const id = node === undefined ? undefined : `${node}\n${script.sha1}`
+    const loaded = this.#loaded
+    if (this.tracked && (id === undefined || !loaded.has(id))) {
+      return attempt(() => runner.eval(script.lua, keys, args)).then((reply) => {
+        if (id !== undefined) loaded.add(id)
+        return reply
+      })
+    }
+    return attempt(() => runner.evalSha(script.sha1, keys, args)).catch((error: unknown) => {
+      // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
+      // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
+      if (!isNoScript(error)) throw error
+      if (id !== undefined) loaded.delete(id)
+      return runner.eval(script.lua, keys, args).then((reply) => {
+        if (id !== undefined) loaded.add(id)
+        return reply
+      })
+    })
+  }
+}
+
+/** A call of a client that may throw instead of rejecting: a rejected promise either way. */
+function attempt(send: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return Promise.resolve(send())
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
 
 function checkReply(runner: RedisScriptRunner, reply: unknown): number[] {
