@@ -390,6 +390,72 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
       },
     )
 
+    const SETTLE_RULES: [string, () => Rule][] = [
+      ['fixed window', () => fixedWindow({ limit: 10, window: '1h' })],
+      ['sliding window log', () => slidingWindowLog({ limit: 10, window: '1h' })],
+      ['sliding window counter', () => slidingWindowCounter({ limit: 10, window: '1h' })],
+      ['token bucket', () => tokenBucket({ capacity: 10, refillRate: 1, interval: '1h' })],
+      ['GCRA', () => gcra({ limit: 1, window: '1h', burst: 10 })],
+    ]
+
+    /** A key with 2 units used by other requests, and a cost-8 result to settle or refund. */
+    async function twoUsedAndEight(make: () => Rule) {
+      const { limiter } = await setup(make())
+      expect((await limiter.limit('k', { cost: 2 })).allowed).toBe(true)
+      const result = await limiter.limit('k', { cost: 8 })
+      expect(result.allowed).toBe(true)
+      const remaining = async () => (await limiter.peek('k', { cost: 0 })).remaining
+      return { limiter, result, remaining }
+    }
+
+    it.each(SETTLE_RULES)(
+      '%s: two concurrent settle(result, 0) give back 8, not 16 (the other requests keep their units)',
+      async (_, make) => {
+        const { limiter, result, remaining } = await twoUsedAndEight(make)
+        const settled = await Promise.all([limiter.settle(result, 0), limiter.settle(result, 0)])
+        expect(settled).toEqual([
+          { charged: 0, refunded: 8, uncharged: 0 },
+          { charged: 0, refunded: 0, uncharged: 0 },
+        ])
+        expect(await remaining()).toBe(8)
+      },
+    )
+
+    it.each(SETTLE_RULES)(
+      '%s: settle and refund racing give the result back once, in either order',
+      async (_, make) => {
+        // Settle first: 4 come back, and the refund gives back the 4 the settle left charged.
+        const first = await twoUsedAndEight(make)
+        await Promise.all([first.limiter.settle(first.result, 4), first.limiter.refund(first.result)])
+        expect(await first.remaining()).toBe(8)
+        // Refund first: all 8 come back, and the settle has nothing left to settle.
+        const second = await twoUsedAndEight(make)
+        const [, settled] = await Promise.all([
+          second.limiter.refund(second.result),
+          second.limiter.settle(second.result, 0),
+        ])
+        expect(settled).toEqual({ charged: 0, refunded: 0, uncharged: 0 })
+        expect(await second.remaining()).toBe(8)
+        // Once over: another refund or settle gives back nothing more.
+        await second.limiter.refund(second.result)
+        await second.limiter.settle(second.result, 0)
+        expect(await second.remaining()).toBe(8)
+      },
+    )
+
+    it.each(SETTLE_RULES)(
+      '%s: a refund after a completed settle gives back the settled cost, once',
+      async (_, make) => {
+        const { limiter, result, remaining } = await twoUsedAndEight(make)
+        expect(await limiter.settle(result, 3)).toEqual({ charged: 0, refunded: 5, uncharged: 0 })
+        expect(await remaining()).toBe(5)
+        await limiter.refund(result)
+        expect(await remaining()).toBe(8)
+        await limiter.refund(result)
+        expect(await remaining()).toBe(8)
+      },
+    )
+
     it('several rules: the charge is what every rule still admits; a denied result settles nothing', async () => {
       const { limiter } = await setup([
         fixedWindow({ limit: 10, window: '1h' }),

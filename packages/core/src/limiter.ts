@@ -63,6 +63,8 @@ export class RateLimiter {
   readonly #fallback: StoreGateway | undefined
   readonly #blocked: BlockedCache | undefined
   readonly #release: () => void
+  /** Results being settled or refunded: their calls run one after the other (see `#giveBack`). */
+  readonly #givingBack = new WeakMap<object, GiveBack>()
 
   /**
    * @param identity @internal How the HTTP engine scopes the limiter (a Fastify route, a `limit` function).
@@ -227,13 +229,31 @@ export class RateLimiter {
 
   /**
    * Gives back an admitted request, e.g. one whose response should not count. Pass its result. Waits at most
-   * `timeout`; a failure is reported to `onError`, never thrown.
+   * `timeout`; a failure is reported to `onError`, never thrown. A result is given back at most once in this
+   * process: a second `refund`, or a `settle` after it, gives back nothing; after a `settle`, the refund gives
+   * back what the settle left charged (`result.cost`). Calls on one result run one after the other, in call order.
    */
-  async refund(
+  refund(
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
   ): Promise<void> {
-    if (!result.allowed || result.cost === 0 || result.source === 'policy') return
-    if (this.#chargedNothing(result)) return
+    if (!result.allowed || result.cost === 0 || result.source === 'policy') return Promise.resolve()
+    if (this.#chargedNothing(result)) return Promise.resolve()
+    try {
+      this.#request(result.key, result.cost)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.#giveBack(result, (state) => this.#refund(result, state))
+  }
+
+  async #refund(
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source' | 'shadow'>,
+    state: GiveBack,
+  ): Promise<void> {
+    if (state.refunded) return
+    // Marked before the store call: a refund that times out may still be applied by the store later.
+    state.refunded = true
+    if (result.cost === 0) return
     const request = this.#request(result.key, result.cost)
     this.#blocked?.delete(result.key)
     const gateway = result.source === 'fallback' ? this.#fallback : this.#store
@@ -247,9 +267,13 @@ export class RateLimiter {
    * Reserve-then-settle: the request was admitted with an estimated `cost`; now its actual cost is known (e.g.
    * LLM tokens used). A smaller actual cost gives the difference back (the refund rules of each algorithm); a
    * larger one charges the difference at once, atomically, up to what the rules still admit (never below
-   * zero: the rest is reported as `uncharged`). Settle a result once. `result.cost` becomes what is charged now,
-   * so that a later `refund(result)` gives back the right amount. Waits at most `timeout`; a store failure is
-   * reported to `onError` and nothing is charged. Throws only for a bad `actualCost`.
+   * zero: the rest is reported as `uncharged`). `result.cost` becomes what is charged now, so that a later
+   * `refund(result)` gives back the right amount. Calls on one result (`settle`, `refund`) run one after the
+   * other, in call order, and each sees what the previous left: a second `settle` with the same actual cost
+   * does nothing, and a `settle` after a `refund` settles nothing. Waits at most `timeout`; a store failure is
+   * reported to `onError` and nothing is charged (when giving back, the units count as given back: the store
+   * may apply a call that timed out). Throws only for a bad `actualCost`. In one process only: a result handed
+   * to another process is settled there without knowing what happened here.
    */
   async settle(
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
@@ -258,25 +282,52 @@ export class RateLimiter {
     if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
       throw invalid('ERR_RATEWINDOW_INVALID_COST', 'actualCost', actualCost, 'a whole number >= 0')
     }
+    if (!result.allowed || result.source === 'policy' || this.#chargedNothing(result))
+      return { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
+    checkKey(result.key)
+    return this.#giveBack(result, (state) => this.#settle(result, actualCost, state))
+  }
+
+  async #settle(
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source'>,
+    actualCost: number,
+    state: GiveBack,
+  ): Promise<SettleResult> {
     const none = { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
-    if (!result.allowed || actualCost === result.cost || result.source === 'policy') return none
-    if (this.#chargedNothing(result)) return none
+    // Refunded already: nothing of it is charged any more, and nothing more is.
+    if (state.refunded || actualCost === result.cost) return none
     const gateway = result.source === 'fallback' ? this.#fallback : this.#store
     if (gateway === undefined) return none
-    checkKey(result.key)
     const base = this.#request(result.key, 0)
     this.#blocked?.delete(result.key)
     if (actualCost < result.cost) {
       const refunded = result.cost - actualCost
-      if (!(await gateway.refund({ ...base, cost: refunded, at: result.at }))) return none
+      const done = await gateway.refund({ ...base, cost: refunded, at: result.at })
       result.cost = actualCost
-      return { charged: 0, refunded, uncharged: 0 }
+      return done ? { charged: 0, refunded, uncharged: 0 } : none
     }
     const extra = actualCost - result.cost
     const charged = await gateway.charge({ ...base, cost: extra })
     if (charged === undefined) return none
     result.cost += charged
     return { charged, refunded: 0, uncharged: extra - charged }
+  }
+
+  /**
+   * Runs `call` (a settle or a refund of `result`) after the calls on the same result that came before it, so
+   * that each sees what the previous left (`result.cost`, whether it was refunded): two concurrent calls never
+   * give back the same units twice.
+   */
+  #giveBack<T>(result: object, call: (state: GiveBack) => Promise<T>): Promise<T> {
+    let state = this.#givingBack.get(result)
+    if (state === undefined) {
+      state = { tail: undefined, refunded: false }
+      this.#givingBack.set(result, state)
+    }
+    const own = state
+    const next = own.tail === undefined ? call(own) : own.tail.then(() => call(own))
+    own.tail = next.then(ignore, ignore)
+    return next
   }
 
   /**
@@ -385,6 +436,15 @@ export class RateLimiter {
       : { prefix: this.namespace, key, rules: this.rules, cost, penalty: this.penalty }
   }
 }
+
+/** What one result has been through: its pending settle/refund calls, and whether it was refunded. */
+interface GiveBack {
+  /** Settles when the last call on the result has. */
+  tail: Promise<void> | undefined
+  refunded: boolean
+}
+
+const ignore = (): void => {}
 
 /** The shadow rule that would have refused a shadow-limited request longest. */
 function wouldLimit(result: RateLimitResult): Rule {
