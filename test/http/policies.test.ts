@@ -246,6 +246,17 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
   }
   const from = (ip: string) => ({ 'x-forwarded-for': ip })
 
+  it('IPv6 entries (a bogon list, ::/0) deny and allow IPv6 clients only; a dotted IPv4-mapped network is IPv4', async () => {
+    const denyList = { ips: ['::/8', '::ffff:0:0/96', '::/3', '::/0', '::ffff:203.0.113.0/120'] }
+    const url = await start({ limit: 2, store: new MemoryStore(), denyList, allowList: { ips: ['::/0'] } })
+    // IPv4 clients, also as a dual-stack socket reports them, are neither denied nor allowed by IPv6 entries.
+    expect(await statuses(url, 3, from('198.51.100.7'))).toEqual([200, 200, 429])
+    expect(await statuses(url, 1, from('::ffff:198.51.100.8'))).toEqual([200])
+    expect(await statuses(url, 1, from('2001:db8::1'))).toEqual([403])
+    expect(await statuses(url, 1, from('203.0.113.9'))).toEqual([403])
+    expect(await statuses(url, 1, from('::ffff:203.0.113.10'))).toEqual([403])
+  })
+
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('answers deny-listed clients 403 and lets allow-listed ones through, with no store call', async () => {
       const store = counting(makeStore())

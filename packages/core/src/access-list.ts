@@ -1,5 +1,15 @@
-import { isIP } from 'node:net'
 import { describeValue, invalid, RateLimitError } from './errors.js'
+import {
+  carriedIpv4,
+  IPV4,
+  IPV6_DOTTED,
+  isMappedIpv4,
+  isSpace,
+  lowIpv4,
+  NOT_AN_IP,
+  parseIp,
+  parseIpBetween,
+} from './ip.js'
 
 /** What an allow or deny list holds: client addresses or networks, and rate limit keys. */
 export interface AccessListEntries {
@@ -11,10 +21,13 @@ export interface AccessListEntries {
 
 /**
  * A list of addresses, networks and keys for the `allowList` and `denyList` options, reloadable at run time
- * with `set`. IPv4 lives in the IPv4-mapped IPv6 block, so `::ffff:203.0.113.7` is `203.0.113.7`; an IPv6
- * address that carries a client's IPv4 (IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4, Teredo, as in `ipKey`)
- * also matches by that IPv4. Lookups allocate nothing: networks are merged into sorted ranges searched by
- * bisection, keys sit in a `Set`.
+ * with `set`. IPv4 entries match IPv4 clients, IPv6 entries IPv6 clients: `::/0` or a bogon list's `::/8` and
+ * `::ffff:0:0/96` never match an IPv4 client. An IPv4 client on a dual-stack socket (`::ffff:203.0.113.7`) is
+ * an IPv4 client; an IPv6 entry written as an IPv4-mapped network with a dotted IPv4 and a prefix of /96 or more
+ * (`::ffff:203.0.113.0/120`) is the IPv4 network it names (`203.0.113.0/24`); an IPv6 client that carries an
+ * IPv4 (IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4, Teredo, as in `ipKey`) matches IPv6 entries by its address
+ * and IPv4 entries by that IPv4. Addresses are read by one grammar with `ipKey` (ip.ts). Lookups allocate
+ * nothing: networks are merged into sorted ranges searched by bisection, keys sit in a `Set`.
  *
  * ```ts
  * const blocked = new AccessList({ ips: ['198.51.100.0/24'] })
@@ -23,8 +36,10 @@ export interface AccessListEntries {
  * ```
  */
 export class AccessList {
-  /** Merged ranges: per range 4 words of its first address, then 4 of its last, most significant first. */
-  #ranges: Uint32Array = new Uint32Array(0)
+  /** Merged IPv4 ranges: per range its first address, then its last. */
+  #ipv4: Uint32Array = new Uint32Array(0)
+  /** Merged IPv6 ranges: per range 4 words of its first address, then 4 of its last, most significant first. */
+  #ipv6: Uint32Array = new Uint32Array(0)
   #keys: ReadonlySet<string> = new Set()
 
   constructor(entries: AccessListEntries = {}) {
@@ -57,23 +72,20 @@ export class AccessList {
     for (const key of keys) {
       if (typeof key !== 'string') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'keys', key, 'a string')
     }
-    const ranges = ips.map(parseNetwork).sort((a, b) => compare(a, 0, b, 0))
-    const merged: Uint32Array[] = []
-    for (const range of ranges) {
-      const last = merged.at(-1)
-      if (last !== undefined && compare(range, 0, last, 4) <= 0) {
-        if (compare(range, 4, last, 4) > 0) last.set(range.subarray(4), 4)
-      } else merged.push(range)
+    const ipv4: Uint32Array[] = []
+    const ipv6: Uint32Array[] = []
+    for (const entry of ips) {
+      const range = parseNetwork(entry)
+      ;(range.length === 2 ? ipv4 : ipv6).push(range)
     }
-    const flat = new Uint32Array(merged.length * 8)
-    for (const [i, range] of merged.entries()) flat.set(range, i * 8)
-    this.#ranges = flat
+    this.#ipv4 = mergeRanges(ipv4, 1)
+    this.#ipv6 = mergeRanges(ipv6, 4)
     this.#keys = new Set(keys)
   }
 
   /** Whether no entry is set: an empty list costs nothing per request. */
   get empty(): boolean {
-    return this.#ranges.length === 0 && this.#keys.size === 0
+    return this.#ipv4.length === 0 && this.#ipv6.length === 0 && this.#keys.size === 0
   }
 
   /** Whether the list holds `key`. */
@@ -81,19 +93,23 @@ export class AccessList {
     return this.#keys.size > 0 && this.#keys.has(key)
   }
 
-  /** Whether `address` (IPv4 or IPv6 text, zone id allowed) is in a listed network; false for a non-address. */
+  /**
+   * Whether `address` (IPv4 or IPv6 text, zone id allowed) is in a listed network; false for a non-address. An
+   * IPv4-mapped address is its IPv4; an IPv6 address that carries an IPv4 is looked up as both.
+   */
   hasIp(address: string | undefined): boolean {
-    const ranges = this.#ranges
-    if (ranges.length === 0 || address === undefined || !parseInto(address, SCRATCH)) return false
-    toWords(SCRATCH, WORDS)
-    if (within(ranges, WORDS)) return true
-    const embedded = embeddedIpv4(SCRATCH)
-    if (embedded < 0) return false
-    WORDS[0] = 0
-    WORDS[1] = 0
-    WORDS[2] = 0xffff
-    WORDS[3] = embedded
-    return within(ranges, WORDS)
+    const ipv4 = this.#ipv4
+    const ipv6 = this.#ipv6
+    if ((ipv4.length === 0 && ipv6.length === 0) || address === undefined) return false
+    if (parseIp(address, SCRATCH) === NOT_AN_IP) return false
+    if (isMappedIpv4(SCRATCH)) return ipv4.length > 0 && within(ipv4, 1, lowIpv4(SCRATCH), WORDS)
+    if (ipv6.length > 0) {
+      toWords(SCRATCH, WORDS)
+      if (within(ipv6, 4, -1, WORDS)) return true
+    }
+    if (ipv4.length === 0) return false
+    const carried = carriedIpv4(SCRATCH)
+    return carried >= 0 && within(ipv4, 1, carried, WORDS)
   }
 }
 
@@ -133,31 +149,54 @@ export function parseAccessList(value: unknown, option: string): AccessList | un
 const SCRATCH = new Uint16Array(8)
 const WORDS = new Uint32Array(4)
 
-/** Whether the address words fall in one of the merged, sorted ranges: bisection on the first addresses. */
-function within(ranges: Uint32Array, words: Uint32Array): boolean {
+/**
+ * Sorted, merged ranges of `width` words per address (1 for IPv4, 4 for IPv6), flat: per range its first
+ * address, then its last.
+ */
+function mergeRanges(ranges: Uint32Array[], width: number): Uint32Array {
+  ranges.sort((a, b) => compare(a, 0, b, 0, width))
+  const merged: Uint32Array[] = []
+  for (const range of ranges) {
+    const last = merged.at(-1)
+    if (last !== undefined && compare(range, 0, last, width, width) <= 0) {
+      if (compare(range, width, last, width, width) > 0) last.set(range.subarray(width), width)
+    } else merged.push(range)
+  }
+  const flat = new Uint32Array(merged.length * 2 * width)
+  for (const [i, range] of merged.entries()) flat.set(range, i * 2 * width)
+  return flat
+}
+
+/**
+ * Whether an address falls in one of the merged, sorted ranges: bisection on the first addresses. The address
+ * is `ipv4` for IPv4 ranges (width 1), `words` for IPv6 ones (width 4).
+ */
+function within(ranges: Uint32Array, width: number, ipv4: number, words: Uint32Array): boolean {
+  if (width === 1) words[0] = ipv4
+  const step = 2 * width
   let low = 0
-  let high = ranges.length / 8 - 1
+  let high = ranges.length / step - 1
   let found = -1
   while (low <= high) {
     const middle = (low + high) >> 1
-    if (compareWords(ranges, middle * 8, words) <= 0) {
+    if (compareWords(ranges, middle * step, words, width) <= 0) {
       found = middle
       low = middle + 1
     } else high = middle - 1
   }
-  return found >= 0 && compareWords(ranges, found * 8 + 4, words) >= 0
+  return found >= 0 && compareWords(ranges, found * step + width, words, width) >= 0
 }
 
-function compareWords(ranges: Uint32Array, offset: number, words: Uint32Array): number {
-  for (let i = 0; i < 4; i++) {
+function compareWords(ranges: Uint32Array, offset: number, words: Uint32Array, width: number): number {
+  for (let i = 0; i < width; i++) {
     const difference = ranges[offset + i]! - words[i]!
     if (difference !== 0) return difference
   }
   return 0
 }
 
-function compare(a: Uint32Array, aOffset: number, b: Uint32Array, bOffset: number): number {
-  for (let i = 0; i < 4; i++) {
+function compare(a: Uint32Array, aOffset: number, b: Uint32Array, bOffset: number, width: number): number {
+  for (let i = 0; i < width; i++) {
     const difference = a[aOffset + i]! - b[bOffset + i]!
     if (difference !== 0) return difference
   }
@@ -169,21 +208,11 @@ function toWords(groups: Uint16Array, words: Uint32Array): void {
 }
 
 /**
- * The client IPv4 an IPv6 address carries (the blocks of `ipKey`): IPv4-compatible, NAT64, 6to4 and Teredo;
- * -1 for none. (IPv4-mapped is the IPv4 itself here.)
+ * One network entry as a range: 2 words (IPv4: first and last address) or 8 (IPv6: 4 words of the first, then
+ * 4 of the last). The address reads as in ip.ts, the prefix length as decimal digits without leading zeros;
+ * whitespace is allowed around the entry only. An IPv4-mapped network written with a dotted IPv4 and a prefix
+ * of 96 or more is that IPv4 network.
  */
-function embeddedIpv4(g: Uint16Array): number {
-  const low = ((g[6]! << 16) | g[7]!) >>> 0
-  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0) {
-    return g[6] === 0 ? -1 : low // ::/96 but not :: or ::1
-  }
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0) return low
-  if (g[0] === 0x2002) return ((g[1]! << 16) | g[2]!) >>> 0
-  if (g[0] === 0x2001 && g[1] === 0) return ~low >>> 0
-  return -1
-}
-
-/** One network entry as 8 words: its first then its last address. */
 function parseNetwork(entry: unknown): Uint32Array {
   const bad = () =>
     invalid(
@@ -193,26 +222,33 @@ function parseNetwork(entry: unknown): Uint32Array {
       "an IPv4 or IPv6 address or CIDR network such as '10.0.0.0/8'",
     )
   if (typeof entry !== 'string') throw bad()
-  const slash = entry.indexOf('/')
-  const address = slash < 0 ? entry.trim() : entry.slice(0, slash).trim()
-  const family = isIP(address)
-  if (family === 0) throw bad()
+  let start = 0
+  let end = entry.length
+  while (start < end && isSpace(entry.charCodeAt(start))) start++
+  while (end > start && isSpace(entry.charCodeAt(end - 1))) end--
+  let slash = entry.indexOf('/', start)
+  if (slash < 0 || slash >= end) slash = end
   const groups = new Uint16Array(8)
-  if (!parseInto(address, groups)) throw bad()
-  const full = family === 4 ? 32 : 128
+  const kind = parseIpBetween(entry, start, slash, groups)
+  if (kind === NOT_AN_IP) throw bad()
+  const full = kind === IPV4 ? 32 : 128
   let length = full
-  if (slash >= 0) {
-    const text = entry.slice(slash + 1).trim()
-    length = /^\d{1,3}$/.test(text) ? Number(text) : -1
+  if (slash < end) {
+    length = prefixLength(entry, slash + 1, end)
     if (length < 0 || length > full) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_INVALID_IP',
-        `\`ips\`: ${describeValue(entry)} has a bad prefix length; expected 0 to ${full}.`,
+        `\`ips\`: ${describeValue(entry)} has a bad prefix length; expected a whole number from 0 to ${full}, without leading zeros.`,
         { option: 'ips' },
       )
     }
   }
-  if (family === 4) length += 96
+  if (kind === IPV4 || (kind === IPV6_DOTTED && isMappedIpv4(groups) && length >= 96)) {
+    const bits = kind === IPV4 ? length : length - 96
+    const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
+    const address = lowIpv4(groups)
+    return Uint32Array.of((address & mask) >>> 0, (address | ~mask) >>> 0)
+  }
   const range = new Uint32Array(8)
   const words = new Uint32Array(4)
   toWords(groups, words)
@@ -225,98 +261,15 @@ function parseNetwork(entry: unknown): Uint32Array {
   return range
 }
 
-/**
- * Parses IPv4 or IPv6 text into eight 16-bit groups without allocating (IPv4 as IPv4-mapped); a zone id is
- * ignored. False for anything that is not an address.
- */
-function parseInto(text: string, out: Uint16Array): boolean {
-  let end = text.indexOf('%')
-  if (end < 0) end = text.length
-  if (text.indexOf(':') < 0) {
-    out.fill(0, 0, 5)
-    out[5] = 0xffff
-    return parseIpv4(text, 0, end, out, 6)
-  }
-  let count = 0
-  let gap = -1
-  let i = 0
-  if (text.charCodeAt(0) === 58 /* : */) {
-    if (text.charCodeAt(1) !== 58) return false
-    gap = 0
-    i = 2
-    if (i === end) {
-      out.fill(0)
-      return true
-    }
-  }
-  while (i < end) {
-    let value = 0
-    let digits = 0
-    const start = i
-    while (i < end) {
-      const code = text.charCodeAt(i)
-      const digit =
-        code >= 48 && code <= 57
-          ? code - 48
-          : code >= 97 && code <= 102
-            ? code - 87
-            : code >= 65 && code <= 70
-              ? code - 55
-              : -1
-      if (digit < 0) break
-      value = value * 16 + digit
-      digits++
-      i++
-    }
-    if (i < end && text.charCodeAt(i) === 46 /* . */) {
-      if (count > 6) return false
-      if (!parseIpv4(text, start, end, SCRATCH_V4, 0)) return false
-      out[count++] = SCRATCH_V4[0]!
-      out[count++] = SCRATCH_V4[1]!
-      i = end
-      break
-    }
-    if (digits === 0 || digits > 4 || count === 8) return false
-    out[count++] = value
-    if (i === end) break
-    if (text.charCodeAt(i) !== 58) return false
-    i++
-    if (text.charCodeAt(i) === 58) {
-      if (gap >= 0) return false
-      gap = count
-      i++
-    } else if (i === end) return false
-  }
-  if (gap < 0) return count === 8
-  if (count > 7) return false
-  const tail = count - gap
-  for (let j = 0; j < tail; j++) out[7 - j] = out[count - 1 - j]!
-  out.fill(0, gap, 8 - tail)
-  return true
-}
-
-const SCRATCH_V4 = new Uint16Array(2)
-
-/** Dotted IPv4 between `start` and `end` into two groups at `out[at]`. */
-function parseIpv4(text: string, start: number, end: number, out: Uint16Array, at: number): boolean {
-  let octets = 0
+/** Decimal digits between `start` and `end`, without a leading zero (`0` itself excepted); -1 otherwise. */
+function prefixLength(text: string, start: number, end: number): number {
+  if (end === start || end - start > 3) return -1
+  if (text.charCodeAt(start) === 48 && end - start > 1) return -1
   let value = 0
-  let digits = 0
-  let high = 0
-  for (let i = start; i <= end; i++) {
-    const code = i === end ? 46 : text.charCodeAt(i)
-    if (code === 46) {
-      if (digits === 0 || value > 255 || octets === 4) return false
-      if (octets % 2 === 0) high = value
-      else out[at + (octets >> 1)] = (high << 8) | value
-      octets++
-      value = 0
-      digits = 0
-    } else if (code >= 48 && code <= 57) {
-      if (digits === 3) return false
-      value = value * 10 + code - 48
-      digits++
-    } else return false
+  for (let i = start; i < end; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 48 || code > 57) return -1
+    value = value * 10 + code - 48
   }
-  return octets === 4
+  return value
 }

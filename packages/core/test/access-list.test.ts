@@ -70,3 +70,43 @@ describe('AccessList', () => {
     expect(list.hasIp('203.0.113.1')).toBe(true)
   })
 })
+
+describe('AccessList: IPv4 and IPv6 entries apart', () => {
+  it.each(['::/8', '::ffff:0:0/96', '::/3', '::/0', '::/96', '::ffff:0.0.0.0/95'])(
+    '%s matches IPv6 clients only, never an IPv4 client (also on a dual-stack socket)',
+    (entry) => {
+      const list = new AccessList({ ips: [entry] })
+      for (const client of ['203.0.113.7', '::ffff:203.0.113.7', '::FFFF:cb00:7107', '0.0.0.1', '10.0.0.1'])
+        expect([client, list.hasIp(client)]).toEqual([client, false])
+    },
+  )
+
+  it('IPv6 entries match the IPv6 clients they cover', () => {
+    expect(new AccessList({ ips: ['::/8'] }).hasIp('::1')).toBe(true)
+    expect(new AccessList({ ips: ['::/3'] }).hasIp('1fff::1')).toBe(true)
+    expect(new AccessList({ ips: ['::/3'] }).hasIp('2001:db8::1')).toBe(false)
+    expect(new AccessList({ ips: ['::/0'] }).hasIp('2001:db8::1')).toBe(true)
+    // An IPv6 client carrying an IPv4 (here IPv4-compatible) is an IPv6 client too.
+    expect(new AccessList({ ips: ['::/8'] }).hasIp('::203.0.113.7')).toBe(true)
+  })
+
+  it('an IPv4-mapped network written with a dotted IPv4 and /96 or more is that IPv4 network', () => {
+    const list = new AccessList({ ips: ['::ffff:203.0.113.0/120', '::ffff:198.51.100.7'] })
+    expect(list.hasIp('203.0.113.9')).toBe(true)
+    expect(list.hasIp('::ffff:203.0.113.200')).toBe(true)
+    expect(list.hasIp('203.0.114.1')).toBe(false)
+    expect(list.hasIp('198.51.100.7')).toBe(true)
+    expect(list.hasIp('198.51.100.8')).toBe(false)
+    // NAT64 of 203.0.113.9: the IPv4 it carries is listed.
+    expect(list.hasIp('64:ff9b::203.0.113.9')).toBe(true)
+    expect(new AccessList({ ips: ['::ffff:0.0.0.0/96'] }).hasIp('192.0.2.1')).toBe(true)
+  })
+
+  it('IPv4 entries still match IPv4 clients in every form, and never a plain IPv6 client', () => {
+    const list = new AccessList({ ips: ['0.0.0.0/0'] })
+    expect(list.hasIp('192.0.2.1')).toBe(true)
+    expect(list.hasIp('::ffff:192.0.2.1')).toBe(true)
+    expect(list.hasIp('2002:c000:201::1')).toBe(true) // 6to4 of 192.0.2.1
+    expect(list.hasIp('2001:db8::1')).toBe(false)
+  })
+})
