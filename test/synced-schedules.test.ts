@@ -100,3 +100,58 @@ describe('SyncedStore under adversarial schedules of round trips', () => {
     )
   })
 })
+
+describe('SyncedStore under key churn (maxKeys) and adversarial schedules', () => {
+  it('keeps the same bound when keys are evicted and come back: limit + (P − 1) × max(maxPending, cost), the limit alone for one process', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 5, max: 30 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 2, max: 4 }),
+        fc.integer({ min: 1, max: 2 }),
+        fc.array(action, { minLength: 50, maxLength: 300 }),
+        async (processes, limit, maxPending, keys, maxKeys, actions) => {
+          const redis = new ScheduledRedis()
+          const stores = Array.from(
+            { length: processes },
+            () =>
+              new SyncedStore({
+                client: NO_CLIENT,
+                runner: redis.runner,
+                clock: () => 1_700_000_000_000,
+                interval: '1h',
+                maxPending,
+                maxKeys,
+                onError: () => {},
+              }),
+          )
+          const limiters = stores.map(
+            (store) => new RateLimiter({ rules: fixedWindow({ limit, window: '1h' }), store, timeout: '1h' }),
+          )
+          const admitted = new Array<number>(keys).fill(0)
+          const requests: Promise<void>[] = []
+          for (const step of actions) {
+            if (step.type === 'request') {
+              requests.push(
+                limiters[step.who % processes]!.limit(`k${step.key % keys}`, { cost: step.cost }).then(
+                  (result) => {
+                    if (result.allowed) admitted[step.key % keys]! += step.cost
+                  },
+                ),
+              )
+            } else if (step.type === 'sync') void stores[step.who % processes]!.sync()
+            else if (step.type === 'execute') redis.execute(step.which)
+            else redis.deliver(step.which)
+            await new Promise((resolve) => setImmediate(resolve))
+          }
+          await redis.drain()
+          await Promise.all(requests)
+          for (const count of admitted)
+            expect(count).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})

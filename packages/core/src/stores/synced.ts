@@ -84,6 +84,8 @@ interface Entry extends Linked<Entry> {
   /** Scratch algorithm states for decisions. */
   readonly states: unknown[]
   flushing: Promise<void> | undefined
+  /** Requests waiting for a sync of this entry before they are decided (`#consumeAfterSync`). */
+  waiting: number
   /** Used or admitted since its last sync: listed for the next tick. */
   dirty: boolean
   /** Still in its table (false once reset or evicted). */
@@ -125,6 +127,12 @@ export class SyncedStore implements Store {
   readonly #tables = new WeakMap<readonly Rule[], Map<string, Map<string, Entry>> | null>()
   readonly #bySignature = new Map<string, Map<string, Map<string, Entry>>>()
   #size = 0
+  /**
+   * Evicted entries whose admissions Redis has not acknowledged yet, per table and key: a request for such a key
+   * takes its entry back (with its view and pending counts) rather than starting from an empty view that knows
+   * nothing of them.
+   */
+  readonly #departing = new Map<Map<string, Entry>, Map<string, Entry>>()
   /** Entries marked dirty since the last tick (an entry whose mark was cleared meanwhile is skipped). */
   #dirty: Entry[] = []
   readonly #timer: NodeJS.Timeout
@@ -190,6 +198,10 @@ export class SyncedStore implements Store {
     const entry = this.#entryFor(request)
     if (entry === undefined) return this.#exactStore().consume(request)
     this.#checkReachable()
+    // A key this process has not read from Redis yet (new, or evicted and acknowledged since): its view is
+    // empty, so it reads the shared counts before admitting anything, or it could pass the bound once per cold
+    // start (docs/algorithms.md).
+    if (entry.syncedAt === Number.NEGATIVE_INFINITY) return this.#consumeAfterSync(entry, request)
     const decision = this.#decide(entry, request.cost)
     // A key in use is read back once per interval, even when this process only denies it.
     this.#markDirty(entry)
@@ -322,21 +334,28 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * A request past `maxPending`: waits for the round trip that acknowledges what is pending, then decides. Under
-   * many concurrent requests for one key each round trip admits up to `maxPending` of them; the limiter's
-   * `timeout` bounds the wait.
+   * A request past `maxPending`, or the first for a key not yet read from Redis: waits for the round trip that
+   * acknowledges what is pending and reads the shared counts, then decides. Under many concurrent requests for one
+   * key each round trip admits up to `maxPending` of them; the limiter's `timeout` bounds the wait.
    */
   async #consumeAfterSync(entry: Entry, request: StoreRequest): Promise<Decision> {
-    for (;;) {
-      entry.dirty = false
-      await this.#flush(entry)
-      this.#checkReachable()
-      const decision = this.#decide(entry, request.cost)
-      if (!decision.allowed) return decision
-      if (entry.unacked === 0 || entry.unacked + request.cost <= entry.maxPending) {
-        this.#record(entry, decision.now, request.cost)
-        return decision
+    // Evicted meanwhile, the entry stays the key's (departing) while requests wait on it: it decides them.
+    entry.waiting++
+    try {
+      for (;;) {
+        entry.dirty = false
+        await this.#flush(entry)
+        this.#checkReachable()
+        const decision = this.#decide(entry, request.cost)
+        if (!decision.allowed) return decision
+        if (entry.unacked === 0 || entry.unacked + request.cost <= entry.maxPending) {
+          this.#record(entry, decision.now, request.cost)
+          return decision
+        }
       }
+    } finally {
+      entry.waiting--
+      if (!entry.held) this.#maybeDeparted(entry)
     }
   }
 
@@ -431,6 +450,7 @@ export class SyncedStore implements Store {
     entry.unacked -= entry.sentCost
     entry.sentCost = 0
     entry.syncedAt = now
+    if (!entry.held) this.#maybeDeparted(entry)
     return at
   }
 
@@ -456,7 +476,10 @@ export class SyncedStore implements Store {
     if (entry === undefined) {
       const oldest = this.#recency.leastRecent
       if (this.#size >= this.#maxKeys && oldest !== undefined) this.#evict(oldest)
-      entry = this.#create(table, target)
+      entry =
+        (this.#departing.size > 0 ? this.#return(table, target.key) : undefined) ??
+        this.#create(table, target)
+      entry.held = true
       table.set(target.key, entry)
       this.#size++
     }
@@ -517,6 +540,7 @@ export class SyncedStore implements Store {
       maxPending: this.#maxPending ?? Math.max(1, Math.floor(smallest / 100)),
       states: rules.map((rule) => rule.logic.create()),
       flushing: undefined,
+      waiting: 0,
       dirty: false,
       held: true,
       older: undefined,
@@ -533,15 +557,47 @@ export class SyncedStore implements Store {
     return this.#exact
   }
 
-  /** Drops the least recently used key; what it admitted still goes to Redis. */
+  /**
+   * Drops the least recently used key; what it admitted still goes to Redis. Until Redis has acknowledged it, and
+   * while requests wait on it, the entry stays among the departing, to be taken back if its key is used again:
+   * one entry per key at any time, so that no fresh view ignores what an older one admitted.
+   */
   #evict(entry: Entry): void {
     this.#remove(entry)
+    if (entry.unacked === 0 && entry.waiting === 0) return
+    let departing = this.#departing.get(entry.table)
+    if (departing === undefined) {
+      departing = new Map()
+      this.#departing.set(entry.table, departing)
+    }
+    departing.set(entry.target.key, entry)
     if (entry.unacked === 0) return
     const inFlight = entry.flushing ?? Promise.resolve()
     inFlight
       .catch(() => {})
       .then(() => this.#flush(entry))
       .catch(this.#onError)
+  }
+
+  /** A departing entry of `key`, taken back into use. */
+  #return(table: Map<string, Entry>, key: string): Entry | undefined {
+    const departing = this.#departing.get(table)
+    const entry = departing?.get(key)
+    if (entry !== undefined) this.#departed(entry)
+    return entry
+  }
+
+  /** An evicted entry stops departing once Redis acknowledged all it admitted and no request waits on it. */
+  #maybeDeparted(entry: Entry): void {
+    if (entry.unacked === 0 && entry.waiting === 0) this.#departed(entry)
+  }
+
+  /** No longer departing: acknowledged by Redis, or taken back. */
+  #departed(entry: Entry): void {
+    const departing = this.#departing.get(entry.table)
+    if (departing?.get(entry.target.key) !== entry) return
+    departing.delete(entry.target.key)
+    if (departing.size === 0) this.#departing.delete(entry.table)
   }
 
   #remove(entry: Entry): void {
