@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { join } from 'node:path'
 import {
   fixedWindow,
   RateLimitError,
@@ -335,6 +337,33 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
     for (let i = 0; i < 3; i++) await limiter.limit('k')
     await store.close()
     expect(await sharedCount(client, store, limiter.namespace, rule)).toBe(3)
+  })
+
+  it('sends what it has not sent when the process ends by itself without close() (beforeExit)', async () => {
+    const client = standaloneClient()
+    const child = spawn(
+      process.execPath,
+      [
+        '--conditions=@ratewindow/source',
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'support', 'synced-exit-worker.ts'),
+        String(redisEnvironment().standalonePort),
+        prefix(),
+        '5',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    const [code] = await once(child, 'exit')
+    expect(code).toBe(0)
+    const key = output.trim()
+    expect(key).toMatch(/\{/)
+    // 5 admitted, none sent before the end (maxPending 100, interval 1h): the beforeExit send carried them.
+    expect(Number((await client.get(key))?.split(':')[1] ?? 0)).toBe(5)
   })
 
   it('rejects bad options at construction, naming them', () => {

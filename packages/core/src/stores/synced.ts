@@ -142,6 +142,11 @@ export class SyncedStore implements Store {
   #failingSince: number | undefined
   #lastError: unknown
   #exact: RedisStore | undefined
+  /** Called on the process's `beforeExit`: sends what is unsent (see `#sendBeforeExit`). */
+  readonly #exitHook = () => this.#sendBeforeExit()
+  #exitSync: Promise<void> | undefined
+  /** The last `beforeExit` send failed: no other is tried (each failure would bring `beforeExit` back). */
+  #exitFailed = false
 
   constructor(options: SyncedStoreOptions) {
     requireObject(options, 'options', "{ client: new Redis(), interval: '100ms' }")
@@ -187,6 +192,7 @@ export class SyncedStore implements Store {
     this.#clock = options.clock
     this.#timer = setInterval(() => this.#tick(), this.#interval)
     this.#timer.unref()
+    onBeforeExit(this.#exitHook)
   }
 
   /** Number of keys held in this process. */
@@ -272,9 +278,14 @@ export class SyncedStore implements Store {
     if (failed) throw failed.reason
   }
 
-  /** Stops the timer and sends every unsent count. The client stays open: it is yours. */
+  /**
+   * Stops the timer and sends every unsent count. The client stays open: it is yours. Call it before closing the
+   * client on shutdown: without it, a process that ends by itself sends them on `beforeExit`, but
+   * `process.exit()`, a signal without a handler and SIGKILL lose up to `maxPending` units per key.
+   */
   async close(): Promise<void> {
     clearInterval(this.#timer)
+    exitHooks.delete(this.#exitHook)
     await this.sync().catch(this.#onError)
     await (this.#exact as Store | undefined)?.close?.()
   }
@@ -287,6 +298,30 @@ export class SyncedStore implements Store {
 
   #tick(): void {
     void this.sync().catch(this.#onError)
+  }
+
+  /**
+   * The process has nothing left to do and is about to exit without `close()`: sends what has not been sent, and
+   * keeps the process alive (at most `maxStale`) until Redis answers. Node emits `beforeExit` only when nothing
+   * else keeps the process alive (an open Redis connection does), and never on `process.exit()` or a signal.
+   */
+  #sendBeforeExit(): void {
+    if (this.#exitSync !== undefined || this.#exitFailed || this.#dirty.length === 0) return
+    const alive = setTimeout(() => {}, this.#maxStale)
+    this.#exitSync = this.sync()
+      .then(
+        () => {
+          this.#exitFailed = false
+        },
+        (error: unknown) => {
+          this.#exitFailed = true
+          this.#onError(error)
+        },
+      )
+      .finally(() => {
+        clearTimeout(alive)
+        this.#exitSync = undefined
+      })
   }
 
   #now(): number {
@@ -608,6 +643,19 @@ export class SyncedStore implements Store {
     entry.dirty = false
     this.#recency.remove(entry)
   }
+}
+
+/** The `beforeExit` hooks of the open stores: one process listener for all of them, installed once. */
+const exitHooks = new Set<() => void>()
+let listeningBeforeExit = false
+
+function onBeforeExit(hook: () => void): void {
+  exitHooks.add(hook)
+  if (listeningBeforeExit || typeof process !== 'object' || typeof process.on !== 'function') return
+  listeningBeforeExit = true
+  process.on('beforeExit', () => {
+    for (const each of exitHooks) each()
+  })
 }
 
 /** The entries grouped by Cluster slot. */
