@@ -9,9 +9,11 @@ import {
   RateLimitError,
   RedisStore,
 } from '@ratewindow/core'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
+import { clientFamily, connect } from './support/redis-clients.js'
+import { RedisServer } from './support/redis-server.js'
 
 let prefixes = 0
 const uniquePrefix = () => `cc${process.pid}x${prefixes++}`
@@ -190,5 +192,76 @@ describe('ConcurrencyLimiter on a real redis-server: a process killed while hold
     }
     expect(slot).toMatchObject({ allowed: true, inFlight: 1 })
     await slot.release()
+  })
+})
+
+/** Acquires (bounded, 100 ms apart) until the store answers `allowed`; the last result. */
+async function acquireOnceBack(limiter: ConcurrencyLimiter, key: string) {
+  let slot = await limiter.acquire(key)
+  for (let i = 0; i < 100 && !(slot.source === 'store' && slot.allowed); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    slot = await limiter.acquire(key)
+  }
+  return slot
+}
+
+describe('ConcurrencyLimiter across a Redis restart (standalone)', () => {
+  const servers: RedisServer[] = []
+  afterAll(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.stop()))
+  })
+  const started = async (extraArgs: string[] = []) => {
+    const server = await RedisServer.start(extraArgs)
+    servers.push(server)
+    const client = await connect(clientFamily('ioredis 5'), server.port)
+    const errors: unknown[] = []
+    const limiter = (limit: number) =>
+      new ConcurrencyLimiter({
+        limit,
+        lease: '1m',
+        prefix: uniquePrefix(),
+        store: new RedisStore({ client }),
+        onStoreError: 'deny',
+        timeout: '500ms',
+        onError: (error) => errors.push(error),
+      })
+    return { server, limiter, errors }
+  }
+
+  it('a release that failed while Redis was down is sent again: the slot is back once Redis answers, not after the lease', async () => {
+    // Persistence on: the lease outlives the restart, as on a server that reloads its data.
+    const { server, limiter, errors } = await started(['--appendonly', 'yes', '--appendfsync', 'always'])
+    const concurrency = limiter(1)
+    const slot = await concurrency.acquire('k')
+    expect(slot).toMatchObject({ allowed: true, source: 'store' })
+    await server.kill('SIGKILL')
+    await slot.release() // fails: reported, and tried again in the background
+    expect(errors.length).toBeGreaterThan(0)
+    await server.restart()
+    // Lease 1 minute: without the retried release, the slot would stay taken for all of it.
+    const back = await acquireOnceBack(concurrency, 'k')
+    expect(back).toMatchObject({ allowed: true, source: 'store', inFlight: 1 })
+    expect(await concurrency.acquire('k')).toMatchObject({ allowed: false, source: 'store' })
+  })
+
+  it('after a restart without persistence new admissions stop at the limit, and old releases free nothing of them', async () => {
+    const { server, limiter } = await started()
+    const concurrency = limiter(2)
+    const before = [await concurrency.acquire('k'), await concurrency.acquire('k')]
+    expect(before.map((slot) => slot.allowed)).toEqual([true, true])
+    await server.kill('SIGKILL')
+    await before[0]!.release() // fails; retried once Redis answers, on a lease set that no longer has it
+    await server.restart()
+    // The lease set is gone: the two requests admitted before keep running, and 2 more are admitted, not 3.
+    const first = await acquireOnceBack(concurrency, 'k')
+    const after = [first, await concurrency.acquire('k'), await concurrency.acquire('k')]
+    expect(after.map((slot) => [slot.allowed, slot.source])).toEqual([
+      [true, 'store'],
+      [true, 'store'],
+      [false, 'store'],
+    ])
+    // An old lease's release (of an id the new set never held) frees none of the new ones.
+    await before[1]!.release()
+    expect(await concurrency.acquire('k')).toMatchObject({ allowed: false, source: 'store', inFlight: 2 })
   })
 })

@@ -3,9 +3,9 @@
  * slot; the replica is promoted and limiting continues, with no restart of the limiter. The promoted replica has
  * the script cached only if it ran it: whether or not, the next decision succeeds (EVAL on NOSCRIPT).
  */
-import { fixedWindow, RateLimiter, RedisStore } from '@ratewindow/core'
+import { ConcurrencyLimiter, fixedWindow, RateLimiter, RedisStore } from '@ratewindow/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENT_FAMILIES, type Connected } from '../support/redis-clients.js'
+import { CLIENT_FAMILIES, type Connected, clientFamily } from '../support/redis-clients.js'
 import { RedisClusterProcesses } from '../support/redis-server.js'
 
 describe.each(CLIENT_FAMILIES)('RedisStore with $name on a Cluster during a failover', (family) => {
@@ -77,5 +77,54 @@ describe.each(CLIENT_FAMILIES)('RedisStore with $name on a Cluster during a fail
     expect(source).toBe('store')
     expect(remaining).toBeLessThanOrEqual(1_000 - 6)
     expect(remaining).toBeGreaterThanOrEqual(1_000 - 6 - sources.filter((s) => s === 'policy').length)
+  })
+})
+
+describe('ConcurrencyLimiter on a Cluster during a failover (ioredis 5)', () => {
+  let cluster: RedisClusterProcesses
+  let connected: Connected
+
+  beforeAll(async () => {
+    cluster = await RedisClusterProcesses.start(3, 1)
+    await cluster.waitForReplication()
+    connected = await clientFamily('ioredis 5').cluster(cluster.startupNodes)
+  })
+  afterAll(async () => {
+    await connected?.close()
+    await cluster?.stop()
+  })
+
+  it('a release sent while the master is down is tried again: the slot is back once the promoted replica answers, and the limit holds', async () => {
+    const errors: unknown[] = []
+    const store = new RedisStore({ client: connected.client })
+    const prefix = 'failover-lease'
+    const limiter = new ConcurrencyLimiter({
+      limit: 1,
+      lease: '1m',
+      store,
+      prefix,
+      onStoreError: 'deny',
+      timeout: '300ms',
+      onError: (error) => errors.push(error),
+    })
+    const slot = await limiter.acquire('k')
+    expect(slot).toMatchObject({ allowed: true, source: 'store' })
+    await cluster.waitForReplication() // the replica holds the lease
+    const key = store.leaseKeyFor(prefix, 'k')
+    const hashSlot = Number(await cluster.nodes[0]!.cli('cluster', 'keyslot', key))
+    const owner = await cluster.slotOwner(hashSlot)
+    await cluster.nodes.find((node) => node.port === owner)!.kill('SIGKILL')
+
+    await slot.release() // the master is gone: fails, reported, and tried again in the background
+    expect(errors.length).toBeGreaterThan(0)
+    // Lease 1 minute: without the retried release the promoted replica would keep the slot taken for all of it.
+    let back: Awaited<ReturnType<typeof limiter.acquire>> | undefined
+    for (let attempt = 0; attempt < 300 && back === undefined; attempt++) {
+      const each = await limiter.acquire('k')
+      if (each.source === 'store' && each.allowed) back = each
+      else await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(back).toMatchObject({ allowed: true, inFlight: 1 })
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: false, source: 'store', inFlight: 1 })
   })
 })

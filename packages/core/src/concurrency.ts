@@ -27,6 +27,10 @@ export interface ConcurrencyLimiterOptions {
   onError?: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => unknown
 }
 
+/** The first wait before a failed release is tried again; it doubles up to RELEASE_RETRY_MAX_MS. */
+const RELEASE_RETRY_FIRST_MS = 100
+const RELEASE_RETRY_MAX_MS = 2_000
+
 /** A slot, or the refusal of one. */
 export interface ConcurrencyResult {
   allowed: boolean
@@ -38,7 +42,10 @@ export interface ConcurrencyResult {
   key: string
   /** Where the decision came from: the store, or the failure policy when the store failed. */
   source: 'store' | 'policy'
-  /** Gives the slot back (once; later calls do nothing). Never rejects: failures go to `onError`. */
+  /**
+   * Gives the slot back (once; later calls do nothing). Never rejects: failures go to `onError`, and a release
+   * the store failed is tried again in the background until it answers (or the lease runs out).
+   */
   release(): Promise<void>
 }
 
@@ -124,19 +131,43 @@ export class ConcurrencyLimiter {
       limit: this.limit,
       leaseMs: this.leaseMs,
     }
+    const started = Date.now()
     const decision = await this.#gateway.acquire(request)
     if (decision === undefined) {
       // A lease may still have been taken: release it in the background when the policy lets the request in,
       // and also when it refuses it, so that a late acquire never holds a slot until its lease expires.
-      void this.#gateway.release(request)
+      void this.#release(request, started)
       return this.#result(key, this.#allowOnError, 0, 'policy', async () => {})
     }
     let released = !decision.allowed
     return this.#result(key, decision.allowed, decision.inFlight, 'store', async () => {
       if (released) return
       released = true
-      await this.#gateway.release(request)
+      await this.#release(request, started)
     })
+  }
+
+  /**
+   * Gives a lease back. When the store fails (a restart, a Cluster failover), the release is tried again, in
+   * the background, until the store answers or the lease has run out by itself: removing a lease id is
+   * idempotent, so the slot comes back as soon as the store answers again, not when the lease expires. Resolves
+   * after the first attempt; each failed attempt is reported to `onError`.
+   */
+  async #release(request: LeaseRequest, started: number): Promise<void> {
+    if (await this.#gateway.release(request)) return
+    this.#retryRelease(request, started + this.leaseMs, RELEASE_RETRY_FIRST_MS)
+  }
+
+  #retryRelease(request: LeaseRequest, expires: number, delay: number): void {
+    // Past its expiry the store has dropped the lease by itself.
+    if (Date.now() >= expires) return
+    const timer = setTimeout(() => {
+      void this.#gateway.release(request).then((done) => {
+        if (!done) this.#retryRelease(request, expires, Math.min(delay * 2, RELEASE_RETRY_MAX_MS))
+      })
+    }, delay)
+    // A process that ends meanwhile leaves the lease to run out in the store.
+    timer.unref?.()
   }
 
   #result(

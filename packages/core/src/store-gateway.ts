@@ -213,12 +213,17 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     }
   }
 
-  /** Gives a lease back; a failure is reported, never thrown. */
-  async release(this: StoreGateway<ConcurrencyStore>, request: Omit<LeaseRequest, 'limit'>): Promise<void> {
+  /** Gives a lease back. Resolves true when the store did; a failure is reported, never thrown. */
+  async release(
+    this: StoreGateway<ConcurrencyStore>,
+    request: Omit<LeaseRequest, 'limit'>,
+  ): Promise<boolean> {
     try {
       await this.#call('release', (within) => this.store.release(request, within), true)
+      return true
     } catch (error) {
       this.#onError(error, { operation: 'release', key: request.key })
+      return false
     }
   }
 
