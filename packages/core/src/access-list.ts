@@ -23,8 +23,8 @@ export interface AccessListEntries {
  * A list of addresses, networks and keys for the `allowList` and `denyList` options, reloadable at run time
  * with `set`. IPv4 entries match IPv4 clients, IPv6 entries IPv6 clients: `::/0` or a bogon list's `::/8` and
  * `::ffff:0:0/96` never match an IPv4 client. An IPv4 client on a dual-stack socket (`::ffff:203.0.113.7`) is
- * an IPv4 client; an IPv6 entry written as an IPv4-mapped network with a dotted IPv4 and a prefix of /96 or more
- * (`::ffff:203.0.113.0/120`) is the IPv4 network it names (`203.0.113.0/24`); an IPv6 client that carries an
+ * an IPv4 client; an entry written as a network inside the IPv4-mapped block (`::ffff:203.0.113.0/120`) is the
+ * IPv4 network it names (`203.0.113.0/24`); an IPv6 client that carries an
  * IPv4 (IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4, Teredo, as in `ipKey`) matches IPv6 entries by its address
  * and IPv4 entries by that IPv4. Addresses are read by one grammar with `ipKey` (ip.ts). Lookups allocate
  * nothing: networks are merged into sorted ranges searched by bisection, keys sit in a `Set`.
@@ -210,8 +210,8 @@ function toWords(groups: Uint16Array, words: Uint32Array): void {
 /**
  * One network entry as a range: 2 words (IPv4: first and last address) or 8 (IPv6: 4 words of the first, then
  * 4 of the last). The address reads as in ip.ts, the prefix length as decimal digits without leading zeros;
- * whitespace is allowed around the entry only. An IPv4-mapped network written with a dotted IPv4 and a prefix
- * of 96 or more is that IPv4 network.
+ * whitespace is allowed around the entry only. A network inside the IPv4-mapped block (`::ffff:0:0/96`, prefix
+ * longer than 96) is that IPv4 network; the block itself too when written with a dotted IPv4 (`::ffff:0.0.0.0/96`).
  */
 function parseNetwork(entry: unknown): Uint32Array {
   const bad = () =>
@@ -243,7 +243,10 @@ function parseNetwork(entry: unknown): Uint32Array {
       )
     }
   }
-  if (kind === IPV4 || (kind === IPV6_DOTTED && isMappedIpv4(groups) && length >= 96)) {
+  // Inside the IPv4-mapped block: an IPv4 network; the block itself only when written with a dotted IPv4 (as
+  // bogon lists write it, `::ffff:0:0/96` is an IPv6 entry, which no IPv4 client matches).
+  const mapped = isMappedIpv4(groups) && (length > 96 || (length === 96 && kind === IPV6_DOTTED))
+  if (kind === IPV4 || mapped) {
     const bits = kind === IPV4 ? length : length - 96
     const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
     const address = lowIpv4(groups)

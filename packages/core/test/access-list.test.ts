@@ -90,7 +90,7 @@ describe('AccessList: IPv4 and IPv6 entries apart', () => {
     expect(new AccessList({ ips: ['::/8'] }).hasIp('::203.0.113.7')).toBe(true)
   })
 
-  it('an IPv4-mapped network written with a dotted IPv4 and /96 or more is that IPv4 network', () => {
+  it('a network inside the IPv4-mapped block is that IPv4 network; the block itself only written dotted', () => {
     const list = new AccessList({ ips: ['::ffff:203.0.113.0/120', '::ffff:198.51.100.7'] })
     expect(list.hasIp('203.0.113.9')).toBe(true)
     expect(list.hasIp('::ffff:203.0.113.200')).toBe(true)
@@ -100,6 +100,13 @@ describe('AccessList: IPv4 and IPv6 entries apart', () => {
     // NAT64 of 203.0.113.9: the IPv4 it carries is listed.
     expect(list.hasIp('64:ff9b::203.0.113.9')).toBe(true)
     expect(new AccessList({ ips: ['::ffff:0.0.0.0/96'] }).hasIp('192.0.2.1')).toBe(true)
+    // Written in hex, the same networks.
+    const hex = new AccessList({ ips: ['::ffff:cb00:7100/120', '::ffff:c633:6407'] })
+    expect(['203.0.113.9', '198.51.100.7', '203.0.114.1'].map((ip) => hex.hasIp(ip))).toEqual([
+      true,
+      true,
+      false,
+    ])
   })
 
   it('IPv4 entries still match IPv4 clients in every form, and never a plain IPv6 client', () => {
