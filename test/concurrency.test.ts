@@ -9,7 +9,7 @@ import {
   RateLimitError,
   RedisStore,
 } from '@ratewindow/core'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { clientFamily, connect } from './support/redis-clients.js'
@@ -108,6 +108,48 @@ describe('ConcurrencyLimiter: failures and bad options', () => {
     expect(await closed.acquire('k')).toMatchObject({ allowed: false, source: 'policy' })
     await new Promise((resolve) => setImmediate(resolve))
     expect(errors.length).toBeGreaterThanOrEqual(1)
+  })
+
+  it('tries failed releases again in rounds: one probe while the store fails, then all at once; none past the lease', async () => {
+    vi.useFakeTimers()
+    try {
+      let down = true
+      let calls = 0
+      const released = new Set<string>()
+      const store: ConcurrencyStore = {
+        acquire: async () => ({ allowed: true, inFlight: 1, nextExpiry: 0 }),
+        release: async (request) => {
+          calls++
+          if (down) throw new Error('connection refused')
+          released.add(request.id)
+        },
+      }
+      const limiter = new ConcurrencyLimiter({ limit: 10, lease: '1m', store, onError: () => {} })
+      const slots = await Promise.all(Array.from({ length: 5 }, () => limiter.acquire('k')))
+      await Promise.all(slots.map((slot) => slot.release()))
+      expect(calls).toBe(5)
+      await vi.advanceTimersByTimeAsync(100)
+      expect(calls).toBe(6) // one probe
+      await vi.advanceTimersByTimeAsync(200)
+      expect(calls).toBe(7) // the next, after twice the wait
+      down = false
+      await vi.advanceTimersByTimeAsync(400)
+      expect(released.size).toBe(5)
+      expect(calls).toBe(12)
+      await vi.advanceTimersByTimeAsync(60_000)
+      expect(calls).toBe(12)
+
+      // A store that never comes back: the retries stop once the lease has run out by itself.
+      down = true
+      const short = new ConcurrencyLimiter({ limit: 1, lease: '1s', store, onError: () => {} })
+      await (await short.acquire('k')).release()
+      await vi.advanceTimersByTimeAsync(2_000)
+      const after = calls
+      await vi.advanceTimersByTimeAsync(60_000)
+      expect(calls).toBe(after)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it.each([

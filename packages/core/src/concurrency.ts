@@ -27,7 +27,7 @@ export interface ConcurrencyLimiterOptions {
   onError?: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => unknown
 }
 
-/** The first wait before a failed release is tried again; it doubles up to RELEASE_RETRY_MAX_MS. */
+/** The first wait before failed releases are tried again; it doubles up to RELEASE_RETRY_MAX_MS while they fail. */
 const RELEASE_RETRY_FIRST_MS = 100
 const RELEASE_RETRY_MAX_MS = 2_000
 
@@ -66,6 +66,11 @@ export class ConcurrencyLimiter {
   readonly #allowOnError: boolean
   /** Every call to the store goes through here (the limiter's path: timeout and `onError`; no breaker). */
   readonly #gateway: StoreGateway<ConcurrencyStore>
+  /** Releases the store failed, with when their leases run out by themselves (epoch ms): tried again. */
+  readonly #unreleased = new Map<LeaseRequest, number>()
+  #retryTimer: ReturnType<typeof setTimeout> | undefined
+  #retrying = false
+  #retryDelay = RELEASE_RETRY_FIRST_MS
 
   constructor(options: ConcurrencyLimiterOptions) {
     requireObject(options, 'options', '{ limit: 10 }')
@@ -148,26 +153,56 @@ export class ConcurrencyLimiter {
   }
 
   /**
-   * Gives a lease back. When the store fails (a restart, a Cluster failover), the release is tried again, in
-   * the background, until the store answers or the lease has run out by itself: removing a lease id is
+   * Gives a lease back. When the store fails (a restart, a Cluster failover), the release is kept and tried again
+   * in the background until the store answers or the lease has run out by itself: removing a lease id is
    * idempotent, so the slot comes back as soon as the store answers again, not when the lease expires. Resolves
-   * after the first attempt; each failed attempt is reported to `onError`.
+   * after the first attempt.
    */
   async #release(request: LeaseRequest, started: number): Promise<void> {
     if (await this.#gateway.release(request)) return
-    this.#retryRelease(request, started + this.leaseMs, RELEASE_RETRY_FIRST_MS)
+    this.#unreleased.set(request, started + this.leaseMs)
+    this.#retryLater()
   }
 
-  #retryRelease(request: LeaseRequest, expires: number, delay: number): void {
-    // Past its expiry the store has dropped the lease by itself.
-    if (Date.now() >= expires) return
-    const timer = setTimeout(() => {
-      void this.#gateway.release(request).then((done) => {
-        if (!done) this.#retryRelease(request, expires, Math.min(delay * 2, RELEASE_RETRY_MAX_MS))
-      })
-    }, delay)
-    // A process that ends meanwhile leaves the lease to run out in the store.
-    timer.unref?.()
+  #retryLater(): void {
+    if (this.#retryTimer !== undefined || this.#retrying || this.#unreleased.size === 0) return
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined
+      void this.#retryReleases()
+    }, this.#retryDelay)
+    // A process that ends meanwhile leaves its leases to run out in the store.
+    this.#retryTimer.unref?.()
+  }
+
+  /**
+   * One round of retries: one release first, as a probe (while the store still fails, a round costs one call and
+   * one `onError` report, however many releases wait); once it answers, all the others at once. The wait between
+   * rounds doubles while the store fails (RELEASE_RETRY_FIRST_MS to RELEASE_RETRY_MAX_MS).
+   */
+  async #retryReleases(): Promise<void> {
+    this.#retrying = true
+    try {
+      const now = Date.now()
+      const due: LeaseRequest[] = []
+      for (const [request, expires] of this.#unreleased) {
+        // Past its expiry the store has dropped the lease by itself.
+        if (now >= expires) this.#unreleased.delete(request)
+        else due.push(request)
+      }
+      const [probe, ...rest] = due
+      if (probe === undefined) return
+      if (!(await this.#gateway.release(probe))) {
+        this.#retryDelay = Math.min(this.#retryDelay * 2, RELEASE_RETRY_MAX_MS)
+        return
+      }
+      this.#unreleased.delete(probe)
+      this.#retryDelay = RELEASE_RETRY_FIRST_MS
+      const done = await Promise.all(rest.map((request) => this.#gateway.release(request)))
+      for (const [i, request] of rest.entries()) if (done[i]) this.#unreleased.delete(request)
+    } finally {
+      this.#retrying = false
+      this.#retryLater()
+    }
   }
 
   #result(
