@@ -306,7 +306,11 @@ export class SyncedStore implements Store {
    * else keeps the process alive (an open Redis connection does), and never on `process.exit()` or a signal.
    */
   #sendBeforeExit(): void {
-    if (this.#exitSync !== undefined || this.#exitFailed || this.#dirty.length === 0) return
+    if (this.#exitSync !== undefined || this.#exitFailed) return
+    // Evicted keys' counts not yet acknowledged go too (their own send may still wait for one in flight).
+    for (const departing of this.#departing.values())
+      for (const entry of departing.values()) if (entry.unacked > 0) this.#markDirty(entry)
+    if (this.#dirty.length === 0) return
     const alive = setTimeout(() => {}, this.#maxStale)
     this.#exitSync = this.sync()
       .then(
