@@ -24,10 +24,10 @@ export interface AccessListEntries {
  * with `set`. IPv4 entries match IPv4 clients, IPv6 entries IPv6 clients: `::/0` or a bogon list's `::/8` and
  * `::ffff:0:0/96` never match an IPv4 client. An IPv4 client on a dual-stack socket (`::ffff:203.0.113.7`) is
  * an IPv4 client; an entry written as a network inside the IPv4-mapped block (`::ffff:203.0.113.0/120`) is the
- * IPv4 network it names (`203.0.113.0/24`); an IPv6 client that carries an
- * IPv4 (IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4, Teredo, as in `ipKey`) matches IPv6 entries by its address
- * and IPv4 entries by that IPv4. Addresses are read by one grammar with `ipKey` (ip.ts). Lookups allocate
- * nothing: networks are merged into sorted ranges searched by bisection, keys sit in a `Set`.
+ * IPv4 network it names (`203.0.113.0/24`); an IPv6 client that carries an IPv4 (IPv4-compatible, NAT64
+ * `64:ff9b::/96`, 6to4, Teredo, as in `ipKey`) matches IPv6 entries by its address and IPv4 entries by that
+ * IPv4. Addresses are read by one grammar with `ipKey` (ip.ts). Lookups allocate nothing: networks are merged
+ * into sorted ranges searched by bisection, keys sit in a `Set`.
  *
  * ```ts
  * const blocked = new AccessList({ ips: ['198.51.100.0/24'] })
