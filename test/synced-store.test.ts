@@ -440,6 +440,8 @@ describe('SyncedStore when Redis dies', () => {
       ['policy', false],
     ])
     expect(errors.length).toBeGreaterThan(0)
+    // A key this process holds no view of: its first request waits for a sync, which fails: the policy.
+    expect(await limiter.limit('new')).toMatchObject({ source: 'policy', allowed: false })
     expect((await limiter.peek('k')).source).toBe('store') // still within maxStale
     clock.advance(2_001)
     expect((await limiter.peek('k')).source).toBe('policy') // past maxStale: the policy for every call
