@@ -8,6 +8,7 @@ import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circu
 import { RateLimitError } from './errors.js'
 import type { BreakerEvent, StoreCallEvent } from './observe.js'
 import type { FailureContext } from './options.js'
+import { fakeTimersHint, realClearTimeout, realSetTimeout } from './real-timers.js'
 import { isShed, LateReply } from './stores/call-bound.js'
 import type {
   Awaitable,
@@ -371,17 +372,22 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
 /** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
 export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new RateLimitError('ERR_RATEWINDOW_STORE_TIMEOUT', `${what} took longer than ${ms} ms.`))
+    // Real time even under a test's fake timers: the store answers in real time (real-timers.ts).
+    const timer = realSetTimeout(() => {
+      reject(
+        new RateLimitError(
+          'ERR_RATEWINDOW_STORE_TIMEOUT',
+          `${what} took longer than ${ms} ms.${fakeTimersHint()}`,
+        ),
+      )
     }, ms)
-    timer.unref()
     Promise.resolve(pending).then(
       (value) => {
-        clearTimeout(timer)
+        realClearTimeout(timer)
         resolve(value)
       },
       (error: unknown) => {
-        clearTimeout(timer)
+        realClearTimeout(timer)
         reject(error)
       },
     )

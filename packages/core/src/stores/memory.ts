@@ -17,7 +17,10 @@ import type {
 } from './types.js'
 
 export interface MemoryStoreOptions {
-  /** Current time in epoch ms. Inject one to drive time in tests and simulations. @default Date.now */
+  /**
+   * Current time in epoch ms. Inject one to drive time in tests and simulations. @default `Date.now()`, read at
+   * each call: the store follows the fake timers of a test (`vi.useFakeTimers()`), even when built before them
+   */
   clock?: () => number
   /**
    * Most client keys held at once. Past it the least recently used key is evicted (its client starts
@@ -81,7 +84,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
-    const { clock = Date.now, maxKeys = 100_000, sweepInterval = '1m' } = options
+    const { clock = now, maxKeys = 100_000, sweepInterval = '1m' } = options
     if (typeof clock !== 'function')
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -353,6 +356,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
     }
     slice()
   }
+}
+
+/** `Date.now()` looked up at each call, so that fake timers installed later apply (not a captured `Date.now`). */
+function now(): number {
+  return Date.now()
 }
 
 function isTime(value: unknown): value is number {

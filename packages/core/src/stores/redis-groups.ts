@@ -5,6 +5,7 @@
  */
 import { failureKind } from '../circuit-breaker.js'
 import { RateLimitError } from '../errors.js'
+import { fakeTimersHint, realClearTimeout, realSetImmediate, realSetTimeout } from '../real-timers.js'
 import { shedError } from './call-bound.js'
 import type { CallReport } from './types.js'
 
@@ -175,7 +176,7 @@ export class RedisGroups<P, T> {
     this.stats.calls += batches.length
     this.stats.entries += entries.length
     let open = batches.length
-    let timer: ReturnType<typeof setTimeout> | undefined
+    let timer: ReturnType<typeof realSetTimeout> | undefined
     const flight: Flight<T> = {
       entries,
       ended: false,
@@ -183,7 +184,7 @@ export class RedisGroups<P, T> {
       end: () => {
         if (flight.ended) return
         flight.ended = true
-        if (timer !== undefined) clearTimeout(timer)
+        if (timer !== undefined) realClearTimeout(timer)
         queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
         queue.flights.delete(flight)
         if (queue.waiting.length > 0) this.#flushLater(node, queue)
@@ -204,7 +205,7 @@ export class RedisGroups<P, T> {
         queue,
         new RateLimitError(
           'ERR_RATEWINDOW_STORE_TIMEOUT',
-          `Redis did not answer a call of ${entries.length} grouped decision${entries.length === 1 ? '' : 's'} within ${timeoutMs} ms.`,
+          `Redis did not answer a call of ${entries.length} grouped decision${entries.length === 1 ? '' : 's'} within ${timeoutMs} ms.${fakeTimersHint()}`,
         ),
       )
     }
@@ -216,9 +217,9 @@ export class RedisGroups<P, T> {
     //   large flight is not a slow server.
     const arm = () => {
       if (flight.ended || timeoutMs === undefined) return
-      if (timer !== undefined) clearTimeout(timer)
-      const armed = setTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
-      ;(armed as { unref?: () => void }).unref?.()
+      if (timer !== undefined) realClearTimeout(timer)
+      // Real time even under a test's fake timers (real-timers.ts).
+      const armed = realSetTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
       timer = armed
     }
     if (timeoutMs !== undefined) afterRead(arm)
@@ -294,9 +295,8 @@ export class RedisGroups<P, T> {
   }
 }
 
-/** Runs `f` after the event loop's next read of sockets (Node, Bun and Deno have setImmediate). */
-const afterRead: (f: () => void) => void =
-  typeof setImmediate === 'function' ? (f) => setImmediate(f) : (f) => setTimeout(f, 0)
+/** Runs `f` after the event loop's next read of sockets, on real time even under a test's fake timers. */
+const afterRead = realSetImmediate
 
 /**
  * The node failed (an error, or no answer to a sent call in time): every decision in flight to it and every one
