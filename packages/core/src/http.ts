@@ -162,6 +162,8 @@ export class HttpRateLimiter<Req> {
   readonly #reportError: (error: unknown, context: FailureContext) => void
   readonly #wantsRoute: boolean
   readonly #concurrency: ConcurrencyLimiter | undefined
+  /** The store this middleware made (no `store` option), which `close` closes. */
+  readonly #ownStore: unknown
   readonly #ipKeyOptions: { ipv6Subnet: number | false | undefined }
   /** The options of each `limit` call when `cost` is a number and no observer wants the route: made once. */
   readonly #limitOptions: { cost: number | undefined }
@@ -178,6 +180,7 @@ export class HttpRateLimiter<Req> {
   ) {
     const config = resolveHttpOptions(options, binding.options, scope.where)
     this.#config = config
+    this.#ownStore = options.store === undefined ? config.limiter.store : undefined
     this.#ipKeyOptions = { ipv6Subnet: config.ipv6Subnet }
     this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
     this.#headerOptions = { format: config.headers, legacy: config.legacyHeaders }
@@ -231,9 +234,23 @@ export class HttpRateLimiter<Req> {
     return this.#first?.namespace ?? ''
   }
 
-  /** Gives up this middleware's claims on its namespaces (e.g. when a Fastify instance closes). */
+  /**
+   * Gives up this middleware's claims on its namespaces (e.g. when a Fastify instance closes). A middleware built
+   * later on the same store and namespace takes them over anyway; this one, if it still decides, then warns once
+   * (`RATEWINDOW_SUPERSEDED_LIMITER`, docs/counters.md).
+   */
   release(): void {
     for (const limiter of this.#all()) limiter.release()
+  }
+
+  /**
+   * For an app that goes (a test's app, a reloaded module, shutdown): `release()`, and the memory store this
+   * middleware made for itself (no `store` option) is closed. A store you passed is yours to close. The middleware
+   * keeps answering requests.
+   */
+  close(): void {
+    this.release()
+    ;(this.#ownStore as { close?: () => void } | undefined)?.close?.()
   }
 
   #all(): Set<RateLimiter> {

@@ -2,7 +2,7 @@ import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
 import { BlockedCache } from './blocked-cache.js'
 import { describeValue, invalid, RateLimitError } from './errors.js'
-import { claimNamespace, type Identity } from './namespaces.js'
+import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
 import type { DecisionEvent } from './observe.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import type { Penalty } from './penalty.js'
@@ -62,7 +62,7 @@ export class RateLimiter {
   readonly #store: StoreGateway
   readonly #fallback: StoreGateway | undefined
   readonly #blocked: BlockedCache | undefined
-  readonly #release: () => void
+  readonly #claim: NamespaceClaim
   /** Results being settled or refunded: their calls run one after the other (see `#giveBack`). */
   readonly #givingBack = new WeakMap<object, GiveBack>()
 
@@ -104,15 +104,21 @@ export class RateLimiter {
         ? undefined
         : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
-    this.#release = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
+    this.#claim = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
   }
 
   /**
-   * Gives up this limiter's claim on its namespace, so that another limiter of this process may count there
-   * (e.g. an app rebuilt in tests). The limiter itself keeps working.
+   * Gives up this limiter's claim on its namespace: call it when the limiter goes (an app rebuilt in tests, a
+   * reloaded module). A newer limiter on the same store and namespace takes the namespace over anyway; the older
+   * one, if it still decides, warns once (`RATEWINDOW_SUPERSEDED_LIMITER`). The limiter itself keeps working.
    */
   release(): void {
-    this.#release()
+    this.#claim.release()
+  }
+
+  /** Whether a newer limiter of this process took this one's namespace over (see `release`). */
+  get superseded(): boolean {
+    return this.#claim.superseded
   }
 
   /**
@@ -134,6 +140,7 @@ export class RateLimiter {
    * @internal
    */
   limitNow(key: string, options?: LimitOptions): Awaitable<RateLimitResult> {
+    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group)
     const request = this.#request(key, options?.cost)
     const mixed = this.#shadowRules.length > 0
     const route = options?.route

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Rule } from './algorithms/types.js'
-import { invalid, RateLimitError } from './errors.js'
+import { invalid } from './errors.js'
 import type { Store } from './stores/types.js'
 
 /**
@@ -55,21 +55,50 @@ function shortHash(text: string): string {
   return createHash('sha256').update(text).digest('base64url').slice(0, 11)
 }
 
+/**
+ * A limiter's hold on its namespace. `superseded` turns true when a newer limiter of this process claims the same
+ * namespace of the same store (an app rebuilt per test, a module reloaded by a dev server): the newest claim
+ * wins, and the older limiter warns once if it still decides (`RATEWINDOW_SUPERSEDED_LIMITER`).
+ */
+export interface NamespaceClaim {
+  readonly superseded: boolean
+  /** Gives the namespace up (e.g. when a Fastify instance closes, or `close()` of a middleware). */
+  release(): void
+}
+
+class Holder implements NamespaceClaim {
+  superseded = false
+  constructor(
+    readonly table: Map<string, Claim>,
+    readonly namespace: string,
+    /** Weakly held: a limiter that was garbage-collected no longer holds its namespace. */
+    readonly owner: WeakRef<object>,
+  ) {}
+
+  release(): void {
+    const claim = this.table.get(this.namespace)
+    if (claim === undefined) return
+    claim.holders.delete(this)
+    if (claim.holders.size === 0) this.table.delete(this.namespace)
+  }
+}
+
 interface Claim {
   group: string | undefined
-  /** Rules with limits: the members of a group must agree on them. */
+  /** Rules with limits: the members of a group share one budget only with the same rules. */
   rules: string
-  /** Weakly held: a limiter that was garbage-collected no longer holds its namespace. */
-  owner: WeakRef<object>
+  /** The limiters counting here now: one, or the members of one group. */
+  holders: Set<Holder>
 }
 
 /** Namespaces claimed in this process, per store object. */
 const claims = new WeakMap<Store, Map<string, Claim>>()
 
 /**
- * Records that a limiter counts under `namespace` in `store`, and throws `ERR_RATEWINDOW_SHARED_COUNTER` when
- * another limiter of this process already does without both being in one group: they would silently share a
- * counter. Returns a function that releases the claim (e.g. when a Fastify instance closes).
+ * Records that a limiter counts under `namespace` in `store`. A limiter of this process that already counts there
+ * (without both being members of one group with the same rules) is superseded: the newest claim wins, so that an
+ * app rebuilt in one process (tests, dev-server reloads) keeps working, and the older limiter, if it still
+ * decides, warns that two limiters share a counter (see `warnSuperseded`).
  */
 export function claimNamespace(
   store: Store,
@@ -77,34 +106,63 @@ export function claimNamespace(
   rules: readonly Rule[],
   group: string | undefined,
   owner: object,
-): () => void {
-  let byNamespace = claims.get(store)
-  if (byNamespace === undefined) {
-    byNamespace = new Map()
-    claims.set(store, byNamespace)
+): NamespaceClaim {
+  let table = claims.get(store)
+  if (table === undefined) {
+    table = new Map()
+    claims.set(store, table)
   }
   const signature = rules.map((rule) => `${rule.id}x${rule.limit}`).join('+')
-  const existing = byNamespace.get(namespace)
-  const holder = existing?.owner.deref()
-  if (existing !== undefined && holder !== undefined && holder !== owner) {
-    if (group === undefined) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_SHARED_COUNTER',
-        `Two limiters on one store would share the counters under \`${namespace}\` (same rules, same \`prefix\`), so each request would count against both. Give each limiter its own \`prefix\` to keep separate counts, or the same \`group\` (e.g. group: 'login') to share one budget on purpose.`,
-        { option: 'prefix' },
-      )
+  const existing = table.get(namespace)
+  if (existing !== undefined) {
+    for (const holder of existing.holders) {
+      const held = holder.owner.deref()
+      if (held === undefined) existing.holders.delete(holder)
+      // Limiters made for one owner (the limits of one `limit` function) share its claim.
+      else if (held === owner) return holder
     }
-    if (existing.rules !== signature) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_SHARED_COUNTER',
-        `The limiters of \`group\` '${group}' share one budget, so they need the same rules (limit, window, algorithm); this one differs from the first member. Give them the same rules, or different groups.`,
-        { option: 'group' },
-      )
-    }
-    return () => {}
   }
-  if (holder === undefined) byNamespace.set(namespace, { group, rules: signature, owner: new WeakRef(owner) })
-  return () => {
-    if (byNamespace.get(namespace)?.owner.deref() === owner) byNamespace.delete(namespace)
+  const holder = new Holder(table, namespace, new WeakRef(owner))
+  if (existing !== undefined && existing.group !== undefined && existing.group === group) {
+    if (existing.rules === signature) {
+      existing.holders.add(holder)
+      return holder
+    }
+  }
+  if (existing !== undefined) for (const older of existing.holders) older.superseded = true
+  table.set(namespace, { group, rules: signature, holders: new Set([holder]) })
+  return holder
+}
+
+/** Limiters warned about already: once each. */
+const warned = new WeakSet<object>()
+
+/**
+ * The process warning of a superseded limiter that still decides (once per limiter): two limiters of this process
+ * count into one namespace. Harmless when the older one belongs to an app that was replaced and is about to go;
+ * a mistake when both are meant to serve.
+ */
+export function warnSuperseded(
+  limiter: object,
+  name: string,
+  namespace: string,
+  group: string | undefined,
+): void {
+  if (warned.has(limiter)) return
+  warned.add(limiter)
+  const what =
+    group === undefined
+      ? 'a newer limiter with the same rules and `prefix` on the same store'
+      : `a newer member of \`group\` '${group}' with other rules`
+  try {
+    process.emitWarning(
+      `Limiter ${name} was superseded by ${what}, and still decides: both count the counters under \`${namespace}\`. ` +
+        'If the old app was replaced (a test that builds the app again, a reloaded module), call `close()` on its ' +
+        'middleware (or `release()` on its limiter) when it goes. If both are meant to serve, give each its own ' +
+        '`prefix` to count apart, or the same `group` (with the same rules) to share one budget on purpose.',
+      { code: 'RATEWINDOW_SUPERSEDED_LIMITER' },
+    )
+  } catch {
+    // a warning listener that throws: nothing more can be done without risking the request
   }
 }

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import {
   fixedWindow,
@@ -12,6 +13,20 @@ import {
 const counter = (limit: number) => slidingWindowCounter({ limit, window: '1m' })
 const fakeClient = { defineCommand: () => {}, del: async () => 0 }
 
+/** The process warnings emitted while `run` runs (they are emitted on the next tick). */
+async function warningsOf(run: () => Promise<unknown>): Promise<(Error & { code?: string })[]> {
+  const seen: (Error & { code?: string })[] = []
+  const listener = (warning: Error) => seen.push(warning)
+  process.on('warning', listener)
+  try {
+    await run()
+    await new Promise((resolve) => setImmediate(resolve))
+  } finally {
+    process.off('warning', listener)
+  }
+  return seen
+}
+
 describe('RateLimiter: counter identity', () => {
   it('keeps limiters with different limits apart on one store (regression: same window shared a counter)', async () => {
     const store = new MemoryStore({ clock: () => 1_700_000_000_000 })
@@ -22,17 +37,43 @@ describe('RateLimiter: counter identity', () => {
     expect((await login.limit('client')).remaining).toBe(2)
   })
 
-  it('refuses a second limiter with the same rules on the same store, naming both fixes', () => {
-    const store = new MemoryStore()
-    new RateLimiter({ rules: counter(5), store })
-    expect(() => new RateLimiter({ rules: counter(5), store })).toThrow(
+  it('lets a second limiter with the same rules on the same store take the namespace over; the first warns once if it still decides', async () => {
+    const store = new MemoryStore({ clock: () => 1_700_000_000_000 })
+    const first = new RateLimiter({ rules: counter(5), store })
+    const second = new RateLimiter({ rules: counter(5), store })
+    expect(first.superseded).toBe(true)
+    expect(second.superseded).toBe(false)
+    const warnings = await warningsOf(async () => {
+      await second.limit('client')
+      await first.limit('client')
+      await first.limit('client')
+    })
+    expect(warnings).toEqual([
       expect.objectContaining({
-        code: 'ERR_RATEWINDOW_SHARED_COUNTER',
-        message: expect.stringMatching(/own `prefix`.*same `group`/),
+        code: 'RATEWINDOW_SUPERSEDED_LIMITER',
+        message: expect.stringMatching(/superseded.*`close\(\)`.*own `prefix`.*same `group`/s),
       }),
-    )
-    expect(() => new RateLimiter({ rules: counter(5), store, prefix: 'other' })).not.toThrow()
-    expect(() => new RateLimiter({ rules: counter(5), store: new MemoryStore() })).not.toThrow()
+    ])
+    // One namespace, one count: the three decisions counted together.
+    expect((await second.peek('client')).remaining).toBe(1)
+    expect(new RateLimiter({ rules: counter(5), store, prefix: 'other' }).superseded).toBe(false)
+  })
+
+  it('never warns for a limiter released before its successor was built', async () => {
+    const store = new MemoryStore()
+    const first = new RateLimiter({ rules: counter(5), store })
+    first.release()
+    new RateLimiter({ rules: counter(5), store })
+    expect(first.superseded).toBe(false)
+    expect(await warningsOf(() => first.limit('client'))).toEqual([])
+  })
+
+  it('keeps two RedisStore objects with one prefix sharing a budget (claims are per store object)', () => {
+    const client = new Redis({ lazyConnect: true })
+    const a = new RateLimiter({ rules: counter(5), store: new RedisStore({ client, prefix: 'app:' }) })
+    const b = new RateLimiter({ rules: counter(5), store: new RedisStore({ client, prefix: 'app:' }) })
+    expect(a.namespace).toBe(b.namespace)
+    expect(a.superseded || b.superseded).toBe(false)
   })
 
   it('shares one budget across the limiters of a group', async () => {
@@ -47,22 +88,17 @@ describe('RateLimiter: counter identity', () => {
     expect((await b.limit('client')).allowed).toBe(false)
   })
 
-  it('refuses group members whose rules differ, and a malformed group name', () => {
+  it('lets a group member with other rules take the group over (a rebuilt app with new limits); the old members warn', async () => {
     const store = new MemoryStore()
-    new RateLimiter({ rules: counter(3), store, group: 'login' })
-    expect(() => new RateLimiter({ rules: counter(4), store, group: 'login' })).toThrow(
-      expect.objectContaining({ code: 'ERR_RATEWINDOW_SHARED_COUNTER', option: 'group' }),
-    )
+    const old = new RateLimiter({ rules: counter(3), store, group: 'login' })
+    const member = new RateLimiter({ rules: counter(3), store, group: 'login' })
+    const changed = new RateLimiter({ rules: counter(4), store, group: 'login' })
+    expect([old.superseded, member.superseded, changed.superseded]).toEqual([true, true, false])
+    const warnings = await warningsOf(() => old.limit('client'))
+    expect(warnings[0]?.message).toMatch(/group` 'login' with other rules/)
     expect(() => new RateLimiter({ rules: counter(3), group: 'a group' })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'group' }),
     )
-  })
-
-  it('gives the namespace up on release()', () => {
-    const store = new MemoryStore()
-    const first = new RateLimiter({ rules: counter(5), store })
-    first.release()
-    expect(() => new RateLimiter({ rules: counter(5), store })).not.toThrow()
   })
 
   it('derives namespaces from algorithm, window and limit, short even for many rules', () => {

@@ -32,6 +32,13 @@ export interface RateLimitMiddleware extends RequestHandler {
   resetKey(key: string): Promise<void>
   /** Forgets the key of `request` (as `key`, or the client IP, gives it). Rejects on a store error. */
   reset(request: Request): Promise<void>
+  /**
+   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
+   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
+   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
+   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
+   */
+  close(): void
 }
 
 const binding: FrameworkBinding<Request> = {
@@ -173,6 +180,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),
     reset: (request: Request) => engine.reset(request),
+    close: () => engine.close(),
   })
 }
 

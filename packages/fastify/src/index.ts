@@ -52,6 +52,12 @@ export interface RateLimitHandle {
   resetKey(key: string): Promise<void>
   /** Forgets the key of `request` in every limiter, each computing it its own way. Rejects on a store error. */
   reset(request: FastifyRequest): Promise<void>
+  /**
+   * Gives up the counters of every registration on this server to the limiters that replace them (what
+   * `fastify.close()` does, with the memory stores they made for themselves). A newer limiter on the same store and
+   * counters takes over anyway; an old one that decides again warns once (`RATEWINDOW_SUPERSEDED_LIMITER`).
+   */
+  release(): void
 }
 
 declare module 'fastify' {
@@ -209,6 +215,10 @@ class Handle implements RateLimitHandle {
   async reset(request: FastifyRequest): Promise<void> {
     await Promise.all([...this.engines].map((engine) => engine.reset(request)))
   }
+
+  release(): void {
+    for (const engine of this.engines) engine.release()
+  }
 }
 
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
@@ -287,7 +297,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   if (notFound) limitNotFound(fastify, globalLimiter)
   fastify.addHook('onClose', async () => {
     for (const engine of engines) {
-      engine.release()
+      engine.close()
       handle.engines.delete(engine)
     }
   })

@@ -25,6 +25,13 @@ export interface RateLimitMiddleware extends Middleware {
   resetKey(key: string): Promise<void>
   /** Forgets the key of `ctx` (as `key`, or the client IP, gives it). Rejects on a store error. */
   reset(ctx: Context): Promise<void>
+  /**
+   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
+   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
+   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
+   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
+   */
+  close(): void
 }
 
 const binding: FrameworkBinding<Context> = {
@@ -88,6 +95,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),
     reset: (ctx: Context) => engine.reset(ctx),
+    close: () => engine.close(),
   })
 }
 

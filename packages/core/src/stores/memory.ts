@@ -210,13 +210,22 @@ export class MemoryStore implements Store, ConcurrencyStore {
       for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
   }
 
-  close(): void {
-    clearInterval(this.#timer)
+  /**
+   * Forgets every count, block and lease, for every limiter on this store: e.g. in a test's `beforeEach`, so that
+   * each test starts with fresh counters on a store shared by the whole file. The store stays usable.
+   */
+  clear(): void {
     this.#leases.clear()
     for (const table of this.#allTables) table.clear()
     this.#size = 0
     this.#leastRecent = undefined
     this.#mostRecent = undefined
+  }
+
+  /** Stops the background sweep and forgets everything (`clear`). Decisions after `close` still work. */
+  close(): void {
+    clearInterval(this.#timer)
+    this.clear()
   }
 
   /**
