@@ -23,6 +23,13 @@ const timers = globalThis as unknown as {
   setImmediate?: (callback: () => void) => unknown
 }
 
+/** The timers a component waits with: real ones (below), or a test's own. */
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): Timer
+  clearTimeout(timer: Timer | undefined): void
+  setImmediate(callback: () => void): void
+}
+
 /** `setTimeout` on real time, unref'd where the platform can (a pending wait never keeps a process alive). */
 export const realSetTimeout: (callback: () => void, ms: number) => Timer = (() => {
   const set = original(timers.setTimeout, 'setTimeout')
@@ -56,4 +63,11 @@ export function fakeTimersHint(): string {
   const faked = ['setImmediate', 'setTimeout'].filter((name) => global[name]?.clock !== undefined)
   if (faked.length === 0) return ''
   return ` Fake timers replace ${faked.join(' and ')} in this process: a Redis client that schedules its writes with them (node-redis uses setImmediate) sends nothing while they are faked. Fake only the clock, e.g. vi.useFakeTimers({ toFake: ['Date'] }) or jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }) (docs/testing.md).`
+}
+
+/** The real timers as one object. */
+export const REAL_TIMERS: Timers = {
+  setTimeout: realSetTimeout,
+  clearTimeout: realClearTimeout,
+  setImmediate: realSetImmediate,
 }

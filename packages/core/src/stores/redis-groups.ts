@@ -5,7 +5,7 @@
  */
 import { failureKind } from '../circuit-breaker.js'
 import { RateLimitError } from '../errors.js'
-import { fakeTimersHint, realClearTimeout, realSetImmediate, realSetTimeout } from '../real-timers.js'
+import { fakeTimersHint, REAL_TIMERS, type Timers } from '../real-timers.js'
 import { shedError } from './call-bound.js'
 import type { CallReport } from './types.js'
 
@@ -96,6 +96,7 @@ export class RedisGroups<P, T> {
   readonly #maxGroup: number
   readonly #maxFlights: number
   readonly #together: SendTogether<P> | undefined
+  readonly #timers: Timers
   readonly #queues = new Map<string | number, NodeQueue<P, T>>()
   readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
 
@@ -108,8 +109,14 @@ export class RedisGroups<P, T> {
       maxFlights?: number
       /** How a flight of several batches to one node goes out together, if the client can. */
       together?: SendTogether<P> | undefined
+      /**
+       * The timers of the timeouts and of the end-of-turn flush: real ones by default, even under a test's fake
+       * timers (real-timers.ts); a unit test of the timeouts passes its own.
+       */
+      timers?: Timers
     } = {},
   ) {
+    this.#timers = options.timers ?? REAL_TIMERS
     this.#send = send
     this.#maxWaiting = options.maxWaiting ?? DEFAULT_MAX_WAITING
     this.#maxGroup = options.maxGroup ?? DEFAULT_MAX_GROUP
@@ -160,7 +167,7 @@ export class RedisGroups<P, T> {
   #flushLater(node: string | number, queue: NodeQueue<P, T>): void {
     if (queue.flushing || queue.flights.size >= this.#maxFlights) return
     queue.flushing = true
-    afterRead(() => {
+    this.#timers.setImmediate(() => {
       queue.flushing = false
       if (queue.waiting.length === 0 || queue.flights.size >= this.#maxFlights) return
       const next = queue.waiting
@@ -170,13 +177,17 @@ export class RedisGroups<P, T> {
   }
 
   #fly(node: string | number, queue: NodeQueue<P, T>, entries: Entry<P, T>[]): void {
+    // Real time even under a test's fake timers (real-timers.ts).
+    const timers = this.#timers
+    /** Runs `f` after the event loop's next read of sockets. */
+    const afterRead = (f: () => void) => timers.setImmediate(f)
     const started = performance.now()
     const batches = this.#batches(entries)
     this.stats.flights++
     this.stats.calls += batches.length
     this.stats.entries += entries.length
     let open = batches.length
-    let timer: ReturnType<typeof realSetTimeout> | undefined
+    let timer: ReturnType<Timers['setTimeout']> | undefined
     const flight: Flight<T> = {
       entries,
       ended: false,
@@ -184,7 +195,7 @@ export class RedisGroups<P, T> {
       end: () => {
         if (flight.ended) return
         flight.ended = true
-        if (timer !== undefined) realClearTimeout(timer)
+        if (timer !== undefined) timers.clearTimeout(timer)
         queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
         queue.flights.delete(flight)
         if (queue.waiting.length > 0) this.#flushLater(node, queue)
@@ -217,9 +228,8 @@ export class RedisGroups<P, T> {
     //   large flight is not a slow server.
     const arm = () => {
       if (flight.ended || timeoutMs === undefined) return
-      if (timer !== undefined) realClearTimeout(timer)
-      // Real time even under a test's fake timers (real-timers.ts).
-      const armed = realSetTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
+      if (timer !== undefined) timers.clearTimeout(timer)
+      const armed = timers.setTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
       timer = armed
     }
     if (timeoutMs !== undefined) afterRead(arm)
@@ -294,9 +304,6 @@ export class RedisGroups<P, T> {
     return calls
   }
 }
-
-/** Runs `f` after the event loop's next read of sockets, on real time even under a test's fake timers. */
-const afterRead = realSetImmediate
 
 /**
  * The node failed (an error, or no answer to a sent call in time): every decision in flight to it and every one

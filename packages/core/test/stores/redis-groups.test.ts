@@ -16,6 +16,13 @@ function controlledSend() {
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
+/** The timers of the moment (faked by the test): RedisGroups waits on real ones unless given these. */
+const currentTimers = () => ({
+  setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms),
+  clearTimeout: (timer: unknown) => clearTimeout(timer as NodeJS.Timeout),
+  setImmediate: (callback: () => void) => void setImmediate(callback),
+})
+
 afterEach(() => {
   vi.useRealTimers()
 })
@@ -44,7 +51,7 @@ describe('RedisGroups', () => {
 
   it('with maxFlights in flight, what arrives waits for the oldest to be answered, and keeps its order', async () => {
     const { calls, send } = controlledSend()
-    const groups = new RedisGroups(send, { maxFlights: 2 })
+    const groups = new RedisGroups(send, { maxFlights: 2, timers: currentTimers() })
     const all = [groups.submit('n', 's', 'a', undefined)]
     all.push(groups.submit('n', 's', 'b', undefined))
     await settle()
@@ -106,7 +113,7 @@ describe('RedisGroups', () => {
   it('a flight that times out answers every flight in flight and every waiting entry at once, with one error', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
     const { calls, send } = controlledSend()
-    const groups = new RedisGroups(send, { maxFlights: 2 })
+    const groups = new RedisGroups(send, { maxFlights: 2, timers: currentTimers() })
     const late = new LateReply<string>()
     const sent = groups.submit('n', 's', 'a', { timeoutMs: 100, late })
     const second = groups.submit('n', 's', 'b', { timeoutMs: 100 })
@@ -140,7 +147,7 @@ describe('RedisGroups', () => {
   it('each answered call of a flight restarts the clock for the next: a large flight is not a slow server', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
     const { calls, send } = controlledSend()
-    const groups = new RedisGroups(send, { maxGroup: 1 })
+    const groups = new RedisGroups(send, { maxGroup: 1, timers: currentTimers() })
     const within = { timeoutMs: 100 }
     void groups.submit('n', 's', 'a', within)
     const flight = ['b', 'c', 'd'].map((p) =>
