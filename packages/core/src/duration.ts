@@ -1,10 +1,15 @@
 import { invalid } from './errors.js'
 
 /**
- * A duration: whole milliseconds, or a number with a unit as users write it: `'500ms'`, `'30s'`, `'1m'`,
- * `'1.5h'`, `'1d'`, `'30 seconds'`, `'15 minutes'`, `'1 hour'`. The result must be a whole number of ms > 0.
+ * A duration: whole milliseconds (a number, or a string of digits such as `'60000'`, as environment variables
+ * hold them), or a number with a unit as users write it: `'500ms'`, `'30s'`, `'1m'`, `'1.5h'`, `'1d'`,
+ * `'30 seconds'`, `'15 minutes'`, `'1 hour'`. The result must be a whole number of ms > 0.
  */
-export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit | DurationWord}`
+export type Duration =
+  | number
+  | `${number}`
+  | `${number}${DurationUnit}`
+  | `${number} ${DurationUnit | DurationWord}`
 export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd'
 /** Unit words, singular or plural. */
 export type DurationWord =
@@ -30,7 +35,7 @@ const WORD_UNIT: Record<string, DurationUnit> = {
 const DURATION_PATTERN =
   /^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) ?(ms|s|m|h|d|(millisecond|second|minute|hour|day)s?)$/
 const ALLOWED =
-  "a positive whole number of milliseconds or a string like '500ms', '30s', '1m', '15 minutes', '1h', '1d'"
+  "a positive whole number of milliseconds (a number, or digits such as '60000') or a string like '500ms', '30s', '1m', '15 minutes', '1h', '1d'"
 
 /**
  * Parses a duration into whole milliseconds. Throws a `RateLimitError` naming `option` when the value is
@@ -40,8 +45,12 @@ export function parseDuration(value: unknown, option: string): number {
   let ms: number | undefined
   if (typeof value === 'number') ms = value
   else if (typeof value === 'string') {
+    // Digits alone are milliseconds, as an environment variable or a configuration file gives them.
+    const digits = value.trim()
+    if (/^\d+$/.test(digits)) ms = Number(digits)
     const match = DURATION_PATTERN.exec(value.trim())
-    if (match) ms = Number(match[1]) * UNIT_MS[match[3] ? WORD_UNIT[match[3]]! : (match[2] as DurationUnit)]
+    if (ms === undefined && match)
+      ms = Number(match[1]) * UNIT_MS[match[3] ? WORD_UNIT[match[3]]! : (match[2] as DurationUnit)]
   }
   if (ms === undefined || !Number.isSafeInteger(ms) || ms <= 0) {
     throw invalid('ERR_RATEWINDOW_INVALID_WINDOW', option, value, ALLOWED)

@@ -58,9 +58,22 @@ export function invalid(
   value: unknown,
   allowed: string,
 ): RateLimitError {
-  return new RateLimitError(code, `\`${option}\` must be ${allowed}; received ${describeValue(value)}.`, {
-    option,
-  })
+  return new RateLimitError(
+    code,
+    `\`${option}\` must be ${allowed}; received ${describeValue(value)}.${countHint(code, option, value)}`,
+    { option },
+  )
+}
+
+/**
+ * A count given as text (`limit: process.env.LIMIT`): counts are not read from strings, so say what to write.
+ * Durations accept digit strings themselves.
+ */
+function countHint(code: RateLimitErrorCode, option: string, value: unknown): string {
+  if (code === 'ERR_RATEWINDOW_INVALID_WINDOW' || typeof value !== 'string') return ''
+  if (!/^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(value)) return ''
+  const name = option.split('.').pop() ?? option
+  return ` Numbers are not read from text: for a value from the environment write \`${name}: Number(process.env.${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()})\`.`
 }
 
 /** Asserts that an options argument is an object, else throws naming `option` with an `example` of one. */

@@ -68,8 +68,17 @@ export interface HttpRateLimitOptions<Req>
   denyList?: AccessListOption
   /** Status of a deny-listed request. @default 403 */
   denyStatusCode?: number
-  /** Requests for which this returns true are not limited and not counted. */
-  skip?: (request: Req) => Awaitable<boolean>
+  /**
+   * Requests for which this returns true are not limited and not counted; `true` skips every request (as
+   * `enabled: false`).
+   */
+  skip?: boolean | ((request: Req) => Awaitable<boolean>)
+  /**
+   * `false` turns the middleware off (tests, an environment): no decision, no store call, no headers, and
+   * `request.rateLimit` stays unset; e.g. `enabled: process.env.NODE_ENV !== 'test'`. Options are still checked.
+   * @default true
+   */
+  enabled?: boolean
   /** What a request costs: whole units. @default 1 */
   cost?: number | ((request: Req) => Awaitable<number>)
   /** RateLimit header style, or `false` for none. @default 'draft-6' */
@@ -132,6 +141,7 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   denyList: true,
   denyStatusCode: true,
   skip: true,
+  enabled: true,
   cost: true,
   headers: true,
   legacyHeaders: true,
@@ -181,6 +191,8 @@ export interface HttpConfig<Req> {
   key: ((request: Req) => Awaitable<string>) | undefined
   ipv6Subnet: number | false
   skip: ((request: Req) => Awaitable<boolean>) | undefined
+  /** False with `enabled: false` or `skip: true`: the middleware decides nothing. */
+  enabled: boolean
   allowList: AccessList | undefined
   denyList: AccessList | undefined
   denyStatusCode: number
@@ -236,7 +248,8 @@ export function resolveHttpOptions<Req>(
     limit: options.limit ?? HTTP_DEFAULTS.limit,
     key: options.key,
     ipv6Subnet: parseIpv6Subnet(options.ipv6Subnet),
-    skip: options.skip,
+    skip: typeof options.skip === 'function' ? options.skip : undefined,
+    enabled: options.enabled !== false && options.skip !== true,
     allowList: parseAccessList(options.allowList, 'allowList'),
     denyList: parseAccessList(options.denyList, 'denyList'),
     denyStatusCode: options.denyStatusCode ?? HTTP_DEFAULTS.denyStatusCode,
@@ -290,7 +303,7 @@ function parseConcurrency(
   return { limit: concurrency.limit, lease: concurrency.lease, name, releaseOnClose }
 }
 
-const FUNCTION_OPTIONS = ['key', 'skip', 'requestWasSuccessful', 'onError'] as const
+const FUNCTION_OPTIONS = ['key', 'requestWasSuccessful', 'onError'] as const
 const BOOLEAN_OPTIONS = [
   'legacyHeaders',
   'problemDetails',
@@ -309,6 +322,23 @@ function checkShapes<Req>(options: HttpRateLimitOptions<Req>): void {
     if (options[name] !== undefined && typeof options[name] !== 'boolean') {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
     }
+  }
+  const { skip, enabled } = options
+  if (skip !== undefined && typeof skip !== 'function' && typeof skip !== 'boolean') {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'skip',
+      skip,
+      'a function of the request, or true or false',
+    )
+  }
+  if (enabled !== undefined && typeof enabled !== 'boolean') {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'enabled',
+      enabled,
+      "true or false (from an environment variable, compare it: `enabled: process.env.RATE_LIMIT !== 'off'`)",
+    )
   }
   const explicit = ['limit', 'window', 'algorithm'].filter(
     (name) => options[name as keyof typeof options] !== undefined,
@@ -346,6 +376,15 @@ function checkShapes<Req>(options: HttpRateLimitOptions<Req>): void {
       'limit',
       limit,
       'a positive whole number or a function of the request',
+    )
+  }
+  // A constant, checked here so that its message is not the one of a `limit` function's result.
+  if (typeof limit === 'number' && (!Number.isSafeInteger(limit) || limit < 1)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_LIMIT',
+      'limit',
+      limit,
+      `a positive whole number such as 100${limit === 0 ? ' (to turn limiting off, pass `enabled: false`)' : ''}`,
     )
   }
   const { cost } = options

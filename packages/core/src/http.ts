@@ -293,7 +293,8 @@ export class HttpRateLimiter<Req> {
    */
   decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     try {
-      const { skip } = this.#config
+      const { skip, enabled } = this.#config
+      if (!enabled) return undefined
       if (skip === undefined) return this.#decideUnskipped(request)
       const skipped = skip(request)
       if (isThenable(skipped))
