@@ -445,6 +445,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'connection refused' }), {
       operation: 'consume',
       key: '127.0.0.1',
+      limiter: expect.any(String),
     })
   })
 

@@ -58,6 +58,11 @@ export interface FailureContext {
    * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
    */
   scope?: string | number
+  /**
+   * The limiter's `name` (default: its namespace), so that a log line says which limiter failed. Set for every
+   * failure a limiter's store calls report.
+   */
+  limiter?: string
 }
 
 export interface RateLimiterOptions {
@@ -94,8 +99,9 @@ export interface RateLimiterOptions {
   fallback?: Store
   /**
    * Receives every store failure. It cannot hurt a request: a throw or a rejection is caught and reported as a
-   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error (first failure, then
-   * one line per 10 s)
+   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error per limiter: the first
+   * failure, then at most one line per 10 s while failures continue, with the count of those not written
+   * (docs/operations.md)
    */
   onError?: (error: unknown, context: FailureContext) => unknown
   /**

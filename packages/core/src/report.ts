@@ -58,20 +58,26 @@ export function guardedObserver<E>(
 }
 
 /**
- * The default `onError`: logs the first failure, then at most one summary line per 10 s while failures continue.
+ * The default `onError`: logs the first failure, then at most one summary line per 10 s while failures continue,
+ * naming the limiter and the operation.
  */
-export function throttledErrorLog(): (error: unknown) => void {
+export function throttledErrorLog(): (
+  error: unknown,
+  context?: { operation?: string; limiter?: string },
+) => void {
   let lastLog = Number.NEGATIVE_INFINITY
   let suppressed = 0
-  return (error) => {
+  return (error, context) => {
     const now = performance.now()
     if (now - lastLog < REPORT_INTERVAL_MS) {
       suppressed++
       return
     }
     const more = suppressed > 0 ? ` (and ${suppressed} more since the last report)` : ''
+    const where = context?.limiter === undefined ? '' : ` in limiter ${context.limiter}`
+    const operation = context?.operation === undefined ? '' : ` (${context.operation})`
     console.error(
-      `[ratewindow] store failure${more}: ${error instanceof Error ? error.message : String(error)}`,
+      `[ratewindow] store failure${where}${operation}${more}: ${error instanceof Error ? error.message : String(error)}`,
     )
     lastLog = now
     suppressed = 0

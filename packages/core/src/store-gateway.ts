@@ -86,7 +86,9 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     this.role = options.role
     this.#limiter = options.limiter
     this.#timeoutMs = options.timeoutMs
-    this.#onError = options.onError
+    const { onError, limiter } = options
+    // Every failure names its limiter, so that a log line says which one failed.
+    this.#onError = (error, context) => onError(error, { ...context, limiter })
     this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
     this.#onStoreCall = options.onStoreCall
     this.#onBreaker = options.onBreaker

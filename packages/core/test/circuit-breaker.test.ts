@@ -68,7 +68,12 @@ describe('failure scopes', () => {
     expect(sources.alive).toEqual(Array(20).fill('store'))
     expect(admitted).toBe(10) // exactly the limit
     expect(store.calls).toBe(3 + 20) // the dead scope was called until its breaker opened, the live one always
-    expect(contexts[0]).toEqual({ operation: 'consume', key: 'dead', scope: 'd' })
+    expect(contexts[0]).toEqual({
+      operation: 'consume',
+      key: 'dead',
+      scope: 'd',
+      limiter: expect.any(String),
+    })
   })
 
   it('an error about one key (WRONGTYPE, a script error) opens no breaker', async () => {

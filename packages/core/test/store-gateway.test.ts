@@ -233,6 +233,7 @@ describe('nothing passed in can hang or crash', () => {
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' }), {
       operation: 'refund',
       key: 'k',
+      limiter: expect.any(String),
     })
   })
 
@@ -350,6 +351,7 @@ describe('StoreGateway: one path for every store call', () => {
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: 'store down' }), {
       operation: 'consume',
       key: 'k',
+      limiter: expect.any(String),
     })
   })
 
@@ -366,6 +368,7 @@ describe('StoreGateway: one path for every store call', () => {
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ code: 'ERR_RATEWINDOW_STORE' }), {
       operation: 'settle',
       key: 'k',
+      limiter: expect.any(String),
     })
   })
 
@@ -388,6 +391,10 @@ describe('StoreGateway: one path for every store call', () => {
       onError,
     })
     expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'fallback' })
-    expect(onError).toHaveBeenCalledWith(notice, { operation: 'fallback', key: 'k' })
+    expect(onError).toHaveBeenCalledWith(notice, {
+      operation: 'fallback',
+      key: 'k',
+      limiter: expect.any(String),
+    })
   })
 })
