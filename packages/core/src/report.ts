@@ -61,13 +61,11 @@ export function guardedObserver<E>(
  * The default `onError`: logs the first failure, then at most one summary line per 10 s while failures continue,
  * naming the limiter and the operation.
  */
-export function throttledErrorLog(): (
-  error: unknown,
-  context?: { operation?: string; limiter?: string },
-) => void {
+export function throttledErrorLog(): (error: unknown, context?: unknown) => void {
   let lastLog = Number.NEGATIVE_INFINITY
   let suppressed = 0
-  return (error, context) => {
+  return (error, failure) => {
+    const context = failure as { operation?: string; limiter?: string } | undefined
     const now = performance.now()
     if (now - lastLog < REPORT_INTERVAL_MS) {
       suppressed++
