@@ -1,7 +1,11 @@
 import { MemoryStore } from '@ratewindow/core'
-import { describeStoreConformance } from './support/store-conformance.js'
+import { describeStoreConformance } from '@ratewindow/testing'
+import { describe, expect, it } from 'vitest'
 
-describeStoreConformance({
-  name: 'MemoryStore',
-  createStore: (clock) => new MemoryStore({ clock: clock.read }),
-})
+describeStoreConformance(
+  { describe, it, expect },
+  {
+    name: 'MemoryStore',
+    createStore: (clock) => new MemoryStore({ clock: clock.read }),
+  },
+)

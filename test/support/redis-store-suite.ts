@@ -15,12 +15,12 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+import { describeStoreConformance } from '@ratewindow/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisEnvironment } from './redis.js'
 import { type Address, type ClientFamily, connect } from './redis-clients.js'
 import { RedisClusterProcesses, RedisServer } from './redis-server.js'
-import { describeStoreConformance } from './store-conformance.js'
 
 /** One rule per algorithm, all over an hour: distinct names, so that they fit in one limiter. */
 export const ALGORITHMS: [string, (limit: number) => Rule][] = [
@@ -96,14 +96,17 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
   for (const name of ['standalone', 'Cluster'] as const) {
     const topology = () => shared().find((candidate) => candidate.name === name)!
     let client: Promise<RedisClient> | undefined
-    describeStoreConformance({
-      name: `RedisStore with ${family.name} (${name})`,
-      createStore: async (clock) => {
-        client ??= connect(family, topology().address)
-        return new RedisStore({ client: await client, clock: clock.read })
+    describeStoreConformance(
+      { describe, it, expect },
+      {
+        name: `RedisStore with ${family.name} (${name})`,
+        createStore: async (clock) => {
+          client ??= connect(family, topology().address)
+          return new RedisStore({ client: await client, clock: clock.read })
+        },
+        numRuns: name === 'standalone' ? options.numRuns.standalone : options.numRuns.cluster,
       },
-      numRuns: name === 'standalone' ? options.numRuns.standalone : options.numRuns.cluster,
-    })
+    )
     describeRedisOnly(family, name, topology)
   }
   describeScriptReloads(family)

@@ -11,17 +11,39 @@ import {
   tokenBucket,
 } from '@ratewindow/core'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock.js'
+import { TestClock } from './clock.js'
 import { PenaltyReference, type PenaltySpec } from './penalty-reference.js'
 import { type Admission, decide, fits } from './reference.js'
 
+/**
+ * The store under test. Its time must be `clock`: pass `clock.read` to its `clock` option, as `MemoryStore` and
+ * `RedisStore` take it, so that the suite can move time without waiting.
+ */
 export interface StoreUnderTest {
+  /** Shown in the names of the tests, e.g. `'PostgresStore'`. */
   name: string
-  /** A store whose time is `clock` (the Redis store receives it through its `clock` option). */
-  createStore(clock: ManualClock): Store | Promise<Store>
-  /** Property runs per property (Redis round trips cost more than memory). */
+  /** A store whose time is `clock`; called for each test (return the same store or a new one). */
+  createStore(clock: TestClock): Store | Promise<Store>
+  /** Runs per property (fast-check); a store with round trips may want fewer. @default 200 */
   numRuns?: number
+  /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
+  timeout?: number
+}
+
+/** The test functions of the runner, as vitest and jest give them: `import { describe, it, expect } from 'vitest'`. */
+export interface TestFunctions {
+  describe: (name: string, body: () => void) => unknown
+  it: (name: string, body: () => Promise<unknown>, timeout?: number) => unknown
+  expect: Expect
+}
+
+/** The part of `expect` the suite uses (vitest's and jest's both fit). */
+export type Expect = (actual: unknown) => {
+  toBe(expected: unknown): unknown
+  toEqual(expected: unknown): unknown
+  toMatchObject(expected: Record<string, unknown>): unknown
+  toBeLessThanOrEqual(expected: number): unknown
+  toBeUndefined(): unknown
 }
 
 const SECOND = 1_000
@@ -30,16 +52,34 @@ let uniquePrefix = 0
 /** Distinct per test file: several files may run in one process, one after the other, on the same servers. */
 const run = Math.random().toString(36).slice(2, 8)
 
-/** Runs the shared store conformance suite: the same traces must give the same decisions in every store. */
-export function describeStoreConformance(subject: StoreUnderTest): void {
-  const numRuns = Number(process.env.PROPERTY_RUNS ?? subject.numRuns ?? 200)
+/**
+ * Registers the store conformance suite (the one MemoryStore and RedisStore pass) with the caller's test runner:
+ * worked examples of every algorithm, penalties, reserve-then-settle, boundaries, a clock that steps back,
+ * refunds, and properties over random traces checked against a naive reference model. A store that passes it
+ * decides exactly as ratewindow's own stores do.
+ * @example
+ * import { describe, expect, it } from 'vitest'
+ * describeStoreConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
+ */
+export function describeStoreConformance(test: TestFunctions, subject: StoreUnderTest): void {
+  const { describe, expect } = test
+  const timeout = subject.timeout ?? 120_000
+  const it = (name: string, body: () => Promise<unknown>) => test.it(name, body, timeout)
+  /** `it.each` of one label and one value per case, in the form both runners share. */
+  const each =
+    <T>(cases: readonly (readonly [string, T])[]) =>
+    (title: string, body: (label: string, value: T) => Promise<unknown>) => {
+      for (const [label, value] of cases) it(title.replace('%s', label), () => body(label, value))
+    }
+  const environment = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
+  const numRuns = Number(environment?.PROPERTY_RUNS ?? subject.numRuns ?? 200)
 
   async function setup(
     rules: Rule | Rule[],
     start = 1_700_000_040_000,
     more: Partial<RateLimiterOptions> = {},
   ) {
-    const clock = new ManualClock(start)
+    const clock = new TestClock(start)
     const store = await subject.createStore(clock)
     // Decisions are compared here, not latency: a generous timeout keeps the failure policy out of it on a
     // loaded machine.
@@ -364,7 +404,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
   })
 
   describe(`${subject.name}: reserve-then-settle`, () => {
-    it.each([
+    each([
       ['fixed window', () => fixedWindow({ limit: 10, window: '1h' })],
       ['sliding window log', () => slidingWindowLog({ limit: 10, window: '1h' })],
       ['sliding window counter', () => slidingWindowCounter({ limit: 10, window: '1h' })],
@@ -537,7 +577,7 @@ export function describeStoreConformance(subject: StoreUnderTest): void {
   })
 
   describe(`${subject.name}: time that steps back`, () => {
-    it.each([
+    each([
       ['fixed window', () => fixedWindow({ limit: 3, window: '1s' })],
       ['sliding window counter', () => slidingWindowCounter({ limit: 3, window: '1s' })],
     ])(
