@@ -61,7 +61,13 @@ interface Deciders {
 
 function single(rule: Rule, clock: { now: number }): Deciders {
   const limiter = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: () => clock.now }) })
-  return { pick: () => limiter, advance: async () => {}, close: async () => limiter.store.close?.() }
+  return {
+    pick: () => limiter,
+    advance: async () => {},
+    close: async () => {
+      await limiter.store.close?.()
+    },
+  }
 }
 
 /** P processes with SyncedStores on one twin; process p syncs at k × interval + p × interval / P. */

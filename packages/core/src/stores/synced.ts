@@ -279,15 +279,37 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * Stops the timer and sends every unsent count. The client stays open: it is yours. Call it before closing the
-   * client on shutdown: without it, a process that ends by itself sends them on `beforeExit`, but
-   * `process.exit()`, a signal without a handler and SIGKILL lose up to `maxPending` units per key.
+   * Stops the timer and sends every unsent count. The client stays open: it is yours, to close after this store
+   * (docs/shutdown.md). Without it, a process that ends by itself sends them on `beforeExit`, but
+   * `process.exit()`, a signal without a handler and SIGKILL lose up to `maxPending` units per key. Resolves what
+   * could not be sent: `{ unsynced: 0 }` when every count reached Redis; else the cost units admitted here and
+   * never sent (e.g. the client was closed first), lost to the shared counts, which `onError` also hears of.
    */
-  async close(): Promise<void> {
+  async close(): Promise<{ unsynced: number }> {
     clearInterval(this.#timer)
     exitHooks.delete(this.#exitHook)
-    await this.sync().catch(this.#onError)
+    let failure: unknown
+    let failed = false
+    await this.sync().catch((error: unknown) => {
+      failed = true
+      failure = error
+    })
     await (this.#exact as Store | undefined)?.close?.()
+    if (!failed) return { unsynced: 0 }
+    let unsynced = 0
+    const unsent = new Set(this.#dirty)
+    // Evicted keys whose counts Redis has not acknowledged yet count too.
+    for (const departing of this.#departing.values()) for (const entry of departing.values()) unsent.add(entry)
+    for (const entry of unsent) unsynced += entry.unacked
+    const reason = failure instanceof Error ? failure.message : String(failure)
+    this.#onError(
+      new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `SyncedStore.close() could not send ${unsynced} counted cost unit${unsynced === 1 ? '' : 's'} to Redis (${reason}): other processes never see them. Close the SyncedStore before its Redis client (docs/shutdown.md).`,
+        { cause: failure },
+      ),
+    )
+    return { unsynced }
   }
 
   /** The Redis key holding `rule`'s shared counts for `key` under a limiter `prefix`. */

@@ -78,7 +78,7 @@ export interface Store {
    */
   readonly penalties?: boolean
   /** Releases timers or connections the store owns. */
-  close?(): Awaitable<void>
+  close?(): Awaitable<unknown>
   /**
    * True for a store that queues and groups its calls (RedisStore): it bounds each call's wait itself, from the
    * moment the call is sent, given a `CallBound` as the second argument of `consume`, `peek`, `refund` and
