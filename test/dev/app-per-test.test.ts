@@ -4,6 +4,11 @@
  * once (`RATEWINDOW_SUPERSEDED_LIMITER`), and nothing ever throws for it. Every adapter and framework version.
  */
 import { MemoryStore } from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import express from 'express'
+import Koa from 'koa'
+import request from 'supertest'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FRAMEWORKS, type RunningApp } from '../http/harness.js'
 
@@ -76,4 +81,50 @@ describe.each(FRAMEWORKS)('$name: one app per test on a module-level store', (fr
     expect(warnings).toHaveLength(1)
     expect(warnings[0]!.message).toMatch(/superseded.*`close\(\)`.*own `prefix`.*same `group`/s)
   })
+})
+
+describe('close() on the Express and Koa middleware', () => {
+  it.each([
+    [
+      'Express',
+      (middleware: ReturnType<typeof expressRateLimit>) => {
+        const app = express()
+        app.use(middleware)
+        app.get('/', (_request, response) => {
+          response.send('ok')
+        })
+        return app
+      },
+      expressRateLimit,
+    ],
+    [
+      'Koa',
+      (middleware: ReturnType<typeof koaRateLimit>) => {
+        const app = new Koa()
+        app.use(middleware)
+        app.use((ctx) => {
+          ctx.body = 'ok'
+        })
+        return app.callback()
+      },
+      koaRateLimit,
+    ],
+  ] as const)(
+    '%s: gives the counters up; the old app, still answering, never warns',
+    async (_, serve, make) => {
+      warnings.length = 0
+      const store = new MemoryStore()
+      const oldMiddleware = make({ limit: 2, store } as never)
+      const old = serve(oldMiddleware as never)
+      expect((await request(old).get('/')).status).toBe(200)
+      oldMiddleware.close()
+      const fresh = make({ limit: 2, store } as never)
+      // The old app answers again (a request in flight when the app was replaced): one count shared, no warning.
+      expect((await request(old).get('/')).status).toBe(200)
+      expect((await request(serve(fresh as never)).get('/')).status).toBe(429)
+      await warningsSettled()
+      expect(warnings).toEqual([])
+      store.close()
+    },
+  )
 })
