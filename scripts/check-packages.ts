@@ -319,7 +319,7 @@ describe('one app per test', () => {
     it(name + ': its own app and counters', async () => {
       expectAllowed(await request(current.app).get('/'), { remaining: 1 })
       expectAllowed(await request(current.app).get('/'), { remaining: 0 })
-      expectLimited(await request(current.app).get('/'), { retryAfter: 60 })
+      expectLimited(await request(current.app).get('/'))
     })
   }
   it('two apps live at once keep answering', async () => {
@@ -335,7 +335,7 @@ it('fake timers: requests answer, and the memory store follows the fake clock', 
     await request(current.app).get('/')
     await request(current.app).get('/')
     expectLimited(await request(current.app).get('/'))
-    timers.advanceTimersByTime(60_000)
+    timers.advanceTimersByTime(120_000) // two windows: the sliding window counter weighs the previous one
     expectAllowed(await request(current.app).get('/'))
   } finally {
     timers.useRealTimers()

@@ -22,7 +22,7 @@ export class TestClock {
   /** The time now, epoch ms. */
   now: number
 
-  /** @param start epoch ms or a `Date`. @default 1_700_000_000_000 (November 2023, a multiple of a minute) */
+  /** @param start epoch ms or a `Date`. @default 1_700_000_000_000 (November 2023) */
   constructor(start: number | Date = 1_700_000_000_000) {
     this.now = toEpoch(start, 'start')
   }
