@@ -448,53 +448,62 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
       return { limiter, result, remaining }
     }
 
-    it.each(SETTLE_RULES)(
-      '%s: two concurrent settle(result, 0) give back 8, not 16 (the other requests keep their units)',
-      async (_, make) => {
-        const { limiter, result, remaining } = await twoUsedAndEight(make)
-        const settled = await Promise.all([limiter.settle(result, 0), limiter.settle(result, 0)])
-        expect(settled).toEqual([
-          { charged: 0, refunded: 8, uncharged: 0 },
-          { charged: 0, refunded: 0, uncharged: 0 },
-        ])
-        expect(await remaining()).toBe(8)
-      },
-    )
+    for (const [name, make] of SETTLE_RULES) {
+      it(
+        '%s: two concurrent settle(result, 0) give back 8, not 16 (the other requests keep their units)'.replace(
+          '%s',
+          name,
+        ),
+        async () => {
+          const { limiter, result, remaining } = await twoUsedAndEight(make)
+          const settled = await Promise.all([limiter.settle(result, 0), limiter.settle(result, 0)])
+          expect(settled).toEqual([
+            { charged: 0, refunded: 8, uncharged: 0 },
+            { charged: 0, refunded: 0, uncharged: 0 },
+          ])
+          expect(await remaining()).toBe(8)
+        },
+      )
+    }
 
-    it.each(SETTLE_RULES)(
-      '%s: settle and refund racing give the result back once, in either order',
-      async (_, make) => {
-        // Settle first: 4 come back, and the refund gives back the 4 the settle left charged.
-        const first = await twoUsedAndEight(make)
-        await Promise.all([first.limiter.settle(first.result, 4), first.limiter.refund(first.result)])
-        expect(await first.remaining()).toBe(8)
-        // Refund first: all 8 come back, and the settle has nothing left to settle.
-        const second = await twoUsedAndEight(make)
-        const [, settled] = await Promise.all([
-          second.limiter.refund(second.result),
-          second.limiter.settle(second.result, 0),
-        ])
-        expect(settled).toEqual({ charged: 0, refunded: 0, uncharged: 0 })
-        expect(await second.remaining()).toBe(8)
-        // Once over: another refund or settle gives back nothing more.
-        await second.limiter.refund(second.result)
-        await second.limiter.settle(second.result, 0)
-        expect(await second.remaining()).toBe(8)
-      },
-    )
+    for (const [name, make] of SETTLE_RULES) {
+      it(
+        '%s: settle and refund racing give the result back once, in either order'.replace('%s', name),
+        async () => {
+          // Settle first: 4 come back, and the refund gives back the 4 the settle left charged.
+          const first = await twoUsedAndEight(make)
+          await Promise.all([first.limiter.settle(first.result, 4), first.limiter.refund(first.result)])
+          expect(await first.remaining()).toBe(8)
+          // Refund first: all 8 come back, and the settle has nothing left to settle.
+          const second = await twoUsedAndEight(make)
+          const [, settled] = await Promise.all([
+            second.limiter.refund(second.result),
+            second.limiter.settle(second.result, 0),
+          ])
+          expect(settled).toEqual({ charged: 0, refunded: 0, uncharged: 0 })
+          expect(await second.remaining()).toBe(8)
+          // Once over: another refund or settle gives back nothing more.
+          await second.limiter.refund(second.result)
+          await second.limiter.settle(second.result, 0)
+          expect(await second.remaining()).toBe(8)
+        },
+      )
+    }
 
-    it.each(SETTLE_RULES)(
-      '%s: a refund after a completed settle gives back the settled cost, once',
-      async (_, make) => {
-        const { limiter, result, remaining } = await twoUsedAndEight(make)
-        expect(await limiter.settle(result, 3)).toEqual({ charged: 0, refunded: 5, uncharged: 0 })
-        expect(await remaining()).toBe(5)
-        await limiter.refund(result)
-        expect(await remaining()).toBe(8)
-        await limiter.refund(result)
-        expect(await remaining()).toBe(8)
-      },
-    )
+    for (const [name, make] of SETTLE_RULES) {
+      it(
+        '%s: a refund after a completed settle gives back the settled cost, once'.replace('%s', name),
+        async () => {
+          const { limiter, result, remaining } = await twoUsedAndEight(make)
+          expect(await limiter.settle(result, 3)).toEqual({ charged: 0, refunded: 5, uncharged: 0 })
+          expect(await remaining()).toBe(5)
+          await limiter.refund(result)
+          expect(await remaining()).toBe(8)
+          await limiter.refund(result)
+          expect(await remaining()).toBe(8)
+        },
+      )
+    }
 
     it('several rules: the charge is what every rule still admits; a denied result settles nothing', async () => {
       const { limiter } = await setup([
