@@ -1,6 +1,6 @@
-import { createHmac } from 'node:crypto'
 import type { Rule } from './algorithms/types.js'
 import { invalid } from './errors.js'
+import { hmacSha256, toBase64, utf8 } from './hash.js'
 import type { RateLimitResult, RuleResult } from './result.js'
 
 /**
@@ -194,5 +194,5 @@ function partitionKeyParameter(partitionKey: unknown): string {
  * and base64-encoded, so that headers never reveal an IP or user id (a bare hash of an IPv4 is reversible).
  */
 export function partitionKey(identifier: string, secret: string): string {
-  return createHmac('sha256', secret).update(identifier).digest().subarray(0, 12).toString('base64')
+  return toBase64(hmacSha256(utf8(secret), utf8(identifier)).subarray(0, 12))
 }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
 import type { Rule } from './algorithms/types.js'
 import { invalid } from './errors.js'
+import { sha256Base64url } from './hash.js'
 import type { Store } from './stores/types.js'
 
 /**
@@ -52,7 +52,7 @@ export function namespaceOf(
 }
 
 function shortHash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, 11)
+  return sha256Base64url(text).slice(0, 11)
 }
 
 /**

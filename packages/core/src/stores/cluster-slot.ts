@@ -1,3 +1,5 @@
+import { utf8 } from '../hash.js'
+
 /** CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the checksum Redis Cluster uses for key slots. */
 const TABLE = new Uint16Array(256)
 for (let byte = 0; byte < 256; byte++) {
@@ -20,7 +22,6 @@ export function clusterSlot(key: string): number {
     if (close > open + 1) hashed = key.slice(open + 1, close)
   }
   let crc = 0
-  for (const byte of Buffer.from(hashed, 'utf8'))
-    crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!
+  for (const byte of utf8(hashed)) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!
   return crc % CLUSTER_SLOTS
 }

@@ -3,7 +3,7 @@
  * rule set (one decision script) that waited for one node and one hash slot, decided one after another in arrival
  * order, exactly as the single-decision script decides them one call at a time.
  */
-import { createHash } from 'node:crypto'
+import { sha1Hex } from '../hash.js'
 import { decisionScript, type Script } from './redis-script.js'
 
 /**
@@ -142,7 +142,7 @@ export function batchScriptFor(codes: readonly number[], penalty: boolean): Scri
   let script = scripts.get(key)
   if (script === undefined) {
     const lua = batchScript(codes, penalty)
-    script = Object.freeze({ lua, sha1: createHash('sha1').update(lua).digest('hex') })
+    script = Object.freeze({ lua, sha1: sha1Hex(lua) })
     scripts.set(key, script)
   }
   return script

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
 import { ALGORITHMS_BY_CODE } from '../algorithms/index.js'
 import type { LuaRule, LuaTwin } from '../algorithms/types.js'
+import { sha1Hex } from '../hash.js'
 import { PENALTY_LUA } from '../penalty.js'
 
 /** @internal Modes of the decision script. */
@@ -192,7 +192,7 @@ export function scriptFor(codes: Iterable<number>, penalty = false): Script {
   let script = scripts.get(key)
   if (script === undefined) {
     const lua = decisionScript(list, penalty)
-    script = Object.freeze({ lua, sha1: createHash('sha1').update(lua).digest('hex') })
+    script = Object.freeze({ lua, sha1: sha1Hex(lua) })
     scripts.set(key, script)
   }
   return script

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { sha1Hex, sha256Base64url } from '../hash.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import type { Penalty } from '../penalty.js'
 import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
@@ -117,7 +117,7 @@ for i = 1, #KEYS do
 end
 return out
 `
-const sha1Of = (lua: string) => createHash('sha1').update(lua).digest('hex')
+const sha1Of = sha1Hex
 
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
@@ -379,7 +379,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
     let hash = this.#hashes.get(key)
     if (hash === undefined) {
-      hash = createHash('sha256').update(key).digest('base64url').slice(0, 22)
+      hash = sha256Base64url(key).slice(0, 22)
       if (key.length <= HASH_CACHE_KEY_LENGTH) {
         if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
         this.#hashes.set(key, hash)

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { sha1Hex } from '../hash.js'
 import { isNoScript, type RedisScriptRunner } from '../stores/clients/runner.js'
 
 /**
@@ -84,7 +84,7 @@ export interface SyncScript {
 /** @internal */
 export const SYNC_SCRIPT: SyncScript = Object.freeze({
   lua: SYNC_LUA,
-  sha1: createHash('sha1').update(SYNC_LUA).digest('hex'),
+  sha1: sha1Hex(SYNC_LUA),
 })
 
 /**
