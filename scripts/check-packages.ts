@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { describeUses, unexcusedUses } from './web-standard.js'
 
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -574,6 +575,24 @@ async function main(): Promise<void> {
     }),
   ) as Record<Package, string>
   const packed = performance.now()
+
+  // Core loads on Workers without nodejs_compat: its packed build imports no Node module (scripts/web-standard.ts).
+  await step('@ratewindow/core tarball: no Node built-in import, no unguarded Node global', async () => {
+    const unpacked = join(work, 'core-unpacked')
+    mkdirSync(unpacked)
+    await run('tar', ['-xzf', tarballs.core, '-C', unpacked])
+    const problems: string[] = []
+    for (const file of ['index.js', 'index.cjs']) {
+      const { uses, gone } = unexcusedUses(
+        readFileSync(join(unpacked, 'package', 'dist', file), 'utf8'),
+        file,
+      )
+      if (uses.length > 0) problems.push(describeUses(`dist/${file}`, uses))
+      for (const name of gone)
+        problems.push(`dist/${file} no longer imports ${name}: delete it from KNOWN_NODE_IMPORTS`)
+    }
+    if (problems.length > 0) throw new Error(problems.join('\n'))
+  })
 
   // TypeScript itself is installed once beside the projects; `typescript7` is the native port (npm `typescript@7`).
   const tools = join(work, 'tools')

@@ -23,6 +23,7 @@ import { type Identity, namespaceOf } from './namespaces.js'
 import { type FailureContext, LIMITER_DEFAULTS, parseRules } from './options.js'
 import { guardedReporter, throttledErrorLog } from './report.js'
 import { enforcedView, type RateLimitResult, SettleableResult } from './result.js'
+import { emitWarning } from './runtime.js'
 import type { Awaitable, ConcurrencyStore } from './stores/types.js'
 
 /** What an adapter tells the engine about its framework. */
@@ -635,10 +636,10 @@ export class HttpRateLimiter<Req> {
       this.#checkedPermissive = true
       if (!warnedPermissive.has(binding) && binding.permissiveTrustProxy?.(request)) {
         warnedPermissive.add(binding)
-        process.emitWarning(
+        emitWarning(
           `${binding.name} trusts every proxy hop, so any client can choose its rate limit key by sending ` +
             `X-Forwarded-For. ${binding.permissiveTrustProxyHint ?? 'Trust only your own proxies.'}`,
-          { code: 'RATEWINDOW_PERMISSIVE_TRUST_PROXY' },
+          'RATEWINDOW_PERMISSIVE_TRUST_PROXY',
         )
       }
     }
@@ -647,10 +648,10 @@ export class HttpRateLimiter<Req> {
     if (untrusted === undefined) return
     this.#checkedForwardedFor = true
     if (!untrusted) return
-    process.emitWarning(
+    emitWarning(
       `A request carried X-Forwarded-For but ${binding.name} does not trust proxies, so every client behind ` +
         `your proxy shares the proxy's rate limit. If a proxy you control sets it, ${binding.trustProxyHint}.`,
-      { code: 'RATEWINDOW_UNTRUSTED_PROXY' },
+      'RATEWINDOW_UNTRUSTED_PROXY',
     )
   }
 }

@@ -3,6 +3,8 @@
  * default `onError`: never silent, never a flood.
  */
 
+import { emitWarning } from './runtime.js'
+
 /** How often at most a guarded callback's own failure, or the default log, is written. */
 const REPORT_INTERVAL_MS = 10_000
 
@@ -22,7 +24,7 @@ export function guarded<A extends unknown[]>(
     lastWarning = now
     try {
       const text = failure instanceof Error ? failure.message : String(failure)
-      process.emitWarning(`${heading}: ${text}`, { code: warningCode })
+      emitWarning(`${heading}: ${text}`, warningCode)
     } catch {
       // a warning listener that throws: nothing more can be done without risking the request
     }

@@ -3,12 +3,14 @@
  * through a `StoreGateway`, which owns its timeout, the circuit breakers, `onError` and observer reporting, and the
  * refund of charges that arrive after their decision timed out. A fallback store is a second gateway.
  */
+
 import { isThenable } from './awaitable.js'
 import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circuit-breaker.js'
 import { RateLimitError } from './errors.js'
 import type { BreakerEvent, StoreCallEvent } from './observe.js'
 import type { FailureContext } from './options.js'
 import { fakeTimersHint, realClearTimeout, realSetTimeout } from './real-timers.js'
+import { emitWarning } from './runtime.js'
 import { isShed, LateReply } from './stores/call-bound.js'
 import type {
   Awaitable,
@@ -318,9 +320,9 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     if (now - this.#shedWarned >= 10_000) {
       this.#shedWarned = now
       try {
-        process.emitWarning(
+        emitWarning(
           `Decisions of limiter ${this.#limiter} are being shed (answered as limited): more were waiting for one Redis node than its \`maxWaiting\`.`,
-          { code: 'RATEWINDOW_SHED' },
+          'RATEWINDOW_SHED',
         )
       } catch {
         // a warning listener that throws: nothing more can be done without risking the request

@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../duration.js'
 import { describeValue, invalid, RateLimitError } from '../errors.js'
+import { sha256Base64url } from '../hash.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { freshPenalty, type PenaltyState, penaltyTtl } from '../penalty.js'
+import { realClearTimeout, realSetImmediate, realSetTimeout } from '../real-timers.js'
 import { chargeLocally, decideLocally } from './decide.js'
 import type {
   ConcurrencyStore,
@@ -27,7 +28,7 @@ export interface MemoryStoreOptions {
    * afresh), so a flood of unique keys cannot exhaust memory. @default 100_000
    */
   maxKeys?: number
-  /** How often a background sweep drops expired keys (the timer is unref'd); at most '24d'. @default '1m' */
+  /** How often a background sweep drops expired keys (from the store's first use; the timer is unref'd); at most '24d'. @default '1m' */
   sweepInterval?: Duration
 }
 
@@ -79,7 +80,12 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #mostRecent: Entry | undefined
   readonly #clock: () => number
   readonly #maxKeys: number
-  readonly #timer: NodeJS.Timeout
+  readonly #sweepMs: number
+  /**
+   * The background sweep, started by the store's first use (Workers forbid timers in global scope, where a store
+   * is usually made); null once closed.
+   */
+  #timer: ReturnType<typeof realSetTimeout> | undefined | null
   #sweeping = false
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -97,14 +103,18 @@ export class MemoryStore implements Store, ConcurrencyStore {
     }
     this.#clock = clock
     this.#maxKeys = maxKeys
-    this.#timer = setInterval(
-      () => {
-        this.#sweepInSlices()
-        this.#sweepLeases()
-      },
-      parseTimerDuration(sweepInterval, 'sweepInterval'),
-    )
-    this.#timer.unref()
+    this.#sweepMs = parseTimerDuration(sweepInterval, 'sweepInterval')
+  }
+
+  /** Sweeps every `sweepInterval` on real time (unref'd): a test's fake timers never run it nor are held up by it. */
+  #startSweeping(): void {
+    const tick = () => {
+      if (this.#timer === null) return
+      this.#sweepInSlices()
+      this.#sweepLeases()
+      this.#timer = realSetTimeout(tick, this.#sweepMs)
+    }
+    this.#timer = realSetTimeout(tick, this.#sweepMs)
   }
 
   /** Number of client keys held now (expired ones count until swept or touched). */
@@ -224,7 +234,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   /** Stops the background sweep and forgets everything (`clear`). Decisions after `close` still work. */
   close(): void {
-    clearInterval(this.#timer)
+    if (this.#timer) realClearTimeout(this.#timer)
+    this.#timer = null
     this.clear()
   }
 
@@ -234,6 +245,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
    * the limiter reports to `onError` and answers by its failure policy.
    */
   #now(): number {
+    if (this.#timer === undefined) this.#startSweeping()
     const now = this.#clock()
     if (!isTime(now)) {
       throw new RateLimitError(
@@ -265,9 +277,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   #key(target: { key: string }): string {
-    return target.key.length > MAX_RAW_KEY_LENGTH
-      ? `#${createHash('sha256').update(target.key).digest('base64url')}`
-      : target.key
+    return target.key.length > MAX_RAW_KEY_LENGTH ? `#${sha256Base64url(target.key)}` : target.key
   }
 
   /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */
@@ -361,7 +371,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
         }
         if (next.value.expiresAt <= now) this.#remove(next.value)
       }
-      setImmediate(slice)
+      realSetImmediate(slice)
     }
     slice()
   }

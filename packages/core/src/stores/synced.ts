@@ -1,8 +1,10 @@
-import { createHash } from 'node:crypto'
 import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
+import { sha256Base64url } from '../hash.js'
+import { realClearTimeout, realSetTimeout } from '../real-timers.js'
 import { throttledErrorLog } from '../report.js'
+import { emitWarning } from '../runtime.js'
 import {
   addCounts,
   COUNTER_STATES,
@@ -135,7 +137,11 @@ export class SyncedStore implements Store {
   readonly #departing = new Map<Map<string, Entry>, Map<string, Entry>>()
   /** Entries marked dirty since the last tick (an entry whose mark was cleared meanwhile is skipped). */
   #dirty: Entry[] = []
-  readonly #timer: NodeJS.Timeout
+  /**
+   * The sync timer, started when a key is first marked for a sync (Workers forbid timers in global scope, where a
+   * store is usually made); null once closed.
+   */
+  #timer: ReturnType<typeof realSetTimeout> | undefined | null
   readonly #recency = new RecencyList<Entry>()
   /** Server time minus local time, learned from each sync (without `clock`). */
   #offset = 0
@@ -190,8 +196,6 @@ export class SyncedStore implements Store {
     this.#maxKeys = maxKeys
     this.#onError = options.onError ?? throttledErrorLog()
     this.#clock = options.clock
-    this.#timer = setInterval(() => this.#tick(), this.#interval)
-    this.#timer.unref()
     onBeforeExit(this.#exitHook)
   }
 
@@ -286,7 +290,8 @@ export class SyncedStore implements Store {
    * never sent (e.g. the client was closed first), lost to the shared counts, which `onError` also hears of.
    */
   async close(): Promise<{ unsynced: number }> {
-    clearInterval(this.#timer)
+    if (this.#timer) realClearTimeout(this.#timer)
+    this.#timer = null
     exitHooks.delete(this.#exitHook)
     let failure: unknown
     let failed = false
@@ -299,7 +304,8 @@ export class SyncedStore implements Store {
     let unsynced = 0
     const unsent = new Set(this.#dirty)
     // Evicted keys whose counts Redis has not acknowledged yet count too.
-    for (const departing of this.#departing.values()) for (const entry of departing.values()) unsent.add(entry)
+    for (const departing of this.#departing.values())
+      for (const entry of departing.values()) unsent.add(entry)
     for (const entry of unsent) unsynced += entry.unacked
     const reason = failure instanceof Error ? failure.message : String(failure)
     this.#onError(
@@ -314,7 +320,7 @@ export class SyncedStore implements Store {
 
   /** The Redis key holding `rule`'s shared counts for `key` under a limiter `prefix`. */
   keyFor(prefix: string, key: string, rule: Rule): string {
-    const hash = createHash('sha256').update(key).digest('base64url').slice(0, 22)
+    const hash = sha256Base64url(key).slice(0, 22)
     return `${this.#prefix}${prefix}{${hash}}:${rule.id}:s`
   }
 
@@ -392,6 +398,15 @@ export class SyncedStore implements Store {
     if (entry.dirty) return
     entry.dirty = true
     this.#dirty.push(entry)
+    if (this.#timer === undefined) {
+      // Real time (unref'd), like the store's Redis calls: a test's fake timers neither run nor hold it.
+      const tick = () => {
+        if (this.#timer === null) return
+        this.#tick()
+        this.#timer = realSetTimeout(tick, this.#interval)
+      }
+      this.#timer = realSetTimeout(tick, this.#interval)
+    }
   }
 
   /**
@@ -575,9 +590,9 @@ export class SyncedStore implements Store {
       }
       return byPrefix
     }
-    process.emitWarning(
+    emitWarning(
       `SyncedStore synchronises sliding window counter and fixed window rules only; rules ${rules.map((rule) => rule.id).join(', ')} are decided by an exact RedisStore, one round trip per request.`,
-      { code: 'RATEWINDOW_SYNC_UNSUPPORTED' },
+      'RATEWINDOW_SYNC_UNSUPPORTED',
     )
     return null
   }
@@ -677,9 +692,12 @@ let listeningBeforeExit = false
 
 function onBeforeExit(hook: () => void): void {
   exitHooks.add(hook)
-  if (listeningBeforeExit || typeof process !== 'object' || typeof process.on !== 'function') return
+  // Node, Bun and Deno have a process to hook; Workers do not (nothing outlives a request there).
+  const host = (globalThis as { process?: { on?: (event: 'beforeExit', listener: () => void) => unknown } })
+    .process
+  if (listeningBeforeExit || typeof host?.on !== 'function') return
   listeningBeforeExit = true
-  process.on('beforeExit', () => {
+  host.on('beforeExit', () => {
     for (const each of exitHooks) each()
   })
 }

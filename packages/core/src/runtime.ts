@@ -1,0 +1,21 @@
+/**
+ * The few things core needs from its host, without Node's globals: core loads on Node, Bun, Deno and Cloudflare
+ * Workers (without `nodejs_compat`). Nothing here runs at module load.
+ */
+
+interface WarningProcess {
+  emitWarning(message: string, options: { code: string }): void
+}
+
+/**
+ * A process warning (`process.emitWarning`, with its `code`) where the runtime has one (Node, Bun, Deno), else
+ * `console.warn` (Workers).
+ */
+export function emitWarning(message: string, code: string): void {
+  const host = (globalThis as { process?: Partial<WarningProcess> }).process
+  if (typeof host?.emitWarning === 'function') host.emitWarning(message, { code })
+  else console.warn(`[ratewindow] ${code}: ${message}`)
+}
+
+/** A random v4 UUID (Web Crypto's `crypto.randomUUID`, a global in Node 20, Bun, Deno and Workers). */
+export const randomUUID = (): string => globalThis.crypto.randomUUID()
