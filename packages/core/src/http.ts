@@ -101,19 +101,22 @@ export interface HttpDecision {
 class SlotHold {
   readonly #slot: ConcurrencyResult
   readonly #releaseOnClose: boolean
+  readonly #defer: Defer | undefined
   #released = false
   #ended = false
   #closed = false
 
-  constructor(slot: ConcurrencyResult, releaseOnClose: boolean) {
+  constructor(slot: ConcurrencyResult, releaseOnClose: boolean, defer: Defer | undefined) {
     this.#slot = slot
     this.#releaseOnClose = releaseOnClose
+    this.#defer = defer
   }
 
   release(): void {
     if (this.#released) return
     this.#released = true
-    void this.#slot.release()
+    const work = this.#slot.release()
+    this.#defer?.(work)
   }
 
   /** The connection closed (after the response finished, or with the client gone before). */
@@ -136,6 +139,12 @@ class SlotHold {
     if (!this.#releaseOnClose) this.release()
   }
 }
+
+/**
+ * Hands the engine's work after the response (a refund, a slot's release) to the runtime, e.g. a Worker's
+ * `executionCtx.waitUntil`, which would otherwise stop it once the response is sent. The promise never rejects.
+ */
+export type Defer = (work: Promise<unknown>) => void
 
 type Endable = TrackedResponse & { end?: (...args: unknown[]) => unknown }
 
@@ -487,9 +496,9 @@ export class HttpRateLimiter<Req> {
    * Only a response that was completely sent is judged for a refund: a client that disconnects first gets
    * nothing back, since the handler may have run for it (docs/counters.md).
    */
-  track(response: TrackedResponse, decision: HttpDecision): void {
+  track(response: TrackedResponse, decision: HttpDecision, defer?: Defer): void {
     const { limiter, result, slot } = decision
-    if (slot !== undefined) this.#hold(response, decision, slot)
+    if (slot !== undefined) this.#hold(response, decision, slot, defer)
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (!result.allowed || limiter === undefined || (!skipFailedRequests && !skipSuccessfulRequests)) return
     let settled = false
@@ -506,9 +515,10 @@ export class HttpRateLimiter<Req> {
         return
       }
       if (success ? skipSuccessfulRequests : skipFailedRequests) {
-        limiter
+        const work = limiter
           .refund(result)
           .catch((error: unknown) => this.#report(error, { operation: 'refund', key: result.key }))
+        defer?.(work)
       }
     }
     response.once('finish', settle)
@@ -519,9 +529,14 @@ export class HttpRateLimiter<Req> {
    * Holds the slot until the response finishes, or, when the connection closes first, until the handler ends
    * the response: on a Node response, its `end()` (wrapped on that response once the client has left).
    */
-  #hold(response: TrackedResponse, decision: HttpDecision, slot: ConcurrencyResult): void {
+  #hold(
+    response: TrackedResponse,
+    decision: HttpDecision,
+    slot: ConcurrencyResult,
+    defer: Defer | undefined,
+  ): void {
     const releaseOnClose = this.#config.concurrency?.releaseOnClose === true
-    const hold = new SlotHold(slot, releaseOnClose)
+    const hold = new SlotHold(slot, releaseOnClose, defer)
     decision.hold = hold
     if (response.writableFinished) {
       hold.release()

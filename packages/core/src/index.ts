@@ -23,6 +23,7 @@ export type { Duration, DurationUnit } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
 export { type HeaderFormat, type HeaderOptions, partitionKey, rateLimitHeaders } from './headers.js'
 export {
+  type Defer,
   type EngineScope,
   type FrameworkBinding,
   type HttpDecision,
