@@ -13,7 +13,7 @@ import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
-import { type AppSpec, FRAMEWORKS, type RunningApp, releaseHeld, waitForHeld } from './harness.js'
+import { type AppSpec, FRAMEWORKS, headerOf, type RunningApp, releaseHeld, waitForHeld } from './harness.js'
 
 /** A fresh store per app: one store object serves one limiter of each rule set (docs/counters.md). */
 const failingStore = (): Store => ({
@@ -486,12 +486,6 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(10)
   })
 })
-
-function headerOf(req: unknown, name: string): string | undefined {
-  const headers = (req as { headers?: Record<string, string> }).headers
-  const value = headers?.[name]
-  return typeof value === 'string' ? value : undefined
-}
 
 void slidingWindowCounter
 void slidingWindowLog

@@ -14,11 +14,13 @@ import {
 } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
 import fastify4 from 'fastify4'
+import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
@@ -29,8 +31,11 @@ import {
   type CommonOptions,
   expressErrorsAsJson,
   fastifyErrorsAsJson,
+  honoAddress,
+  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
+  serveHono,
 } from './harness.js'
 
 const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
@@ -114,6 +119,23 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
   }
 }
 
+function honoAdapter(name: string): Adapter {
+  return {
+    name,
+    async start({ global, routes = {} }) {
+      const app = new Hono<RateLimitEnv>()
+      app.onError(honoErrorsAsJson)
+      if (global) app.use(honoRateLimit({ ...honoAddress(), ...global }))
+      for (const path of PATHS) {
+        const route = routes[path]
+        if (route) app.get(path, honoRateLimit({ ...honoAddress(), ...route }), (c) => c.text(`ok ${path}`))
+        else app.get(path, (c) => c.text(`ok ${path}`))
+      }
+      return serveHono(app)
+    },
+  }
+}
+
 const ADAPTERS: Adapter[] = [
   expressAdapter('Express 5', express5),
   expressAdapter('Express 4', express4 as unknown as typeof express5),
@@ -121,6 +143,7 @@ const ADAPTERS: Adapter[] = [
   koaAdapter('Koa 2 + @koa/router', Koa2 as unknown as typeof Koa3),
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
+  honoAdapter('Hono 4 on Node'),
 ]
 
 let stores = 0
@@ -161,8 +184,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       routes: { '/a': { limit: 10, name: 'a', observer } },
     })
     await request(url).get('/a').expect(200)
-    // Express and Koa run a global middleware before routing: no route is known to it yet. Fastify merges the
-    // route's options over the plugin's: one limiter, which knows its route.
+    // Express, Koa and Hono (`app.use`) run a global middleware before routing: no route is known to it yet.
+    // Fastify merges the route's options over the plugin's: one limiter, which knows its route.
     expect(routes).toEqual(adapter.name.startsWith('Fastify') ? ['/a'] : [undefined, '/a'])
   })
 

@@ -5,14 +5,18 @@
 import { once } from 'node:events'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { getConnInfo } from '@hono/node-server/conninfo'
 import type { HttpRateLimitOptions } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { type HonoRateLimitOptions, rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5, { type FastifyReply } from 'fastify'
 import fastify4 from 'fastify4'
+import { type Context, Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 
@@ -282,6 +286,71 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
   }
 }
 
+/**
+ * A request header as a test's `key`, `skip`, `cost` or `rules` function reads it: from the request's header map
+ * (Express, Koa, Fastify) or through a Hono context's `c.req.header(name)`.
+ */
+export function headerOf(request: unknown, name: string): string | undefined {
+  const hono = (request as { req?: { header?: (name: string) => string | undefined } }).req
+  if (typeof hono?.header === 'function') return hono.header(name)
+  const value = (request as { headers?: Record<string, unknown> }).headers?.[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+/** Hono error handler: a thrown error answers 500 with its code (or message) as JSON. */
+export function honoErrorsAsJson(error: ErrorWithCode, c: Context): Response {
+  return c.json({ error: error.code ?? error.message }, 500)
+}
+
+/**
+ * The client address options of a Hono test app: the socket's (`@hono/node-server`), and X-Forwarded-For from
+ * the one proxy at 127.0.0.1 as the other frameworks trust it (`'every-hop'`: any address).
+ */
+export function honoAddress(trustProxy: AppSpec['trustProxy'] = true): HonoRateLimitOptions {
+  if (trustProxy === false) return { getConnInfo }
+  return { getConnInfo, trustProxy: trustProxy === 'every-hop' ? ['0.0.0.0/0', '::/0'] : '127.0.0.1' }
+}
+
+/** A Hono app on `@hono/node-server`, once it listens on 127.0.0.1. */
+export async function serveHono(app: Hono<RateLimitEnv>): Promise<RunningApp> {
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server
+  return listen(server)
+}
+
+function honoFramework(name: string): Framework {
+  return {
+    name,
+    async start({ global, route, trustProxy = true }) {
+      const address = honoAddress(trustProxy)
+      const app = new Hono<RateLimitEnv>()
+      app.onError(honoErrorsAsJson)
+      if (global) app.use(honoRateLimit({ ...address, ...global }))
+      app.get('/', (c) => c.text('ok'))
+      app.get('/fail', (c) => c.text('failed', 500))
+      app.get('/slow', async (c) => {
+        await untilReleased()
+        return c.text('late')
+      })
+      app.get('/work', async (c) => {
+        await work()
+        return c.text('done')
+      })
+      const limited = (c: Context) => c.text('limited route')
+      if (route) app.get('/limited', honoRateLimit({ ...address, ...route }), limited)
+      else app.get('/limited', limited)
+      app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
+      app.get('/hold', async (c) => {
+        await hold()
+        return c.text('held')
+      })
+      app.get('/settle', async (c) =>
+        c.json((await c.get('rateLimit')?.settle?.(Number(c.req.query('n')))) ?? null),
+      )
+      return serveHono(app)
+    },
+  }
+}
+
 export const FRAMEWORKS: Framework[] = [
   expressFramework('Express 5', express5),
   expressFramework('Express 4', express4 as unknown as typeof express5),
@@ -289,4 +358,5 @@ export const FRAMEWORKS: Framework[] = [
   koaFramework('Koa 2', Koa2 as unknown as typeof Koa3),
   fastifyFramework('Fastify 5', fastify5),
   fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
+  honoFramework('Hono 4 on Node'),
 ]

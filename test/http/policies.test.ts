@@ -14,11 +14,13 @@ import {
 } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
 import fastify4 from 'fastify4'
+import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
@@ -29,8 +31,12 @@ import {
   type CommonOptions,
   expressErrorsAsJson,
   fastifyErrorsAsJson,
+  headerOf,
+  honoAddress,
+  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
+  serveHono,
 } from './harness.js'
 
 /**
@@ -129,6 +135,28 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
   }
 }
 
+function honoAdapter(name: string): Adapter {
+  return {
+    name,
+    async start(options) {
+      const app = new Hono<RateLimitEnv>()
+      app.onError(honoErrorsAsJson)
+      const limiter = honoRateLimit({ ...honoAddress(), ...options })
+      app.get('/', limiter, (c) => c.text('ok'))
+      app.get('/other', limiter, (c) => c.text('ok'))
+      app.post('/reset/:key', async (c) => {
+        await limiter.resetKey(c.req.param('key'))
+        return c.text('reset')
+      })
+      app.post('/reset-me', async (c) => {
+        await limiter.reset(c)
+        return c.text('reset')
+      })
+      return serveHono(app)
+    },
+  }
+}
+
 const ADAPTERS: Adapter[] = [
   expressAdapter('Express 5', express5),
   expressAdapter('Express 4', express4 as unknown as typeof express5),
@@ -136,6 +164,7 @@ const ADAPTERS: Adapter[] = [
   koaAdapter('Koa 2', Koa2 as unknown as typeof Koa3),
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
+  honoAdapter('Hono 4 on Node'),
 ]
 
 let stores = 0
@@ -184,10 +213,7 @@ describe.each(ADAPTERS)('$name', (adapter) => {
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('resets one key through the handle, leaving other keys counted', async () => {
       const store = makeStore()
-      const key = (request: unknown) => {
-        const headers = (request as { headers: Record<string, string | undefined> }).headers
-        return headers['x-user'] ?? 'anonymous'
-      }
+      const key = (request: unknown) => headerOf(request, 'x-user') ?? 'anonymous'
       const url = await start({ limit: 2, store, key: key as never })
       expect(await statuses(url, 3, { 'x-user': 'ann' })).toEqual([200, 200, 429])
       expect(await statuses(url, 3, { 'x-user': 'bob' })).toEqual([200, 200, 429])
@@ -277,8 +303,7 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
       const store = counting(makeStore())
       const denyList = new AccessList()
       const allowList = new AccessList()
-      const key = (request: unknown) =>
-        String((request as { headers: Record<string, unknown> }).headers['x-api-key'] ?? 'none')
+      const key = (request: unknown) => headerOf(request, 'x-api-key') ?? 'none'
       const url = await start({
         limit: 1,
         store,
@@ -310,8 +335,7 @@ describe.each(ADAPTERS)('$name: rules resolved per request', (adapter) => {
     app = await adapter.start(options)
     return app.url
   }
-  const header = (request: unknown, name: string) =>
-    (request as { headers: Record<string, string | undefined> }).headers[name]
+  const header = headerOf
   const key = (request: unknown) => header(request, 'x-user') ?? 'anonymous'
   // Built once: resolving a plan is one lookup.
   const PLANS = {

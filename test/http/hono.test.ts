@@ -1,0 +1,151 @@
+/**
+ * What only the Hono adapter has: the client address from the runtime's `getConnInfo` or a `clientIp` function,
+ * `trustProxy` by hop count or by network, `c.get('rateLimit')` typed through Hono's Variables, a handler that
+ * returns its response, headers kept on a `Response` the handler built itself, and work after the response handed
+ * to `executionCtx.waitUntil`. The shared behaviour, composition and policy cases run on Hono in harness.ts.
+ */
+import { getConnInfo } from '@hono/node-server/conninfo'
+import { MemoryStore } from '@ratewindow/core'
+import { type RateLimitEnv, type RateLimitResult, rateLimit } from '@ratewindow/hono'
+import { Hono } from 'hono'
+import request from 'supertest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { honoErrorsAsJson, type RunningApp, serveHono } from './harness.js'
+
+let app: RunningApp | undefined
+afterEach(async () => {
+  await app?.close()
+  app = undefined
+})
+
+async function start(hono: Hono<RateLimitEnv>): Promise<string> {
+  hono.onError(honoErrorsAsJson)
+  app = await serveHono(hono)
+  return app.url
+}
+
+describe('@ratewindow/hono', () => {
+  it('refuses to guess the client address: getConnInfo, clientIp or key is required, named in the error', () => {
+    expect(() => rateLimit({ limit: 1 })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_RATEWINDOW_INVALID_OPTION',
+        option: 'getConnInfo',
+        message: expect.stringMatching(/`getConnInfo`.*`clientIp\(c\)`.*`key`/),
+      }),
+    )
+    expect(() => rateLimit({ limit: 1, key: () => 'k' })).not.toThrow()
+    expect(() => rateLimit({ limit: 1, clientIp: () => '203.0.113.1' })).not.toThrow()
+    expect(() => rateLimit({ getConnInfo, clientIp: () => 'x' })).toThrow(/`getConnInfo` or `clientIp`/)
+    expect(() => rateLimit({ trustProxy: 1 })).toThrow(expect.objectContaining({ option: 'trustProxy' }))
+    expect(() => rateLimit({ getConnInfo, trustProxy: 0 })).toThrow(/`trustProxy`.*received 0/)
+    expect(() => rateLimit({ getConnInfo, trustProxy: [] })).toThrow(
+      expect.objectContaining({ option: 'trustProxy' }),
+    )
+    expect(() => rateLimit({ getConnInfo, trustProxy: 'not-an-address' })).toThrow(
+      expect.objectContaining({ option: 'trustProxy' }),
+    )
+    expect(() => rateLimit({ getConnInfo, getConnInfo2: 1 } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
+    )
+  })
+
+  it('keys by the socket address, and walks X-Forwarded-For back through `trustProxy` hops only', async () => {
+    const keys: (string | undefined)[] = []
+    const hono = new Hono<RateLimitEnv>()
+    hono.get('/none', rateLimit({ getConnInfo, limit: 100 }), (c) => c.text(c.get('rateLimit')!.key))
+    hono.get('/one', rateLimit({ getConnInfo, limit: 100, trustProxy: 1 }), (c) =>
+      c.text(c.get('rateLimit')!.key),
+    )
+    hono.get('/two', rateLimit({ getConnInfo, limit: 100, trustProxy: 2 }), (c) =>
+      c.text(c.get('rateLimit')!.key),
+    )
+    hono.get('/nets', rateLimit({ getConnInfo, limit: 100, trustProxy: ['127.0.0.1', '10.0.0.0/8'] }), (c) =>
+      c.text(c.get('rateLimit')!.key),
+    )
+    const url = await start(hono)
+    const chain = '198.51.100.1, 203.0.113.9, 10.1.2.3'
+    for (const path of ['/none', '/one', '/two', '/nets']) {
+      keys.push((await request(url).get(path).set('X-Forwarded-For', chain).expect(200)).text)
+    }
+    expect(keys).toEqual(['127.0.0.1', '10.1.2.3', '203.0.113.9', '203.0.113.9'])
+    // Fewer hops than trusted: the leftmost; no header: the socket.
+    expect((await request(url).get('/two').set('X-Forwarded-For', '203.0.113.7').expect(200)).text).toBe(
+      '203.0.113.7',
+    )
+    expect((await request(url).get('/nets').expect(200)).text).toBe('127.0.0.1')
+  })
+
+  it('types the result through Variables, calls `handler` for its response, and keeps headers on a Response the handler built', async () => {
+    const seen: RateLimitResult[] = []
+    const hono = new Hono<RateLimitEnv>()
+    const limiter = rateLimit({
+      clientIp: () => '203.0.113.5',
+      limit: 1,
+      handler: (c, result) => c.json({ custom: true, retryAfter: result.retryAfter }, 429),
+    })
+    hono.get('/own', limiter, () => new Response('built by hand'))
+    hono.get('/typed', rateLimit({ clientIp: () => '203.0.113.6', limit: 2 }), (c) => {
+      const result: RateLimitResult | undefined = c.get('rateLimit')
+      if (result) seen.push(result)
+      return c.text('typed')
+    })
+    const url = await start(hono)
+    const own = await request(url).get('/own').expect(200, 'built by hand')
+    expect(own.headers['ratelimit-limit']).toBe('1')
+    expect(own.headers['ratelimit-remaining']).toBe('0')
+    const denied = await request(url).get('/own').expect(429)
+    expect(denied.body).toEqual({ custom: true, retryAfter: expect.any(Number) })
+    expect(denied.headers['retry-after']).toBeDefined()
+    await request(url).get('/typed').expect(200, 'typed')
+    expect(seen[0]).toMatchObject({ allowed: true, key: '203.0.113.6', remaining: 1 })
+  })
+
+  it('resets a key through the handle', async () => {
+    const limiter = rateLimit({ clientIp: (c) => c.req.header('x-client'), limit: 1 })
+    const hono = new Hono<RateLimitEnv>()
+    hono.get('/', limiter, (c) => c.text('ok'))
+    hono.post('/reset-me', async (c) => {
+      await limiter.reset(c)
+      return c.text('reset')
+    })
+    const url = await start(hono)
+    await request(url).get('/').set('x-client', '203.0.113.1').expect(200)
+    await request(url).get('/').set('x-client', '203.0.113.1').expect(429)
+    await request(url).post('/reset-me').set('x-client', '203.0.113.1').expect(200)
+    await request(url).get('/').set('x-client', '203.0.113.1').expect(200)
+    await limiter.resetKey('203.0.113.1')
+    await request(url).get('/').set('x-client', '203.0.113.1').expect(200)
+  })
+
+  it('hands refunds and slot releases after the response to executionCtx.waitUntil where the runtime has one', async () => {
+    const deferred: Promise<unknown>[] = []
+    const executionCtx = {
+      waitUntil: (work: Promise<unknown>) => void deferred.push(work),
+      passThroughOnException: () => {},
+      props: {},
+    }
+    const hono = new Hono<RateLimitEnv>()
+    hono.use(
+      rateLimit({
+        clientIp: () => '203.0.113.8',
+        limit: 2,
+        skipFailedRequests: true,
+        concurrency: { limit: 1 },
+        store: new MemoryStore(),
+      }),
+    )
+    hono.get('/fail', (c) => c.text('failed', 500))
+    hono.get('/', (c) => c.text('ok'))
+    const fetch = (path: string) => hono.fetch(new Request(`http://test${path}`), {}, executionCtx)
+    for (let i = 0; i < 3; i++) expect((await fetch('/fail')).status).toBe(500)
+    // Each failed request: its refund and its slot's release, both through waitUntil.
+    expect(deferred).toHaveLength(6)
+    await Promise.all(deferred)
+    expect((await fetch('/')).status).toBe(200)
+    expect((await fetch('/')).status).toBe(200)
+    expect((await fetch('/')).status).toBe(429)
+    // Without an execution context (Node, Bun, Deno) the work runs on its own.
+    const plain = await hono.fetch(new Request('http://test/fail'))
+    expect(plain.status).toBe(429)
+  })
+})
