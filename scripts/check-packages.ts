@@ -21,7 +21,7 @@ import { describeUses, unexcusedUses } from './web-standard.js'
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
-const packages = ['core', 'express', 'koa', 'fastify', 'otel', 'testing'] as const
+const packages = ['core', 'express', 'koa', 'fastify', 'hono', 'otel', 'testing'] as const
 type Package = (typeof packages)[number]
 
 /** The metadata npm pages link back with; every published package.json must carry it. */
@@ -99,6 +99,23 @@ app.use((ctx) => {
   const decision: RateLimitResult | undefined = ctx.state.rateLimit
   ctx.body = { remaining: decision?.remaining }
 })
+export { app }
+`
+
+const HONO_PROGRAM = `import { getConnInfo } from '@hono/node-server/conninfo'
+import { type RateLimitEnv, type RateLimitResult, rateLimit, slidingWindowLog } from '@ratewindow/hono'
+import { Hono } from 'hono'
+
+const app = new Hono<RateLimitEnv>()
+app.use(rateLimit({ limit: 100, window: '1m', getConnInfo, trustProxy: 1 }))
+app.post(
+  '/login',
+  rateLimit({ rules: slidingWindowLog({ limit: 5, window: '15m' }), prefix: 'login', key: (c) => c.req.header('x-user') ?? 'anonymous' }),
+  (c) => {
+    const decision: RateLimitResult | undefined = c.get('rateLimit')
+    return c.json({ remaining: decision?.remaining })
+  },
+)
 export { app }
 `
 
@@ -199,7 +216,7 @@ main().catch((error) => { console.error(error); process.exit(1) })
 }
 
 /** Runtime checks: each prints `ok` after seeing the limit applied (third request denied). */
-function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | 'fastify'): string {
+function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | 'fastify' | 'hono'): string {
   const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
   const setup = {
     express: `const express = ${load('express')}.default ?? ${load('express')}
@@ -216,6 +233,16 @@ function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | '
   app.use(rateLimit({ limit: 2, window: '1m' }))
   app.use((ctx) => { ctx.body = 'hi' })
   const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)) })
+  const port = server.address().port
+  const close = () => server.close()`,
+    hono: `const { Hono } = ${load('hono')}
+  const { serve } = ${load('@hono/node-server')}
+  const { getConnInfo } = ${load('@hono/node-server/conninfo')}
+  const { rateLimit } = ${load('@ratewindow/hono')}
+  const app = new Hono()
+  app.use(rateLimit({ limit: 2, window: '1m', getConnInfo }))
+  app.get('/', (c) => c.text('hi'))
+  const server = await new Promise((resolve) => { const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s)) })
   const port = server.address().port
   const close = () => server.close()`,
     fastify: `const Fastify = ${load('fastify')}.default ?? ${load('fastify')}
@@ -360,7 +387,7 @@ describeStoreConformance({ describe, it, expect }, {
 `
 }
 
-const serverRuns = (framework: 'express' | 'koa' | 'fastify') => ({
+const serverRuns = (framework: 'express' | 'koa' | 'fastify' | 'hono') => ({
   [`run-${framework}.mjs`]: serverRun('esm', framework),
   [`run-${framework}.cjs`]: serverRun('cjs', framework),
 })
@@ -414,6 +441,14 @@ const projects: Project[] = [
     dependencies: ['koa@3', '@types/koa@3'],
     programs: { 'koa.ts': KOA_PROGRAM },
     runs: serverRuns('koa'),
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'hono-4',
+    tarballs: ['core', 'hono'],
+    dependencies: ['hono@4', '@hono/node-server@2', '@types/node@20'],
+    programs: { 'hono.ts': HONO_PROGRAM },
+    runs: serverRuns('hono'),
     typescripts: ['5.9', '7'],
   },
   {
