@@ -52,60 +52,87 @@ function padded(bytes: Uint8Array): DataView {
   return view
 }
 
+/** The last block(s) of a message: its rest, the padding and the bit length (reused: hashing is synchronous). */
+const TAIL = new Uint8Array(128)
+
+/** SHA-256's compression of the 64-byte block of `bytes` at `offset` into `state`. */
+function compress256(state: Int32Array, bytes: Uint8Array, offset: number): void {
+  for (let t = 0; t < 16; t++, offset += 4)
+    W[t] =
+      (bytes[offset]! << 24) | (bytes[offset + 1]! << 16) | (bytes[offset + 2]! << 8) | bytes[offset + 3]!
+  for (let t = 16; t < 64; t++) {
+    const w15 = W[t - 15]!
+    const w2 = W[t - 2]!
+    const s0 = ((w15 >>> 7) | (w15 << 25)) ^ ((w15 >>> 18) | (w15 << 14)) ^ (w15 >>> 3)
+    const s1 = ((w2 >>> 17) | (w2 << 15)) ^ ((w2 >>> 19) | (w2 << 13)) ^ (w2 >>> 10)
+    W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0
+  }
+  let a = state[0]!
+  let b = state[1]!
+  let c = state[2]!
+  let d = state[3]!
+  let e = state[4]!
+  let f = state[5]!
+  let g = state[6]!
+  let h = state[7]!
+  for (let t = 0; t < 64; t++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))
+    const ch = (e & f) ^ (~e & g)
+    const t1 = (h + S1 + ch + K256[t]! + W[t]!) | 0
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))
+    const maj = (a & b) ^ (a & c) ^ (b & c)
+    const t2 = (S0 + maj) | 0
+    h = g
+    g = f
+    f = e
+    e = (d + t1) | 0
+    d = c
+    c = b
+    b = a
+    a = (t1 + t2) | 0
+  }
+  state[0] = (state[0]! + a) | 0
+  state[1] = (state[1]! + b) | 0
+  state[2] = (state[2]! + c) | 0
+  state[3] = (state[3]! + d) | 0
+  state[4] = (state[4]! + e) | 0
+  state[5] = (state[5]! + f) | 0
+  state[6] = (state[6]! + g) | 0
+  state[7] = (state[7]! + h) | 0
+}
+
+/**
+ * Finishes a SHA-256 whose first `before` bytes (a multiple of 64) are already compressed into `state`: the
+ * rest of the message is `bytes`. Returns the digest; `state` is spent.
+ */
+function finish256(state: Int32Array, bytes: Uint8Array, before: number): Uint8Array {
+  const length = bytes.length
+  let offset = 0
+  for (; offset + 64 <= length; offset += 64) compress256(state, bytes, offset)
+  const rest = length - offset
+  const tail = rest + 9 <= 64 ? 64 : 128
+  TAIL.fill(0, 0, tail)
+  TAIL.set(bytes.subarray(offset), 0)
+  TAIL[rest] = 0x80
+  const bits = (before + length) * 8
+  const high = Math.floor(bits / 0x100000000)
+  const low = bits >>> 0
+  TAIL[tail - 8] = high >>> 24
+  TAIL[tail - 7] = high >>> 16
+  TAIL[tail - 6] = high >>> 8
+  TAIL[tail - 5] = high
+  TAIL[tail - 4] = low >>> 24
+  TAIL[tail - 3] = low >>> 16
+  TAIL[tail - 2] = low >>> 8
+  TAIL[tail - 1] = low
+  compress256(state, TAIL, 0)
+  if (tail === 128) compress256(state, TAIL, 64)
+  return wordsToBytes(state)
+}
+
 /** SHA-256 of `bytes` (FIPS 180-4). */
 export function sha256(bytes: Uint8Array): Uint8Array {
-  const view = padded(bytes)
-  let h0 = H256[0]! | 0
-  let h1 = H256[1]! | 0
-  let h2 = H256[2]! | 0
-  let h3 = H256[3]! | 0
-  let h4 = H256[4]! | 0
-  let h5 = H256[5]! | 0
-  let h6 = H256[6]! | 0
-  let h7 = H256[7]! | 0
-  for (let offset = 0; offset < view.byteLength; offset += 64) {
-    for (let t = 0; t < 16; t++) W[t] = view.getInt32(offset + t * 4, false)
-    for (let t = 16; t < 64; t++) {
-      const w15 = W[t - 15]!
-      const w2 = W[t - 2]!
-      const s0 = ((w15 >>> 7) | (w15 << 25)) ^ ((w15 >>> 18) | (w15 << 14)) ^ (w15 >>> 3)
-      const s1 = ((w2 >>> 17) | (w2 << 15)) ^ ((w2 >>> 19) | (w2 << 13)) ^ (w2 >>> 10)
-      W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0
-    }
-    let a = h0
-    let b = h1
-    let c = h2
-    let d = h3
-    let e = h4
-    let f = h5
-    let g = h6
-    let h = h7
-    for (let t = 0; t < 64; t++) {
-      const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))
-      const ch = (e & f) ^ (~e & g)
-      const t1 = (h + S1 + ch + K256[t]! + W[t]!) | 0
-      const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))
-      const maj = (a & b) ^ (a & c) ^ (b & c)
-      const t2 = (S0 + maj) | 0
-      h = g
-      g = f
-      f = e
-      e = (d + t1) | 0
-      d = c
-      c = b
-      b = a
-      a = (t1 + t2) | 0
-    }
-    h0 = (h0 + a) | 0
-    h1 = (h1 + b) | 0
-    h2 = (h2 + c) | 0
-    h3 = (h3 + d) | 0
-    h4 = (h4 + e) | 0
-    h5 = (h5 + f) | 0
-    h6 = (h6 + g) | 0
-    h7 = (h7 + h) | 0
-  }
-  return wordsToBytes([h0, h1, h2, h3, h4, h5, h6, h7])
+  return finish256(Int32Array.from(H256), bytes, 0)
 }
 
 /** SHA-1 of `bytes` (FIPS 180-4): what Redis names a script by (`EVALSHA`), not used for anything secret. */
@@ -159,22 +186,41 @@ export function sha1(bytes: Uint8Array): Uint8Array {
   return wordsToBytes([h0, h1, h2, h3, h4])
 }
 
-/** HMAC-SHA256 (RFC 2104) of `message` under `key`. */
-export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array {
-  const block = new Uint8Array(64)
-  block.set(key.length > 64 ? sha256(key) : key)
-  const inner = new Uint8Array(64 + message.length)
-  const outer = new Uint8Array(64 + 32)
-  for (let i = 0; i < 64; i++) {
-    inner[i] = block[i]! ^ 0x36
-    outer[i] = block[i]! ^ 0x5c
+/** Per secret: the SHA-256 states after its inner and outer padded key blocks (a server has one or two). */
+const PADS = new Map<string, { inner: Int32Array; outer: Int32Array }>()
+
+/**
+ * HMAC-SHA256 (RFC 2104) of `message` under `secret` (its UTF-8 bytes, as `createHmac('sha256', secret)` takes
+ * a string). The padded key blocks are compressed once per secret, so each call costs the message's blocks and
+ * one more.
+ */
+export function hmacSha256(secret: string, message: Uint8Array): Uint8Array {
+  let pads = PADS.get(secret)
+  if (pads === undefined) {
+    const key = utf8(secret)
+    const block = new Uint8Array(64)
+    block.set(key.length > 64 ? sha256(key) : key)
+    const inner = Int32Array.from(H256)
+    const outer = Int32Array.from(H256)
+    compress256(
+      inner,
+      block.map((byte) => byte ^ 0x36),
+      0,
+    )
+    compress256(
+      outer,
+      block.map((byte) => byte ^ 0x5c),
+      0,
+    )
+    if (PADS.size >= 16) PADS.clear()
+    pads = { inner, outer }
+    PADS.set(secret, pads)
   }
-  inner.set(message, 64)
-  outer.set(sha256(inner), 64)
-  return sha256(outer)
+  const innerDigest = finish256(pads.inner.slice(), message, 64)
+  return finish256(pads.outer.slice(), innerDigest, 64)
 }
 
-function wordsToBytes(words: number[]): Uint8Array {
+function wordsToBytes(words: ArrayLike<number>): Uint8Array {
   const bytes = new Uint8Array(words.length * 4)
   const view = new DataView(bytes.buffer)
   for (let i = 0; i < words.length; i++) view.setInt32(i * 4, words[i]!, false)

@@ -194,5 +194,5 @@ function partitionKeyParameter(partitionKey: unknown): string {
  * and base64-encoded, so that headers never reveal an IP or user id (a bare hash of an IPv4 is reversible).
  */
 export function partitionKey(identifier: string, secret: string): string {
-  return toBase64(hmacSha256(utf8(secret), utf8(identifier)).subarray(0, 12))
+  return toBase64(hmacSha256(secret, utf8(identifier)).subarray(0, 12))
 }

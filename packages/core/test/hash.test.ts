@@ -73,7 +73,7 @@ describe('core hashing is byte-identical to node:crypto', () => {
   it('hmac-sha256 under keys shorter and longer than a block, as partition keys', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 150 }), text, (secret, value) => {
-        const ours = hmacSha256(utf8(secret), utf8(value))
+        const ours = hmacSha256(secret, utf8(value))
         expect(toBase64(ours)).toBe(createHmac('sha256', secret).update(value).digest('base64'))
         expect(toBase64(ours.subarray(0, 12))).toBe(
           createHmac('sha256', secret).update(value).digest().subarray(0, 12).toString('base64'),
