@@ -11,9 +11,7 @@ import ts from 'typescript'
  * Node built-ins core's build still imports, with the issue that removes each: the checks fail once one is gone,
  * so that its entry is deleted here.
  */
-export const KNOWN_NODE_IMPORTS = new Map([
-  ['net', 'issue 19: IP parsing without node:net (keys.ts, access-list.ts)'],
-])
+export const KNOWN_NODE_IMPORTS = new Map<string, string>()
 
 /** Globals that Node has and Workers (without `nodejs_compat`) do not. */
 const NODE_GLOBALS = new Set([

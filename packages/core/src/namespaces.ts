@@ -1,6 +1,7 @@
 import type { Rule } from './algorithms/types.js'
 import { invalid } from './errors.js'
 import { sha256Base64url } from './hash.js'
+import { emitWarning } from './runtime.js'
 import type { Store } from './stores/types.js'
 
 /**
@@ -155,12 +156,12 @@ export function warnSuperseded(
       ? 'a newer limiter with the same rules and `prefix` on the same store'
       : `a newer member of \`group\` '${group}' with other rules`
   try {
-    process.emitWarning(
+    emitWarning(
       `Limiter ${name} was superseded by ${what}, and still decides: both count the counters under \`${namespace}\`. ` +
         'If the old app was replaced (a test that builds the app again, a reloaded module), call `close()` on its ' +
         'middleware (or `release()` on its limiter) when it goes. If both are meant to serve, give each its own ' +
         '`prefix` to count apart, or the same `group` (with the same rules) to share one budget on purpose.',
-      { code: 'RATEWINDOW_SUPERSEDED_LIMITER' },
+      'RATEWINDOW_SUPERSEDED_LIMITER',
     )
   } catch {
     // a warning listener that throws: nothing more can be done without risking the request

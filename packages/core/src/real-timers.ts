@@ -59,8 +59,8 @@ export const realSetImmediate: (callback: () => void) => void = (() => {
  * schedules its own work with them (node-redis writes on `setImmediate`) sends nothing, and every call times out.
  */
 export function fakeTimersHint(): string {
-  const global = globalThis as unknown as Record<string, { clock?: unknown } | undefined>
-  const faked = ['setImmediate', 'setTimeout'].filter((name) => global[name]?.clock !== undefined)
+  const host = globalThis as unknown as Record<string, { clock?: unknown } | undefined>
+  const faked = ['setImmediate', 'setTimeout'].filter((name) => host[name]?.clock !== undefined)
   if (faked.length === 0) return ''
   return ` Fake timers replace ${faked.join(' and ')} in this process: a Redis client that schedules its writes with them (node-redis uses setImmediate) sends nothing while they are faked. Fake only the clock, e.g. vi.useFakeTimers({ toFake: ['Date'] }) or jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }) (docs/testing.md).`
 }
