@@ -56,6 +56,13 @@ export interface RateLimitMiddleware extends MiddlewareHandler<RateLimitEnv> {
   /** Forgets the key of `c` (as `key`, or the client address, gives it). Rejects on a store error. */
   // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
   reset(c: Context<any>): Promise<void>
+  /**
+   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
+   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
+   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
+   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
+   */
+  close(): void
 }
 
 const TRUST_HINT =
@@ -297,6 +304,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     resetKey: (key: string) => engine.resetKey(key),
     // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
     reset: (c: Context<any>) => engine.reset(c),
+    close: () => engine.close(),
   })
 }
 
