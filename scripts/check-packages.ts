@@ -611,23 +611,26 @@ async function main(): Promise<void> {
   ) as Record<Package, string>
   const packed = performance.now()
 
-  // Core loads on Workers without nodejs_compat: its packed build imports no Node module (scripts/web-standard.ts).
-  await step('@ratewindow/core tarball: no Node built-in import, no unguarded Node global', async () => {
-    const unpacked = join(work, 'core-unpacked')
-    mkdirSync(unpacked)
-    await run('tar', ['-xzf', tarballs.core, '-C', unpacked])
-    const problems: string[] = []
-    for (const file of ['index.js', 'index.cjs']) {
-      const { uses, gone } = unexcusedUses(
-        readFileSync(join(unpacked, 'package', 'dist', file), 'utf8'),
-        file,
-      )
-      if (uses.length > 0) problems.push(describeUses(`dist/${file}`, uses))
-      for (const name of gone)
-        problems.push(`dist/${file} no longer imports ${name}: delete it from KNOWN_NODE_IMPORTS`)
-    }
-    if (problems.length > 0) throw new Error(problems.join('\n'))
-  })
+  // Core and the Hono adapter load on Workers without nodejs_compat: their packed builds import no Node module
+  // and use no unguarded Node global (scripts/web-standard.ts).
+  for (const name of ['core', 'hono'] as const) {
+    await step(`@ratewindow/${name} tarball: no Node built-in import, no unguarded Node global`, async () => {
+      const unpacked = join(work, `${name}-unpacked`)
+      mkdirSync(unpacked)
+      await run('tar', ['-xzf', tarballs[name], '-C', unpacked])
+      const problems: string[] = []
+      for (const file of ['index.js', 'index.cjs']) {
+        const { uses, gone } = unexcusedUses(
+          readFileSync(join(unpacked, 'package', 'dist', file), 'utf8'),
+          file,
+        )
+        if (uses.length > 0) problems.push(describeUses(`dist/${file}`, uses))
+        for (const each of gone)
+          problems.push(`dist/${file} no longer imports ${each}: delete it from KNOWN_NODE_IMPORTS`)
+      }
+      if (problems.length > 0) throw new Error(problems.join('\n'))
+    })
+  }
 
   // TypeScript itself is installed once beside the projects; `typescript7` is the native port (npm `typescript@7`).
   const tools = join(work, 'tools')
