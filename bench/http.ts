@@ -58,6 +58,27 @@ export interface Server {
   child: ChildProcess
 }
 
+/**
+ * The configurations http-server.ts can start for a framework (each also as `<name>-x4`, four processes): ours,
+ * the floors and that framework's peers (PEERS), with their Redis variants.
+ */
+export function variantsOf(framework: string): string[] {
+  const peers = PEERS[framework] ?? []
+  return [
+    'bare',
+    'floor-headers',
+    'floor-key',
+    'floor-redis',
+    'ratewindow',
+    'ratewindow-redis',
+    'ratewindow-redis-fixed',
+    'ratewindow-redis-cached',
+    'ratewindow-synced',
+    ...peers,
+    ...peers.map((peer) => `${peer}-redis`),
+  ]
+}
+
 /** The number of server processes of a configuration. */
 const processesOf = (config: string) => (config.endsWith('-x4') ? 4 : 1)
 
@@ -94,8 +115,34 @@ export async function startServer(
     const pinned = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(child.pid)], { stdio: 'ignore' })
     if (pinned.status !== 0) console.error(`bench: could not pin a ${variant} server to CPU ${cpus}`)
   }
-  const [line] = (await once(child.stdout!, 'data')) as [Buffer]
-  return { port: JSON.parse(line.toString()).port as number, child }
+  try {
+    return { port: await portOf(child, `${framework} ${variant}`), child }
+  } catch (error) {
+    child.kill()
+    throw error
+  }
+}
+
+/**
+ * The port a server process prints once listening. Rejects when the process exits (or cannot be spawned) before
+ * printing it, e.g. on a variant its framework does not have: waiting for a line that never comes left the
+ * caller hanging for as long as its other servers kept the event loop alive.
+ */
+export async function portOf(child: ChildProcess, name: string): Promise<number> {
+  const stop = new AbortController()
+  try {
+    const [line] = (await Promise.race([
+      once(child.stdout!, 'data', { signal: stop.signal }),
+      once(child, 'exit', { signal: stop.signal }).then(([code, signal]) => {
+        throw new Error(
+          `bench server ${name} exited (${signal ?? `code ${code}`}) before listening; its error is above`,
+        )
+      }),
+    ])) as [Buffer]
+    return JSON.parse(line.toString()).port as number
+  } finally {
+    stop.abort()
+  }
 }
 
 async function cpuOf(child: ChildProcess): Promise<number> {
@@ -230,13 +277,13 @@ export async function runHttp(
         const wanted = options.configs?.flatMap((config) => [...referencesOf(config), config])
         const configs = wanted ? [...new Set([...all.filter((c) => wanted.includes(c)), ...wanted])] : all
         const servers = new Map<string, Server[]>()
-        for (const config of configs) {
-          const list: Server[] = []
-          for (let i = 0; i < processesOf(config); i++)
-            list.push(await startServer(framework, config.replace(/-x4$/, ''), path, redisUrl))
-          servers.set(config, list)
-        }
         try {
+          for (const config of configs) {
+            const list: Server[] = []
+            servers.set(config, list)
+            for (let i = 0; i < processesOf(config); i++)
+              list.push(await startServer(framework, config.replace(/-x4$/, ''), path, redisUrl))
+          }
           for (const config of configs) await load(servers.get(config)!, keys, 1, 50, info) // warm-up
           type Sample = Awaited<ReturnType<typeof load>>
           const samples = new Map<string, Sample[]>(configs.map((c) => [c, []]))

@@ -22,7 +22,7 @@
 import { spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { RedisServer } from '../test/support/redis-server.js'
-import { load, type Server, startServer } from './http.js'
+import { load, type Server, startServer, variantsOf } from './http.js'
 import { PEERS } from './peers.js'
 import { argument, median, table } from './stats.js'
 
@@ -77,6 +77,27 @@ export function pairsOf(framework: string): [string, string][] {
  * the core is busy; when the load generator is the bottleneck (`busy` under 1) the req/s ratio is pulled towards
  * 1. A target counts as met only when both measures meet it.
  */
+/**
+ * Refuses, before anything starts, a pair naming a configuration one of the frameworks does not have (e.g.
+ * `koa-ratelimit` on Fastify), or a framework there is no server for.
+ */
+export function checkPairs(frameworks: readonly string[], pairs: readonly [string, string][]): void {
+  for (const framework of frameworks) {
+    if (!(framework in PEERS))
+      throw new Error(`pairs: no framework ${framework} (there are ${Object.keys(PEERS).join(', ')})`)
+    const known = variantsOf(framework)
+    for (const pair of pairs) {
+      if (pair.length !== 2 || pair.some((side) => !side))
+        throw new Error(`pairs: ${pair.join(':')} is not a pair (write configuration:reference)`)
+      for (const side of pair)
+        if (!known.includes(side.replace(/-x4$/, '')))
+          throw new Error(
+            `pairs: ${framework} has no configuration ${side} (it has ${known.join(', ')}, each also as <name>-x4)`,
+          )
+    }
+  }
+}
+
 export const worstRatio = (row: PairRow): number => Math.min(row.ratio, row.cost)
 
 export async function runPairs(
@@ -91,6 +112,8 @@ export async function runPairs(
 ): Promise<{ rows: PairRow[]; pinned: boolean }> {
   const rounds = options.rounds ?? 5
   const duration = options.duration ?? 2
+  const frameworks = options.frameworks ?? ['express', 'koa', 'fastify']
+  if (options.pairs) checkPairs(frameworks, options.pairs)
   const allCores = cpus()
     .map((_, i) => i)
     .join(',')
@@ -106,7 +129,7 @@ export async function runPairs(
   const redisUrl = `redis://127.0.0.1:${redis.port}`
   const rows: PairRow[] = []
   try {
-    for (const framework of options.frameworks ?? ['express', 'koa', 'fastify']) {
+    for (const framework of frameworks) {
       for (const keys of options.keys ?? [1, 10_000]) {
         for (const [config, reference] of options.pairs ?? pairsOf(framework)) {
           const x4 = config.endsWith('-x4') || reference.endsWith('-x4')

@@ -1,0 +1,31 @@
+/**
+ * The bench's server start-up (issue 20, item 11): a pair a framework does not have must end with its error, not
+ * hang. No load is generated here: the server process fails before it listens.
+ */
+import { describe, expect, it } from 'vitest'
+import { startServer } from '../bench/http.js'
+import { checkPairs } from '../bench/pairs.js'
+
+describe('bench pairs', () => {
+  it('refuses a pair naming a configuration the framework does not have, before starting anything', () => {
+    expect(() => checkPairs(['fastify'], [['ratewindow', 'koa-ratelimit']])).toThrow(
+      /fastify has no configuration koa-ratelimit/,
+    )
+    expect(() => checkPairs(['koa'], [['ratewindow', 'floor-key']])).not.toThrow()
+    expect(() => checkPairs(['koa'], [['ratewindow-synced-x4', 'bare-x4']])).not.toThrow()
+    expect(() => checkPairs(['hapi'], [['ratewindow', 'bare']])).toThrow(/no framework hapi/)
+  })
+
+  it('startServer rejects when the server process exits before listening, instead of waiting for ever', async () => {
+    const flags = process.env.BENCH_NODE_FLAGS
+    process.env.BENCH_NODE_FLAGS = '--conditions=@ratewindow/source' // the sources: no build needed
+    try {
+      await expect(startServer('fastify', 'koa-ratelimit', 'allowed', 'redis://127.0.0.1:9')).rejects.toThrow(
+        /bench server fastify koa-ratelimit exited \(code 1\) before listening/,
+      )
+    } finally {
+      if (flags === undefined) delete process.env.BENCH_NODE_FLAGS
+      else process.env.BENCH_NODE_FLAGS = flags
+    }
+  }, 30_000)
+})
