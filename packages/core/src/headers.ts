@@ -39,8 +39,9 @@ export function toSeconds(ms: number): number {
 }
 
 /**
- * The response headers for a decision, as a plain record. On a denial `Retry-After` is added and the reset
- * value equals it: the truthful `retryAfter`, not the end of some window.
+ * The response headers for a decision, as a plain record. On a denial `Retry-After` is added. The reset values
+ * (draft-6/-7 `reset`, `X-RateLimit-Reset`, draft-8 `t`) follow `headerReset`: at remaining 0 the wait until the
+ * next cost-1 request passes (on a denial, `Retry-After`), otherwise until the whole quota is free again.
  */
 export function rateLimitHeaders(
   result: RateLimitResult,
@@ -57,15 +58,33 @@ export function rateLimitHeaders(
   if (legacy) {
     headers['X-RateLimit-Limit'] = String(result.limit)
     headers['X-RateLimit-Remaining'] = String(result.remaining)
-    headers['X-RateLimit-Reset'] = String(toSeconds(result.at + resetOf(result)))
+    headers['X-RateLimit-Reset'] = String(toSeconds(result.at + headerReset(result)))
   }
   if (!result.allowed) headers['Retry-After'] = String(toSeconds(result.retryAfter))
   return headers
 }
 
-/** The reported rule's reset: on a denial its `retryAfter`, so that it equals `Retry-After`. */
-function resetOf(result: RateLimitResult): number {
-  return result.allowed ? result.reset : result.retryAfter
+/**
+ * The wait (ms) the reset headers announce, one rule for every response, allowed or denied: with `remaining` 0,
+ * the wait until the next cost-1 request is admitted (on a denial, `retryAfter`: the two agree for cost 1);
+ * otherwise the wait until the quota is whole again (`reset`). A client that pauses at remaining 0 until the
+ * reset is then never refused for waiting too little, and never waits longer than it must.
+ */
+export function headerReset(result: RateLimitResult): number {
+  if (result.remaining > 0) return result.reset
+  if (!result.allowed) return result.retryAfter
+  let next = 0
+  for (const rule of result.rules)
+    if (rule.remaining === 0 && rule.next !== undefined) next = Math.max(next, rule.next)
+  // A store that does not tell when the next request passes: the whole quota's wait, which is never too short.
+  return next > 0 ? next : result.reset
+}
+
+/** One rule's reset for draft-8 `t`, by the same rule as `headerReset`. */
+function ruleReset(rule: RuleResult): number {
+  if (rule.remaining > 0) return rule.reset
+  if (!rule.allowed) return rule.retryAfter
+  return rule.next !== undefined && rule.next > 0 ? rule.next : rule.reset
 }
 
 /** Drafts -05/-06: three fields for the most restrictive rule, and the policy list. */
@@ -74,13 +93,13 @@ function draft6(result: RateLimitResult): Record<string, string> {
     'RateLimit-Policy': policyList(result.rules),
     'RateLimit-Limit': String(result.limit),
     'RateLimit-Remaining': String(result.remaining),
-    'RateLimit-Reset': String(toSeconds(resetOf(result))),
+    'RateLimit-Reset': String(toSeconds(headerReset(result))),
   }
 }
 
 /** Draft -07: one dictionary for the most restrictive rule, and the policy list. */
 function draft7(result: RateLimitResult): Record<string, string> {
-  const reset = toSeconds(resetOf(result))
+  const reset = toSeconds(headerReset(result))
   return {
     'RateLimit-Policy': policyList(result.rules),
     RateLimit: `limit=${result.limit}, remaining=${result.remaining}, reset=${reset}`,
@@ -132,7 +151,7 @@ function namedPolicies(
       )
     : result.rules
         .filter((rule) => !rule.allowed && rule.retryAfter > 0)
-        .map((rule) => `"${rule.rule.name}";r=${rule.remaining};t=${toSeconds(rule.retryAfter)}${pk}`)
+        .map((rule) => `"${rule.rule.name}";r=${rule.remaining};t=${toSeconds(ruleReset(rule))}${pk}`)
   // An empty List is not serialized at all (RFC 9651, 4.1.1).
   return limits.length === 0
     ? { 'RateLimit-Policy': policies }
@@ -141,13 +160,16 @@ function namedPolicies(
 
 /**
  * The `t` parameter of a rule that admits the request.
- * NOTE: draft-8 reads `t` as the seconds until the quota resets: for a full quota nothing is pending, and `t`
- * is left out (the draft's own example of "no time window reset"). Draft-11 reads it as the effective window,
+ * NOTE: draft-8 reads `t` as the seconds until the quota resets (`ruleReset`: at r=0, until the next request
+ * passes): for a full quota nothing is pending, and `t` is left out (the draft's own example of "no time window reset"). Draft-11 reads it as the effective window,
  * the time within which the client should use no more than `r`: a full quota's is the policy window, and no
  * quota spans more than its window (the sliding window counter's full reset can take two).
  */
 function resetParameter(rule: RuleResult, format: 'draft-8' | 'draft-11'): string {
-  if (format === 'draft-8') return rule.reset > 0 ? `;t=${toSeconds(rule.reset)}` : ''
+  if (format === 'draft-8') {
+    const reset = ruleReset(rule)
+    return reset > 0 ? `;t=${toSeconds(reset)}` : ''
+  }
   const { windowMs } = rule.rule
   return `;t=${toSeconds(rule.reset > 0 ? Math.min(rule.reset, windowMs) : windowMs)}`
 }

@@ -21,7 +21,13 @@ export {
 } from './concurrency.js'
 export type { Duration, DurationUnit } from './duration.js'
 export { RateLimitError, type RateLimitErrorCode } from './errors.js'
-export { type HeaderFormat, type HeaderOptions, partitionKey, rateLimitHeaders } from './headers.js'
+export {
+  type HeaderFormat,
+  type HeaderOptions,
+  headerReset,
+  partitionKey,
+  rateLimitHeaders,
+} from './headers.js'
 export {
   type Defer,
   type EngineScope,

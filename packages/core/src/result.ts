@@ -6,6 +6,11 @@ export interface RuleResult extends RuleOutcome {
   rule: Rule
   /** Whether this rule admits the request. */
   allowed: boolean
+  /**
+   * On an admitted request: the wait (ms) until a cost-1 request passes this rule, 0 while one still would.
+   * What the reset headers announce for a rule with nothing left (see `rateLimitHeaders`).
+   */
+  next?: number
 }
 
 /** What `settle` did. */
@@ -30,7 +35,11 @@ export interface RateLimitResult {
   limit: number
   /** How many cost-1 requests would still pass now (across all rules). */
   remaining: number
-  /** Wait until the reported rule's whole quota is free again, if nothing else arrived. */
+  /**
+   * Wait until the reported rule's whole quota is free again, if nothing else arrived. The reset headers announce
+   * this while `remaining` is above 0; at 0 they announce when the next cost-1 request passes (see
+   * `rateLimitHeaders` and `headerReset`).
+   */
   reset: number
   /** Smallest wait after which the same request passes if nothing else arrives (0 when allowed). */
   retryAfter: number
@@ -115,13 +124,23 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
   let remaining = Number.POSITIVE_INFINITY
   for (let i = 0; i < outcomes.length; i++) {
     const outcome = outcomes[i]!
-    results[i] = {
-      rule: rules[i]!,
-      allowed: allowed || outcome.retryAfter === 0,
-      remaining: outcome.remaining,
-      reset: outcome.reset,
-      retryAfter: outcome.retryAfter,
-    }
+    // An admitted decision's outcome `retryAfter` is the wait until a cost-1 request passes: `next`.
+    results[i] = allowed
+      ? {
+          rule: rules[i]!,
+          allowed,
+          remaining: outcome.remaining,
+          reset: outcome.reset,
+          retryAfter: 0,
+          next: outcome.retryAfter,
+        }
+      : {
+          rule: rules[i]!,
+          allowed: outcome.retryAfter === 0,
+          remaining: outcome.remaining,
+          reset: outcome.reset,
+          retryAfter: outcome.retryAfter,
+        }
     remaining = Math.min(remaining, outcome.remaining)
     const best = outcomes[reported]!
     const worse = allowed

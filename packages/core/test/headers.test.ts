@@ -3,7 +3,9 @@ import { type BareItem, type Item, parseDictionary, parseList } from 'structured
 import { describe, expect, it } from 'vitest'
 import {
   fixedWindow,
+  gcra,
   type HeaderFormat,
+  headerReset,
   MemoryStore,
   partitionKey,
   RateLimiter,
@@ -305,6 +307,67 @@ describe('every format parses as structured fields and agrees with Retry-After',
   })
 })
 
+describe('reset headers: one rule on every response (issue 20)', () => {
+  const makers: (() => Rule)[] = [
+    () => fixedWindow({ limit: 3, window: '2s' }),
+    () => slidingWindowLog({ limit: 2, window: '1500ms' }),
+    () => slidingWindowCounter({ limit: 4, window: '3s' }),
+    () => tokenBucket({ capacity: 3, refillRate: 2 }),
+    () => gcra({ limit: 3, window: '3s', burst: 2 }),
+  ]
+  const steps = fc.array(fc.record({ wait: fc.nat(2_500), cost: fc.constantFrom(1, 1, 2) }), {
+    minLength: 1,
+    maxLength: 30,
+  })
+
+  it('at remaining 0 the next request passes after the announced wait and not a millisecond before', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: makers.length - 1 }), steps, async (index, trace) => {
+        let now = 1_700_000_000_000
+        const limiter = new RateLimiter({
+          rules: makers[index]!(),
+          store: new MemoryStore({ clock: () => now }),
+        })
+        for (const { wait, cost } of trace) {
+          now += wait
+          const result = await limiter.limit('k', { cost })
+          const announced = headerReset(result)
+          if (result.remaining > 0) {
+            expect(announced).toBe(result.reset)
+            continue
+          }
+          // Admitted: a cost-1 request. Refused: this request again (Retry-After; the same for cost 1).
+          if (!result.allowed) expect(announced).toBe(result.retryAfter)
+          const next = { cost: result.allowed ? 1 : cost }
+          const decided = now
+          now = decided + announced
+          expect((await limiter.peek('k', next)).allowed).toBe(true)
+          now = decided + announced - 1
+          expect((await limiter.peek('k', next)).allowed).toBe(false)
+          now = decided
+        }
+      }),
+      { numRuns: 200 },
+    )
+  })
+
+  it('3 per 10 s (the default algorithm): the third request and the 429 announce the same wait', async () => {
+    let now = 1_700_000_000_000
+    const limiter = new RateLimiter({
+      rules: slidingWindowCounter({ limit: 3, window: '10s' }),
+      store: new MemoryStore({ clock: () => now }),
+    })
+    const resets: (string | undefined)[] = []
+    for (let i = 0; i < 4; i++) {
+      const result = await limiter.limit('k')
+      resets.push(/reset=(\d+)/.exec(rateLimitHeaders(result, { format: 'draft-7' }).RateLimit!)?.[1])
+      now += 1_000
+    }
+    // The third request and the 429 both announce 13.34 s after the first (before: 18 s on the third).
+    expect(resets).toEqual(['20', '19', '12', '11'])
+  })
+})
+
 /** The invariants of every format for one decision, read back with the independent parser. */
 function checkHeaders(result: RateLimitResult): void {
   const retryAfter = result.allowed ? undefined : Number(rateLimitHeaders(result)['Retry-After'])
@@ -323,11 +386,13 @@ function checkHeaders(result: RateLimitResult): void {
       if (format === 'draft-11' || params.t !== undefined) {
         expect(params.t).toSatisfy((t) => Number.isInteger(t) && (t as number) > 0)
       }
-      if (retryAfter !== undefined) expect(params.t).toBeLessThanOrEqual(retryAfter)
+      // A rule with nothing left announces when the next request passes: never after Retry-After.
+      if (retryAfter !== undefined && params.r === 0) expect(params.t).toBeLessThanOrEqual(retryAfter)
     }
     if (retryAfter !== undefined) {
       expect(limits.length).toBeGreaterThan(0)
-      expect(Math.max(...limits.map(({ params }) => params.t as number))).toBe(retryAfter)
+      if (limits.every(({ params }) => params.r === 0))
+        expect(Math.max(...limits.map(({ params }) => params.t as number))).toBe(retryAfter)
     } else {
       expect(limits).toHaveLength(result.rules.length)
     }
@@ -337,7 +402,10 @@ function checkHeaders(result: RateLimitResult): void {
     expect(new Set(limits).size).toBe(limits.length)
   }
   const draft7 = parseDictionary(rateLimitHeaders(result, { format: 'draft-7' }).RateLimit!)
-  if (retryAfter !== undefined) expect(draft7.get('reset')?.[0]).toBe(retryAfter)
+  // One rule on every response (issue 20): at remaining 0 the wait for the next request (on a denial,
+  // Retry-After), otherwise the wait for the whole quota.
+  if (result.remaining === 0 && retryAfter !== undefined) expect(draft7.get('reset')?.[0]).toBe(retryAfter)
+  if (result.remaining > 0) expect(draft7.get('reset')?.[0]).toBe(Math.ceil(result.reset / 1000))
 }
 
 describe('legacy and off', () => {

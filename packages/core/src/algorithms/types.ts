@@ -74,7 +74,11 @@ export interface RuleOutcome {
   remaining: number
   /** Wait until this rule's whole quota is free again, if nothing else arrived (0 when it already is). */
   reset: number
-  /** Smallest wait after which the same request passes this rule (0 when it passes now). */
+  /**
+   * On a denial: the smallest wait after which the same request passes this rule (0 when it passes now). On an
+   * admitted request: the wait until a cost-1 request passes this rule (0 while one still would), which the
+   * reset headers announce at remaining 0. A store that leaves it 0 there gets `reset` announced instead.
+   */
   retryAfter: number
 }
 
@@ -99,7 +103,8 @@ export interface AlgorithmLogic<S> {
   refund(state: S, now: number, cost: number, at: number): void
   /**
    * The outcome after the decision. `pending` is a cost admitted but not written (a peek), `deniedCost`
-   * the cost of a denied request (0 when the request was allowed).
+   * the cost of a denied request, or 1 when the request was allowed: `retryAfter` is then the wait until a
+   * cost-1 request passes.
    */
   report(state: S, now: number, pending: number, deniedCost: number): RuleOutcome
   /** How long the state matters; 0 when it equals a fresh state and may be dropped. */

@@ -28,7 +28,8 @@ export function decideLocally(
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
     if (allowed && write) logic.consume(states[i], now, cost)
-    outcomes[i] = logic.report(states[i], now, allowed && !write ? cost : 0, allowed ? 0 : cost)
+    // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
+    outcomes[i] = logic.report(states[i], now, allowed && !write ? cost : 0, allowed ? 1 : cost)
   }
   if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
     blocked = recordDenial(penalty, penaltyState, now)
@@ -65,7 +66,7 @@ export function chargeLocally(
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
     logic.consume(states[i], now, k)
-    outcomes[i] = logic.report(states[i], now, 0, 0)
+    outcomes[i] = logic.report(states[i], now, 0, 1)
   }
   return { charged: k, decision: { allowed: true, now, outcomes } }
 }

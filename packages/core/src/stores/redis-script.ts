@@ -136,7 +136,8 @@ if mode == '${MODE.charge}' then
 ${charge}  allowed, cost = true, k
 end
 
-local pending, denied = 0, 0
+-- Admitted: retry tells when a cost-1 request passes next (the reset headers' value at remaining 0).
+local pending, denied = 0, 1
 if not allowed then denied = cost end
 if allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}') then
 ${each((twin, r) => `${twin.consume(r, 'cost')}${twin.persist(r, true)}`)}else
