@@ -187,6 +187,50 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect((await request(url).get('/').expect(403)).headers['retry-after']).toBe('60')
     })
 
+    it('penalty block: its own body wording (default JSON and problem details) and the observer outcome blocked', async () => {
+      for (const problemDetails of [false, true]) {
+        const clock = new ManualClock(1_700_000_000_000)
+        const outcomes: string[] = []
+        const url = await start({
+          global: {
+            limit: 1,
+            window: '1s',
+            algorithm: 'fixed-window',
+            penalty: { after: 2, within: '10s', block: '30s', statusCode: 403 },
+            problemDetails,
+            observer: { onDecision: (event) => void outcomes.push(event.outcome) },
+            store: makeStore(clock),
+          },
+        })
+        await request(url).get('/').expect(200)
+        const limited = await request(url).get('/').expect(429)
+        const blocked = await request(url).get('/').expect(403)
+        if (problemDetails) {
+          expect(limited.body).toMatchObject({ title: expect.stringMatching(/quota/), status: 429 })
+          expect(blocked.headers['content-type']).toMatch(/^application\/problem\+json/)
+          expect(blocked.body).toEqual({
+            type: 'about:blank',
+            title: 'Forbidden',
+            status: 403,
+            detail: 'Blocked after repeated rate limit violations: retry in 30 seconds.',
+          })
+        } else {
+          expect(limited.body).toMatchObject({ error: 'Too Many Requests' })
+          expect(blocked.body).toEqual({
+            error: 'Forbidden',
+            message: 'Blocked after repeated rate limit violations: retry in 30 seconds.',
+            retryAfter: 30,
+            blocked: true,
+          })
+        }
+        clock.advance(5_000)
+        await request(url).get('/').expect(403)
+        expect(outcomes).toEqual(['allowed', 'limited', 'blocked', 'blocked'])
+        await app?.close()
+        app = undefined
+      }
+    })
+
     it('reserve-then-settle: req.rateLimit.settle(actual) refunds an overestimate and charges an underestimate, never below zero', async () => {
       const clock = new ManualClock(1_700_000_000_000)
       const url = await start({

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import { toSeconds } from './headers.js'
 import type { HttpConfig } from './http-options.js'
 import type { RateLimitResult } from './result.js'
@@ -30,7 +31,20 @@ export async function renderBody<Req>(
     return typeof body === 'string' ? { contentType: 'text/plain; charset=utf-8', payload: body } : json(body)
   }
   const seconds = toSeconds(result.retryAfter)
-  const detail = `Too many requests: retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+  const retry = `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+  if (result.blocked !== undefined) {
+    // A penalty block: its own wording, under the block's status (`penalty.statusCode`, 403 or another).
+    const title = STATUS_CODES[statusCode] ?? 'Blocked'
+    const detail = `Blocked after repeated rate limit violations: ${retry}`
+    if (config.problemDetails) {
+      return {
+        contentType: 'application/problem+json',
+        payload: JSON.stringify({ type: 'about:blank', title, status: statusCode, detail }),
+      }
+    }
+    return json({ error: title, message: detail, retryAfter: seconds, blocked: true })
+  }
+  const detail = `Too many requests: ${retry}`
   if (config.problemDetails) {
     return {
       contentType: 'application/problem+json',

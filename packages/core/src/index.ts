@@ -44,14 +44,15 @@ export {
 } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
 export { type LimitOptions, RateLimiter } from './limiter.js'
-export type {
-  BreakerEvent,
-  BreakerState,
-  DecisionEvent,
-  DecisionOutcome,
-  RateLimitObserver,
-  StoreCallEvent,
-  StoreErrorKind,
+export {
+  type BreakerEvent,
+  type BreakerState,
+  DECISION_OUTCOMES,
+  type DecisionEvent,
+  type DecisionOutcome,
+  type RateLimitObserver,
+  type StoreCallEvent,
+  type StoreErrorKind,
 } from './observe.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { PenaltyOptions } from './penalty.js'

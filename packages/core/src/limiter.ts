@@ -364,7 +364,9 @@ export class RateLimiter {
             : 'failed-closed'
           : result.allowed
             ? 'allowed'
-            : 'limited'
+            : result.blocked !== undefined
+              ? 'blocked'
+              : 'limited'
     const event: DecisionEvent = {
       limiter: this.name,
       rule: result.shadow ? wouldLimit(result).name : result.rule.name,

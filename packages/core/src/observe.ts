@@ -1,22 +1,30 @@
 import type { DecisionSource, RateLimitResult } from './result.js'
 
 /**
- * What became of a request:
+ * Every outcome of a decision, the one list observers and OpenTelemetry report (`DecisionOutcome`):
  * - `'allowed'`: admitted by the store, the fallback store, or a shadow rule's limiter that found room;
- * - `'limited'`: refused by the store, the fallback store or the blocked-key cache (see `source`);
+ * - `'limited'`: refused by the rules, through the store, the fallback store or the blocked-key cache (see
+ *   `source`);
+ * - `'blocked'`: refused by a `penalty` block (`result.blocked`; the denial that starts a block included): the
+ *   answer has `penalty.statusCode`;
  * - `'shadow-limited'`: the rules would have refused it, but shadow mode let it through;
  * - `'failed-open'`: no store answered and `onStoreError: 'allow'` let it through;
  * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503);
  * - `'shed'`: too many decisions were waiting for the store (RedisStore `maxWaiting`): refused without a store
  *   call (adapters answer 429 with a `Retry-After` of about one round trip).
  */
-export type DecisionOutcome =
-  | 'allowed'
-  | 'limited'
-  | 'shadow-limited'
-  | 'failed-open'
-  | 'failed-closed'
-  | 'shed'
+export const DECISION_OUTCOMES = [
+  'allowed',
+  'limited',
+  'blocked',
+  'shadow-limited',
+  'failed-open',
+  'failed-closed',
+  'shed',
+] as const
+
+/** What became of a request: one of `DECISION_OUTCOMES`. */
+export type DecisionOutcome = (typeof DECISION_OUTCOMES)[number]
 
 /** One decision of `limit()` (not of `peek()`). */
 export interface DecisionEvent {

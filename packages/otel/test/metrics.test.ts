@@ -149,6 +149,21 @@ describe('@ratewindow/otel', () => {
     ])
   })
 
+  it('counts penalty blocks apart from limited requests: outcome blocked', async () => {
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1m', name: 'minute' }),
+      penalty: { after: 1, within: '1m', block: '10m' },
+      name: 'login',
+      observer: rateLimitMetrics({ meterProvider: provider }),
+    })
+    for (let i = 0; i < 4; i++) await limiter.limit('mallory')
+    const decisions = counts(await points('ratewindow.decisions'))
+    expect(decisions.map(([attributes, value]) => [attributes['ratewindow.outcome'], value])).toEqual([
+      ['allowed', 1],
+      ['blocked', 3],
+    ])
+  })
+
   it('labels decisions with http.route through an adapter, and counts shadow-limited requests', async () => {
     const app = express()
     app.get(
