@@ -322,6 +322,42 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
       allowList.set({})
       expect(await statuses(url, 1, { 'x-api-key': 'k1' })).toEqual([429])
     })
+
+    it('denyList as a function of the request refuses what it names; deny wins over skip and the allow list', async () => {
+      const store = counting(makeStore())
+      const header = (request: unknown, name: string) =>
+        (request as { headers: Record<string, string | undefined> }).headers[name]
+      const url = await start({
+        limit: 1,
+        store,
+        // koa-ratelimit's blacklist function, as it is: true refuses.
+        denyList: (async (request: unknown) => header(request, 'x-bot') === 'yes') as never,
+        skip: ((request: unknown) => header(request, 'x-internal') === 'yes') as never,
+        allowList: { ips: ['10.0.0.0/8'] },
+      })
+      const denied = await request(url).get('/').set({ 'x-bot': 'yes' }).expect(403)
+      expect(denied.body).toEqual({ error: 'Forbidden', message: 'Access denied.' })
+      expect(await statuses(url, 1, { 'x-bot': 'yes', 'x-internal': 'yes' })).toEqual([403])
+      expect(await statuses(url, 1, { 'x-bot': 'yes', ...from('10.1.2.3') })).toEqual([403])
+      expect(store.calls).toBe(0)
+      expect(await statuses(url, 2, { 'x-internal': 'yes' })).toEqual([200, 200])
+      expect(await statuses(url, 2, from('203.0.113.1'))).toEqual([200, 429])
+    })
+
+    it('a deny list by address or key refuses a skipped request too', async () => {
+      const key = (request: unknown) =>
+        String((request as { headers: Record<string, unknown> }).headers['x-api-key'] ?? 'none')
+      const url = await start({
+        limit: 1,
+        store: makeStore(),
+        key: key as never,
+        skip: () => true,
+        denyList: { ips: ['198.51.100.0/24'], keys: ['stolen'] },
+      })
+      expect(await statuses(url, 1, from('198.51.100.7'))).toEqual([403])
+      expect(await statuses(url, 1, { 'x-api-key': 'stolen' })).toEqual([403])
+      expect(await statuses(url, 2, { 'x-api-key': 'fine' })).toEqual([200, 200])
+    })
   })
 })
 

@@ -88,6 +88,11 @@ export class AccessList {
     return this.#ipv4.length === 0 && this.#ipv6.length === 0 && this.#keys.size === 0
   }
 
+  /** @internal Whether the list holds keys (a skipped request's key is computed only then). */
+  get keyed(): boolean {
+    return this.#keys.size > 0
+  }
+
   /** Whether the list holds `key`. */
   hasKey(key: string): boolean {
     return this.#keys.size > 0 && this.#keys.has(key)
@@ -120,11 +125,16 @@ export type AccessListOption = AccessList | AccessListEntries
 export function parseAccessList(value: unknown, option: string): AccessList | undefined {
   if (value === undefined || value instanceof AccessList) return value
   if (Array.isArray(value) || typeof value === 'function') {
+    // A function exempts the requests it names from an allow list (`skip`), and refuses them from a deny list
+    // (`denyList` takes the function itself): never the other way round.
+    const forFunction =
+      option === 'denyList'
+        ? 'for a function of the request, pass it as it is: `denyList: (request) => boolean`.'
+        : 'for a function of the request, use `skip: (request) => boolean`.'
     throw new RateLimitError(
       'ERR_RATEWINDOW_INVALID_OPTION',
       `\`${option}\` takes an AccessList or \`{ ips: [...], keys: [...] }\`; received ${describeValue(value)}. ` +
-        "For @fastify/rate-limit's array of addresses write `{ ips: [...] }`; for a function of the request, " +
-        'use `skip: (request) => boolean`.',
+        `For @fastify/rate-limit's array of addresses write \`{ ips: [...] }\`; ${forFunction}`,
       { option },
     )
   }

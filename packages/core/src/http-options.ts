@@ -62,10 +62,12 @@ export interface HttpRateLimitOptions<Req>
    */
   allowList?: AccessListOption
   /**
-   * Clients always refused with `denyStatusCode`, by address/network or key: an `AccessList` (reloadable with
-   * `set`) or `{ ips, keys }`. Checked before any store call; `handler` is not called for them.
+   * Clients always refused with `denyStatusCode`: by address/network or key, an `AccessList` (reloadable with
+   * `set`) or `{ ips, keys }`; or a function of the request returning true to refuse it (koa-ratelimit's
+   * `blacklist` function). Checked before any store call, and before `skip` and `allowList`: a denied client is
+   * refused even when skipped or allow-listed. `handler` is not called for them.
    */
-  denyList?: AccessListOption
+  denyList?: AccessListOption | ((request: Req) => Awaitable<boolean>)
   /** Status of a deny-listed request. @default 403 */
   denyStatusCode?: number
   /**
@@ -195,6 +197,8 @@ export interface HttpConfig<Req> {
   enabled: boolean
   allowList: AccessList | undefined
   denyList: AccessList | undefined
+  /** `denyList` as a function of the request. */
+  denyWhen: ((request: Req) => Awaitable<boolean>) | undefined
   denyStatusCode: number
   cost: number | ((request: Req) => Awaitable<number>)
   headers: HeaderFormat | false
@@ -251,7 +255,9 @@ export function resolveHttpOptions<Req>(
     skip: typeof options.skip === 'function' ? options.skip : undefined,
     enabled: options.enabled !== false && options.skip !== true,
     allowList: parseAccessList(options.allowList, 'allowList'),
-    denyList: parseAccessList(options.denyList, 'denyList'),
+    denyList:
+      typeof options.denyList === 'function' ? undefined : parseAccessList(options.denyList, 'denyList'),
+    denyWhen: typeof options.denyList === 'function' ? options.denyList : undefined,
     denyStatusCode: options.denyStatusCode ?? HTTP_DEFAULTS.denyStatusCode,
     cost: options.cost ?? HTTP_DEFAULTS.cost,
     headers: options.headers ?? HTTP_DEFAULTS.headers,

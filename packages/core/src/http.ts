@@ -303,16 +303,48 @@ export class HttpRateLimiter<Req> {
    */
   decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     try {
-      const { skip, enabled } = this.#config
+      // Deny wins over skip (and over the allow list): a `denyList` function is asked first.
+      const { denyWhen, enabled } = this.#config
       if (!enabled) return undefined
-      if (skip === undefined) return this.#decideUnskipped(request)
-      const skipped = skip(request)
-      if (isThenable(skipped))
-        return Promise.resolve(skipped).then((yes) => (yes ? undefined : this.#decideUnskipped(request)))
-      return skipped ? undefined : this.#decideUnskipped(request)
+      if (denyWhen === undefined) return this.#skipOrDecide(request)
+      const denied = denyWhen(request)
+      if (isThenable(denied))
+        return Promise.resolve(denied).then((yes) =>
+          yes ? this.#deniedRequest(request) : this.#skipOrDecide(request),
+        )
+      return denied ? this.#deniedRequest(request) : this.#skipOrDecide(request)
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  #skipOrDecide(request: Req): Awaitable<HttpDecision | undefined> {
+    const { skip } = this.#config
+    if (skip === undefined) return this.#decideUnskipped(request)
+    const skipped = skip(request)
+    if (isThenable(skipped))
+      return Promise.resolve(skipped).then((yes) =>
+        yes ? this.#skippedUnlessDenied(request) : this.#decideUnskipped(request),
+      )
+    return skipped ? this.#skippedUnlessDenied(request) : this.#decideUnskipped(request)
+  }
+
+  /** A skipped request the deny list names is still refused (deny wins over skip); else undefined. */
+  #skippedUnlessDenied(request: Req): Awaitable<HttpDecision | undefined> {
+    const config = this.#config
+    const { denyList } = config
+    if (denyList === undefined || denyList.empty) return undefined
+    const ip = this.#binding.clientIp(request)
+    if (denyList.hasIp(ip)) return this.#denied(ip ?? '')
+    // The key is computed for a skipped request only when the deny list holds keys.
+    if (!denyList.keyed) return undefined
+    const key = config.key ? config.key(request) : ipKey(ip ?? '', this.#ipKeyOptions)
+    const check = (k: string) => (denyList.hasKey(k) ? this.#denied(k) : undefined)
+    return isThenable(key) ? Promise.resolve(key).then(check) : check(key)
+  }
+
+  #deniedRequest(request: Req): HttpDecision {
+    return this.#denied(this.#binding.clientIp(request) ?? '')
   }
 
   #decideUnskipped(request: Req): Awaitable<HttpDecision | undefined> {

@@ -30,10 +30,22 @@ const PEER_NAMES: Readonly<Record<string, { from: string; use: string }>> = {
   addHeaders: { from: FRL, use: '`headers` (a format or `false`) and `legacyHeaders`' },
   addHeadersOnExceeding: { from: FRL, use: '`headers` (a format or `false`) and `legacyHeaders`' },
   disableHeader: { from: KRL, use: '`headers: false`' },
-  whitelist: { from: KRL, use: "`allowList: { ips: ['10.0.0.0/8'], keys: [...] }`" },
-  allowlist: { from: KRL, use: "`allowList: { ips: ['10.0.0.0/8'], keys: [...] }`" },
-  blacklist: { from: KRL, use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`" },
-  blocklist: { from: KRL, use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`" },
+  whitelist: {
+    from: KRL,
+    use: "`allowList: { ips: ['10.0.0.0/8'], keys: [...] }`, or for a function `skip: (ctx) => boolean`",
+  },
+  allowlist: {
+    from: KRL,
+    use: "`allowList: { ips: ['10.0.0.0/8'], keys: [...] }`, or for a function `skip: (ctx) => boolean`",
+  },
+  blacklist: {
+    from: KRL,
+    use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`, or for a function `denyList: (ctx) => boolean` (true refuses)",
+  },
+  blocklist: {
+    from: KRL,
+    use: "`denyList: { ips: ['198.51.100.0/24'], keys: [...] }`, or for a function `denyList: (ctx) => boolean` (true refuses)",
+  },
   ban: { from: FRL, use: '`penalty: { after, within, block }` (blocks a key denied repeatedly)' },
   errorResponseBuilder: { from: FRL, use: '`message: (request, result) => body` or `handler`' },
   errorMessage: { from: KRL, use: '`message`' },
