@@ -4,6 +4,7 @@ import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express from 'express'
+import express4 from 'express4'
 import Fastify from 'fastify'
 import Koa from 'koa'
 import request from 'supertest'
@@ -29,6 +30,41 @@ describe('Express specifics', () => {
     expect(denied.body).toEqual({ custom: true, retryAfter: true })
     expect(denied.headers['retry-after']).toBeDefined()
   })
+
+  it.each([
+    ['Express 5', express],
+    ['Express 4', express4 as unknown as typeof express],
+  ])(
+    "%s: express-rate-limit's handler copied as it is answers as it did there, not 500",
+    async (_, create) => {
+      for (const message of [undefined, 'Too many requests, please try again later.']) {
+        const app = create()
+        const seen: [number, number][] = []
+        app.use(
+          expressRateLimit({
+            limit: 1,
+            window: '15m',
+            ...(message === undefined ? {} : { message }),
+            // The handler of express-rate-limit's documentation, its 4th argument being its options there.
+            handler: (_request, response, _next, options) => {
+              seen.push([options.limit, options.windowMs])
+              response.status(options.statusCode).send(options.message)
+            },
+          }),
+        )
+        app.get('/', (_request, response) => {
+          response.send('ok')
+        })
+        await request(app).get('/').expect(200)
+        const denied = await request(app).get('/').expect(429)
+        if (message === undefined) {
+          expect(denied.headers['content-type']).toMatch(/^application\/json/)
+          expect(denied.body).toMatchObject({ error: 'Too Many Requests', retryAfter: expect.any(Number) })
+        } else expect(denied.text).toBe(message)
+        expect(seen).toEqual([[1, 900_000]])
+      }
+    },
+  )
 
   it('writes nothing when an earlier middleware already answered', async () => {
     const app = express()

@@ -4,6 +4,7 @@ import {
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type RateLimitResult,
+  type ResponseBody,
 } from '@ratewindow/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
@@ -16,13 +17,27 @@ declare global {
   }
 }
 
+/**
+ * The 4th argument of `handler`: the decision, with what express-rate-limit's options carry that its handlers
+ * use (`statusCode`, `message`, `limit`, `windowMs`), so that a handler written for express-rate-limit, such as
+ * `(req, res, next, options) => res.status(options.statusCode).send(options.message)`, works as it is.
+ */
+export interface ExpressHandlerResult extends RateLimitResult {
+  /** The status of the default answer: 429 (`statusCode`), `penalty.statusCode` while blocked, 503 on failure. */
+  statusCode: number
+  /** The body of the default answer: the `message` option's value, or the default JSON as an object. */
+  message: ResponseBody
+  /** The reported rule's window, ms (`limit` is the reported rule's limit). */
+  windowMs: number
+}
+
 export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request> {
   /** Replaces the default 429 answer. Headers are already set; send a response or call `next`. */
   handler?: (
     request: Request,
     response: Response,
     next: NextFunction,
-    result: RateLimitResult,
+    result: ExpressHandlerResult,
   ) => void | Promise<void>
 }
 
@@ -133,10 +148,17 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
   const { handler } = options
 
   async function deny(request: Request, response: Response, next: NextFunction, decision: HttpDecision) {
-    if (handler && decision.result.source !== 'deny-list') {
-      return await handler(request, response, next, decision.result)
-    }
     const { contentType, payload } = await engine.body(request, decision)
+    if (handler && decision.result.source !== 'deny-list') {
+      const { result, statusCode } = decision
+      const message: ResponseBody = contentType.startsWith('text/plain') ? payload : JSON.parse(payload)
+      return await handler(request, response, next, {
+        ...result,
+        statusCode,
+        message,
+        windowMs: result.rule.windowMs,
+      })
+    }
     response.status(decision.statusCode).type(contentType).send(payload)
   }
 
