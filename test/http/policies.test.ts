@@ -258,6 +258,49 @@ describe.each([
     await app.close()
     await expect(app.ratewindow.resetKey('ann')).resolves.toBeUndefined()
   })
+
+  it('resets one route, one registration or one name, beside the reset of everything', async () => {
+    const app = create()
+    const key = (request: { headers: Record<string, unknown> }) => String(request.headers['x-user'])
+    await app.register(fastifyRateLimit, { limit: 5, key, name: 'api' })
+    app.get('/data', async () => 'ok')
+    app.post('/login', { config: { ratewindow: { limit: 2, name: 'login' } } }, async (request) => {
+      await app.ratewindow.reset(request, { route: 'POST /login' }) // a successful login
+      return 'welcome'
+    })
+    let child: typeof app | undefined
+    await app.register(async (instance) => {
+      child = instance as unknown as typeof app
+      await instance.register(fastifyRateLimit, { limit: 1, key, group: 'child', name: 'child' })
+      instance.get('/child', async () => 'ok')
+    })
+    await app.ready()
+    const remaining = async (method: 'GET' | 'POST', url: string) => {
+      const response = await app.inject({ method, url, headers: { 'x-user': 'ann' } })
+      return [response.statusCode, Number(response.headers['ratelimit-remaining'])]
+    }
+    // /data is counted by the plugin's limiter, /login by its own.
+    expect(await remaining('GET', '/data')).toEqual([200, 4])
+    expect(await remaining('POST', '/login')).toEqual([200, 1])
+    // The login reset its route's counter only: the API quota keeps what it spent (reset(request) makes it 4).
+    expect(await remaining('GET', '/data')).toEqual([200, 3])
+    expect(await remaining('POST', '/login')).toEqual([200, 1])
+    await app.ratewindow.resetKey('ann', { name: 'api' })
+    expect(await remaining('GET', '/data')).toEqual([200, 4])
+    expect((await remaining('GET', '/child'))[0]).toBe(200)
+    expect((await remaining('GET', '/child'))[0]).toBe(429)
+    await app.ratewindow.resetKey('ann', { registration: child! })
+    expect((await remaining('GET', '/child'))[0]).toBe(200)
+    // The child's reset left the API quota alone: /data, and the two admitted /child requests (the app's
+    // registration applies there too; the refused one stopped at the child's limiter), then this one.
+    expect(await remaining('GET', '/data')).toEqual([200, 1])
+    await expect(app.ratewindow.resetKey('ann', { route: 'POST /logn' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      message: expect.stringContaining('POST /login'),
+    })
+    await expect(app.ratewindow.resetKey('ann', { path: '/login' } as never)).rejects.toThrow(/`path`/)
+    await app.close()
+  })
 })
 
 describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {

@@ -44,14 +44,33 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
 export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global' | 'notFound'>
 
 /**
- * `fastify.ratewindow`: forgets a client's counters in every limiter of every registration of the plugin on
- * this server (the global one and each route's), e.g. after a successful login.
+ * Which limiters a reset reaches; every given field must match. Without a scope, a reset reaches every limiter.
+ * A scope that matches no limiter rejects (`ERR_RATEWINDOW_INVALID_OPTION`): a typo never resets nothing quietly.
+ */
+export interface ResetScope {
+  /**
+   * One route's own limiter (a route with `config.ratewindow`): `'POST /login'` (method and URL as registered),
+   * or `'/login'` for that URL under any method.
+   */
+  route?: string
+  /** The limiters of one registration: the Fastify instance `register(rateLimit, …)` was called on. */
+  registration?: FastifyInstance
+  /** The limiters with this `name` option (a route limiter inherits its registration's). */
+  name?: string
+}
+
+/**
+ * `fastify.ratewindow`: forgets a client's counters, e.g. after a successful login: in every limiter of every
+ * registration of the plugin on this server (the global one and each route's), or in those of a `scope`.
  */
 export interface RateLimitHandle {
-  /** Forgets `key` in every limiter. Rejects on a store error. */
-  resetKey(key: string): Promise<void>
-  /** Forgets the key of `request` in every limiter, each computing it its own way. Rejects on a store error. */
-  reset(request: FastifyRequest): Promise<void>
+  /** Forgets `key` in every limiter, or in the limiters of `scope`. Rejects on a store error. */
+  resetKey(key: string, scope?: ResetScope): Promise<void>
+  /**
+   * Forgets the key of `request` in every limiter (or those of `scope`), each computing it its own way.
+   * Rejects on a store error.
+   */
+  reset(request: FastifyRequest, scope?: ResetScope): Promise<void>
   /**
    * Gives up the counters of every registration on this server to the limiters that replace them (what
    * `fastify.close()` does, with the memory stores they made for themselves). A newer limiter on the same store and
@@ -204,20 +223,68 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   return { hook, run, sent, engine }
 }
 
+/** Where an engine belongs, for scoped resets. */
+interface EngineScope {
+  /** `'POST /login'` for a route's own limiter; undefined for a registration's global one. */
+  route: string | undefined
+  registration: FastifyInstance
+  name: string | undefined
+}
+
+const SCOPE_NAMES = ['route', 'registration', 'name']
+
 /** The decoration: the engines of every registration, until their server closes. */
 class Handle implements RateLimitHandle {
-  readonly engines = new Set<HttpRateLimiter<FastifyRequest>>()
+  readonly engines = new Map<HttpRateLimiter<FastifyRequest>, EngineScope>()
 
-  async resetKey(key: string): Promise<void> {
-    await Promise.all([...this.engines].map((engine) => engine.resetKey(key)))
+  async resetKey(key: string, scope?: ResetScope): Promise<void> {
+    await Promise.all(this.#select(scope).map((engine) => engine.resetKey(key)))
   }
 
-  async reset(request: FastifyRequest): Promise<void> {
-    await Promise.all([...this.engines].map((engine) => engine.reset(request)))
+  async reset(request: FastifyRequest, scope?: ResetScope): Promise<void> {
+    await Promise.all(this.#select(scope).map((engine) => engine.reset(request)))
+  }
+
+  #select(scope: ResetScope | undefined): HttpRateLimiter<FastifyRequest>[] {
+    if (scope === undefined) return [...this.engines.keys()]
+    const unknown =
+      typeof scope === 'object' && scope !== null
+        ? Object.keys(scope).filter((name) => !SCOPE_NAMES.includes(name))
+        : ['(not an object)']
+    if (unknown.length > 0) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        `A reset scope takes \`route\`, \`registration\` and \`name\`; received ${unknown.map((name) => `\`${name}\``).join(', ')}.`,
+        { option: 'scope' },
+      )
+    }
+    const { route, registration, name } = scope
+    const selected = [...this.engines].filter(
+      ([, each]) =>
+        (route === undefined ||
+          (each.route !== undefined &&
+            (route.includes(' ')
+              ? each.route === route
+              : each.route.slice(each.route.indexOf(' ') + 1) === route))) &&
+        (registration === undefined || each.registration === registration) &&
+        (name === undefined || each.name === name),
+    )
+    if (selected.length === 0) {
+      const routes = [...this.engines.values()].flatMap((each) =>
+        each.route === undefined ? [] : [each.route],
+      )
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        `No @ratewindow/fastify limiter matches the reset scope ${JSON.stringify({ route, name })}${registration === undefined ? '' : ' in that registration'}. ` +
+          `Routes with a limiter of their own: ${routes.length === 0 ? 'none' : routes.join(', ')}.`,
+        { option: 'scope' },
+      )
+    }
+    return selected.map(([engine]) => engine)
   }
 
   release(): void {
-    for (const engine of this.engines) engine.release()
+    for (const engine of this.engines.keys()) engine.release()
   }
 }
 
@@ -251,7 +318,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       { option: 'ratewindow' },
     )
   }
-  handle.engines.add(globalLimiter.engine)
+  handle.engines.set(globalLimiter.engine, { route: undefined, registration: fastify, name: shared.name })
   fastify.addHook('onRoute', function onRoute(route) {
     const routeConfig = route.config as { ratewindow?: unknown; rateLimit?: unknown } | undefined
     const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
@@ -280,7 +347,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
       limiter = makeLimiter(merged, `config.ratewindow of ${scope}`, scope)
       engines.push(limiter.engine)
-      handle.engines.add(limiter.engine)
+      handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
     }
     const existing = route[limiter.hook]
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
