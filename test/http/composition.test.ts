@@ -23,6 +23,7 @@ import fastify4 from 'fastify4'
 import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { clusterClient, standaloneClient } from '../support/redis.js'
@@ -224,6 +225,17 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       expect(await statuses(url, '/a', 3)).toEqual([200, 200, 429])
       expect(await statuses(url, '/b', 3)).toEqual([200, 200, 429])
     })
+  })
+
+  it("names rate-limit-redis's RedisStore passed as store, and what to use instead", async () => {
+    // The same class name as ours: easily imported from the wrong package.
+    const store = new RateLimitRedisStore({ sendCommand: async () => 'OK' })
+    const error = await adapter
+      .start({ global: { limit: 3, store: store as never } })
+      .catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'store' })
+    expect((error as Error).message).toMatch(/rate-limit-redis's RedisStore, a store for express-rate-limit/)
+    expect((error as Error).message).toContain('`new RedisStore({ client })` from @ratewindow/core')
   })
 
   it('warns once about two limiters that would silently share a counter, or keeps them apart by route', async () => {

@@ -205,9 +205,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     circuitBreaker = LIMITER_DEFAULTS.circuitBreaker,
     blockedCache = LIMITER_DEFAULTS.blockedCache,
   } = options
-  if (!isStore(store)) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'store', store, 'a Store such as new MemoryStore()')
-  }
+  if (!isStore(store)) throw notAStore('store', store)
   if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
@@ -223,9 +221,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
   if (onShed !== 'limit' && onShed !== 'fallback') {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onShed', onShed, "'limit' or 'fallback'")
   }
-  if (fallback !== undefined && !isStore(fallback)) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fallback', fallback, 'a Store such as new MemoryStore()')
-  }
+  if (fallback !== undefined && !isStore(fallback)) throw notAStore('fallback', fallback)
   if (typeof onError !== 'function') {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
   }
@@ -313,6 +309,40 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     blockedCache: blockedCache === true ? {} : blockedCache,
     penalty,
   }
+}
+
+const USE_OURS =
+  'With ratewindow use `new RedisStore({ client })` from @ratewindow/core (or your adapter), which takes your Redis ' +
+  'client itself (ioredis, node-redis, iovalkey or Valkey GLIDE), or `new MemoryStore()`.'
+
+/**
+ * The error for a `store` or `fallback` that is not a Store: it names the library a peer's store comes from
+ * (the same class name, `RedisStore`, is easily imported from the wrong package) and what to use instead.
+ */
+function notAStore(option: string, value: unknown): RateLimitError {
+  const has = (name: string) =>
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Record<string, unknown>)[name] === 'function'
+  const from =
+    has('increment') && has('resetKey')
+      ? has('sendCommand') || 'sendCommand' in (value as object)
+        ? "rate-limit-redis's RedisStore, a store for express-rate-limit"
+        : 'a store for express-rate-limit (`increment`, `decrement`, `resetKey`)'
+      : has('incr') && has('child')
+        ? 'a store for @fastify/rate-limit (`incr`, `child`)'
+        : has('consume') && has('block') && has('penalty')
+          ? 'a rate-limiter-flexible limiter'
+          : value instanceof Map
+            ? "a Map (koa-ratelimit's memory `db`)"
+            : undefined
+  if (from === undefined)
+    return invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a Store such as new MemoryStore()')
+  return new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    `\`${option}\` is ${from}: its stores count differently and cannot decide for ratewindow. ${USE_OURS}`,
+    { option },
+  )
 }
 
 function isStore(value: unknown): value is Store {

@@ -22,6 +22,31 @@ function errorOf(fn: () => unknown): RateLimitError {
   throw new Error('expected a RateLimitError')
 }
 
+describe('a store from another library', () => {
+  const rule = fixedWindow({ limit: 1, window: '1m' })
+  it.each([
+    [
+      'an express-rate-limit store',
+      { increment: () => {}, decrement: () => {}, resetKey: () => {} },
+      /a store for express-rate-limit/,
+    ],
+    ['a @fastify/rate-limit store', { incr: () => {}, child: () => {} }, /a store for @fastify\/rate-limit/],
+    [
+      'a rate-limiter-flexible limiter',
+      { consume: () => {}, block: () => {}, penalty: () => {} },
+      /rate-limiter-flexible/,
+    ],
+    ["koa-ratelimit's memory db", new Map(), /koa-ratelimit/],
+  ])('%s as store or fallback is named, with what to use', (_, store, from) => {
+    for (const option of ['store', 'fallback'] as const) {
+      const error = errorOf(() => new RateLimiter({ rules: rule, [option]: store as never }))
+      expect(error.option).toBe(option)
+      expect(error.message).toMatch(from)
+      expect(error.message).toMatch(/new RedisStore\(\{ client \}\).*new MemoryStore\(\)/)
+    }
+  })
+})
+
 describe('durations', () => {
   it('parses every spelling the Duration type accepts (types and runtime agree)', () => {
     const spellings: Duration[] = [500, '500ms', '1.5s', '30 s', '1 minute', '15 minutes', '2h', '1 day']
