@@ -4,6 +4,7 @@
  */
 import {
   type BreakerEvent,
+  combineObservers,
   type DecisionEvent,
   fixedWindow,
   MemoryStore,
@@ -454,5 +455,40 @@ describe('events with Redis faults', () => {
     expect(seen.calls.map((call) => call.errorKind)).toEqual(['key', 'key'])
     expect(seen.outcomes()).toEqual(['failed-open/policy', 'failed-open/policy'])
     expect(seen.breakers).toEqual([])
+  })
+})
+
+describe('combineObservers (issue 20)', () => {
+  it('calls each observer in order; one that throws neither stops the next nor reaches the request', async () => {
+    const calls: string[] = []
+    const warnings: string[] = []
+    const onWarning = (warning: Error & { code?: string }) => void warnings.push(warning.code ?? '')
+    process.on('warning', onWarning)
+    try {
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 1, window: '1m' }),
+        observer: combineObservers(
+          { onDecision: (event) => void calls.push(`metrics:${event.outcome}`) },
+          undefined,
+          {
+            onDecision: () => {
+              throw new Error('broken logger')
+            },
+          },
+          { onDecision: (event) => void calls.push(`route:${event.outcome}`), onStoreCall: () => {} },
+        ),
+      })
+      expect((await limiter.limit('k')).allowed).toBe(true)
+      expect((await limiter.limit('k')).allowed).toBe(false)
+      expect(calls).toEqual(['metrics:allowed', 'route:allowed', 'metrics:limited', 'route:limited'])
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).toContain('RATEWINDOW_OBSERVER_FAILED')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('has only the callbacks some observer has', () => {
+    expect(Object.keys(combineObservers({ onBreaker: () => {} }, {}))).toEqual(['onBreaker'])
   })
 })

@@ -227,6 +227,23 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     })
   })
 
+  it('names every unknown option of a ported configuration in one error', async () => {
+    // A typical express-rate-limit configuration, as it was: four names to change, one round.
+    const ported = {
+      windowMs: 15 * 60_000,
+      max: 100,
+      standardHeaders: 'draft-7',
+      keyGenerator: () => 'k',
+      limt: 3,
+    }
+    const error = await adapter.start({ global: ported as CommonOptions }).catch((caught: unknown) => caught)
+    expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: 'windowMs' })
+    const message = (error as Error).message
+    expect(message).toMatch(/^5 unknown options in .* options:/)
+    for (const hint of ['`window`', '`limit: 100`', '`headers:', '`key:', 'Did you mean `limit`?'])
+      expect(message).toContain(hint)
+  })
+
   it("names rate-limit-redis's RedisStore passed as store, and what to use instead", async () => {
     // The same class name as ours: easily imported from the wrong package.
     const store = new RateLimitRedisStore({ sendCommand: async () => 'OK' })

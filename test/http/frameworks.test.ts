@@ -5,7 +5,7 @@ import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express from 'express'
 import express4 from 'express4'
-import Fastify from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import Koa from 'koa'
 import request from 'supertest'
 import { describe, expect, it, vi } from 'vitest'
@@ -117,6 +117,31 @@ describe('Koa specifics', () => {
 })
 
 describe('Fastify specifics', () => {
+  it("config.ratewindow refuses the peers' option names at compile time, as at registration", async () => {
+    const refused = async (name: string, route: (app: FastifyInstance) => void) => {
+      const app = Fastify()
+      await app.register(fastifyRateLimit, { limit: 5 })
+      const error = await (async () => {
+        route(app)
+        await app.ready()
+      })().catch((caught: unknown) => caught)
+      expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: name })
+      await app.close()
+    }
+    await refused('max', (app) =>
+      // @ts-expect-error `max` is @fastify/rate-limit's name: ratewindow's is `limit`
+      app.get('/a', { config: { ratewindow: { max: 2 } } }, async () => 'ok'),
+    )
+    await refused('timeWindow', (app) =>
+      // @ts-expect-error `timeWindow` is @fastify/rate-limit's name: ratewindow's is `window`
+      app.get('/a', { config: { ratewindow: { limit: 2, timeWindow: '1 minute' } } }, async () => 'ok'),
+    )
+    await refused('global', (app) =>
+      // @ts-expect-error `global` is a plugin option only
+      app.get('/a', { config: { ratewindow: { global: false } } }, async () => 'ok'),
+    )
+  })
+
   it('exempts routes with config.ratewindow false, and applies nested registrations both', async () => {
     const app = Fastify()
     await app.register(fastifyRateLimit, { limit: 2 })
@@ -233,6 +258,21 @@ describe.each(FRAMEWORKS)('$name trusting every proxy hop', (framework) => {
       await request(app.url).get('/').set('X-Forwarded-For', '198.51.100.1, 203.0.113.10').expect(429)
     } finally {
       await app.close()
+    }
+  })
+})
+
+describe('what the adapters re-export (issue 20)', () => {
+  it('SyncedStore, ConcurrencyLimiter and combineObservers, the same as core', async () => {
+    const core = await import('@ratewindow/core')
+    for (const adapter of [
+      await import('@ratewindow/express'),
+      await import('@ratewindow/koa'),
+      await import('@ratewindow/fastify'),
+    ]) {
+      expect(adapter.SyncedStore).toBe(core.SyncedStore)
+      expect(adapter.ConcurrencyLimiter).toBe(core.ConcurrencyLimiter)
+      expect(adapter.combineObservers).toBe(core.combineObservers)
     }
   })
 })

@@ -47,6 +47,7 @@ export { type LimitOptions, RateLimiter } from './limiter.js'
 export {
   type BreakerEvent,
   type BreakerState,
+  combineObservers,
   DECISION_OUTCOMES,
   type DecisionEvent,
   type DecisionOutcome,
@@ -54,6 +55,7 @@ export {
   type StoreCallEvent,
   type StoreErrorKind,
 } from './observe.js'
+export type { PeerOptionName } from './option-names.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { PenaltyOptions } from './penalty.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'

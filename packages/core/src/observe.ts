@@ -1,3 +1,4 @@
+import { guardedObserver } from './report.js'
 import type { DecisionSource, RateLimitResult } from './result.js'
 
 /**
@@ -102,4 +103,28 @@ export interface RateLimitObserver {
   onDecision?: (event: DecisionEvent) => unknown
   onStoreCall?: (event: StoreCallEvent) => unknown
   onBreaker?: (event: BreakerEvent) => unknown
+}
+
+/**
+ * One observer that calls each given one in order, for each callback any of them has: e.g. the plugin's metrics
+ * and a route's own logging (`observer: combineObservers(rateLimitMetrics(), { onDecision: log })`). `undefined`
+ * entries are skipped. A throw in one does not stop the others: each is caught and reported as a process
+ * warning, as for a single observer.
+ */
+export function combineObservers(...observers: (RateLimitObserver | undefined)[]): RateLimitObserver {
+  const list = observers.filter((observer): observer is RateLimitObserver => observer !== undefined)
+  const combined: RateLimitObserver = {}
+  for (const name of ['onDecision', 'onStoreCall', 'onBreaker'] as const) {
+    // Each guarded on its own: one that throws neither stops the next nor hides its failure.
+    const callbacks = list.flatMap((observer) => {
+      const callback = observer[name] as ((event: never) => unknown) | undefined
+      const each = guardedObserver(callback?.bind(observer), name)
+      return each === undefined ? [] : [each]
+    })
+    if (callbacks.length === 0) continue
+    combined[name] = ((event: never) => {
+      for (const callback of callbacks) callback(event)
+    }) as never
+  }
+  return combined
 }

@@ -17,7 +17,7 @@ const KRL = 'koa-ratelimit'
  * Names users bring from express-rate-limit, @fastify/rate-limit and koa-ratelimit, with ours. Only names
  * that ours do not already share (`limit`, `store`, `skip`, `message`, `statusCode`, `handler`, …).
  */
-const PEER_NAMES: Readonly<Record<string, { from: string; use: string }>> = {
+const PEER_NAMES = {
   max: { from: `${ERL}, ${FRL} and ${KRL}`, use: '`limit: 100`' },
   windowMs: { from: ERL, use: "`window`: milliseconds or a string such as '15m' or '15 minutes'" },
   timeWindow: { from: FRL, use: "`window`: milliseconds or a string such as '1m' or '1 minute'" },
@@ -78,7 +78,14 @@ const PEER_NAMES: Readonly<Record<string, { from: string; use: string }>> = {
   logLevel: { from: FRL, use: '`onError` (receives every store failure)' },
   delayMs: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
   delayAfter: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
-}
+} as const satisfies Readonly<Record<string, { from: string; use: string }>>
+
+/**
+ * The option names of express-rate-limit, @fastify/rate-limit and koa-ratelimit that ratewindow refuses (with the
+ * name to use): typed as `never` where the compiler cannot refuse unknown names otherwise (Fastify's route
+ * `config.ratewindow`, whose type Fastify widens by the literal it is given).
+ */
+export type PeerOptionName = keyof typeof PEER_NAMES
 
 /** Names of one adapter that another adapter's users may try. */
 const ADAPTER_ONLY: Readonly<Record<string, string>> = {
@@ -87,31 +94,47 @@ const ADAPTER_ONLY: Readonly<Record<string, string>> = {
 }
 
 /**
- * Throws `ERR_RATEWINDOW_UNKNOWN_OPTION` for the first own property of `options` not in `known`, naming it
- * and, for a peer library's name, the option to use instead. `where` names the options object, e.g.
- * `'rateLimit()'` or `'MemoryStore'`.
+ * Throws `ERR_RATEWINDOW_UNKNOWN_OPTION` for the own properties of `options` not in `known`: all of them in one
+ * error (a ported configuration is fixed in one round), each named with, for a peer library's name, the
+ * option to use instead. `option` is the first of them. `where` names the options object, e.g. `'rateLimit()'`
+ * or `'MemoryStore'`.
  */
 export function rejectUnknownOptions(options: unknown, known: readonly string[], where: string): void {
   if (typeof options !== 'object' || options === null) return
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue
-    throw new RateLimitError('ERR_RATEWINDOW_UNKNOWN_OPTION', unknownMessage(name, known, where), {
-      option: name,
-    })
-  }
+  const unknown = Object.keys(options).filter((name) => !known.includes(name))
+  if (unknown.length === 0) return
+  const message =
+    unknown.length === 1
+      ? unknownMessage(unknown[0]!, known, where)
+      : `${unknown.length} unknown options in ${where} options:\n${unknown
+          .map((name) => `- ${unknownItem(name, known)}`)
+          .join('\n')}\nKnown options: ${known.join(', ')}.`
+  throw new RateLimitError('ERR_RATEWINDOW_UNKNOWN_OPTION', message, { option: unknown[0] })
 }
 
+const shownName = (name: string) => (name.length > 40 ? `${name.slice(0, 40)}…` : name)
+
 function unknownMessage(name: string, known: readonly string[], where: string): string {
-  const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name
-  const head = `Unknown option \`${shown}\` in ${where} options`
-  const peer = Object.hasOwn(PEER_NAMES, name) ? PEER_NAMES[name] : undefined
-  if (peer !== undefined)
-    return `${head}: \`${name}\` is ${peer.from}'s name. With ratewindow use ${peer.use}.`
+  const head = `Unknown option \`${shownName(name)}\` in ${where} options`
+  const hint = hintFor(name, known)
+  if (hint !== undefined && !hint.startsWith('Did you mean')) return `${head}: ${hint}`
+  return `${head}.${hint === undefined ? '' : ` ${hint}`} Known options: ${known.join(', ')}.`
+}
+
+/** One line of the several-names message. */
+function unknownItem(name: string, known: readonly string[]): string {
+  const hint = hintFor(name, known)
+  return `\`${shownName(name)}\`${hint === undefined ? '' : `: ${hint}`}`
+}
+
+/** What to write instead of `name`: a peer's name, another adapter's option, or a close known name. */
+function hintFor(name: string, known: readonly string[]): string | undefined {
+  const peer = Object.hasOwn(PEER_NAMES, name) ? PEER_NAMES[name as PeerOptionName] : undefined
+  if (peer !== undefined) return `\`${name}\` is ${peer.from}'s name. With ratewindow use ${peer.use}.`
   const adapter = Object.hasOwn(ADAPTER_ONLY, name) ? ADAPTER_ONLY[name] : undefined
-  if (adapter !== undefined) return `${head}: \`${name}\` is an option of ${adapter} only.`
+  if (adapter !== undefined) return `\`${name}\` is an option of ${adapter} only.`
   const close = known.find((candidate) => editDistance(candidate.toLowerCase(), name.toLowerCase()) <= 2)
-  const hint = close === undefined ? '' : ` Did you mean \`${close}\`?`
-  return `${head}.${hint} Known options: ${known.join(', ')}.`
+  return close === undefined ? undefined : `Did you mean \`${close}\`?`
 }
 
 /** Levenshtein distance, for "did you mean" on short option names. */

@@ -206,14 +206,17 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
   })
 }
 
-export type { RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
+  ConcurrencyLimiter,
+  combineObservers,
   fixedWindow,
   gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,
+  SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,

@@ -3,6 +3,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  type PeerOptionName,
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
@@ -37,11 +38,18 @@ export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyReq
 }
 
 /**
+ * Names `config.ratewindow` refuses at compile time: the peers' option names (`max`, `timeWindow`, …) and the
+ * plugin-only `global` and `notFound`. Fastify widens a route's `config` type by the literal it is given, so that unknown names
+ * compile; these at least are type errors (every unknown name is still refused at registration).
+ */
+type RefusedRouteNames = { readonly [Name in PeerOptionName | 'global' | 'notFound']?: never }
+
+/**
  * Per-route settings in `config.ratewindow`, merged over the plugin's options. A route's `rules` replaces an
  * inherited `limit`/`window`/`algorithm`, and a route's `limit`/`window`/`algorithm` replaces inherited
  * `rules`. A route limiter counts on its own (its route), unless it names a `group`.
  */
-export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global' | 'notFound'>
+export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global' | 'notFound'> & RefusedRouteNames
 
 /**
  * Which limiters a reset reaches; every given field must match. Without a scope, a reset reaches every limiter.
@@ -434,14 +442,17 @@ function trustsEveryHop(request: FastifyRequest): boolean {
  */
 export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/fastify' })
 
-export type { RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
+  ConcurrencyLimiter,
+  combineObservers,
   fixedWindow,
   gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,
+  SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,

@@ -99,14 +99,17 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
   })
 }
 
-export type { RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
+  ConcurrencyLimiter,
+  combineObservers,
   fixedWindow,
   gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,
+  SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
