@@ -86,7 +86,7 @@ describe.each([
     })
     const key = store.keyFor(limiter.namespace, 'p', rule)
     await client.rpush(key, 'x')
-    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
+    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 2, source: 'store' })
     expect(await client.exists(key)).toBe(0)
     const admitted = await limiter.limit('p')
     await client.del(key)
@@ -115,7 +115,7 @@ describe.each([
     }
     expect(await limiter.limit('admitted')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
     expect((await limiter.limit('admitted')).allowed).toBe(false)
-    expect(await limiter.peek('peeked')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    expect(await limiter.peek('peeked')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
     for (const key of [admitted, peeked]) {
       expect(await client.type(key)).toBe('string')
       expect(await client.pttl(key)).toBeGreaterThan(0)
@@ -139,7 +139,7 @@ describe.each([
     // here none, until a request that writes nothing or the next window.
     await limiter.limit('p')
     expect(await client.pttl(key)).toBe(-1)
-    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
+    expect(await limiter.peek('p')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
     expect(await client.pttl(key)).toBeGreaterThan(0)
     expect(errors).toHaveLength(1)
     // A key of an earlier window (written by hand: 24 bytes, three little-endian doubles, 1 request counted) is

@@ -236,19 +236,15 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       const url = await start({
         global: { limit: 100, window: '1h', algorithm: 'fixed-window', cost: 10, store: makeStore(clock) },
       })
-      // Reserved 10, used 4: 6 come back.
-      expect((await request(url).get('/settle?n=4').expect(200)).body).toEqual({
-        charged: 0,
-        refunded: 6,
-        uncharged: 0,
-      })
+      // Reserved 10, used 4: 6 come back. The headers, not sent yet, follow the settled charge (issue 20).
+      const first = await request(url).get('/settle?n=4').expect(200)
+      expect(first.body).toEqual({ charged: 0, refunded: 6, uncharged: 0 })
+      expect(first.headers['ratelimit-remaining']).toBe('96')
       expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 86 })
       // Reserved 10, used 50: 40 more charged at once (86 − 10 − 40 = 36; /state reserves 10 more).
-      expect((await request(url).get('/settle?n=50').expect(200)).body).toEqual({
-        charged: 40,
-        refunded: 0,
-        uncharged: 0,
-      })
+      const second = await request(url).get('/settle?n=50').expect(200)
+      expect(second.body).toEqual({ charged: 40, refunded: 0, uncharged: 0 })
+      expect(second.headers['ratelimit-remaining']).toBe('36')
       expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 26 })
       // Reserved 10 of the 26 left, used 100: only the 16 left can be charged; the quota ends at zero.
       expect((await request(url).get('/settle?n=100').expect(200)).body).toEqual({

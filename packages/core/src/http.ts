@@ -51,6 +51,11 @@ export interface FrameworkBinding<Req> {
   route?(request: Req): string | undefined
   /** Option names the adapter adds to the shared ones, e.g. `handler`. */
   options?: readonly string[]
+  /**
+   * Sets headers on the response `target` the adapter passed to `followSettle` (its response, context or reply),
+   * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
+   */
+  writeHeaders?(target: unknown, headers: Record<string, string>): void
 }
 
 /** Where an engine sits, from its adapter. */
@@ -507,6 +512,38 @@ export class HttpRateLimiter<Req> {
         ? (limiter.penalty?.statusCode ?? config.statusCode)
         : config.statusCode
     return { result, headers, statusCode, limiter }
+  }
+
+  /**
+   * After `req.rateLimit.settle(n)` changed the charge, the RateLimit headers follow the settled result, as long
+   * as they have not been sent (the binding's `writeHeaders` on `target`). Adapters call it for an admitted
+   * decision after setting its headers; it costs two field writes, no closure.
+   */
+  followSettle(decision: HttpDecision, target: unknown): void {
+    const { result, limiter } = decision
+    if (result instanceof SettleableResult && this.#binding.writeHeaders !== undefined && !limiter?.shadow)
+      result.follow(this, target, decision.slot)
+  }
+
+  /** @internal The headers of a settled result, written to `target` (see `followSettle`). */
+  rewrite(result: RateLimitResult, target: unknown, slot: ConcurrencyResult | undefined): void {
+    const shown = enforcedView(result)
+    if (shown === undefined) return
+    const config = this.#config
+    const format = config.headers
+    const pk =
+      config.partitionKeySecret && (format === 'draft-8' || format === 'draft-11')
+        ? partitionKey(result.key, config.partitionKeySecret)
+        : undefined
+    const headers = rateLimitHeaders(
+      shown,
+      pk === undefined ? this.#headerOptions : { format, legacy: config.legacyHeaders, partitionKey: pk },
+    )
+    if (slot?.allowed && slot.source === 'store') {
+      const info = { name: config.concurrency!.name, limit: slot.limit, remaining: slot.remaining }
+      addConcurrencyHeaders(headers, format, info, { partitionKey: pk })
+    }
+    this.#binding.writeHeaders!(target, headers)
   }
 
   /** The body of a denial: `message`, problem details, or the default JSON (http-body.ts). */

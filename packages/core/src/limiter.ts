@@ -13,6 +13,7 @@ import {
   type RuleResult,
   type SettleResult,
   shedResult,
+  shiftRemaining,
   toResult,
 } from './result.js'
 import { StoreFailure, StoreGateway } from './store-gateway.js'
@@ -275,15 +276,16 @@ export class RateLimiter {
    * LLM tokens used). A smaller actual cost gives the difference back (the refund rules of each algorithm); a
    * larger one charges the difference at once, atomically, up to what the rules still admit (never below
    * zero: the rest is reported as `uncharged`). `result.cost` becomes what is charged now, so that a later
-   * `refund(result)` gives back the right amount. Calls on one result (`settle`, `refund`) run one after the
-   * other, in call order, and each sees what the previous left: a second `settle` with the same actual cost
-   * does nothing, and a `settle` after a `refund` settles nothing. Waits at most `timeout`; a store failure is
+   * `refund(result)` gives back the right amount, and `result.remaining` (and each rule's) follows what was
+   * given back or charged. Calls on one result (`settle`, `refund`) run one after the other, in call order, and
+   * each sees what the previous left: a second `settle` with the same actual cost does nothing, and a `settle` after a `refund` settles nothing. Waits at most `timeout`; a store failure is
    * reported to `onError` and nothing is charged (when giving back, the units count as given back: the store
    * may apply a call that timed out). Throws only for a bad `actualCost`. In one process only: a result handed
    * to another process is settled there without knowing what happened here.
    */
   async settle(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'> &
+      Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
     actualCost: number,
   ): Promise<SettleResult> {
     if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
@@ -296,7 +298,8 @@ export class RateLimiter {
   }
 
   async #settle(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source'>,
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source'> &
+      Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
     actualCost: number,
     state: GiveBack,
   ): Promise<SettleResult> {
@@ -311,12 +314,14 @@ export class RateLimiter {
       const refunded = result.cost - actualCost
       const done = await gateway.refund({ ...base, cost: refunded, at: result.at })
       result.cost = actualCost
+      shiftRemaining(result, refunded)
       return done ? { charged: 0, refunded, uncharged: 0 } : none
     }
     const extra = actualCost - result.cost
     const charged = await gateway.charge({ ...base, cost: extra })
     if (charged === undefined) return none
     result.cost += charged
+    shiftRemaining(result, -charged)
     return { charged, refunded: 0, uncharged: extra - charged }
   }
 

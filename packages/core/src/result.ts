@@ -206,6 +206,21 @@ export function enforcedView(result: RateLimitResult): RateLimitResult | undefin
 const isShadow = (outcome: RuleResult) => outcome.rule.shadow === true
 
 /**
+ * After `settle`, `remaining` (the result's and each rule's) follows the units given back (`delta` > 0) or charged
+ * (< 0): the decision's figures with the settled cost in place of the estimate.
+ * @internal
+ */
+export function shiftRemaining(
+  result: Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
+  delta: number,
+): void {
+  if (delta === 0 || typeof result.remaining !== 'number') return
+  result.remaining = Math.min(result.limit ?? Number.POSITIVE_INFINITY, Math.max(0, result.remaining + delta))
+  for (const rule of result.rules ?? [])
+    rule.remaining = Math.min(rule.rule.limit, Math.max(0, rule.remaining + delta))
+}
+
+/**
  * An admitted result of the HTTP engine, with `settle` (reserve-then-settle) on its prototype: no closure and no
  * property definition per request, and, being a prototype method, not serialised. Holds the same fields as the
  * limiter's result.
@@ -226,6 +241,10 @@ export class SettleableResult implements RateLimitResult {
   declare source: DecisionSource
   declare shadow?: true
   readonly #limiter: Settler
+  /** Who rewrites unsent headers after a settle, on what response, with which concurrency slot. */
+  #follower: SettleFollower | undefined
+  #target: unknown
+  #slot: unknown
 
   constructor(limiter: Settler, result: RateLimitResult) {
     this.#limiter = limiter
@@ -245,8 +264,26 @@ export class SettleableResult implements RateLimitResult {
   }
 
   settle(actualCost: number): Promise<SettleResult> {
-    return this.#limiter.settle(this, actualCost)
+    const settled = this.#limiter.settle(this, actualCost)
+    const follower = this.#follower
+    if (follower === undefined) return settled
+    return settled.then((outcome) => {
+      if (outcome.charged > 0 || outcome.refunded > 0)
+        follower.rewrite(this, this.#target, this.#slot as never)
+      return outcome
+    })
   }
+
+  /** @internal After each settle that changed something, `follower` rewrites the headers of `target`. */
+  follow(follower: SettleFollower, target: unknown, slot: unknown): void {
+    this.#follower = follower
+    this.#target = target
+    this.#slot = slot
+  }
+}
+
+interface SettleFollower {
+  rewrite(result: RateLimitResult, target: unknown, slot: never): void
 }
 
 interface Settler {

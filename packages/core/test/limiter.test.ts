@@ -148,3 +148,39 @@ describe('unknown option names', () => {
     expect(build).toThrow(hint)
   })
 })
+
+describe('numbers after peek and settle (issue 20)', () => {
+  it('peek().remaining is the units free now, the same as a cost-0 peek, whatever the cost asked', async () => {
+    for (const rule of [
+      fixedWindow({ limit: 5, window: '1m' }),
+      slidingWindowLog({ limit: 5, window: '1m' }),
+      counter(5),
+      tokenBucket({ capacity: 5, refillRate: 1, interval: '1m' }),
+    ]) {
+      const limiter = new RateLimiter({
+        rules: rule,
+        store: new MemoryStore({ clock: () => 1_700_000_000_000 }),
+      })
+      await limiter.limit('k', { cost: 2 })
+      expect((await limiter.peek('k')).remaining, rule.algorithm).toBe(3)
+      expect((await limiter.peek('k', { cost: 3 })).remaining, rule.algorithm).toBe(3)
+      expect((await limiter.peek('k', { cost: 0 })).remaining, rule.algorithm).toBe(3)
+      expect((await limiter.limit('k')).remaining, rule.algorithm).toBe(2) // a limit() still reports after itself
+    }
+  })
+
+  it('after settle, result.remaining (and each rule remaining) follows what was given back or charged', async () => {
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 100, window: '1h' }),
+      store: new MemoryStore(),
+    })
+    const result = await limiter.limit('k', { cost: 10 })
+    expect(result.remaining).toBe(90)
+    await limiter.settle(result, 4)
+    expect([result.remaining, result.rules[0]!.remaining]).toEqual([96, 96])
+    expect((await limiter.peek('k')).remaining).toBe(result.remaining)
+    await limiter.settle(result, 30)
+    expect([result.remaining, result.rules[0]!.remaining]).toEqual([70, 70])
+    expect((await limiter.peek('k')).remaining).toBe(result.remaining)
+  })
+})

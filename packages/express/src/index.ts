@@ -68,6 +68,10 @@ const binding: FrameworkBinding<Request> = {
   // Known when the limiter is a route's own middleware (`app.get('/users/:id', limiter, handler)`).
   route: routePattern,
   options: ['handler'],
+  writeHeaders: (response, headers) => {
+    const target = response as Response
+    if (!target.headersSent) for (const name in headers) target.setHeader(name, headers[name]!)
+  },
 }
 
 /** The route pattern of each route object (`request.route`), found on its first request. */
@@ -183,6 +187,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
       for (const name in headers) response.setHeader(name, headers[name]!)
       if (decision.result.allowed) {
         engine.track(response, decision)
+        engine.followSettle(decision, response)
         next()
         return
       }

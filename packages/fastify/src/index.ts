@@ -126,6 +126,10 @@ const binding: FrameworkBinding<FastifyRequest> = {
   // Fastify 4.10+ and 5: the route's URL pattern.
   route: (request) => request.routeOptions?.url,
   options: ['handler', 'hook'],
+  writeHeaders: (reply, headers) => {
+    const target = reply as FastifyReply
+    if (!target.sent && !target.raw.headersSent) target.headers(headers)
+  },
 }
 
 const SHAPE_OPTIONS = ['limit', 'window', 'algorithm'] as const
@@ -179,6 +183,7 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
       engine.track(reply.raw, decision)
       if (decision.slot !== undefined)
         (request as FastifyRequest & { [holding]?: HttpDecision })[holding] = decision
+      engine.followSettle(decision, reply)
       return undefined
     }
     return deny(request, reply, decision)

@@ -47,6 +47,10 @@ const binding: FrameworkBinding<Context> = {
     return typeof matched === 'string' ? matched : undefined
   },
   options: ['handler'],
+  writeHeaders: (ctx, headers) => {
+    const target = ctx as Context
+    if (!target.headerSent) for (const name in headers) target.set(name, headers[name]!)
+  },
 }
 
 /**
@@ -74,6 +78,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
     for (const name in headers) response.set(name, headers[name]!)
     if (decision.result.allowed) {
       engine.track(ctx.res, decision)
+      engine.followSettle(decision, ctx)
       if (decision.slot === undefined) return next()
       // The in-flight slot is free when the rest of the chain returned (or threw), not when the client leaves.
       const work = next()

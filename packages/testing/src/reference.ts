@@ -106,7 +106,8 @@ export function decide(
   write: boolean,
 ): ReferenceOutcome {
   const allowed = rules.every((rule, i) => fits(rule, histories[i]!, now, cost))
-  const after = histories.map((history) => (allowed ? [...history, { time: now, cost }] : history))
+  // A peek reports the units free now: the request it asks about is not pending (issue 20).
+  const after = histories.map((history) => (allowed && write ? [...history, { time: now, cost }] : history))
   if (allowed && write)
     after.forEach((history, i) => {
       histories[i] = history

@@ -76,12 +76,17 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
     },
     report(state, now, pending, deniedCost) {
       const count = state.size + pending
-      const excess = state.size + deniedCost - limit
+      const excess = count + deniedCost - limit
       return {
         remaining: Math.max(0, limit - count),
         reset: count === 0 ? 0 : pending > 0 ? windowMs : newest(state) + windowMs - now,
-        // The request passes once the `excess` oldest entries have left.
-        retryAfter: deniedCost > 0 && excess > 0 ? at(state, excess - 1) + windowMs - now : 0,
+        // The request passes once the `excess` oldest entries have left (pending ones, at `now`, last).
+        retryAfter:
+          deniedCost > 0 && excess > 0
+            ? excess > state.size
+              ? windowMs
+              : at(state, excess - 1) + windowMs - now
+            : 0,
       }
     },
     ttl: (state, now) => (state.size > 0 ? newest(state) + windowMs - now : 0),

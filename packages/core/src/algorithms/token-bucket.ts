@@ -104,7 +104,7 @@ function tokenBucketLogic(
     },
     report(state, _now, pending, deniedCost) {
       const tokens = state.tokens - pending * intervalMs
-      const missing = deniedCost * intervalMs - state.tokens
+      const missing = deniedCost * intervalMs - tokens
       return {
         remaining: Math.floor(tokens / intervalMs),
         reset: untilFull(tokens),

@@ -15,6 +15,8 @@ export function decideLocally(
   write: boolean,
   penalty?: Penalty,
   penaltyState?: PenaltyState,
+  /** Admitted but written elsewhere (SyncedStore's consume): reported as after the request. */
+  pending = false,
 ): Decision {
   // A blocked key is denied whatever its rules say, and its denials are not counted again.
   let blocked = penaltyState === undefined ? 0 : blockedFor(penaltyState, now)
@@ -29,7 +31,8 @@ export function decideLocally(
     const logic = rules[i]!.logic
     if (allowed && write) logic.consume(states[i], now, cost)
     // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
-    outcomes[i] = logic.report(states[i], now, allowed && !write ? cost : 0, allowed ? 1 : cost)
+    // A peek reports the units free now, not what would be left after it (nothing is pending).
+    outcomes[i] = logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost)
   }
   if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
     blocked = recordDenial(penalty, penaltyState, now)

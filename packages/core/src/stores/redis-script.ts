@@ -141,7 +141,7 @@ local pending, denied = 0, 1
 if not allowed then denied = cost end
 if allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}') then
 ${each((twin, r) => `${twin.consume(r, 'cost')}${twin.persist(r, true)}`)}else
-  if allowed then pending = cost end
+  -- A peek reports the units free now: nothing is pending.
   -- Repair a key found without a TTL (written by hand, or PERSISTed): it must not live forever. A key in a
   -- format of an older version is rewritten in the current one.
 ${each(

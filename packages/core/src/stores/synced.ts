@@ -212,7 +212,7 @@ export class SyncedStore implements Store {
     // empty, so it reads the shared counts before admitting anything, or it could pass the bound once per cold
     // start (docs/algorithms.md).
     if (entry.syncedAt === Number.NEGATIVE_INFINITY) return this.#consumeAfterSync(entry, request)
-    const decision = this.#decide(entry, request.cost)
+    const decision = this.#decide(entry, request.cost, true)
     // A key in use is read back once per interval, even when this process only denies it.
     this.#markDirty(entry)
     if (!decision.allowed) return decision
@@ -227,7 +227,7 @@ export class SyncedStore implements Store {
     if (entry === undefined) return this.#exactStore().peek(request)
     this.#checkReachable()
     this.#markDirty(entry)
-    return this.#decide(entry, request.cost)
+    return this.#decide(entry, request.cost, false)
   }
 
   refund(request: RefundRequest): void | Promise<void> {
@@ -372,14 +372,15 @@ export class SyncedStore implements Store {
   }
 
   /** The decision from this process's view: the last synced counts plus what it admitted since. */
-  #decide(entry: Entry, cost: number): Decision {
+  /** `consume`: the outcome is reported as after the request (admitted, written by `#record`); a peek's is not. */
+  #decide(entry: Entry, cost: number, consume: boolean): Decision {
     const now = this.#now()
     const { rules } = entry.target
     const { writers, states, views, sent, unsent } = entry
     for (let i = 0; i < rules.length; i++) {
       writers[i]!(states[i], Math.floor(now / rules[i]!.windowMs), views[i]!, sent[i]!, unsent[i]!)
     }
-    return decideLocally(rules, states, now, cost, false)
+    return decideLocally(rules, states, now, cost, false, undefined, undefined, consume)
   }
 
   #record(entry: Entry, now: number, cost: number): void {
@@ -422,7 +423,7 @@ export class SyncedStore implements Store {
         entry.dirty = false
         await this.#flush(entry)
         this.#checkReachable()
-        const decision = this.#decide(entry, request.cost)
+        const decision = this.#decide(entry, request.cost, true)
         if (!decision.allowed) return decision
         if (entry.unacked === 0 || entry.unacked + request.cost <= entry.maxPending) {
           this.#record(entry, decision.now, request.cost)
