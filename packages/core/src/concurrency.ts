@@ -1,5 +1,6 @@
 import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
+import { namesOf, rejectUnknownOptions } from './option-names.js'
 import type { FailureContext } from './options.js'
 import { guardedReporter, throttledErrorLog } from './report.js'
 import { randomUUID } from './runtime.js'
@@ -30,6 +31,15 @@ export interface ConcurrencyLimiterOptions {
 /** The first wait before failed releases are tried again; it doubles up to RELEASE_RETRY_MAX_MS while they fail. */
 const RELEASE_RETRY_FIRST_MS = 100
 const RELEASE_RETRY_MAX_MS = 2_000
+const CONCURRENCY_LIMITER_OPTIONS = namesOf<ConcurrencyLimiterOptions>({
+  limit: true,
+  lease: true,
+  store: true,
+  prefix: true,
+  timeout: true,
+  onStoreError: true,
+  onError: true,
+})
 
 /** A slot, or the refusal of one. */
 export interface ConcurrencyResult {
@@ -74,6 +84,7 @@ export class ConcurrencyLimiter {
 
   constructor(options: ConcurrencyLimiterOptions) {
     requireObject(options, 'options', '{ limit: 10 }')
+    rejectUnknownOptions(options, CONCURRENCY_LIMITER_OPTIONS, 'ConcurrencyLimiter')
     const {
       limit,
       lease = '1m',

@@ -55,7 +55,7 @@ export {
   type StoreCallEvent,
   type StoreErrorKind,
 } from './observe.js'
-export type { PeerOptionName } from './option-names.js'
+export { namesOf, type PeerOptionName, rejectUnknownOptions } from './option-names.js'
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { PenaltyOptions } from './penalty.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'

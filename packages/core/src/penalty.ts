@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from './duration.js'
 import { invalid, RateLimitError, requireObject } from './errors.js'
+import { namesOf, rejectUnknownOptions } from './option-names.js'
 
 /**
  * Penalties: after `after` denials within `within`, the key is blocked for `block`, each repeat `factor` times
@@ -48,10 +49,20 @@ const DAY = 86_400_000
 /** Levels above this change nothing (2^40 ms is 35 years): it keeps `factor^level` finite. */
 const MAX_LEVEL = 40
 
+const PENALTY_OPTIONS = namesOf<PenaltyOptions>({
+  after: true,
+  within: true,
+  block: true,
+  factor: true,
+  maxBlock: true,
+  statusCode: true,
+})
+
 /** Validates the `penalty` option. */
 export function parsePenalty(options: unknown): Penalty | undefined {
   if (options === undefined || options === false) return undefined
   requireObject(options, 'penalty', "{ after: 5, within: '1m', block: '15m' }")
+  rejectUnknownOptions(options, PENALTY_OPTIONS, '`penalty`')
   const { after, within, block, factor = 1, maxBlock, statusCode } = options as PenaltyOptions
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1)
     throw invalid(

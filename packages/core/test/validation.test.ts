@@ -2,11 +2,13 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type Duration, parseDuration } from '../src/duration.js'
 import {
+  ConcurrencyLimiter,
   fixedWindow,
   HttpRateLimiter,
   MemoryStore,
   RateLimitError,
   RateLimiter,
+  SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
@@ -21,6 +23,37 @@ function errorOf(fn: () => unknown): RateLimitError {
   }
   throw new Error('expected a RateLimitError')
 }
+
+describe('every options object refuses unknown names the same way (issue 20)', () => {
+  it.each([
+    [
+      'SyncedStore',
+      () => new SyncedStore({ client: {} as never, intervl: '1s' } as never),
+      'intervl',
+      /`interval`/,
+    ],
+    [
+      'ConcurrencyLimiter',
+      () => new ConcurrencyLimiter({ limit: 2, leas: '1m' } as never),
+      'leas',
+      /`lease`/,
+    ],
+    [
+      'penalty',
+      () =>
+        new RateLimiter({
+          rules: fixedWindow({ limit: 1, window: '1m' }),
+          penalty: { after: 3, within: '1m', block: '15m', blockFor: '1h' } as never,
+        }),
+      'blockFor',
+      /`penalty` options/,
+    ],
+  ])('%s', (_, construct, option, hint) => {
+    const error = errorOf(construct)
+    expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option })
+    expect(error.message).toMatch(hint)
+  })
+})
 
 describe('a store from another library', () => {
   const rule = fixedWindow({ limit: 1, window: '1m' })

@@ -2,8 +2,10 @@ import { type Attributes, type Meter, type MeterProvider, metrics } from '@opent
 import {
   type BreakerEvent,
   type DecisionEvent,
+  namesOf,
   RateLimitError,
   type RateLimitObserver,
+  rejectUnknownOptions,
   type StoreCallEvent,
 } from '@ratewindow/core'
 
@@ -40,6 +42,12 @@ class CappedLabel {
   }
 }
 
+const OPTIONS = namesOf<RateLimitMetricsOptions>({
+  meterProvider: true,
+  meterName: true,
+  maxLabelValues: true,
+})
+
 /** Bucket bounds (seconds) for store latency: 0.1 ms to 1 s, where a limiter's store calls live. */
 export const STORE_DURATION_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -72,6 +80,7 @@ export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
  * const limiter = rateLimit({ limit: 100, window: '1m', name: 'api', observer: rateLimitMetrics() })
  */
 export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Required<RateLimitObserver> {
+  rejectUnknownOptions(options, OPTIONS, 'rateLimitMetrics()')
   const { maxLabelValues = 100 } = options
   if (!Number.isSafeInteger(maxLabelValues) || maxLabelValues < 1) {
     throw new RateLimitError(

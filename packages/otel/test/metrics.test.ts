@@ -149,6 +149,12 @@ describe('@ratewindow/otel', () => {
     ])
   })
 
+  it('refuses unknown option names, as every ratewindow options object does', () => {
+    expect(() => rateLimitMetrics({ meterprovider: provider } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: 'meterprovider' }),
+    )
+  })
+
   it('counts penalty blocks apart from limited requests: outcome blocked', async () => {
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 1, window: '1m', name: 'minute' }),

@@ -2,6 +2,7 @@ import type { Rule } from '../algorithms/types.js'
 import { type Duration, parseDuration } from '../duration.js'
 import { invalid, RateLimitError, requireObject } from '../errors.js'
 import { sha256Base64url } from '../hash.js'
+import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { realClearTimeout, realSetTimeout } from '../real-timers.js'
 import { throttledErrorLog } from '../report.js'
 import { emitWarning } from '../runtime.js'
@@ -59,6 +60,18 @@ export interface SyncedStoreOptions {
   /** @internal Sends the script; by default EVALSHA on `client`. */
   runner?: ScriptRunner
 }
+
+const SYNCED_STORE_OPTIONS = namesOf<SyncedStoreOptions>({
+  client: true,
+  prefix: true,
+  interval: true,
+  maxPending: true,
+  maxStale: true,
+  maxKeys: true,
+  onError: true,
+  clock: true,
+  runner: true,
+})
 
 interface Entry extends Linked<Entry> {
   /** The table holding the entry (one per rule set and limiter prefix), and its key there. */
@@ -156,6 +169,7 @@ export class SyncedStore implements Store {
 
   constructor(options: SyncedStoreOptions) {
     requireObject(options, 'options', "{ client: new Redis(), interval: '100ms' }")
+    rejectUnknownOptions(options, SYNCED_STORE_OPTIONS, 'SyncedStore')
     const {
       client,
       prefix = '',
