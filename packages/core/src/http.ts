@@ -90,7 +90,10 @@ export interface HttpDecision {
   statusCode: number
   /** @internal The limiter that decided (the one to refund through); none for a deny-listed request. */
   limiter: RateLimiter | undefined
-  /** @internal The in-flight slot this request holds (option `concurrency`), released by `track`. */
+  /**
+   * The in-flight slot this request holds (option `concurrency`), released by `track`. Adapters read whether
+   * there is one (not marked internal: their declarations are built against core's).
+   */
   slot?: ConcurrencyResult
   /** @internal When that slot is given back, armed by `track`. */
   hold?: SlotHold

@@ -68,7 +68,7 @@ export class RateLimiter {
   readonly #givingBack = new WeakMap<object, GiveBack>()
 
   /**
-   * @param identity @internal How the HTTP engine scopes the limiter (a Fastify route, a `limit` function).
+   * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
    */
   constructor(options: RateLimiterOptions, identity: Identity = {}) {
     const config = resolveLimiterOptions(options, identity)

@@ -24,7 +24,7 @@ export interface PenaltyOptions {
   statusCode?: number
 }
 
-/** @internal A parsed penalty: whole numbers, the same in TypeScript and Lua. */
+/** Internal: A parsed penalty: whole numbers, the same in TypeScript and Lua. */
 export interface Penalty {
   readonly after: number
   readonly within: number
