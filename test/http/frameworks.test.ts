@@ -263,12 +263,13 @@ describe.each(FRAMEWORKS)('$name trusting every proxy hop', (framework) => {
 })
 
 describe('what the adapters re-export (issue 20)', () => {
-  it('SyncedStore, ConcurrencyLimiter and combineObservers, the same as core', async () => {
+  it('SyncedStore, ConcurrencyLimiter and combineObservers, the same as core (Express, Koa, Fastify, Hono)', async () => {
     const core = await import('@ratewindow/core')
     for (const adapter of [
       await import('@ratewindow/express'),
       await import('@ratewindow/koa'),
       await import('@ratewindow/fastify'),
+      await import('@ratewindow/hono'),
     ]) {
       expect(adapter.SyncedStore).toBe(core.SyncedStore)
       expect(adapter.ConcurrencyLimiter).toBe(core.ConcurrencyLimiter)

@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http'
 import { toSeconds } from './headers.js'
 import type { HttpConfig } from './http-options.js'
 import type { RateLimitResult } from './result.js'
@@ -7,6 +6,23 @@ import type { RateLimitResult } from './result.js'
 export interface RenderedBody {
   contentType: string
   payload: string
+}
+
+/** Reason phrases of the statuses a block is commonly answered with (no `node:http`: core runs anywhere). */
+const STATUS_PHRASES: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  418: "I'm a Teapot",
+  420: 'Enhance Your Calm',
+  423: 'Locked',
+  429: 'Too Many Requests',
+  451: 'Unavailable For Legal Reasons',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 }
 
 const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
@@ -34,7 +50,7 @@ export async function renderBody<Req>(
   const retry = `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
   if (result.blocked !== undefined) {
     // A penalty block: its own wording, under the block's status (`penalty.statusCode`, 403 or another).
-    const title = STATUS_CODES[statusCode] ?? 'Blocked'
+    const title = STATUS_PHRASES[statusCode] ?? 'Blocked'
     const detail = `Blocked after repeated rate limit violations: ${retry}`
     if (config.problemDetails) {
       return {

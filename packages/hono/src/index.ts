@@ -308,14 +308,17 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
   })
 }
 
-export type { RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
 export {
   AccessList,
+  ConcurrencyLimiter,
+  combineObservers,
   fixedWindow,
   gcra,
   MemoryStore,
   RateLimitError,
   RedisStore,
+  SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
