@@ -260,6 +260,11 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
       return path === '/*' || path === '*' ? undefined : path
     },
     options: ['handler', 'getConnInfo', 'clientIp', 'trustProxy'],
+    // After `settle`: the prepared headers follow, until the handler's response is made.
+    writeHeaders: (c, headers) => {
+      const target = c as Context<E>
+      if (!target.finalized) for (const name in headers) target.header(name, headers[name])
+    },
   }
   const engine = new HttpRateLimiter(options, binding)
   const tracks =
@@ -288,6 +293,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
       c.header(name, headers[name])
     }
     if (!decision.result.allowed) return deny(context, decision)
+    engine.followSettle(decision, context)
     const response = tracks ? new HandlerResponse(c) : undefined
     if (response !== undefined) engine.track(response, decision, deferOf(c))
     try {
