@@ -368,8 +368,7 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
 
     it('denyList as a function of the request refuses what it names; deny wins over skip and the allow list', async () => {
       const store = counting(makeStore())
-      const header = (request: unknown, name: string) =>
-        (request as { headers: Record<string, string | undefined> }).headers[name]
+      const header = headerOf
       const url = await start({
         limit: 1,
         store,
@@ -388,8 +387,7 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
     })
 
     it('a deny list by address or key refuses a skipped request too', async () => {
-      const key = (request: unknown) =>
-        String((request as { headers: Record<string, unknown> }).headers['x-api-key'] ?? 'none')
+      const key = (request: unknown) => headerOf(request, 'x-api-key') ?? 'none'
       const url = await start({
         limit: 1,
         store: makeStore(),
