@@ -86,9 +86,10 @@ export interface GroupStats {
 /**
  * One queue per node of one client. An entry that finds nothing in flight to its node flies at once, alone. Entries
  * that arrive while a flight is in flight wait for the end of the event loop's turn (an immediate, once per turn),
- * when everything waiting goes in one flight; with `maxFlights` in flight, they wait for the oldest to end. A flight that times out or fails on the server answers its own
- * entries and every entry waiting for its node with the same error at once (one failure for breakers to count,
- * and no second wait). A key's own error (a script error) answers only its call.
+ * when everything waiting goes in one flight; with `maxFlights` in flight, they wait for the oldest to end. A
+ * flight that times out or fails on the server answers every entry in flight to its node and every one waiting
+ * with the same error at once (one failure for breakers to count, and no second wait). A key's own error (a
+ * script error) answers only its call.
  */
 export class RedisGroups<P, T> {
   readonly #send: SendBatch<P, T>
