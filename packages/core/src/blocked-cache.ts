@@ -16,6 +16,9 @@ interface Blocked {
   until: number
 }
 
+/** `BlockedCacheOptions`' defaults, in one place (the `@default` tag above says the same). */
+export const BLOCKED_CACHE_DEFAULTS = { maxKeys: 10_000 } as const satisfies BlockedCacheOptions
+
 /** Distinct costs remembered per key; the oldest is dropped past it. */
 const MAX_COSTS_PER_KEY = 8
 
@@ -35,7 +38,7 @@ export class BlockedCache {
   readonly #clock: () => number
 
   constructor(options: BlockedCacheOptions = {}) {
-    const { maxKeys = 10_000, clock = () => performance.now() } = options
+    const { maxKeys = BLOCKED_CACHE_DEFAULTS.maxKeys, clock = () => performance.now() } = options
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',

@@ -16,6 +16,12 @@ export interface CircuitBreakerOptions {
  * calls skip the store for `cooldown` ms; then a single probe is let through (half-open). A success closes
  * the circuit, a failure opens it for another cooldown.
  */
+/** `CircuitBreakerOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const CIRCUIT_BREAKER_DEFAULTS = {
+  failures: 5,
+  cooldown: '2s',
+} as const satisfies CircuitBreakerOptions
+
 export class CircuitBreaker {
   readonly #threshold: number
   readonly #cooldown: number
@@ -25,7 +31,11 @@ export class CircuitBreaker {
   #probing = false
 
   constructor(options: CircuitBreakerOptions = {}) {
-    const { failures = 5, cooldown = '2s', clock = () => performance.now() } = options
+    const {
+      failures = CIRCUIT_BREAKER_DEFAULTS.failures,
+      cooldown = CIRCUIT_BREAKER_DEFAULTS.cooldown,
+      clock = () => performance.now(),
+    } = options
     if (!Number.isSafeInteger(failures) || failures < 1) {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',

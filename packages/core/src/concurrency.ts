@@ -1,7 +1,7 @@
 import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
-import type { FailureContext } from './options.js'
+import { type FailureContext, LIMITER_DEFAULTS } from './options.js'
 import { guardedReporter, throttledErrorLog } from './report.js'
 import { randomUUID } from './runtime.js'
 import { StoreGateway } from './store-gateway.js'
@@ -40,6 +40,13 @@ const CONCURRENCY_LIMITER_OPTIONS = namesOf<ConcurrencyLimiterOptions>({
   onStoreError: true,
   onError: true,
 })
+/** `ConcurrencyLimiterOptions`' defaults, in one place: the limiter's own where they mean the same. */
+export const CONCURRENCY_DEFAULTS = {
+  lease: '1m',
+  prefix: 'rwc',
+  timeout: LIMITER_DEFAULTS.timeout,
+  onStoreError: LIMITER_DEFAULTS.onStoreError,
+} as const satisfies Partial<ConcurrencyLimiterOptions>
 
 /** A slot, or the refusal of one. */
 export interface ConcurrencyResult {
@@ -87,11 +94,11 @@ export class ConcurrencyLimiter {
     rejectUnknownOptions(options, CONCURRENCY_LIMITER_OPTIONS, 'ConcurrencyLimiter')
     const {
       limit,
-      lease = '1m',
+      lease = CONCURRENCY_DEFAULTS.lease,
       store = new MemoryStore(),
-      prefix = 'rwc',
-      timeout = '250ms',
-      onStoreError = 'allow',
+      prefix = CONCURRENCY_DEFAULTS.prefix,
+      timeout = CONCURRENCY_DEFAULTS.timeout,
+      onStoreError = CONCURRENCY_DEFAULTS.onStoreError,
       onError = throttledErrorLog(),
     } = options
     if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)

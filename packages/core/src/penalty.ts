@@ -57,13 +57,22 @@ const PENALTY_OPTIONS = namesOf<PenaltyOptions>({
   maxBlock: true,
   statusCode: true,
 })
+/** `PenaltyOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const PENALTY_DEFAULTS = { factor: 1 } as const satisfies Partial<PenaltyOptions>
 
 /** Validates the `penalty` option. */
 export function parsePenalty(options: unknown): Penalty | undefined {
   if (options === undefined || options === false) return undefined
   requireObject(options, 'penalty', "{ after: 5, within: '1m', block: '15m' }")
   rejectUnknownOptions(options, PENALTY_OPTIONS, '`penalty`')
-  const { after, within, block, factor = 1, maxBlock, statusCode } = options as PenaltyOptions
+  const {
+    after,
+    within,
+    block,
+    factor = PENALTY_DEFAULTS.factor,
+    maxBlock,
+    statusCode,
+  } = options as PenaltyOptions
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1)
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',

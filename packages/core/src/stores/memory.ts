@@ -48,6 +48,11 @@ interface Entry {
 }
 
 const MEMORY_STORE_OPTIONS = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
+/** `MemoryStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const MEMORY_STORE_DEFAULTS = {
+  maxKeys: 100_000,
+  sweepInterval: '1m',
+} as const satisfies MemoryStoreOptions
 const SWEEP_SLICE = 5_000
 /** Identifiers longer than this are hashed, so that a memory bound in keys is a bound in bytes too. */
 const MAX_RAW_KEY_LENGTH = 128
@@ -90,7 +95,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
-    const { clock = now, maxKeys = 100_000, sweepInterval = '1m' } = options
+    const {
+      clock = now,
+      maxKeys = MEMORY_STORE_DEFAULTS.maxKeys,
+      sweepInterval = MEMORY_STORE_DEFAULTS.sweepInterval,
+    } = options
     if (typeof clock !== 'function')
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {

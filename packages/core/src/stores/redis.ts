@@ -60,6 +60,11 @@ const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
   clock: true,
   maxWaiting: true,
 })
+/** `RedisStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const REDIS_STORE_DEFAULTS = {
+  prefix: '',
+  maxWaiting: DEFAULT_MAX_WAITING,
+} as const satisfies Partial<RedisStoreOptions>
 const LEASE_MODE = { acquire: 0, release: 1 } as const
 /** The decision script's modes as arguments, rendered once. */
 const MODE_ARGS = Object.values(MODE).map(String)
@@ -196,7 +201,12 @@ export class RedisStore implements Store, ConcurrencyStore {
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
     rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
-    const { client, prefix = '', clock, maxWaiting = DEFAULT_MAX_WAITING } = options
+    const {
+      client,
+      prefix = REDIS_STORE_DEFAULTS.prefix,
+      clock,
+      maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
+    } = options
     const runner = scriptRunnerFor(client)
     if (runner === undefined) {
       throw invalid(

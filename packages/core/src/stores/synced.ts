@@ -72,6 +72,13 @@ const SYNCED_STORE_OPTIONS = namesOf<SyncedStoreOptions>({
   clock: true,
   runner: true,
 })
+/** `SyncedStoreOptions`' defaults, in one place (`maxPending` follows from the limit: see its doc). */
+export const SYNCED_STORE_DEFAULTS = {
+  prefix: '',
+  interval: '100ms',
+  maxStale: '2s',
+  maxKeys: 100_000,
+} as const satisfies Partial<SyncedStoreOptions>
 
 interface Entry extends Linked<Entry> {
   /** The table holding the entry (one per rule set and limiter prefix), and its key there. */
@@ -172,11 +179,11 @@ export class SyncedStore implements Store {
     rejectUnknownOptions(options, SYNCED_STORE_OPTIONS, 'SyncedStore')
     const {
       client,
-      prefix = '',
-      interval = '100ms',
+      prefix = SYNCED_STORE_DEFAULTS.prefix,
+      interval = SYNCED_STORE_DEFAULTS.interval,
       maxPending,
-      maxStale = '2s',
-      maxKeys = 100_000,
+      maxStale = SYNCED_STORE_DEFAULTS.maxStale,
+      maxKeys = SYNCED_STORE_DEFAULTS.maxKeys,
     } = options
     const commands = scriptRunnerFor(client)
     if (commands === undefined) {
