@@ -20,7 +20,7 @@ export {
   type ConcurrencyResult,
 } from './concurrency.js'
 export type { Duration, DurationUnit } from './duration.js'
-export { RateLimitError, type RateLimitErrorCode } from './errors.js'
+export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './errors.js'
 export {
   type HeaderFormat,
   type HeaderOptions,

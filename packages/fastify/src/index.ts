@@ -3,6 +3,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  invalid,
   type PeerOptionName,
   RateLimitError,
   type RateLimitResult,
@@ -157,11 +158,7 @@ interface Limiter {
 function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: string): Limiter {
   const { hook = 'onRequest' } = options
   if (!HOOKS.includes(hook)) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`hook\` must be 'onRequest' or 'preHandler'; received ${JSON.stringify(String(hook))}.`,
-      { option: 'hook' },
-    )
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'hook', hook, "'onRequest' or 'preHandler'")
   }
   const engine = new HttpRateLimiter(options, binding, { scope, where })
   const { handler } = options
@@ -308,11 +305,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     ['notFound', notFound],
   ] as const) {
     if (typeof value !== 'boolean') {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        `\`${name}\` must be true or false; received ${JSON.stringify(value) ?? String(value)}.`,
-        { option: name },
-      )
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, value, 'true or false')
     }
   }
   // Built now, so that bad options fail at registration.

@@ -2,8 +2,8 @@ import { type Attributes, type Meter, type MeterProvider, metrics } from '@opent
 import {
   type BreakerEvent,
   type DecisionEvent,
+  invalid,
   namesOf,
-  RateLimitError,
   type RateLimitObserver,
   rejectUnknownOptions,
   type StoreCallEvent,
@@ -83,10 +83,11 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
   rejectUnknownOptions(options, OPTIONS, 'rateLimitMetrics()')
   const { maxLabelValues = 100 } = options
   if (!Number.isSafeInteger(maxLabelValues) || maxLabelValues < 1) {
-    throw new RateLimitError(
+    throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`maxLabelValues\` must be a positive whole number such as 100; received ${JSON.stringify(maxLabelValues) ?? String(maxLabelValues)}.`,
-      { option: 'maxLabelValues' },
+      'maxLabelValues',
+      maxLabelValues,
+      'a positive whole number such as 100',
     )
   }
   const meter: Meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
