@@ -48,6 +48,57 @@ const action = fc.oneof(
   fc.record({ type: fc.constant('deliver' as const), which: fc.nat() }),
 )
 
+type Action = typeof action extends fc.Arbitrary<infer A> ? A : never
+
+/**
+ * Runs `actions` against `processes` SyncedStores on one scheduled Redis, then checks the documented bound for
+ * every key: limit + (P − 1) × max(maxPending, the largest cost).
+ */
+async function checkSchedule(
+  processes: number,
+  limit: number,
+  maxPending: number,
+  keys: number,
+  actions: readonly Action[],
+  maxKeys?: number,
+): Promise<void> {
+  const redis = new ScheduledRedis()
+  const stores = Array.from(
+    { length: processes },
+    () =>
+      new SyncedStore({
+        client: NO_CLIENT,
+        runner: redis.runner,
+        clock: () => 1_700_000_000_000,
+        interval: '1h',
+        maxPending,
+        ...(maxKeys === undefined ? {} : { maxKeys }),
+        onError: () => {},
+      }),
+  )
+  const limiters = stores.map(
+    (store) => new RateLimiter({ rules: fixedWindow({ limit, window: '1h' }), store, timeout: '1h' }),
+  )
+  const admitted = new Array<number>(keys).fill(0)
+  const requests: Promise<void>[] = []
+  for (const step of actions) {
+    if (step.type === 'request') {
+      requests.push(
+        limiters[step.who % processes]!.limit(`k${step.key % keys}`, { cost: step.cost }).then((result) => {
+          if (result.allowed) admitted[step.key % keys]! += step.cost
+        }),
+      )
+    } else if (step.type === 'sync') void stores[step.who % processes]!.sync()
+    else if (step.type === 'execute') redis.execute(step.which)
+    else redis.deliver(step.which)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await redis.drain()
+  await Promise.all(requests)
+  for (const count of admitted)
+    expect(count).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
+}
+
 describe('SyncedStore under adversarial schedules of round trips', () => {
   it('admits at most limit + (P − 1) × max(maxPending, cost) per key and window, in any order of sends, executions and replies (several keys per sync)', async () => {
     await fc.assert(
@@ -57,44 +108,8 @@ describe('SyncedStore under adversarial schedules of round trips', () => {
         fc.integer({ min: 1, max: 12 }),
         fc.integer({ min: 1, max: 3 }),
         fc.array(action, { minLength: 50, maxLength: 400 }),
-        async (processes, limit, maxPending, keys, actions) => {
-          const redis = new ScheduledRedis()
-          const stores = Array.from(
-            { length: processes },
-            () =>
-              new SyncedStore({
-                client: NO_CLIENT,
-                runner: redis.runner,
-                clock: () => 1_700_000_000_000,
-                interval: '1h',
-                maxPending,
-                onError: () => {},
-              }),
-          )
-          const limiters = stores.map(
-            (store) => new RateLimiter({ rules: fixedWindow({ limit, window: '1h' }), store, timeout: '1h' }),
-          )
-          const admitted = new Array<number>(keys).fill(0)
-          const requests: Promise<void>[] = []
-          for (const step of actions) {
-            if (step.type === 'request') {
-              requests.push(
-                limiters[step.who % processes]!.limit(`k${step.key % keys}`, { cost: step.cost }).then(
-                  (result) => {
-                    if (result.allowed) admitted[step.key % keys]! += step.cost
-                  },
-                ),
-              )
-            } else if (step.type === 'sync') void stores[step.who % processes]!.sync()
-            else if (step.type === 'execute') redis.execute(step.which)
-            else redis.deliver(step.which)
-            await new Promise((resolve) => setImmediate(resolve))
-          }
-          await redis.drain()
-          await Promise.all(requests)
-          for (const count of admitted)
-            expect(count).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
-        },
+        (processes, limit, maxPending, keys, actions) =>
+          checkSchedule(processes, limit, maxPending, keys, actions),
       ),
       { numRuns: 300 },
     )
@@ -111,45 +126,8 @@ describe('SyncedStore under key churn (maxKeys) and adversarial schedules', () =
         fc.integer({ min: 2, max: 4 }),
         fc.integer({ min: 1, max: 2 }),
         fc.array(action, { minLength: 50, maxLength: 300 }),
-        async (processes, limit, maxPending, keys, maxKeys, actions) => {
-          const redis = new ScheduledRedis()
-          const stores = Array.from(
-            { length: processes },
-            () =>
-              new SyncedStore({
-                client: NO_CLIENT,
-                runner: redis.runner,
-                clock: () => 1_700_000_000_000,
-                interval: '1h',
-                maxPending,
-                maxKeys,
-                onError: () => {},
-              }),
-          )
-          const limiters = stores.map(
-            (store) => new RateLimiter({ rules: fixedWindow({ limit, window: '1h' }), store, timeout: '1h' }),
-          )
-          const admitted = new Array<number>(keys).fill(0)
-          const requests: Promise<void>[] = []
-          for (const step of actions) {
-            if (step.type === 'request') {
-              requests.push(
-                limiters[step.who % processes]!.limit(`k${step.key % keys}`, { cost: step.cost }).then(
-                  (result) => {
-                    if (result.allowed) admitted[step.key % keys]! += step.cost
-                  },
-                ),
-              )
-            } else if (step.type === 'sync') void stores[step.who % processes]!.sync()
-            else if (step.type === 'execute') redis.execute(step.which)
-            else redis.deliver(step.which)
-            await new Promise((resolve) => setImmediate(resolve))
-          }
-          await redis.drain()
-          await Promise.all(requests)
-          for (const count of admitted)
-            expect(count).toBeLessThanOrEqual(limit + (processes - 1) * Math.max(maxPending, 3))
-        },
+        (processes, limit, maxPending, keys, maxKeys, actions) =>
+          checkSchedule(processes, limit, maxPending, keys, actions, maxKeys),
       ),
       { numRuns: 300 },
     )
