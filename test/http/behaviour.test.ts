@@ -1,8 +1,6 @@
 import {
   type DecisionEvent,
   fixedWindow,
-  MemoryStore,
-  RedisStore,
   type Store,
   slidingWindowCounter,
   slidingWindowLog,
@@ -12,8 +10,15 @@ import { parseList } from 'structured-headers'
 import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient } from '../support/redis.js'
-import { type AppSpec, FRAMEWORKS, headerOf, type RunningApp, releaseHeld, waitForHeld } from './harness.js'
+import {
+  type AppSpec,
+  FRAMEWORKS,
+  headerOf,
+  type RunningApp,
+  releaseHeld,
+  storesOnClock,
+  waitForHeld,
+} from './harness.js'
 
 /** A fresh store per app: one store object serves one limiter of each rule set (docs/counters.md). */
 const failingStore = (): Store => ({
@@ -23,15 +28,7 @@ const failingStore = (): Store => ({
   reset: () => Promise.reject(new Error('connection refused')),
 })
 
-let storeCount = 0
-const stores: [string, (clock: ManualClock) => Store][] = [
-  ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
-  [
-    'Redis store',
-    (clock) =>
-      new RedisStore({ client: standaloneClient(), clock: clock.read, prefix: `http${storeCount++}:` }),
-  ],
-]
+const stores = storesOnClock('http')
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
   let app: RunningApp | undefined

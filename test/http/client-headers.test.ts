@@ -1,31 +1,11 @@
-/**
- * Reset headers as real clients read them (issue 20, item 4): got and ky send the requests,
- * ratelimit-header-parser reads the headers. A proactive client pauses at remaining 0 until the announced reset:
- * it must then be admitted, a second earlier still refused, and allowed and refused answers must announce the
- * same instant. The store's clock is driven; the client's waits are read from the headers, never slept.
- */
-import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
 import got from 'got'
 import ky from 'ky'
 import { parseRateLimit } from 'ratelimit-header-parser'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient } from '../support/redis.js'
-import { type CommonOptions, FRAMEWORKS, type RunningApp } from './harness.js'
+import { type CommonOptions, FRAMEWORKS, type RunningApp, storesOnClock } from './harness.js'
 
-let prefixes = 0
-const stores: [string, (clock: ManualClock) => Store][] = [
-  ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
-  [
-    'Redis store',
-    (clock) =>
-      new RedisStore({
-        client: standaloneClient(),
-        clock: clock.read,
-        prefix: `client-headers${prefixes++}:`,
-      }),
-  ],
-]
+const stores = storesOnClock('client-headers')
 
 interface Answer {
   status: number

@@ -7,7 +7,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { getConnInfo } from '@hono/node-server/conninfo'
-import type { HttpRateLimitOptions } from '@ratewindow/core'
+import { type HttpRateLimitOptions, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { type HonoRateLimitOptions, rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
@@ -19,6 +19,28 @@ import fastify4 from 'fastify4'
 import { type Context, Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
+import type { ManualClock } from '../support/clock.js'
+import { standaloneClient } from '../support/redis.js'
+
+let storeCount = 0
+/**
+ * The stores an HTTP test runs on, both on the test's driven clock: memory, and Redis (the shared server, a fresh
+ * prefix per store, named after the test file).
+ */
+export function storesOnClock(name: string): [string, (clock: ManualClock) => Store][] {
+  return [
+    ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
+    [
+      'Redis store',
+      (clock) =>
+        new RedisStore({
+          client: standaloneClient(),
+          clock: clock.read,
+          prefix: `${name}${process.pid}x${storeCount++}:`,
+        }),
+    ],
+  ]
+}
 
 /** Requests parked in GET /hold until the test lets them go. */
 const held: (() => void)[] = []

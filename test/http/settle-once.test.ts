@@ -3,30 +3,16 @@
  * from its own 'finish' listener settles the same result. The result is given back once, not twice: the second
  * give-back used to free units of the client's other requests (with an actual cost of 0, without limit).
  */
-import type { SettleResult, Store } from '@ratewindow/core'
-import { MemoryStore, RedisStore } from '@ratewindow/core'
+import type { SettleResult } from '@ratewindow/core'
 import { rateLimit } from '@ratewindow/express'
 import express5 from 'express'
 import express4 from 'express4'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient } from '../support/redis.js'
-import { listening, type TestApp } from './harness.js'
+import { listening, storesOnClock, type TestApp } from './harness.js'
 
-let prefixes = 0
-const stores: [string, (clock: ManualClock) => Store][] = [
-  ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
-  [
-    'Redis store',
-    (clock) =>
-      new RedisStore({
-        client: standaloneClient(),
-        clock: clock.read,
-        prefix: `settle${Math.random().toString(36).slice(2, 8)}x${prefixes++}:`,
-      }),
-  ],
-]
+const stores = storesOnClock('settle')
 
 describe.each([
   ['Express 5', express5],

@@ -2,26 +2,20 @@
  * Shadow mode in combination, over HTTP in every framework version, on memory and Redis: a penalty on a limiter
  * that is wholly in shadow mode, and the concurrency limit (which shadow mode does not cover) beside it.
  */
-import { type DecisionEvent, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import type { DecisionEvent } from '@ratewindow/core'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient } from '../support/redis.js'
-import { type AppSpec, FRAMEWORKS, type RunningApp, releaseHeld, waitForHeld } from './harness.js'
+import {
+  type AppSpec,
+  FRAMEWORKS,
+  type RunningApp,
+  releaseHeld,
+  storesOnClock,
+  waitForHeld,
+} from './harness.js'
 
-let storeCount = 0
-const stores: [string, (clock: ManualClock) => Store][] = [
-  ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
-  [
-    'Redis store',
-    (clock) =>
-      new RedisStore({
-        client: standaloneClient(),
-        clock: clock.read,
-        prefix: `shc${process.pid}x${storeCount++}:`,
-      }),
-  ],
-]
+const stores = storesOnClock('shc')
 
 /** Every rate limit header a shadow limiter must not send, in any format. */
 const RATE_LIMIT_HEADERS = [
