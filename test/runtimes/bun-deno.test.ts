@@ -5,71 +5,21 @@
  * links only `hono` and the Redis clients. Stores: memory, RedisStore over ioredis and over node-redis (the
  * suite's redis-server), and a failing store (the failure policy lets requests through, without headers).
  */
-import { execFile } from 'node:child_process'
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { promisify } from 'node:util'
-import { build } from 'tsup'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packageBuild } from '../../tsup.config.base.js'
 import { redisEnvironment } from '../support/redis.js'
+import { RUNTIMES as ALL_RUNTIMES, root, run, runtimeProject } from './project.js'
 
-const run = promisify(execFile)
-const root = resolve(import.meta.dirname, '../..')
-let project: string
+let project: Awaited<ReturnType<typeof runtimeProject>> | undefined
 
 beforeAll(async () => {
-  project = mkdtempSync(join(tmpdir(), 'ratewindow-runtimes-'))
-  for (const name of ['core', 'hono']) {
-    const dir = join(project, 'node_modules', '@ratewindow', name)
-    mkdirSync(dir, { recursive: true })
-    copyFileSync(join(root, 'packages', name, 'package.json'), join(dir, 'package.json'))
-    await build({
-      ...packageBuild,
-      entry: [join(root, 'packages', name, 'src/index.ts')],
-      tsconfig: join(root, 'packages', name, 'tsconfig.json'),
-      outDir: join(dir, 'dist'),
-      format: ['esm'],
-      dts: false,
-      sourcemap: false,
-      external: ['@ratewindow/core', 'hono'],
-      silent: true,
-    })
-  }
-  for (const name of ['hono', 'ioredis', 'redis'])
-    symlinkSync(join(root, 'node_modules', name), join(project, 'node_modules', name), 'dir')
-  writeFileSync(
-    join(project, 'package.json'),
-    `${JSON.stringify({ private: true, type: 'module', dependencies: { '@ratewindow/hono': '*', hono: '*', ioredis: '*', redis: '*' } })}\n`,
-  )
-  copyFileSync(join(import.meta.dirname, 'hono-app.mjs'), join(project, 'hono-app.mjs'))
+  project = await runtimeProject([], ['hono-app.mjs'])
 }, 120_000)
 
-afterAll(() => {
-  if (project) rmSync(project, { recursive: true, force: true })
-})
+afterAll(() => project?.remove())
 
-const RUNTIMES = {
-  Bun: [join(root, 'node_modules/.bin/bun'), 'hono-app.mjs'],
-  Deno: [
-    join(root, 'node_modules/.bin/deno'),
-    'run',
-    '--node-modules-dir=manual',
-    '--allow-net=127.0.0.1',
-    '--allow-read',
-    '--allow-env',
-    'hono-app.mjs',
-  ],
-} as const
+const RUNTIMES = { Bun: ALL_RUNTIMES.Bun, Deno: ALL_RUNTIMES.Deno }
 
 interface Answer {
   status: number
@@ -80,8 +30,8 @@ interface Answer {
 async function runApp(runtime: keyof typeof RUNTIMES, store: string): Promise<Answer[]> {
   const [command, ...args] = RUNTIMES[runtime]
   const port = store === 'ioredis' || store === 'node-redis' ? redisEnvironment().standalonePort : 0
-  const { stdout } = await run(command, args, {
-    cwd: project,
+  const { stdout } = await run(command, [...args, 'hono-app.mjs'], {
+    cwd: project!.dir,
     timeout: 60_000,
     env: { ...process.env, STORE: store, REDIS_PORT: String(port), NO_COLOR: '1' },
   })

@@ -1,0 +1,92 @@
+/**
+ * A fresh project for the runtime tests: core and hono built as `pnpm build` builds them (ESM), with `hono`,
+ * `@hono/node-server` and the Redis clients linked from the workspace, and the test's own app modules built to
+ * plain JavaScript beside them, so that Node, Bun and Deno run the same files.
+ */
+import { execFile } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import { build } from 'tsup'
+import { packageBuild } from '../../tsup.config.base.js'
+
+export const run = promisify(execFile)
+export const root = resolve(import.meta.dirname, '../..')
+
+/** The packages linked from the workspace into the project (the app modules import nothing else). */
+const LINKED = ['hono', '@hono/node-server', 'ioredis', 'redis']
+const EXTERNAL = [/^@ratewindow\//, /^hono(\/|$)/, /^@hono\//, 'ioredis', 'redis']
+
+/**
+ * Builds the project in a temporary directory: `apps` are TypeScript modules of test/runtimes, built to
+ * `<name>.mjs`, and `copies` files copied as they are. Returns the directory and how to remove it.
+ */
+export async function runtimeProject(
+  apps: string[] = [],
+  copies: string[] = [],
+): Promise<{ dir: string; remove(): void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ratewindow-runtimes-'))
+  for (const name of ['core', 'hono']) {
+    const target = join(dir, 'node_modules', '@ratewindow', name)
+    mkdirSync(target, { recursive: true })
+    copyFileSync(join(root, 'packages', name, 'package.json'), join(target, 'package.json'))
+    await build({
+      ...packageBuild,
+      entry: [join(root, 'packages', name, 'src/index.ts')],
+      tsconfig: join(root, 'packages', name, 'tsconfig.json'),
+      outDir: join(target, 'dist'),
+      format: ['esm'],
+      dts: false,
+      sourcemap: false,
+      external: ['@ratewindow/core', 'hono'],
+      silent: true,
+    })
+  }
+  for (const name of LINKED) {
+    mkdirSync(join(dir, 'node_modules', name, '..'), { recursive: true })
+    symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name), 'dir')
+  }
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({
+      private: true,
+      type: 'module',
+      dependencies: Object.fromEntries(['@ratewindow/hono', ...LINKED].map((name) => [name, '*'])),
+    })}\n`,
+  )
+  if (apps.length > 0) {
+    await build({
+      entry: Object.fromEntries(
+        apps.map((app) => [app.replace(/\.ts$/, ''), join(import.meta.dirname, app)]),
+      ),
+      outDir: dir,
+      format: ['esm'],
+      outExtension: () => ({ js: '.mjs' }),
+      target: 'es2022',
+      dts: false,
+      sourcemap: false,
+      clean: false,
+      external: EXTERNAL,
+      silent: true,
+    })
+  }
+  for (const file of copies) copyFileSync(join(import.meta.dirname, file), join(dir, file))
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** How each runtime runs a module of the project: the command and its arguments before the file. */
+export const RUNTIMES = {
+  Node: [process.execPath],
+  Bun: [join(root, 'node_modules/.bin/bun')],
+  Deno: [
+    join(root, 'node_modules/.bin/deno'),
+    'run',
+    '--node-modules-dir=manual',
+    '--allow-net=127.0.0.1',
+    '--allow-read',
+    '--allow-env',
+  ],
+} as const
+
+export type Runtime = keyof typeof RUNTIMES
