@@ -1,0 +1,485 @@
+/**
+ * The Hono side of the HTTP suite on other runtimes (test/runtimes/hono-suite.test.ts): one process per runtime
+ * (Node with `@hono/node-server`, Bun, Deno) runs this module, built to plain JavaScript, against the built
+ * packages. Options with functions cannot cross a process boundary, so the apps are named here: each scenario
+ * builds the options of one Hono test app from a store, a driven clock and an observer that records.
+ *
+ * Control (the port printed on stdout as `{"runtime","port"}`), all JSON:
+ * - `POST /start {scenario, store, clock?}`: builds the app, serves it on a port of its own (127.0.0.1), answers
+ *   `{id, port}`. Stores: `memory`, `ioredis`, `node-redis`, `ioredis-cluster`, `node-redis-cluster`, `synced`
+ *   (SyncedStore over ioredis), `failing`. The clock starts at `clock` (epoch ms).
+ * - `POST /advance/:id?ms=`: moves that app's clock; `GET /record/:id`: its decisions, store errors and store
+ *   calls; `GET /held/:id`, `POST /release/:id`: requests parked in GET /hold; `POST /close/:id`; `POST /exit`.
+ *
+ * App routes, as in test/http/harness.ts: GET / and /other ("ok", the `shared` limiter if any), /fail (500),
+ * /limited (the `route` limiter), /a, /b, /c, /login (the `routes` limiters), /state, /hold, /settle?n=,
+ * POST /reset/:key and /reset-me (the `shared` limiter's handle, else the global one's). The client address is
+ * the socket's, and X-Forwarded-For from 127.0.0.1 (`trustProxy`), as the Node matrix trusts one local proxy.
+ */
+import type { DecisionEvent, Store } from '@ratewindow/core'
+import {
+  AccessList,
+  fixedWindow,
+  type HonoRateLimitOptions,
+  MemoryStore,
+  type RateLimitEnv,
+  type RateLimitMiddleware,
+  RedisStore,
+  rateLimit,
+  SyncedStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/hono'
+import { type Context, Hono } from 'hono'
+
+declare const Bun:
+  | {
+      env: Record<string, string | undefined>
+      serve(options: {
+        port: number
+        hostname: string
+        fetch: (request: Request, server: unknown) => unknown
+      }): {
+        port: number
+        stop(closeActive?: boolean): Promise<void> | void
+      }
+    }
+  | undefined
+declare const Deno:
+  | {
+      env: { toObject(): Record<string, string | undefined> }
+      serve(
+        options: { port: number; hostname: string; onListen(): void },
+        handler: (request: Request, info: unknown) => Response | Promise<Response>,
+      ): { addr: { port: number }; shutdown(): Promise<void> }
+      exit(code?: number): never
+    }
+  | undefined
+declare const process: { env: Record<string, string | undefined>; exit(code?: number): never }
+
+type Options = HonoRateLimitOptions
+type Fetch = (request: Request, env: unknown) => Response | Promise<Response>
+
+const runtime = typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node'
+const env = runtime === 'bun' ? Bun!.env : runtime === 'deno' ? Deno!.env.toObject() : process.env
+const { getConnInfo } = (await import(
+  runtime === 'bun' ? 'hono/bun' : runtime === 'deno' ? 'hono/deno' : '@hono/node-server/conninfo'
+)) as { getConnInfo: NonNullable<Options['getConnInfo']> }
+
+/** Serves `fetch` on 127.0.0.1, a free port, with the runtime's own server. */
+async function serve(fetch: Fetch): Promise<{ port: number; close(): Promise<void> }> {
+  if (runtime === 'bun') {
+    const server = Bun!.serve({ port: 0, hostname: '127.0.0.1', fetch })
+    return { port: server.port, close: async () => void (await server.stop(true)) }
+  }
+  if (runtime === 'deno') {
+    const server = Deno!.serve({ port: 0, hostname: '127.0.0.1', onListen() {} }, fetch)
+    return { port: server.addr.port, close: () => server.shutdown() }
+  }
+  const { serve: serveNode } = await import('@hono/node-server')
+  return new Promise((resolve) => {
+    const server = serveNode({ fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+      resolve({
+        port: info.port,
+        close: () =>
+          new Promise((done) => {
+            ;(server as unknown as { closeAllConnections?(): void }).closeAllConnections?.()
+            server.close(() => done())
+          }),
+      }),
+    )
+  })
+}
+
+/** The Redis clients, made on first use and closed at exit. */
+const clients = new Map<string, Promise<{ client: unknown; close(): Promise<unknown> }>>()
+const redisPort = Number(env.REDIS_PORT)
+const clusterNodes = JSON.parse(env.CLUSTER_NODES ?? '[]') as { host: string; port: number }[]
+
+function redisClient(kind: string): Promise<{ client: unknown; close(): Promise<unknown> }> {
+  let connected = clients.get(kind)
+  if (connected === undefined) {
+    connected = connect(kind)
+    clients.set(kind, connected)
+  }
+  return connected
+}
+
+async function connect(kind: string): Promise<{ client: unknown; close(): Promise<unknown> }> {
+  if (kind === 'ioredis') {
+    const { Redis } = await import('ioredis')
+    const client = new Redis({ host: '127.0.0.1', port: redisPort, maxRetriesPerRequest: 1 })
+    return { client, close: () => client.quit() }
+  }
+  if (kind === 'ioredis-cluster') {
+    const { Cluster } = await import('ioredis')
+    const client = new Cluster(clusterNodes, { redisOptions: { maxRetriesPerRequest: 1 } })
+    await new Promise((resolve, reject) => {
+      client.once('ready', resolve)
+      client.once('error', reject)
+    })
+    return { client, close: () => client.quit() }
+  }
+  const { createClient, createCluster } = await import('redis')
+  const client =
+    kind === 'node-redis'
+      ? createClient({ url: `redis://127.0.0.1:${redisPort}` })
+      : createCluster({
+          rootNodes: clusterNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+        })
+  await client.connect()
+  return { client, close: () => client.close() }
+}
+
+const down = () => Promise.reject(new Error('connection refused'))
+
+async function makeStore(kind: string, clock: () => number): Promise<Store> {
+  const prefix = `rt-${runtime}-${crypto.randomUUID()}:`
+  if (kind === 'memory') return new MemoryStore({ clock })
+  if (kind === 'failing') return { consume: down, peek: down, refund: down, reset: down }
+  if (kind === 'synced') {
+    const { client } = await redisClient('ioredis')
+    return new SyncedStore({ client: client as never, clock, prefix })
+  }
+  const { client } = await redisClient(kind)
+  return new RedisStore({ client: client as never, clock, prefix })
+}
+
+/** What a scenario is given: its store (one per app), its clock, and recorders. */
+interface Kit {
+  store: Store
+  clock: { now: number; read(): number }
+  /** An observer that records every decision (GET /record/:id). */
+  observer: { onDecision(event: DecisionEvent): void }
+  /** An `onError` that records every store failure. */
+  onError(error: unknown, context: unknown): void
+  /** `store`, counting the calls that reach it (GET /record/:id). */
+  counted(): Store
+}
+
+/** One test app, as test/http/harness.ts's `AppSpec`, and the routes of the other HTTP tests. */
+interface Spec {
+  global?: Options
+  route?: Options
+  routes?: Partial<Record<'/a' | '/b' | '/c' | '/login', Options>>
+  shared?: Options
+}
+
+const header = (c: unknown, name: string) => (c as Context).req.header(name)
+const PLANS = {
+  free: fixedWindow({ limit: 2, window: '1m' }),
+  pro: [slidingWindowCounter({ limit: 4, window: '10s' }), fixedWindow({ limit: 100, window: '1h' })],
+  batch: { rules: tokenBucket({ capacity: 6, refillRate: 1, interval: '1m' }), cost: 3 },
+} as const
+const byUser = (c: unknown) => header(c, 'x-user') ?? 'anonymous'
+
+/** The apps the suite starts, by name (the test of the same name says what each must do). */
+export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
+  'draft-6': ({ store, observer }) => ({
+    global: { limit: 2, window: '1m', algorithm: 'fixed-window', store, observer },
+  }),
+  'one-per-client': ({ store }) => ({ global: { limit: 1, store } }),
+  'shadow-route': ({ store, observer }) => ({
+    route: { limit: 2, window: '1m', shadow: true, name: 'shadowed', store, observer },
+  }),
+  'shadow-rule': ({ store, observer }) => ({
+    global: {
+      rules: [
+        fixedWindow({ limit: 1, window: '1m', name: 'burst', shadow: true }),
+        fixedWindow({ limit: 3, window: '1h', name: 'hourly' }),
+      ],
+      store,
+      headers: 'draft-11',
+      observer,
+    },
+  }),
+  penalty: ({ store, observer }) => ({
+    global: {
+      limit: 1,
+      window: '1s',
+      algorithm: 'fixed-window',
+      penalty: { after: 2, within: '10s', block: '30s', factor: 2, maxBlock: '1m', statusCode: 403 },
+      store,
+      observer,
+    },
+  }),
+  settle: ({ store }) => ({
+    global: { limit: 100, window: '1h', algorithm: 'fixed-window', cost: 10, store },
+  }),
+  concurrency: ({ store }) => ({
+    global: { limit: 100, window: '1m', headers: 'draft-11', concurrency: { limit: 2, lease: '1m' }, store },
+  }),
+  'release-on-close': ({ store }) => ({
+    global: { limit: 100, concurrency: { limit: 1, releaseOnClose: true }, store },
+  }),
+  'several-rules': ({ store }) => ({
+    global: {
+      rules: [
+        tokenBucket({ capacity: 2, refillRate: 1, interval: '1s' }),
+        fixedWindow({ limit: 3, window: '1h' }),
+      ],
+      store,
+    },
+  }),
+  'draft-11': ({ store }) => ({
+    global: {
+      rules: [
+        slidingWindowLog({ limit: 2, window: '10s', name: 'burst' }),
+        fixedWindow({ limit: 100, window: '1h', name: 'hourly' }),
+      ],
+      headers: 'draft-11',
+      store,
+    },
+  }),
+  'draft-7-legacy': ({ store }) => ({ global: { limit: 5, headers: 'draft-7', legacyHeaders: true, store } }),
+  'draft-8': ({ store }) => ({
+    global: {
+      limit: 5,
+      window: '1m',
+      headers: 'draft-8',
+      partitionKeySecret: 'a-server-secret-of-32-characters',
+      store,
+    },
+  }),
+  'no-headers': ({ store }) => ({ global: { limit: 1, headers: false, store } }),
+  'problem-details': ({ store }) => ({ global: { limit: 1, problemDetails: true, store } }),
+  'message-text': ({ store }) => ({ global: { limit: 1, message: 'slow down', statusCode: 503, store } }),
+  'message-function': ({ store }) => ({
+    global: { limit: 1, message: (_c, result) => ({ wait: result.retryAfter > 0 }), store },
+  }),
+  skip: ({ store }) => ({ global: { limit: 1, skip: (c) => header(c, 'x-internal') === 'yes', store } }),
+  'cost-per-request': ({ store }) => ({
+    global: { limit: 5, cost: (c) => Number(header(c, 'x-cost') ?? 1), store },
+  }),
+  'limit-and-key-functions': ({ store }) => ({
+    global: { limit: (c) => (header(c, 'x-plan') === 'pro' ? 3 : 1), key: byUser, store },
+  }),
+  'skip-failed': ({ store }) => ({ global: { limit: 2, skipFailedRequests: true, store } }),
+  'skip-successful': ({ store }) => ({ global: { limit: 2, skipSuccessfulRequests: true, store } }),
+  'route-limit': ({ store }) => ({ route: { limit: 1, store } }),
+  state: ({ store }) => ({ global: { limit: 3, store } }),
+  'fail-open': ({ store, onError }) => ({ global: { limit: 1, store, onError } }),
+  'fail-closed': ({ store, onError }) => ({ global: { limit: 1, store, onStoreError: 'deny', onError } }),
+  'key-throws': ({ store }) => ({
+    global: {
+      limit: 1,
+      store,
+      key: () => {
+        throw Object.assign(new Error('no key'), { code: 'NO_KEY' })
+      },
+    },
+  }),
+  // Composition: two limiters on one app and one store; a named group; different rules apart.
+  'global-and-route': ({ store }) => ({
+    global: { limit: 10, store },
+    routes: { '/login': { limit: 3, store } },
+  }),
+  group: ({ store }) => {
+    const login = { limit: 3, window: '1m', group: 'login', store } as const
+    return { routes: { '/a': login, '/b': login, '/c': login } }
+  },
+  'rules-apart': ({ store }) => ({
+    global: { rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1m' }), store },
+    routes: {
+      '/a': { rules: slidingWindowLog({ limit: 2, window: '1m' }), store },
+      '/b': { limit: 2, window: '30s', store },
+    },
+  }),
+  'route-labels': ({ store, observer }) => ({
+    global: { limit: 10, name: 'global', store, observer },
+    routes: { '/a': { limit: 10, name: 'a', prefix: 'a', store, observer } },
+  }),
+  // Policies: the reset handle, allow and deny lists, rules per request.
+  'reset-by-key': ({ store }) => ({ shared: { limit: 2, store, key: byUser } }),
+  'reset-me': ({ store }) => ({ shared: { limit: 1, store } }),
+  lists: ({ counted }) => ({
+    shared: {
+      limit: 1,
+      store: counted(),
+      allowList: new AccessList({ ips: ['10.0.0.0/8', '198.51.100.7'] }),
+      denyList: new AccessList({ ips: ['198.51.100.0/24', '2001:db8:bad::/48'], keys: [] }),
+    },
+  }),
+  'deny-function': ({ counted }) => ({
+    shared: {
+      limit: 1,
+      store: counted(),
+      denyList: async (c) => header(c, 'x-bot') === 'yes',
+      skip: (c) => header(c, 'x-internal') === 'yes',
+      allowList: { ips: ['10.0.0.0/8'] },
+    },
+  }),
+  plans: ({ store }) => ({
+    shared: {
+      rules: (c) => PLANS[(header(c, 'x-plan') ?? 'free') as keyof typeof PLANS],
+      key: byUser,
+      store,
+    },
+  }),
+  'resolver-throws': ({ store }) => ({
+    shared: {
+      rules: (c) => {
+        if (header(c, 'x-plan') === 'boom') throw new Error('plan lookup failed')
+        if (header(c, 'x-plan') === 'bad') return { limit: 5 } as never
+        return PLANS.free
+      },
+      key: byUser,
+      store,
+    },
+  }),
+}
+
+interface Instance {
+  clock: { now: number; read(): number }
+  decisions: unknown[]
+  errors: unknown[]
+  calls: { count: number }
+  held: (() => void)[]
+  limiters: RateLimitMiddleware[]
+  close(): Promise<void>
+}
+
+const instances = new Map<string, Instance>()
+let instanceCount = 0
+
+async function start(scenario: string, storeKind: string, clockStart: number | undefined) {
+  const build = SCENARIOS[scenario]
+  if (build === undefined) throw new Error(`no scenario named ${scenario}`)
+  const clock = { now: clockStart ?? 1_700_000_000_000, read: () => clock.now }
+  const store = await makeStore(storeKind, clock.read)
+  const instance: Instance = {
+    clock,
+    decisions: [],
+    errors: [],
+    calls: { count: 0 },
+    held: [],
+    limiters: [],
+    close: async () => {},
+  }
+  const counted = (): Store =>
+    new Proxy(store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver)
+        if (typeof value !== 'function') return value
+        return (...args: unknown[]) => {
+          if (name === 'consume' || name === 'peek' || name === 'reset' || name === 'refund')
+            instance.calls.count++
+          return value.apply(target, args)
+        }
+      },
+    })
+  const spec = build({
+    store,
+    clock,
+    counted,
+    observer: {
+      onDecision: (event) =>
+        void instance.decisions.push({
+          outcome: event.outcome,
+          route: event.route ?? null,
+          limiter: event.limiter,
+          rule: event.rule ?? null,
+          allowed: event.result.allowed,
+          shadow: event.result.shadow ?? false,
+          rulesAllowed: event.result.rules.map((rule) => rule.allowed),
+        }),
+    },
+    onError: (error, context) => void instance.errors.push({ message: (error as Error).message, context }),
+  })
+  const limiter = (options: Options) => {
+    const made = rateLimit({ getConnInfo, trustProxy: '127.0.0.1', ...options })
+    instance.limiters.push(made)
+    return made
+  }
+  const app = new Hono<RateLimitEnv>()
+  app.onError((error, c) => c.json({ error: (error as { code?: string }).code ?? error.message }, 500))
+  const global = spec.global && limiter(spec.global)
+  if (global) app.use(global)
+  const shared = spec.shared && limiter(spec.shared)
+  const resetting = shared ?? global
+  const ok = (c: Context) => c.text('ok')
+  for (const path of ['/', '/other']) {
+    if (shared) app.get(path, shared, ok)
+    else app.get(path, ok)
+  }
+  app.get('/fail', (c) => c.text('failed', 500))
+  if (spec.route) app.get('/limited', limiter(spec.route), (c) => c.text('limited route'))
+  else app.get('/limited', (c) => c.text('limited route'))
+  for (const path of ['/a', '/b', '/c', '/login'] as const) {
+    const options = spec.routes?.[path]
+    const answer = (c: Context) => c.text(`ok ${path}`)
+    if (options) app.get(path, limiter(options), answer)
+    else app.get(path, answer)
+  }
+  app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
+  app.get('/hold', async (c) => {
+    await new Promise<void>((resolve) => instance.held.push(resolve))
+    return c.text('held')
+  })
+  app.get('/settle', async (c) =>
+    c.json((await c.get('rateLimit')?.settle?.(Number(c.req.query('n')))) ?? null),
+  )
+  app.post('/reset/:key', async (c) => {
+    await resetting!.resetKey(c.req.param('key'))
+    return c.text('reset')
+  })
+  app.post('/reset-me', async (c) => {
+    await resetting!.reset(c)
+    return c.text('reset')
+  })
+  const server = await serve(app.fetch as Fetch)
+  instance.close = async () => {
+    for (const resolve of instance.held.splice(0)) resolve()
+    await server.close()
+    for (const made of instance.limiters) made.close()
+    await (store as { close?(): unknown }).close?.()
+  }
+  const id = String(++instanceCount)
+  instances.set(id, instance)
+  return { id, port: server.port }
+}
+
+const control = new Hono()
+control.onError((error, c) => c.json({ error: error.message }, 500))
+control.post('/start', async (c) => {
+  const { scenario, store, clock } = await c.req.json<{ scenario: string; store: string; clock?: number }>()
+  return c.json(await start(scenario, store, clock))
+})
+const instanceOf = (c: Context) => {
+  const instance = instances.get(c.req.param('id') ?? '')
+  if (instance === undefined) throw new Error(`no app ${c.req.param('id')}`)
+  return instance
+}
+control.post('/advance/:id', (c) => {
+  const instance = instanceOf(c)
+  instance.clock.now += Number(c.req.query('ms'))
+  return c.json({ now: instance.clock.now })
+})
+control.get('/record/:id', (c) => {
+  const { decisions, errors, calls } = instanceOf(c)
+  return c.json({ decisions, errors, calls: calls.count })
+})
+control.get('/held/:id', (c) => c.json({ held: instanceOf(c).held.length }))
+control.post('/release/:id', (c) => {
+  for (const resolve of instanceOf(c).held.splice(0)) resolve()
+  return c.json({ released: true })
+})
+control.post('/close/:id', async (c) => {
+  const instance = instanceOf(c)
+  instances.delete(c.req.param('id'))
+  await instance.close()
+  return c.json({ closed: true })
+})
+control.post('/exit', async (c) => {
+  for (const [id, instance] of instances) {
+    instances.delete(id)
+    await instance.close()
+  }
+  for (const connected of clients.values()) await (await connected).close()
+  setTimeout(() => (runtime === 'deno' ? Deno!.exit(0) : process.exit(0)), 10)
+  return c.json({ exiting: true })
+})
+
+const { port } = await serve(control.fetch as Fetch)
+console.log(JSON.stringify({ runtime, port }))
