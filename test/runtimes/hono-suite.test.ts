@@ -4,7 +4,8 @@
  * (test/http: behaviour, composition, policies): headers (draft-6/7/8/11), the 429 body and Retry-After, key and
  * limit functions, rules per request, penalties, allow and deny lists, concurrency, settle, skipFailedRequests,
  * shadow, the failure policy on a failing store, limiters composed on one app and one store, per-route limits
- * and the observer; on memory and on Redis (ioredis).
+ * and the observer; on memory and on Redis (ioredis). The cluster clients (ioredis and node-redis against the
+ * 3-master Cluster), node-redis standalone, and SyncedStore run the core of it.
  *
  * One process per runtime serves every app of the file: the test names a scenario (suite-app.ts builds its
  * options, functions included), the app gets a port of its own, and time is the app's driven clock, moved
@@ -143,6 +144,18 @@ const STORES = [
   ['Redis (ioredis)', 'ioredis'],
 ] as const
 
+/**
+ * The other Redis clients and SyncedStore: node-redis standalone, ioredis and node-redis against the 3-master
+ * Cluster, and SyncedStore (over ioredis), on the cases where a store's part differs (headers, limits, time,
+ * composition on one store, concurrency slots, reset).
+ */
+const MORE_STORES = [
+  ['Redis (node-redis)', 'node-redis'],
+  ['Redis Cluster (ioredis)', 'ioredis-cluster'],
+  ['Redis Cluster (node-redis)', 'node-redis-cluster'],
+  ['SyncedStore (ioredis)', 'synced'],
+] as const
+
 describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
   const start = runtimeProcess(runtime)
 
@@ -188,24 +201,30 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       expect((await request(url).get('/').expect(200)).headers['ratelimit-limit']).toBe('10')
     })
 
-    it('concurrency: at most N in flight, draft-11 headers with qu="concurrent-requests", slots back when responses end', async () => {
-      const app = await start('concurrency', store)
-      const parked = [request(app.url).get('/hold'), request(app.url).get('/hold')].map((pending) =>
-        pending.then((response) => response),
-      )
-      await waitForHeld(app, 2)
-      const denied = await request(app.url).get('/').expect(429)
-      expect(denied.headers['retry-after']).toBe('1')
-      expect(denied.headers['ratelimit']).toBe('"concurrency";r=0')
-      expect(denied.headers['ratelimit-policy']).toBe(
-        '"100-per-1m";q=100;w=60, "concurrency";q=2;qu="concurrent-requests"',
-      )
-      await app.release()
-      for (const response of await Promise.all(parked)) expect(response.status).toBe(200)
-      const served = await request(app.url).get('/').expect(200)
-      // The denied request's rate limit charge was given back: 3 served so far.
-      expect(served.headers['ratelimit']).toBe('"100-per-1m";r=97;t=60, "concurrency";r=1')
-    })
+    if (store === 'synced') {
+      // SyncedStore holds no leases: `concurrency` refuses it when the middleware is made (docs/policies.md).
+      it('concurrency refuses a SyncedStore when the middleware is made, naming the option', async () => {
+        await expect(start('concurrency', store)).rejects.toThrow(/`concurrency` must be a store with leases/)
+      })
+    } else
+      it('concurrency: at most N in flight, draft-11 headers with qu="concurrent-requests", slots back when responses end', async () => {
+        const app = await start('concurrency', store)
+        const parked = [request(app.url).get('/hold'), request(app.url).get('/hold')].map((pending) =>
+          pending.then((response) => response),
+        )
+        await waitForHeld(app, 2)
+        const denied = await request(app.url).get('/').expect(429)
+        expect(denied.headers['retry-after']).toBe('1')
+        expect(denied.headers['ratelimit']).toBe('"concurrency";r=0')
+        expect(denied.headers['ratelimit-policy']).toBe(
+          '"100-per-1m";q=100;w=60, "concurrency";q=2;qu="concurrent-requests"',
+        )
+        await app.release()
+        for (const response of await Promise.all(parked)) expect(response.status).toBe(200)
+        const served = await request(app.url).get('/').expect(200)
+        // The denied request's rate limit charge was given back: 3 served so far.
+        expect(served.headers['ratelimit']).toBe('"100-per-1m";r=97;t=60, "concurrency";r=1')
+      })
 
     it("resets one key through the handle, and the requesting client's own key", async () => {
       const { url } = await start('reset-by-key', store)
@@ -513,6 +532,10 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       })
       expect(await statuses(url, 3)).toEqual([200, 200, 429])
     })
+  })
+
+  describe.each(MORE_STORES)('with the %s store', (_, store) => {
+    storeCases(store)
   })
 
   describe('with a failing store', () => {
