@@ -2,6 +2,8 @@
 import { once } from 'node:events'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { getConnInfo } from '@hono/node-server/conninfo'
 import type { RedisStore } from '@ratewindow/core'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
@@ -9,6 +11,8 @@ import { createApp as expressApp } from '../examples/express/src/app.js'
 import { redisStore as expressRedis } from '../examples/express/src/redis.js'
 import { createApp as fastifyApp } from '../examples/fastify/src/app.js'
 import { redisStore as fastifyRedis } from '../examples/fastify/src/redis.js'
+import { createApp as honoApp } from '../examples/hono/src/app.js'
+import { redisStore as honoRedis } from '../examples/hono/src/redis.js'
 import { createApp as koaApp } from '../examples/koa/src/app.js'
 import { redisStore as koaRedis } from '../examples/koa/src/redis.js'
 import { memoryExporter, run as otelExample } from '../examples/otel/src/console.js'
@@ -44,6 +48,20 @@ const EXAMPLES: [
       const app = await fastifyApp(options)
       await app.listen({ port: 0, host: '127.0.0.1' })
       return { server: app.server, close: () => app.close() }
+    },
+  ],
+  [
+    // On Node (@hono/node-server); test/runtimes/bun-deno-example.test.ts starts its Bun and Deno entries.
+    'hono',
+    honoRedis,
+    async (options) => {
+      const server = serve({
+        fetch: honoApp({ getConnInfo, ...options }).fetch,
+        port: 0,
+        hostname: '127.0.0.1',
+      }) as Server
+      await once(server, 'listening')
+      return { server, close: () => new Promise((resolve) => server.close(() => resolve())) }
     },
   ],
 ]
