@@ -1,6 +1,6 @@
 /**
  * One benchmark server in its own process, so the load generator does not share its event loop.
- * argv: <framework> <variant> <path: allowed|denied>. Prints `{"port":N}` once listening on 127.0.0.1.
+ * argv: <framework: express|koa|fastify|hono> <variant> <path: allowed|denied>. Prints `{"port":N}` once listening on 127.0.0.1.
  * Variants: bare, ratewindow (memory store), ratewindow-redis (REDIS_URL), ratewindow-synced (SyncedStore on
  * REDIS_URL), the floors, and the peers in peers.ts.
  *
@@ -13,13 +13,19 @@
  *
  * The parent asks for this process's CPU time over IPC (`process.cpuUsage()`), to report Node CPU per request.
  */
+import { once } from 'node:events'
+import type { Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { getConnInfo } from '@hono/node-server/conninfo'
 import { type HttpRateLimitOptions, MemoryStore, RedisStore, SyncedStore } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import { rateLimit as honoRateLimit } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express from 'express'
 import Fastify from 'fastify'
+import { Hono, type MiddlewareHandler } from 'hono'
 import { Redis } from 'ioredis'
 import Koa from 'koa'
 import { peerMiddleware } from './peers.js'
@@ -146,6 +152,26 @@ async function start(): Promise<number> {
     })
     const server = app.listen(0, '127.0.0.1')
     await new Promise((resolve) => server.once('listening', resolve))
+    return (server.address() as AddressInfo).port
+  }
+  if (framework === 'hono') {
+    // @hono/node-server. Hono has no trust-proxy setting of its own: the client is the X-Forwarded-For entry the
+    // load generator's loopback "proxy" added (ratewindow: `trustProxy: '127.0.0.1'`; floor-key reads the same).
+    const app = new Hono()
+    if (options) app.use(honoRateLimit({ ...options, getConnInfo, trustProxy: '127.0.0.1' }))
+    if (floor)
+      app.use(async (c, next) => {
+        if (client) await client.floor(`floor:${c.req.header('x-forwarded-for')}`, 60_000)
+        else if (variant === 'floor-key')
+          sink = getConnInfo(c).remote.address === '127.0.0.1' ? c.req.header('x-forwarded-for') : undefined
+        c.header('RateLimit-Policy', POLICY)
+        c.header('RateLimit', state())
+        await next()
+      })
+    if (peer) app.use(peer as MiddlewareHandler)
+    app.get('/', (c) => c.text('ok'))
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as HttpServer
+    if (!server.listening) await once(server, 'listening')
     return (server.address() as AddressInfo).port
   }
   const app = Fastify({ trustProxy: true })

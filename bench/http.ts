@@ -23,7 +23,7 @@ import { once } from 'node:events'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
-import { PEERS } from './peers.js'
+import { MEMORY_ONLY, PEERS } from './peers.js'
 import { argument, median, table } from './stats.js'
 
 export interface HttpRow {
@@ -75,7 +75,7 @@ export function variantsOf(framework: string): string[] {
     'ratewindow-redis-cached',
     'ratewindow-synced',
     ...peers,
-    ...peers.map((peer) => `${peer}-redis`),
+    ...peers.filter((peer) => !MEMORY_ONLY.has(peer)).map((peer) => `${peer}-redis`),
   ]
 }
 
@@ -267,7 +267,7 @@ export async function runHttp(
           // The peers' Redis stores are fixed windows: the same algorithm on our store, for a like-for-like row.
           ...(path === 'allowed' && keys === 1 ? ['ratewindow-redis-fixed'] : []),
           ...peers,
-          ...peers.map((peer) => `${peer}-redis`),
+          ...peers.filter((peer) => !MEMORY_ONLY.has(peer)).map((peer) => `${peer}-redis`),
           // The synchronised local mode, 4 processes against 4 bare processes (Express has no row: issue 12
           // asks for Koa and Fastify).
           ...(path === 'allowed' && framework !== 'express' ? ['bare-x4', 'ratewindow-synced-x4'] : []),

@@ -3,7 +3,7 @@
  * Figures, ratios and medians only: nothing here passes or fails on a wall clock.
  */
 import { execFileSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { runAccuracy } from './accuracy.js'
@@ -37,6 +37,9 @@ const redisFlood = await step('redis flood', runRedisFlood)
 const http = await step('http', () => runHttp({ rounds: quick ? 1 : 3, duration: quick ? 1 : 4 }))
 writeFileSync(join(docs, 'http-ratios.svg'), ratioChart(http))
 const pairs = await step('pairs', () => runPairs({ rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }))
+const honoPairs = await step('hono pairs', () =>
+  runPairs({ frameworks: ['hono'], rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }),
+)
 
 const markdown = `# Benchmarks
 
@@ -51,7 +54,7 @@ synchronised mode are judged on the paired runs below (two servers loaded at the
 only when both of a pair's measures meet it: the req/s ratio and the cost ratio (CPU per request). Redis CPU per
 decision comes from the HTTP matrix.
 
-${targets(http, pairs.rows)}
+${targets(http, [...pairs.rows, ...honoPairs.rows])}
 
 ## Paired runs
 
@@ -75,6 +78,18 @@ framework; in \`-x4\` pairs 4 + 4 server processes run on both cores, beside the
 on core 0 (no \`busy\` figure there).
 
 ${pairsTable(pairs.rows)}
+
+### Hono on Node (\`@hono/node-server\`)
+
+The memory path of \`@ratewindow/hono\` (issue 22), paired the same way: ratewindow (\`rateLimit({ getConnInfo,
+trustProxy: '127.0.0.1' })\`, draft-7 headers, the client from X-Forwarded-For through the loopback proxy)
+against the header floor (bare Hono plus one middleware that sets the same two headers and decides nothing),
+\`floor-key\` (the floor that also reads the client address, \`getConnInfo\` and the header, and formats the
+\`RateLimit\` value per request), and hono-rate-limiter ${honoRateLimiterVersion()} (its memory store, the same two
+draft-7 headers, keyed by the X-Forwarded-For header as it comes). Alone:
+\`pnpm --filter @ratewindow/bench pairs -- --frameworks hono\`.
+
+${pairsTable(honoPairs.rows)}
 
 ## HTTP: each framework bare, with ratewindow, and with its peers
 
@@ -168,12 +183,18 @@ execFileSync('pnpm', ['exec', 'biome', 'format', '--write', join(docs, 'benchmar
 console.log(markdown)
 
 /** Issue 12's targets: floors and peers from the paired runs, Redis CPU from the HTTP matrix. */
+/** The installed hono-rate-limiter's version, as the table names it. */
+function honoRateLimiterVersion(): string {
+  const manifest = join(import.meta.dirname, 'node_modules', 'hono-rate-limiter', 'package.json')
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version
+}
+
 function targets(rows: readonly HttpRow[], pairs: readonly PairRow[]): string {
   const lines = ['| target | framework | keys | measured | met |', '| --- | --- | --- | --- | --- |']
   const yes = (met: boolean) => (met ? 'yes' : 'no')
   const both = (row: PairRow) =>
     `${row.ratio.toFixed(2)} req/s, ${row.cost.toFixed(2)} cost (${row.config} vs ${row.reference})`
-  for (const framework of ['express', 'koa', 'fastify']) {
+  for (const framework of ['express', 'koa', 'fastify', 'hono']) {
     for (const keys of [1, 10_000]) {
       const here = pairs.filter((row) => row.framework === framework && row.keys === keys)
       const pair = (config: string, reference: string) =>

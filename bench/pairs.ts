@@ -16,6 +16,9 @@
  * and each peer's Redis store; on Koa and Fastify, the synchronised mode (SyncedStore) against the bare framework,
  * in one process and in 4 against 4.
  *
+ * Hono (`--frameworks hono`, not in the default list: `pnpm bench` runs it as a step of its own): the memory path on
+ * `@hono/node-server` against the header floor and hono-rate-limiter.
+ *
  * Run alone: pnpm --filter @ratewindow/bench pairs [-- --rounds 5 --duration 2 --frameworks fastify --keys 1]
  * Other pairs: `--pairs ratewindow:floor-key,floor-key:floor-headers`.
  */
@@ -54,6 +57,14 @@ export interface PairRow {
  */
 export function pairsOf(framework: string): [string, string][] {
   const peers = PEERS[framework]!
+  // Hono (issue 22): the memory path on @hono/node-server, against the header floor and hono-rate-limiter.
+  if (framework === 'hono')
+    return [
+      ['ratewindow', 'floor-headers'],
+      ['floor-key', 'floor-headers'],
+      ['ratewindow', 'floor-key'],
+      ...peers.map((peer): [string, string] => ['ratewindow', peer]),
+    ]
   const synced: [string, string][] =
     framework === 'express'
       ? []

@@ -5,6 +5,7 @@
 import fastifyRateLimit from '@fastify/rate-limit'
 import { rateLimit as expressRateLimit } from 'express-rate-limit'
 import type { FastifyInstance } from 'fastify'
+import { rateLimiter as honoRateLimiter } from 'hono-rate-limiter'
 import type { Redis } from 'ioredis'
 import koaRateLimit from 'koa-ratelimit'
 import { RedisStore as ExpressRedisStore, type RedisReply } from 'rate-limit-redis'
@@ -19,7 +20,11 @@ export const PEERS: Record<string, string[]> = {
   express: ['express-rate-limit', 'rate-limiter-flexible'],
   koa: ['koa-ratelimit', 'rate-limiter-flexible'],
   fastify: ['@fastify/rate-limit', 'rate-limiter-flexible'],
+  hono: ['hono-rate-limiter'],
 }
+
+/** Peers that have no Redis variant here. */
+export const MEMORY_ONLY = new Set(['hono-rate-limiter'])
 
 type Middleware = unknown
 
@@ -70,6 +75,16 @@ export async function peerMiddleware(
         redis: useRedis ? redis() : undefined,
       })
     }
+  }
+  if (framework === 'hono' && variant === 'hono-rate-limiter') {
+    // Its README's form, with the cheapest key there is (the header itself, not walked) and the same two
+    // draft-7 headers as ours and the floors.
+    return honoRateLimiter({
+      windowMs: 60_000,
+      limit,
+      standardHeaders: 'draft-7',
+      keyGenerator: (c) => c.req.header('x-forwarded-for') ?? '',
+    })
   }
   throw new Error(`unknown peer ${variant} for ${framework}`)
 }

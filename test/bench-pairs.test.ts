@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { startServer } from '../bench/http.js'
-import { checkPairs } from '../bench/pairs.js'
+import { checkPairs, pairsOf } from '../bench/pairs.js'
 
 describe('bench pairs', () => {
   it('refuses a pair naming a configuration the framework does not have, before starting anything', () => {
@@ -14,6 +14,19 @@ describe('bench pairs', () => {
     expect(() => checkPairs(['koa'], [['ratewindow', 'floor-key']])).not.toThrow()
     expect(() => checkPairs(['koa'], [['ratewindow-synced-x4', 'bare-x4']])).not.toThrow()
     expect(() => checkPairs(['hapi'], [['ratewindow', 'bare']])).toThrow(/no framework hapi/)
+  })
+
+  it('pairs Hono (issue 22) on the memory path against the header floor and hono-rate-limiter, which has no Redis row', () => {
+    expect(pairsOf('hono')).toEqual([
+      ['ratewindow', 'floor-headers'],
+      ['floor-key', 'floor-headers'],
+      ['ratewindow', 'floor-key'],
+      ['ratewindow', 'hono-rate-limiter'],
+    ])
+    expect(() => checkPairs(['hono'], pairsOf('hono'))).not.toThrow()
+    expect(() => checkPairs(['hono'], [['ratewindow-redis', 'hono-rate-limiter-redis']])).toThrow(
+      /hono has no configuration hono-rate-limiter-redis/,
+    )
   })
 
   it('startServer rejects when the server process exits before listening, instead of waiting for ever', async () => {
