@@ -1,8 +1,9 @@
 /**
  * The Hono adapter's HTTP suite on Node (`@hono/node-server`), Bun and Deno, each runtime a real process running
  * suite-app.ts from the built packages (issue 22). The cases and their assertions are those of the Node matrix
- * (test/http: behaviour, composition, policies): headers (draft-6/7/8/11), the 429 body and Retry-After, key and
- * limit functions, rules per request, penalties, allow and deny lists, concurrency, settle, skipFailedRequests,
+ * (test/http: behaviour, composition, policies, callbacks, concurrency-disconnect): headers (draft-6/7/8/11), the
+ * 429 body and Retry-After, key and limit functions, rules per request, penalties, allow and deny lists,
+ * concurrency (slots held while a handler runs after its client left), settle, skipFailedRequests,
  * shadow, the failure policy on a failing store, limiters composed on one app and one store, per-route limits
  * and the observer; on memory and on Redis (ioredis). The cluster clients (ioredis and node-redis against the
  * 3-master Cluster), node-redis standalone, and SyncedStore run the core of it.
@@ -13,6 +14,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { request as httpRequest } from 'node:http'
 import { createInterface } from 'node:readline'
 import { parseList } from 'structured-headers'
 import request from 'supertest'
@@ -30,7 +32,14 @@ afterAll(() => project?.remove())
 interface RemoteApp {
   url: string
   advance(ms: number): Promise<void>
-  record(): Promise<{ decisions: Decision[]; errors: { message: string; context: unknown }[]; calls: number }>
+  record(): Promise<{
+    decisions: Decision[]
+    errors: { message: string; code: string | null; context: unknown }[]
+    calls: number
+    work: { started: number; running: number; peak: number; aborted: number }
+  }>
+  /** Lets the GET /work handlers answer. */
+  finish(): Promise<void>
   held(): Promise<number>
   release(): Promise<void>
 }
@@ -124,6 +133,7 @@ function runtimeProcess(runtime: Runtime) {
       record: () => call('GET', 'record') as ReturnType<RemoteApp['record']>,
       held: async () => ((await call('GET', 'held')) as { held: number }).held,
       release: async () => void (await call('POST', 'release')),
+      finish: async () => void (await call('POST', 'finish')),
     }
   }
 }
@@ -136,6 +146,31 @@ async function waitForHeld(app: RemoteApp, count: number): Promise<void> {
     held = await app.held()
   }
   if (held < count) throw new Error(`only ${held} of ${count} requests reached /hold`)
+}
+
+/** Polls `condition` (every few milliseconds, 5 s at most): for what the server does out of the client's sight. */
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+/** A request on a connection of its own, which the test closes whenever it likes. */
+function open(url: string): { status: number | undefined; close(): void } {
+  const client: { status: number | undefined; close(): void } = {
+    status: undefined,
+    close: () => pending.destroy(),
+  }
+  const pending = httpRequest(url, { agent: false })
+  pending.on('response', (response) => {
+    client.status = response.statusCode
+    response.resume()
+  })
+  pending.on('error', () => {})
+  pending.end()
+  return client
 }
 
 /** The stores of the whole suite: memory, and RedisStore over ioredis on the suite's redis-server. */
@@ -356,6 +391,33 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       expect(status).toBe(200)
     })
 
+    it('clients that disconnect while their handlers run never get more than `limit` handlers at once; a handler that returns frees its slot', async () => {
+      const app = await start('concurrency-work', store)
+      for (let round = 0; round < 3; round++) {
+        const { started } = (await app.record()).work
+        const clients = Array.from({ length: 10 }, () => open(`${app.url}/work`))
+        await until(
+          async () =>
+            clients.filter((client) => client.status !== undefined).length +
+              (await app.record()).work.started -
+              started ===
+            10,
+          'every request of the round was decided',
+        )
+        for (const client of clients) client.close()
+        // The server has seen every client of a running handler go (the request's signal aborted).
+        await until(async () => {
+          const { work } = await app.record()
+          return work.aborted === work.started
+        }, 'the server saw the clients go')
+      }
+      // Before issue 19's fix each round's disconnects freed the slots: 2 more handlers per round.
+      expect((await app.record()).work).toMatchObject({ peak: 2, running: 2, started: 2 })
+      await request(app.url).get('/').expect(429)
+      await app.finish() // the handlers return, to clients long gone: their slots come back
+      await until(async () => (await request(app.url).get('/')).status === 200, 'a slot came back')
+    })
+
     it('checks several rules at once, all-or-nothing', async () => {
       const app = await start('several-rules', store, 1_699_999_200_000)
       await request(app.url).get('/').expect(200)
@@ -443,6 +505,14 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       ;({ url } = await start('skip-successful', store))
       expect(await statuses(url, 4)).toEqual([200, 200, 200, 200])
       expect(await statuses(url, 3, {}, '/fail')).toEqual([500, 500, 429])
+    })
+
+    it('`requestWasSuccessful` that throws: the response stands, the request counts, onError hears of it', async () => {
+      const app = await start('success-check-throws', store)
+      expect(await statuses(app.url, 2, {}, '/fail')).toEqual([500, 500])
+      await request(app.url).get('/').expect(429) // both counted: no refund without a verdict
+      const { errors } = await app.record()
+      expect(errors.map((error) => error.code)).toEqual(['CALLBACK_FAILED', 'CALLBACK_FAILED'])
     })
 
     it('limits one route on its own, and exposes the result on the context', async () => {
@@ -546,6 +616,7 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       expect((await app.record()).errors).toEqual([
         {
           message: 'connection refused',
+          code: null,
           context: { operation: 'consume', key: '127.0.0.1', limiter: expect.any(String) },
         },
       ])

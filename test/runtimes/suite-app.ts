@@ -8,11 +8,12 @@
  * - `POST /start {scenario, store, clock?}`: builds the app, serves it on a port of its own (127.0.0.1), answers
  *   `{id, port}`. Stores: `memory`, `ioredis`, `node-redis`, `ioredis-cluster`, `node-redis-cluster`, `synced`
  *   (SyncedStore over ioredis), `failing`. The clock starts at `clock` (epoch ms).
- * - `POST /advance/:id?ms=`: moves that app's clock; `GET /record/:id`: its decisions, store errors and store
- *   calls; `GET /held/:id`, `POST /release/:id`: requests parked in GET /hold; `POST /close/:id`; `POST /exit`.
+ * - `POST /advance/:id?ms=`: moves that app's clock; `GET /record/:id`: its decisions, store errors, store
+ *   calls and GET /work handlers; `GET /held/:id`, `POST /release/:id`: requests parked in GET /hold;
+ *   `POST /finish/:id`: lets the GET /work handlers answer; `POST /close/:id`; `POST /exit`.
  *
  * App routes, as in test/http/harness.ts: GET / and /other ("ok", the `shared` limiter if any), /fail (500),
- * /limited (the `route` limiter), /a, /b, /c, /login (the `routes` limiters), /state, /hold, /settle?n=,
+ * /limited (the `route` limiter), /a, /b, /c, /login (the `routes` limiters), /state, /hold, /work, /settle?n=,
  * POST /reset/:key and /reset-me (the `shared` limiter's handle, else the global one's). The client address is
  * the socket's, and X-Forwarded-For from 127.0.0.1 (`trustProxy`), as the Node matrix trusts one local proxy.
  */
@@ -210,6 +211,7 @@ export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
   concurrency: ({ store }) => ({
     global: { limit: 100, window: '1m', headers: 'draft-11', concurrency: { limit: 2, lease: '1m' }, store },
   }),
+  'concurrency-work': ({ store }) => ({ global: { limit: 1_000, concurrency: { limit: 2 }, store } }),
   'release-on-close': ({ store }) => ({
     global: { limit: 100, concurrency: { limit: 1, releaseOnClose: true }, store },
   }),
@@ -256,6 +258,17 @@ export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
     global: { limit: (c) => (header(c, 'x-plan') === 'pro' ? 3 : 1), key: byUser, store },
   }),
   'skip-failed': ({ store }) => ({ global: { limit: 2, skipFailedRequests: true, store } }),
+  'success-check-throws': ({ store, onError }) => ({
+    global: {
+      limit: 2,
+      skipFailedRequests: true,
+      requestWasSuccessful: () => {
+        throw Object.assign(new Error('callback failed'), { code: 'CALLBACK_FAILED' })
+      },
+      onError,
+      store,
+    },
+  }),
   'skip-successful': ({ store }) => ({ global: { limit: 2, skipSuccessfulRequests: true, store } }),
   'route-limit': ({ store }) => ({ route: { limit: 1, store } }),
   state: ({ store }) => ({ global: { limit: 3, store } }),
@@ -332,6 +345,9 @@ export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
 
 interface Instance {
   clock: { now: number; read(): number }
+  /** GET /work: handlers started, running now, most at once, and those whose client left while they ran. */
+  work: { started: number; running: number; peak: number; aborted: number }
+  working: (() => void)[]
   decisions: unknown[]
   errors: unknown[]
   calls: { count: number }
@@ -354,6 +370,8 @@ async function start(scenario: string, storeKind: string, clockStart: number | u
     errors: [],
     calls: { count: 0 },
     held: [],
+    work: { started: 0, running: 0, peak: 0, aborted: 0 },
+    working: [],
     limiters: [],
     close: async () => {},
   }
@@ -385,7 +403,12 @@ async function start(scenario: string, storeKind: string, clockStart: number | u
           rulesAllowed: event.result.rules.map((rule) => rule.allowed),
         }),
     },
-    onError: (error, context) => void instance.errors.push({ message: (error as Error).message, context }),
+    onError: (error, context) =>
+      void instance.errors.push({
+        message: (error as Error).message,
+        code: (error as { code?: string }).code ?? null,
+        context,
+      }),
   })
   const limiter = (options: Options) => {
     const made = rateLimit({ getConnInfo, trustProxy: '127.0.0.1', ...options })
@@ -417,6 +440,20 @@ async function start(scenario: string, storeKind: string, clockStart: number | u
     await new Promise<void>((resolve) => instance.held.push(resolve))
     return c.text('held')
   })
+  // Keeps working after its client left (the request's signal aborts), and answers once the test says so.
+  app.get('/work', async (c) => {
+    const { work } = instance
+    work.started++
+    work.peak = Math.max(work.peak, ++work.running)
+    let running = true
+    c.req.raw.signal.addEventListener('abort', () => {
+      if (running) work.aborted++
+    })
+    await new Promise<void>((resolve) => instance.working.push(resolve))
+    running = false
+    work.running--
+    return c.text('done')
+  })
   app.get('/settle', async (c) =>
     c.json((await c.get('rateLimit')?.settle?.(Number(c.req.query('n')))) ?? null),
   )
@@ -430,7 +467,7 @@ async function start(scenario: string, storeKind: string, clockStart: number | u
   })
   const server = await serve(app.fetch as Fetch)
   instance.close = async () => {
-    for (const resolve of instance.held.splice(0)) resolve()
+    for (const resolve of [...instance.held.splice(0), ...instance.working.splice(0)]) resolve()
     await server.close()
     for (const made of instance.limiters) made.close()
     await (store as { close?(): unknown }).close?.()
@@ -457,8 +494,12 @@ control.post('/advance/:id', (c) => {
   return c.json({ now: instance.clock.now })
 })
 control.get('/record/:id', (c) => {
-  const { decisions, errors, calls } = instanceOf(c)
-  return c.json({ decisions, errors, calls: calls.count })
+  const { decisions, errors, calls, work } = instanceOf(c)
+  return c.json({ decisions, errors, calls: calls.count, work })
+})
+control.post('/finish/:id', (c) => {
+  for (const resolve of instanceOf(c).working.splice(0)) resolve()
+  return c.json({ finished: true })
 })
 control.get('/held/:id', (c) => c.json({ held: instanceOf(c).held.length }))
 control.post('/release/:id', (c) => {
