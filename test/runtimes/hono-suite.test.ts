@@ -608,6 +608,16 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
     storeCases(store)
   })
 
+  it('refuses bad options when the middleware is made, naming them: a ported configuration in one error', async () => {
+    const ported = await start('ported-options', 'memory').catch((error: Error) => error)
+    expect(ported).toBeInstanceOf(Error)
+    const message = (ported as Error).message
+    expect(message).toMatch(/5 unknown options in .* options:/)
+    for (const hint of ['`window`', '`limit: 100`', '`headers:', '`key:', 'Did you mean `limit`?'])
+      expect(message).toContain(hint)
+    await expect(start('bad-window', 'memory')).rejects.toThrow(/`window`/)
+  })
+
   describe('with a failing store', () => {
     it('fails open by default, without invented headers, and reports the failure', async () => {
       const app = await start('fail-open', 'failing')

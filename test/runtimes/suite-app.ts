@@ -283,6 +283,18 @@ export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
       },
     },
   }),
+  // Bad options, refused when the middleware is made: a configuration ported from express-rate-limit, a bad window.
+  'ported-options': ({ store }) => ({
+    global: {
+      windowMs: 15 * 60_000,
+      max: 100,
+      standardHeaders: 'draft-7',
+      keyGenerator: () => 'k',
+      limt: 3,
+      store,
+    } as Options,
+  }),
+  'bad-window': ({ store }) => ({ global: { limit: 10, window: '1x' as never, store } }),
   // Composition: two limiters on one app and one store; a named group; different rules apart.
   'global-and-route': ({ store }) => ({
     global: { limit: 10, store },
