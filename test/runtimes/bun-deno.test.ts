@@ -1,9 +1,10 @@
 /**
  * @ratewindow/hono on Bun and Deno for real (issue 22): both runtimes come from npm (devDependencies `bun` and
  * `deno`), and run hono-app.mjs (a Hono app on the runtime's own server, asked over HTTP on 127.0.0.1) against
- * the built packages: core and hono are built here as `pnpm build` builds them, into a fresh project that
- * links only `hono` and the Redis clients. Stores: memory, RedisStore over ioredis and over node-redis (the
- * suite's redis-server), and a failing store (the failure policy lets requests through, without headers).
+ * the built packages: core and hono are built as `pnpm build` builds them, into a fresh project (project.ts;
+ * hono-suite.test.ts runs the whole HTTP suite the same way). Stores: memory, RedisStore over ioredis and over
+ * node-redis (the suite's redis-server), and a failing store (the failure policy lets requests through, without
+ * headers).
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
