@@ -8,6 +8,8 @@ import type { DecisionSource, RateLimitResult } from './result.js'
  *   `source`);
  * - `'blocked'`: refused by a `penalty` block (`result.blocked`; the denial that starts a block included): the
  *   answer has `penalty.statusCode`;
+ * - `'delayed'`: over the limit, but admitted later: it waited for its reserved slot (`delay`, `wait()`) or was
+ *   slowed down (`slowDown()`);
  * - `'shadow-limited'`: the rules would have refused it, but shadow mode let it through;
  * - `'failed-open'`: no store answered and `onStoreError: 'allow'` let it through;
  * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503);
@@ -18,6 +20,7 @@ export const DECISION_OUTCOMES = [
   'allowed',
   'limited',
   'blocked',
+  'delayed',
   'shadow-limited',
   'failed-open',
   'failed-closed',
