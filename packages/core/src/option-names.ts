@@ -12,6 +12,10 @@ export function namesOf<T>(names: Record<keyof Required<T>, true>): readonly str
 const ERL = 'express-rate-limit'
 const FRL = '@fastify/rate-limit'
 const KRL = 'koa-ratelimit'
+const ESD = 'express-slow-down'
+/** What express-slow-down's names map to: the adapter's `slowDown()`, or a limiter that waits for its slot. */
+const SLOW_DOWN_HINT =
+  "your adapter's `slowDown({ delayAfter, delayMs, maxDelayMs })` in place of `rateLimit()`: it counts every request and delays those after `delayAfter`, never refuses (docs/slow-down.md); to make a request over the limit wait for its slot rather than be refused, `delay: { max }` on `rateLimit()`"
 
 /**
  * Names users bring from express-rate-limit, @fastify/rate-limit and koa-ratelimit, with ours. Only names
@@ -76,8 +80,9 @@ const PEER_NAMES = {
   continueExceeding: { from: FRL, use: 'nothing: a denied request is never counted' },
   exponentialBackoff: { from: FRL, use: 'nothing (no backoff); see `rules` to combine windows' },
   logLevel: { from: FRL, use: '`onError` (receives every store failure)' },
-  delayMs: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
-  delayAfter: { from: 'express-slow-down', use: 'nothing: ratewindow refuses, it does not delay' },
+  delayMs: { from: ESD, use: SLOW_DOWN_HINT },
+  delayAfter: { from: ESD, use: SLOW_DOWN_HINT },
+  maxDelayMs: { from: ESD, use: SLOW_DOWN_HINT },
 } as const satisfies Readonly<Record<string, { from: string; use: string }>>
 
 /**

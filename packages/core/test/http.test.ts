@@ -67,6 +67,9 @@ describe('HttpRateLimiter options', () => {
     [{ db: new Map() }, 'db', 'koa-ratelimit', '`store'],
     [{ groupId: 'x' }, 'groupId', '@fastify/rate-limit', '`group'],
     [{ skipOnError: true }, 'skipOnError', '@fastify/rate-limit', '`onStoreError'],
+    [{ delayAfter: 5 }, 'delayAfter', "express-slow-down's name", '`slowDown({ delayAfter, delayMs'],
+    [{ delayMs: 100 }, 'delayMs', "express-slow-down's name", '`delay: { max }` on `rateLimit()`'],
+    [{ maxDelayMs: 2000 }, 'maxDelayMs', "express-slow-down's name", 'never refuses'],
     [{ global: false }, 'global', '@ratewindow/fastify', 'only'],
     [{ lmit: 5 }, 'lmit', 'Did you mean `limit`?', 'Known options: store'],
   ])('refuses %j naming the option and what to use', (options, option, origin, use) => {
