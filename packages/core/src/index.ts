@@ -19,6 +19,7 @@ export {
   type ConcurrencyLimiterOptions,
   type ConcurrencyResult,
 } from './concurrency.js'
+export type { DelayTimers } from './delay-queue.js'
 export type { Duration, DurationUnit } from './duration.js'
 export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './errors.js'
 export {
@@ -59,6 +60,13 @@ export { namesOf, type PeerOptionName, rejectUnknownOptions } from './option-nam
 export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
 export type { PenaltyOptions } from './penalty.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
+export {
+  SLOW_DOWN_DEFAULTS,
+  type SlowDownDecision,
+  SlowDownEngine,
+  type SlowDownInfo,
+  type SlowDownOptions,
+} from './slow-down.js'
 export {
   glideRunner,
   ioredisRunner,

@@ -9,6 +9,7 @@ import { BLOCKED_CACHE_DEFAULTS } from '../src/blocked-cache.js'
 import { CIRCUIT_BREAKER_DEFAULTS } from '../src/circuit-breaker.js'
 import { CONCURRENCY_DEFAULTS } from '../src/concurrency.js'
 import { PENALTY_DEFAULTS } from '../src/penalty.js'
+import { SLOW_DOWN_DEFAULTS } from '../src/slow-down.js'
 import { MEMORY_STORE_DEFAULTS } from '../src/stores/memory.js'
 import { REDIS_STORE_DEFAULTS } from '../src/stores/redis.js'
 import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced.js'
@@ -21,6 +22,7 @@ const CLASSES: [string, string, Record<string, unknown>][] = [
   ['CircuitBreakerOptions', 'circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
   ['BlockedCacheOptions', 'blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
   ['PenaltyOptions', 'penalty.ts', PENALTY_DEFAULTS],
+  ['SlowDownOptions<Args extends unknown[]>', 'slow-down.ts', SLOW_DOWN_DEFAULTS],
 ]
 
 /** The `@default` value written before each option of `interfaceName` in `file`, as source text. */

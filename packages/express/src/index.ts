@@ -124,7 +124,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
   })
 }
 
-export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,
@@ -139,4 +139,5 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export { type ExpressSlowDownOptions, type SlowDownMiddleware, slowDown } from './slow-down.js'
 export default rateLimit

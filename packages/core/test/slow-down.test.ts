@@ -1,0 +1,195 @@
+/**
+ * Issue 24: the engine every adapter's `slowDown()` shares, without HTTP: one timer for every delayed request,
+ * options checked at construction with the toolkit's errors, bad callback values refused at request time.
+ */
+import { describe, expect, it } from 'vitest'
+import { DelayQueue, type DelayTimers } from '../src/delay-queue.js'
+import { type FrameworkBinding, MemoryStore, SlowDownEngine, type SlowDownOptions } from '../src/index.js'
+
+/** Timers the test drives: `advance` fires what is due. Counts the timers set. */
+class Driven implements DelayTimers {
+  time = 0
+  set = 0
+  cleared = 0
+  readonly #pending = new Map<number, { at: number; callback: () => void }>()
+  #id = 0
+  now = () => this.time
+  setTimeout = (callback: () => void, ms: number) => {
+    this.set++
+    this.#pending.set(++this.#id, { at: this.time + ms, callback })
+    return this.#id
+  }
+  clearTimeout = (id: unknown) => {
+    if (this.#pending.delete(id as number)) this.cleared++
+  }
+  get pending() {
+    return this.#pending.size
+  }
+  advance(ms: number) {
+    this.time += ms
+    for (const [id, timer] of [...this.#pending]) {
+      if (timer.at <= this.time) {
+        this.#pending.delete(id)
+        timer.callback()
+      }
+    }
+  }
+}
+
+describe('DelayQueue: one timer for every delayed request', () => {
+  it('runs each entry at its time, in time order, with at most one timer pending', () => {
+    const timers = new Driven()
+    const queue = new DelayQueue(timers)
+    const ran: string[] = []
+    for (const [name, ms] of [
+      ['c', 300],
+      ['a', 100],
+      ['b', 200],
+      ['a2', 100],
+      ['d', 400],
+    ] as const)
+      queue.add(ms, () => ran.push(name))
+    expect(timers.pending).toBe(1)
+    timers.advance(99)
+    expect(ran).toEqual([])
+    timers.advance(1)
+    expect(ran).toEqual(['a', 'a2'])
+    expect(timers.pending).toBe(1)
+    timers.advance(300)
+    expect(ran).toEqual(['a', 'a2', 'b', 'c', 'd'])
+    expect([queue.size, timers.pending]).toEqual([0, 0])
+  })
+
+  it('a cancelled entry never runs; the last one cancelled clears the timer', () => {
+    const timers = new Driven()
+    const queue = new DelayQueue(timers)
+    const ran: number[] = []
+    const entries = [100, 200, 300].map((ms) => queue.add(ms, () => ran.push(ms)))
+    expect(queue.cancel(entries[0]!)).toBe(true)
+    expect(queue.cancel(entries[0]!)).toBe(false)
+    timers.advance(250)
+    expect(ran).toEqual([200])
+    expect(queue.cancel(entries[1]!)).toBe(false)
+    expect(queue.cancel(entries[2]!)).toBe(true)
+    expect([queue.size, timers.pending]).toEqual([0, 0])
+    timers.advance(1_000)
+    expect(ran).toEqual([200])
+  })
+
+  it('keeps 10,000 entries of random delays on one timer and runs them in order', () => {
+    const timers = new Driven()
+    const queue = new DelayQueue(timers)
+    const ran: number[] = []
+    let seed = 7
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+      return seed % 5_000
+    }
+    const cancelled = new Set<number>()
+    const entries = Array.from({ length: 10_000 }, (_, i) => {
+      const ms = random()
+      return { i, ms, entry: queue.add(ms, () => ran.push(ms)) }
+    })
+    for (const { i, entry } of entries) if (i % 3 === 0 && queue.cancel(entry)) cancelled.add(i)
+    expect(timers.pending).toBe(1)
+    for (let t = 0; t < 5_000; t += 7) timers.advance(7)
+    const expected = entries.filter(({ i }) => !cancelled.has(i)).map(({ ms }) => ms)
+    expect(ran).toHaveLength(expected.length)
+    expect(ran).toEqual([...expected].sort((a, b) => a - b))
+    expect(timers.set).toBeLessThan(5_000 / 7 + 2)
+  })
+})
+
+interface Req {
+  ip: string
+}
+const binding: FrameworkBinding<Req> = {
+  name: 'Test',
+  clientIp: (request) => request.ip,
+  untrustedForwardedFor: () => false,
+  trustProxyHint: '',
+}
+const engine = (options: SlowDownOptions<[Req]>) => new SlowDownEngine<Req, [Req]>(options, binding)
+
+describe('slowDown options', () => {
+  it.each([
+    [{ max: 5 }, 'max', 'never refuses'],
+    [{ limit: 5 }, 'limit', 'delayAfter'],
+    [{ headers: true }, 'headers', 'no RateLimit headers'],
+    [{ standardHeaders: 'draft-7' }, 'standardHeaders', 'no RateLimit headers'],
+    [{ handler: () => {} }, 'handler', 'never answers'],
+    [{ window: '1m' }, 'window', '`windowMs`'],
+    [{ delayAftr: 1 }, 'delayAftr', 'Did you mean `delayAfter`?'],
+    [{ onLimitReached: () => {} }, 'onLimitReached', "express-rate-limit's name"],
+  ])('refuses %j, naming the option and what to do', (options, option, text) => {
+    const build = () => engine(options as never)
+    expect(build).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }))
+    expect(build).toThrow(text)
+  })
+
+  it.each([
+    [{ windowMs: 0 }, 'windowMs', 'a whole number of ms from 1'],
+    [{ windowMs: '15m' }, 'windowMs', 'received "15m"'],
+    [{ delayAfter: -1 }, 'delayAfter', 'a whole number >= 0'],
+    [{ delayAfter: 1.5 }, 'delayAfter', 'a whole number >= 0'],
+    [{ delayMs: -5 }, 'delayMs', 'a number of ms >= 0'],
+    [{ delayMs: '100' }, 'delayMs', 'received "100"'],
+    [{ maxDelayMs: Number.NaN }, 'maxDelayMs', 'received NaN'],
+    [{ keyGenerator: 'ip' }, 'keyGenerator', 'a function'],
+    [{ skipFailedRequests: 'yes' }, 'skipFailedRequests', 'true or false'],
+    [{ validate: 'no' }, 'validate', 'true, false or an object'],
+    [{ timers: {} }, 'timers', 'now, setTimeout and clearTimeout'],
+    [{ store: { increment() {} } }, 'store', 'store'],
+  ])('refuses the bad value in %j, naming it', (options, option, text) => {
+    const build = () => engine(options as never)
+    expect(build).toThrow(expect.objectContaining({ option }))
+    expect(build).toThrow(text)
+  })
+
+  it("accepts express-slow-down's validate and passOnStoreError, so a configuration moves unchanged", () => {
+    expect(() => engine({ validate: { delayMs: false }, passOnStoreError: true })).not.toThrow()
+    expect(() => engine({ validate: false, maxDelayMs: Number.POSITIVE_INFINITY })).not.toThrow()
+  })
+
+  it('refuses a bad value a callback returns, at request time, as an error the adapter passes on', async () => {
+    const store = new MemoryStore()
+    const bad = engine({ store, delayAfter: 0, delayMs: () => Number.NaN })
+    await expect(
+      Promise.resolve().then(() => bad.decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }])),
+    ).rejects.toThrow(/`delayMs` must be a number of ms >= 0 \(returned by `delayMs`\); received NaN/)
+    const endless = engine({ store, prefix: 'e', delayAfter: 0, delayMs: () => Number.POSITIVE_INFINITY })
+    await expect(
+      Promise.resolve().then(() => endless.decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }])),
+    ).rejects.toThrow(/finite/)
+    const after = engine({ store, prefix: 'a', delayAfter: async () => -1 })
+    await expect(after.decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }])).rejects.toThrow(
+      /returned by `delayAfter`/,
+    )
+  })
+
+  it('a negative delay from delayMs counts as none, as in express-slow-down', async () => {
+    const decided = await engine({ delayAfter: 0, delayMs: () => -50 }).decide({ ip: '192.0.2.1' }, [
+      { ip: '192.0.2.1' },
+    ])
+    expect(decided?.info).toMatchObject({ used: 1, limit: 0, remaining: 0, delay: 0 })
+  })
+
+  it('a store that fails lets the request go without delay, reports it, and counts as failed-open', async () => {
+    const failing = new MemoryStore()
+    failing.consume = () => {
+      throw new Error('down')
+    }
+    const errors: unknown[] = []
+    const outcomes: string[] = []
+    const decided = await engine({
+      store: failing,
+      delayAfter: 0,
+      delayMs: 1_000,
+      onError: (error) => void errors.push(error),
+      observer: { onDecision: (event) => void outcomes.push(event.outcome) },
+    }).decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }])
+    expect(decided?.info).toMatchObject({ used: 0, delay: 0, resetTime: undefined })
+    expect(errors).toHaveLength(1)
+    expect(outcomes).toEqual(['failed-open'])
+  })
+})

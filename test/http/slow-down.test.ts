@@ -1,0 +1,176 @@
+/**
+ * Issue 24: `slowDown()` over HTTP in every adapter and framework version, on memory, Redis and the Redis
+ * Cluster. Time is driven: the stores count on one manual clock, the delays run on manual timers (their own
+ * clock), so a delayed request answers when the test advances the timers, and `waited` is the delay it was
+ * armed with.
+ */
+import { type DecisionOutcome, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../support/clock.js'
+import { clusterClient, standaloneClient } from '../support/redis.js'
+import { ManualTimers } from '../support/timers.js'
+import { headerOf } from './harness.js'
+import {
+  type Call,
+  type CommonSlowDownOptions,
+  call,
+  SLOW_FRAMEWORKS,
+  type SlowApp,
+} from './slow-down-harness.js'
+
+let prefixes = 0
+/** Each kind of store; `twin` is another process's store on the same counters (none for memory). */
+const STORES: [string, (clock: ManualClock) => { store: Store; twin?: () => Store }][] = [
+  ['memory store', (clock) => ({ store: new MemoryStore({ clock: clock.read }) })],
+  [
+    'Redis store',
+    (clock) => {
+      const prefix = `slow${process.pid}x${prefixes++}:`
+      const make = () => new RedisStore({ client: standaloneClient(), clock: clock.read, prefix })
+      return { store: make(), twin: make }
+    },
+  ],
+  [
+    'Redis Cluster store',
+    (clock) => {
+      const prefix = `slow${process.pid}x${prefixes++}:`
+      const make = () => new RedisStore({ client: clusterClient(), clock: clock.read, prefix })
+      return { store: make(), twin: make }
+    },
+  ],
+]
+
+const apps: SlowApp[] = []
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()))
+})
+
+describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
+  describe.each(STORES)('on the %s', (_, makeStores) => {
+    const setup = async (options: CommonSlowDownOptions) => {
+      const clock = new ManualClock(1_800_000_000_000)
+      const timers = new ManualTimers(new ManualClock())
+      const stores = makeStores(clock)
+      const start = (store: Store) => framework.start({ store, timers, ...options })
+      const app = await start(stores.store)
+      apps.push(app)
+      const twin = stores.twin
+      return {
+        app,
+        clock,
+        timers,
+        twin: twin && (async () => apps[apps.push(await start(twin())) - 1]!),
+      }
+    }
+
+    it('delays each request after delayAfter by delayMs(used), at most maxDelayMs, and never refuses', async () => {
+      const { app, timers } = await setup({
+        windowMs: 60_000,
+        delayAfter: 2,
+        delayMs: (used: number) => (used - 2) * 100,
+        maxDelayMs: 250,
+      })
+      const calls: Call[] = []
+      for (let i = 0; i < 6; i++) calls.push(await call(app, timers))
+      expect(calls.map((each) => each.status)).toEqual([200, 200, 200, 200, 200, 200])
+      expect(calls.map((each) => each.waited)).toEqual([0, 0, 100, 200, 250, 250])
+      expect(calls.map((each) => each.info?.delay)).toEqual([0, 0, 100, 200, 250, 250])
+      expect(calls.map((each) => each.info?.used)).toEqual([1, 2, 3, 4, 5, 6])
+      expect(calls.map((each) => each.info?.remaining)).toEqual([1, 0, 0, 0, 0, 0])
+      expect(calls[5]!.info).toMatchObject({ limit: 2, key: '127.0.0.1' })
+      // The fixed window ends on a minute boundary of the store's clock (1_800_000_000_000 is one).
+      expect(new Date(calls[5]!.info!.resetTime!).getTime()).toBe(1_800_000_060_000)
+    })
+
+    it('counts in windows of windowMs: the next window starts at full speed', async () => {
+      const { app, clock, timers } = await setup({ windowMs: 60_000, delayAfter: 1, delayMs: 500 })
+      expect((await call(app, timers)).waited).toBe(0)
+      expect((await call(app, timers)).waited).toBe(500)
+      clock.advance(60_000)
+      const next = await call(app, timers)
+      expect([next.waited, next.info?.used]).toEqual([0, 1])
+    })
+
+    it('shares the count through the store: a second process on the same counters delays at once', async (context) => {
+      const { app, timers, twin } = await setup({ delayAfter: 2, delayMs: 300 })
+      if (twin === undefined) return context.skip('a memory store counts for one process')
+      const other = await twin()
+      await call(app, timers)
+      await call(app, timers)
+      const third = await call(other, timers)
+      expect([third.info?.used, third.waited]).toEqual([3, 300])
+    })
+
+    it('drops a client that disconnects while delayed: its timer is cleared and the handler never runs', async () => {
+      const { app, timers } = await setup({ delayAfter: 0, delayMs: 5_000 })
+      const aborter = new AbortController()
+      const response = fetch(`${app.url}/`, { signal: aborter.signal }).catch((error: unknown) => error)
+      expect(await timers.armed()).toBe(5_000)
+      const cleared = timers.cleared()
+      aborter.abort()
+      await cleared
+      expect(await response).toBeInstanceOf(Error)
+      expect(timers.pending).toBe(0)
+      timers.advance(10_000)
+      expect(app.handled).toBe(0)
+      // The dropped request still counts (no skipFailedRequests): the next one is the second of the window.
+      const next = await call(app, timers)
+      expect([next.info?.used, next.waited, app.handled]).toEqual([2, 5_000, 1])
+    })
+
+    it('skipFailedRequests: failed responses, and a client dropped while delayed, are not counted', async () => {
+      const { app, timers } = await setup({ delayAfter: 1, delayMs: 1_000, skipFailedRequests: true })
+      for (let i = 0; i < 3; i++) expect((await call(app, timers, '/fail')).status).toBe(500)
+      const ok = await call(app, timers)
+      // Each failure was counted while it ran (the second and third were delayed), then given back.
+      expect([ok.info?.used, ok.waited]).toEqual([1, 0])
+      const aborter = new AbortController()
+      const dropped = fetch(`${app.url}/`, { signal: aborter.signal }).catch((error: unknown) => error)
+      await timers.armed()
+      const cleared = timers.cleared()
+      aborter.abort()
+      await cleared
+      await dropped
+      const after = await call(app, timers)
+      expect([after.info?.used, after.waited]).toEqual([2, 1_000])
+    })
+
+    it('skip: a skipped request is neither counted nor delayed, and carries no info', async () => {
+      const { app, timers } = await setup({
+        delayAfter: 1,
+        delayMs: 1_000,
+        skip: ((request: unknown) => headerOf(request, 'x-skip') === '1') as never,
+      })
+      await call(app, timers)
+      const skipped = await call(app, timers, '/', { 'x-skip': '1' })
+      expect([skipped.info, skipped.waited]).toEqual([null, 0])
+      const second = await call(app, timers)
+      expect([second.info?.used, second.waited]).toEqual([2, 1_000])
+    })
+
+    it("reports the outcome 'delayed' to the observer for a delayed request, 'allowed' otherwise", async () => {
+      const outcomes: DecisionOutcome[] = []
+      const { app, timers } = await setup({
+        delayAfter: 1,
+        delayMs: 100,
+        name: 'slow',
+        observer: { onDecision: (event) => void outcomes.push(event.outcome) },
+      })
+      await call(app, timers)
+      await call(app, timers)
+      expect(outcomes).toEqual(['allowed', 'delayed'])
+    })
+
+    it('keyGenerator: each key has its own count', async () => {
+      const { app, timers } = await setup({
+        delayAfter: 1,
+        delayMs: 100,
+        keyGenerator: ((request: unknown) => headerOf(request, 'x-user') ?? 'anonymous') as never,
+      })
+      await call(app, timers, '/', { 'x-user': 'a' })
+      const b = await call(app, timers, '/', { 'x-user': 'b' })
+      const a = await call(app, timers, '/', { 'x-user': 'a' })
+      expect([b.info?.key, b.waited, a.info?.key, a.waited]).toEqual(['b', 0, 'a', 100])
+    })
+  })
+})
