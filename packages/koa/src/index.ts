@@ -1,11 +1,11 @@
 import {
-  type FrameworkBinding,
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type RateLimitResult,
 } from '@ratewindow/core'
 import type { Context, Middleware, Next } from 'koa'
+import { binding } from './binding.js'
 
 declare module 'koa' {
   interface DefaultState {
@@ -32,25 +32,6 @@ export interface RateLimitMiddleware extends Middleware {
    * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
    */
   close(): void
-}
-
-const binding: FrameworkBinding<Context> = {
-  name: 'Koa',
-  clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
-  untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
-  trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
-  permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
-  permissiveTrustProxyHint: 'Set app.maxIpsCount to the number of proxies in front of the app (e.g. 1).',
-  // Set by @koa/router before a route's own middleware runs.
-  route: (ctx) => {
-    const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute
-    return typeof matched === 'string' ? matched : undefined
-  },
-  options: ['handler'],
-  writeHeaders: (ctx, headers) => {
-    const target = ctx as Context
-    if (!target.headerSent) for (const name in headers) target.set(name, headers[name]!)
-  },
 }
 
 /**

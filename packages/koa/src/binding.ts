@@ -1,0 +1,22 @@
+import type { FrameworkBinding } from '@ratewindow/core'
+import type { Context } from 'koa'
+
+/** What the engines of `rateLimit()` and `slowDown()` know of Koa: addresses, trust proxy, routes. */
+export const binding: FrameworkBinding<Context> = {
+  name: 'Koa',
+  clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
+  untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
+  trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
+  permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
+  permissiveTrustProxyHint: 'Set app.maxIpsCount to the number of proxies in front of the app (e.g. 1).',
+  // Set by @koa/router before a route's own middleware runs.
+  route: (ctx) => {
+    const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute
+    return typeof matched === 'string' ? matched : undefined
+  },
+  options: ['handler'],
+  writeHeaders: (ctx, headers) => {
+    const target = ctx as Context
+    if (!target.headerSent) for (const name in headers) target.set(name, headers[name]!)
+  },
+}
