@@ -5,10 +5,22 @@
  */
 import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
 import { slowDown as expressSlowDown } from '@ratewindow/express'
+import { slowDown as fastifySlowDown } from '@ratewindow/fastify'
+import { slowDown as koaSlowDown } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
 import type { ManualTimers } from '../support/timers.js'
-import { expressErrorsAsJson, listening, type TestApp } from './harness.js'
+import {
+  expressErrorsAsJson,
+  fastifyErrorsAsJson,
+  koaErrorsAsJson,
+  listening,
+  type TestApp,
+} from './harness.js'
 
 /** The options every adapter shares; callbacks get the adapter's own arguments. */
 export type CommonSlowDownOptions = SlowDownOptions<never[]>
@@ -55,9 +67,67 @@ function expressFramework(name: string, create: typeof express5): SlowFramework 
   }
 }
 
+function koaFramework(name: string, Koa: typeof Koa3): SlowFramework {
+  return {
+    name,
+    async start(options) {
+      let handled = 0
+      const app = new Koa()
+      app.proxy = true
+      app.maxIpsCount = 1
+      app.use(koaErrorsAsJson)
+      app.use(koaSlowDown(options as never))
+      app.use(async (ctx) => {
+        handled++
+        if (ctx.path === '/fail') ctx.status = 500
+        ctx.type = 'json'
+        ctx.body = JSON.stringify(ctx.state.slowDown ?? null)
+      })
+      const running = await listening(app.listen(0, '127.0.0.1'))
+      return withHandled(running, () => handled)
+    },
+  }
+}
+
+function fastifyFramework(name: string, create: typeof fastify5): SlowFramework {
+  return {
+    name,
+    async start(options) {
+      let handled = 0
+      const app = create({ trustProxy: '127.0.0.1' })
+      app.setErrorHandler(fastifyErrorsAsJson)
+      app.addHook('onRequest', fastifySlowDown(options as never))
+      app.get('/', async (request) => {
+        handled++
+        return request.slowDown ?? null
+      })
+      app.get('/fail', async (request, reply) => {
+        handled++
+        return reply.code(500).send(request.slowDown ?? null)
+      })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const running = await listening(app.server, () => app.close())
+      return withHandled(running, () => handled)
+    },
+  }
+}
+
+function withHandled(running: TestApp, handled: () => number): SlowApp {
+  return {
+    ...running,
+    get handled() {
+      return handled()
+    },
+  }
+}
+
 export const SLOW_FRAMEWORKS: SlowFramework[] = [
   expressFramework('Express 5', express5),
   expressFramework('Express 4', express4 as unknown as typeof express5),
+  koaFramework('Koa 3', Koa3),
+  koaFramework('Koa 2', Koa2 as unknown as typeof Koa3),
+  fastifyFramework('Fastify 5', fastify5),
+  fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
 ]
 
 /** One answered request. */

@@ -398,7 +398,7 @@ function limitNotFound(fastify: FastifyInstance, limiter: Limiter): void {
  */
 export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/fastify' })
 
-export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,
@@ -413,4 +413,5 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export { type FastifySlowDownOptions, type SlowDownHook, slowDown } from './slow-down.js'
 export default rateLimit

@@ -85,7 +85,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
   })
 }
 
-export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,
@@ -100,4 +100,5 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export { type KoaSlowDownOptions, type SlowDownMiddleware, slowDown } from './slow-down.js'
 export default rateLimit

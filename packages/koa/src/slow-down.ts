@@ -1,0 +1,61 @@
+import {
+  type SlowDownDecision,
+  SlowDownEngine,
+  type SlowDownInfo,
+  type SlowDownOptions,
+} from '@ratewindow/core'
+import type { Context, Middleware, Next } from 'koa'
+import { binding } from './binding.js'
+
+declare module 'koa' {
+  interface DefaultState {
+    /** What `slowDown()` decided for this request, set by `@ratewindow/koa`. */
+    slowDown?: SlowDownInfo
+  }
+}
+
+/** express-slow-down 2's options, on ratewindow's stores; callbacks take `(ctx)` (`delayMs` takes `(used, ctx)`). */
+export type KoaSlowDownOptions = SlowDownOptions<[Context]>
+
+/** The middleware, with a handle to forget a client's count. */
+export interface SlowDownMiddleware extends Middleware {
+  /** Forgets `key`'s count. Rejects on a store error. */
+  resetKey(key: string): Promise<void>
+  /** Call when the app goes: gives up the counters, and closes the memory store made for itself. */
+  close(): void
+}
+
+/**
+ * Koa middleware that delays instead of refusing (express-slow-down 2's model): every request is counted in
+ * `windowMs`; those after the first `delayAfter` wait `delayMs`, at most `maxDelayMs`, before `next()`.
+ * `ctx.state.slowDown` holds `limit`, `used`, `remaining`, `resetTime` and `delay`. No RateLimit headers are
+ * sent. A client that leaves while delayed is dropped: `next()` is never called.
+ */
+export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
+  const engine = new SlowDownEngine<Context, [Context]>(options, binding)
+
+  function go(ctx: Context, next: Next, decided: SlowDownDecision | undefined): Promise<unknown> {
+    if (decided === undefined) return next()
+    ctx.state.slowDown = decided.info
+    return new Promise((resolve, reject) => {
+      engine.proceed(
+        decided,
+        [ctx],
+        ctx.res,
+        () => next().then(resolve, reject),
+        () => resolve(undefined),
+      )
+    })
+  }
+
+  // Not an async function: with the memory store the decision is made synchronously. Koa turns a throw into
+  // a rejection.
+  const middleware = function slowDownMiddleware(ctx: Context, next: Next): Promise<unknown> {
+    const decided = engine.decide(ctx, [ctx])
+    return decided instanceof Promise ? decided.then((each) => go(ctx, next, each)) : go(ctx, next, decided)
+  }
+  return Object.assign(middleware, {
+    resetKey: (key: string) => engine.resetKey(key),
+    close: () => engine.close(),
+  })
+}
