@@ -1,0 +1,242 @@
+import {
+  AccessList,
+  type Defer,
+  type FrameworkBinding,
+  RateLimitError,
+  type TrackedResponse,
+} from '@ratewindow/core'
+import type { Context, Env } from 'hono'
+
+/**
+ * A runtime's connection info helper, as Hono ships them: `getConnInfo` from `@hono/node-server/conninfo`,
+ * `hono/bun`, `hono/deno` or `hono/cloudflare-workers`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: Hono's helpers take a Context of any Env.
+export type GetConnInfo = (c: Context<any>) => { remote: { address?: string } }
+
+/** How the Hono adapter finds the client address: the options `rateLimit()` and `slowDown()` share. */
+// biome-ignore lint/suspicious/noExplicitAny: a Context of any Env, as Hono's own middleware types take.
+export interface HonoAddressOptions<E extends Env = any> {
+  /**
+   * The runtime's connection info helper (`getConnInfo` from `@hono/node-server/conninfo`, `hono/bun`,
+   * `hono/deno`, `hono/cloudflare-workers`): the client address is its `remote.address`. This, `clientIp` or
+   * a key function is required: Hono itself does not know the client's address.
+   */
+  getConnInfo?: GetConnInfo
+  /** The client address, by your own means (instead of `getConnInfo`). Not with `trustProxy`. */
+  clientIp?: (c: Context<E>) => string | undefined
+  /**
+   * Use `X-Forwarded-For` from the proxies in front of the app: their number (`1` for one load balancer), or
+   * their addresses and networks (`'10.0.0.0/8'`, `['127.0.0.1', '::1']`). Never set it without a proxy that
+   * sets the header: any client could then choose its own key. Needs `getConnInfo`. @default none
+   */
+  trustProxy?: number | string | readonly string[]
+}
+
+/**
+ * What the engines of `rateLimit()` and `slowDown()` know of Hono: the address `clientIp` finds (from
+ * `addressSource`), trust proxy, routes. `names` are the middleware's own option names.
+ */
+export function honoBinding<E extends Env>(
+  clientIp: ((c: Context<E>) => string | undefined) | undefined,
+  options: HonoAddressOptions<E>,
+  names: readonly string[],
+  trustProxyHint = TRUST_HINT,
+): FrameworkBinding<Context<E>> {
+  const { trustProxy } = options
+  return {
+    name: 'Hono',
+    clientIp: (c) => clientIp?.(c),
+    untrustedForwardedFor: (c) =>
+      c.req.header('x-forwarded-for') === undefined
+        ? undefined
+        : trustProxy === undefined && options.clientIp === undefined,
+    trustProxyHint: trustProxyHint,
+    permissiveTrustProxy: () => trustsEveryHop(trustProxy),
+    permissiveTrustProxyHint:
+      'Set `trustProxy` to the number of proxies in front of the app (e.g. 1) or their addresses, not a /0 network.',
+    // The pattern of the route a route's own middleware runs for; a global one (`app.use`) knows none.
+    route: (c) => {
+      const path = c.req.routePath
+      return path === '/*' || path === '*' ? undefined : path
+    },
+    options: names,
+    // After `settle`: the prepared headers follow, until the handler's response is made.
+    writeHeaders: (c, headers) => {
+      const target = c as Context<E>
+      if (!target.finalized) for (const name in headers) target.header(name, headers[name])
+    },
+  }
+}
+
+const TRUST_HINT =
+  'pass `trustProxy` to rateLimit() (the number of proxies in front of the app, or their addresses)'
+
+function invalidOption(option: string, message: string): RateLimitError {
+  return new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', message, { option })
+}
+
+/** How the client address is found: checked here, at construction. */
+export function addressSource<E extends Env>(
+  options: HonoAddressOptions<E>,
+  keyed: boolean,
+  keyOption: string,
+): ((c: Context<E>) => string | undefined) | undefined {
+  const { getConnInfo, clientIp, trustProxy } = options
+  if (getConnInfo !== undefined && typeof getConnInfo !== 'function')
+    throw invalidOption('getConnInfo', "`getConnInfo` must be a function, such as Hono's getConnInfo helper.")
+  if (clientIp !== undefined && typeof clientIp !== 'function')
+    throw invalidOption('clientIp', '`clientIp` must be a function of the context returning an address.')
+  if (getConnInfo !== undefined && clientIp !== undefined)
+    throw invalidOption('clientIp', 'Pass `getConnInfo` or `clientIp`, not both.')
+  if (getConnInfo === undefined && clientIp === undefined) {
+    if (trustProxy !== undefined)
+      throw invalidOption(
+        'trustProxy',
+        "`trustProxy` needs `getConnInfo`: the forwarded addresses are walked from the connection's.",
+      )
+    if (!keyed) {
+      throw invalidOption(
+        'getConnInfo',
+        `Hono does not know the client's address: pass \`getConnInfo\` (from '@hono/node-server/conninfo', 'hono/bun', 'hono/deno' or 'hono/cloudflare-workers'), or \`clientIp(c)\`, or a \`${keyOption}\` function.`,
+      )
+    }
+    return undefined
+  }
+  if (clientIp !== undefined) {
+    if (trustProxy !== undefined)
+      throw invalidOption(
+        'trustProxy',
+        '`trustProxy` is for `getConnInfo`; `clientIp` finds the address itself.',
+      )
+    return clientIp
+  }
+  const peer = (c: Context<E>) => getConnInfo!(c).remote.address
+  if (trustProxy === undefined) return peer
+  if (typeof trustProxy === 'number') {
+    if (!Number.isSafeInteger(trustProxy) || trustProxy < 1) {
+      throw invalidOption(
+        'trustProxy',
+        `\`trustProxy\` must be the number of proxies in front of the app (a whole number >= 1), or their addresses; received ${trustProxy}.`,
+      )
+    }
+    return (c) => forwardedClient(peer(c), c.req.header('x-forwarded-for'), (_, hop) => hop < trustProxy)
+  }
+  const entries = typeof trustProxy === 'string' ? [trustProxy] : trustProxy
+  if (
+    !Array.isArray(entries) ||
+    entries.length === 0 ||
+    !entries.every((entry) => typeof entry === 'string')
+  ) {
+    throw invalidOption(
+      'trustProxy',
+      "`trustProxy` must be a number of proxies, or an address or network ('10.0.0.0/8'), or a non-empty array of them.",
+    )
+  }
+  let proxies: AccessList
+  try {
+    proxies = new AccessList({ ips: entries })
+  } catch (error) {
+    throw invalidOption('trustProxy', `\`trustProxy\`: ${(error as Error).message}`)
+  }
+  return (c) => forwardedClient(peer(c), c.req.header('x-forwarded-for'), (address) => proxies.hasIp(address))
+}
+
+/**
+ * The client behind trusted proxies: from the connection's address back through `X-Forwarded-For` (right to
+ * left), the first hop not trusted; the leftmost one when every hop is trusted.
+ */
+function forwardedClient(
+  peer: string | undefined,
+  header: string | undefined,
+  trusted: (address: string, hop: number) => boolean,
+): string | undefined {
+  if (peer === undefined || header === undefined || !trusted(peer, 0)) return peer
+  const hops = header.split(',')
+  let address = peer
+  for (let hop = 1, i = hops.length - 1; i >= 0; i--) {
+    const next = hops[i]!.trim()
+    if (next === '') continue
+    address = next
+    if (!trusted(address, hop++)) break
+  }
+  return address
+}
+
+/** Whether `trustProxy` trusts every address (a `/0` network): any client then chooses its key. */
+function trustsEveryHop(trustProxy: HonoAddressOptions['trustProxy']): boolean {
+  if (trustProxy === undefined || typeof trustProxy === 'number') return false
+  const entries = typeof trustProxy === 'string' ? [trustProxy] : trustProxy
+  return entries.some((entry) => /\/0$/.test(entry.trim()))
+}
+
+/**
+ * What the engine reads to judge a refund and give back an in-flight slot: the response is "finished" once
+ * the handler returned it (`await next()`), "closed" then or when the client leaves first (the request's
+ * abort signal). Hono runs on runtimes without Node's response object, so this is the same everywhere.
+ */
+export class HandlerResponse implements TrackedResponse {
+  readonly #c: Context
+  readonly #onFinish: (() => void)[] = []
+  readonly #onClose: (() => void)[] = []
+  readonly #signal: AbortSignal | undefined
+  #finished = false
+  #closed = false
+
+  constructor(c: Context) {
+    this.#c = c
+    const signal = c.req.raw.signal as AbortSignal | undefined
+    if (signal?.aborted) this.#closed = true
+    else if (signal !== undefined) {
+      this.#signal = signal
+      signal.addEventListener('abort', this.#close)
+    }
+  }
+
+  get statusCode(): number {
+    return this.#c.res.status
+  }
+
+  get writableFinished(): boolean {
+    return this.#finished
+  }
+
+  get writableEnded(): boolean {
+    return this.#finished
+  }
+
+  get destroyed(): boolean {
+    return this.#closed
+  }
+
+  once(event: 'finish' | 'close', listener: () => void): void {
+    ;(event === 'finish' ? this.#onFinish : this.#onClose).push(listener)
+  }
+
+  /** The handler returned its response (or threw, and Hono's error handler answered). */
+  finish(): void {
+    if (this.#finished) return
+    this.#finished = true
+    for (const listener of this.#onFinish.splice(0)) listener()
+    this.#close()
+  }
+
+  readonly #close = (): void => {
+    if (this.#closed && this.#onClose.length === 0) return
+    this.#closed = true
+    this.#signal?.removeEventListener('abort', this.#close)
+    for (const listener of this.#onClose.splice(0)) listener()
+  }
+}
+
+/** `executionCtx.waitUntil` where the runtime gives one (Workers): work after the response is kept alive. */
+export function deferOf(c: Context): Defer | undefined {
+  let context: { waitUntil?: (work: Promise<unknown>) => void } | undefined
+  try {
+    context = c.executionCtx
+  } catch {
+    return undefined // Hono throws where there is no execution context (Node, Bun, Deno)
+  }
+  const waitUntil = context?.waitUntil
+  return typeof waitUntil === 'function' ? (work) => waitUntil.call(context, work) : undefined
+}
