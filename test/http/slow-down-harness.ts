@@ -6,19 +6,24 @@
 import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
 import { slowDown as expressSlowDown } from '@ratewindow/express'
 import { slowDown as fastifySlowDown } from '@ratewindow/fastify'
+import { slowDown as honoSlowDown, type SlowDownEnv } from '@ratewindow/hono'
 import { slowDown as koaSlowDown } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
 import fastify4 from 'fastify4'
+import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualTimers } from '../support/timers.js'
 import {
   expressErrorsAsJson,
   fastifyErrorsAsJson,
+  honoAddress,
+  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
+  serveHono,
   type TestApp,
 } from './harness.js'
 
@@ -112,6 +117,28 @@ function fastifyFramework(name: string, create: typeof fastify5): SlowFramework 
   }
 }
 
+function honoFramework(name: string): SlowFramework {
+  return {
+    name,
+    async start(options) {
+      let handled = 0
+      const app = new Hono<SlowDownEnv>()
+      app.onError(honoErrorsAsJson)
+      app.use(honoSlowDown({ ...(honoAddress() as object), ...(options as object) } as never))
+      app.get('/', (c) => {
+        handled++
+        return c.json(c.get('slowDown') ?? null)
+      })
+      app.get('/fail', (c) => {
+        handled++
+        return c.json(c.get('slowDown') ?? null, 500)
+      })
+      const running = await serveHono(app as never)
+      return withHandled(running, () => handled)
+    },
+  }
+}
+
 function withHandled(running: TestApp, handled: () => number): SlowApp {
   return {
     ...running,
@@ -128,6 +155,7 @@ export const SLOW_FRAMEWORKS: SlowFramework[] = [
   koaFramework('Koa 2', Koa2 as unknown as typeof Koa3),
   fastifyFramework('Fastify 5', fastify5),
   fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
+  honoFramework('Hono 4 on Node'),
 ]
 
 /** One answered request. */

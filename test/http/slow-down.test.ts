@@ -5,6 +5,7 @@
  * armed with.
  */
 import { type DecisionOutcome, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { slowDown as honoSlowDown } from '@ratewindow/hono'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
@@ -172,5 +173,17 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
       const a = await call(app, timers, '/', { 'x-user': 'a' })
       expect([b.info?.key, b.waited, a.info?.key, a.waited]).toEqual(['b', 0, 'a', 100])
     })
+  })
+})
+
+describe('Hono: slowDown() needs the client address', () => {
+  it('refuses to guess it: getConnInfo, clientIp or a keyGenerator, named in the error', () => {
+    expect(() => honoSlowDown({ delayAfter: 1 })).toThrow(
+      expect.objectContaining({
+        option: 'getConnInfo',
+        message: expect.stringMatching(/`getConnInfo`.*`clientIp\(c\)`.*`keyGenerator` function/),
+      }),
+    )
+    expect(() => honoSlowDown({ keyGenerator: (c) => c.req.header('x-user') ?? '' })).not.toThrow()
   })
 })

@@ -113,7 +113,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
   })
 }
 
-export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,
@@ -128,4 +128,12 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export type { HonoAddressOptions } from './binding.js'
+export {
+  type HonoSlowDownOptions,
+  type SlowDownEnv,
+  type SlowDownMiddleware,
+  type SlowDownVariables,
+  slowDown,
+} from './slow-down.js'
 export default rateLimit
