@@ -43,6 +43,10 @@ export class DelayQueue {
   #timer: unknown
   /** Due time the timer is armed for; Infinity when none is. */
   #armedFor = Number.POSITIVE_INFINITY
+  /** When the armed timer fires, on the queue's clock. */
+  #firesAt = Number.NEGATIVE_INFINITY
+  /** The time the last timer fired for: the queue's clock never goes back behind it. */
+  #floor = Number.NEGATIVE_INFINITY
 
   constructor(timers: DelayTimers) {
     this.#timers = timers
@@ -55,7 +59,7 @@ export class DelayQueue {
 
   /** Runs `run` after `ms`; the entry can be cancelled until then. */
   add(ms: number, run: () => void): DelayEntry {
-    const entry = new DelayEntry(this.#timers.now() + ms, this.#seq++, run)
+    const entry = new DelayEntry(this.#now() + ms, this.#seq++, run)
     this.#push(entry)
     if (entry.due < this.#armedFor) this.#arm()
     return entry
@@ -70,10 +74,13 @@ export class DelayQueue {
   }
 
   readonly #fire = (): void => {
+    // The timer fired: its wait has passed, whatever the clock says (a clock stopped by a test's fake `Date`
+    // must not hold delayed requests forever).
+    if (this.#firesAt > this.#floor) this.#floor = this.#firesAt
     this.#timer = undefined
     this.#armedFor = Number.POSITIVE_INFINITY
-    // Within a millisecond counts as due: a timer may fire on the millisecond before (the clocks round apart).
-    const now = this.#timers.now() + 1
+    this.#firesAt = Number.NEGATIVE_INFINITY
+    const now = this.#now()
     const heap = this.#heap
     const due: DelayEntry[] = []
     while (heap.length > 0 && heap[0]!.due <= now) {
@@ -91,12 +98,19 @@ export class DelayQueue {
     }
   }
 
+  /** The clock, never behind the time the last timer fired for: it only moves forward. */
+  #now(): number {
+    return Math.max(this.#timers.now(), this.#floor)
+  }
+
   #arm(): void {
     this.#disarm()
     const first = this.#heap[0]
     if (first === undefined) return
-    const ms = Math.min(MAX_TIMER_MS, Math.max(0, first.due - this.#timers.now()))
+    const now = this.#now()
+    const ms = Math.min(MAX_TIMER_MS, Math.max(0, first.due - now))
     this.#armedFor = first.due
+    this.#firesAt = now + ms
     this.#timer = this.#timers.setTimeout(this.#fire, ms)
   }
 
@@ -104,6 +118,7 @@ export class DelayQueue {
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     this.#armedFor = Number.POSITIVE_INFINITY
+    this.#firesAt = Number.NEGATIVE_INFINITY
   }
 
   #push(entry: DelayEntry): void {

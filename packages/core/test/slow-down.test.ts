@@ -76,6 +76,27 @@ describe('DelayQueue: one timer for every delayed request', () => {
     expect(ran).toEqual([200])
   })
 
+  it('runs each entry when its timer fires, even on a clock that stands still (a test faking Date only)', () => {
+    const timers = new Driven()
+    timers.now = () => 1_000 // stopped
+    const queue = new DelayQueue(timers)
+    const ran: string[] = []
+    queue.add(100, () => ran.push('a'))
+    queue.add(250, () => ran.push('b'))
+    timers.advance(100)
+    expect(ran).toEqual(['a'])
+    timers.advance(149)
+    expect(ran).toEqual(['a'])
+    timers.advance(1)
+    expect(ran).toEqual(['a', 'b'])
+    // A later request waits its own delay from now, not from the stopped clock's reading.
+    queue.add(50, () => ran.push('c'))
+    timers.advance(49)
+    expect(ran).toEqual(['a', 'b'])
+    timers.advance(1)
+    expect(ran).toEqual(['a', 'b', 'c'])
+  })
+
   it('keeps 10,000 entries of random delays on one timer and runs them in order', () => {
     const timers = new Driven()
     const queue = new DelayQueue(timers)
