@@ -160,7 +160,7 @@ describe('slowDown options', () => {
     [{ skipFailedRequests: 'yes' }, 'skipFailedRequests', 'true or false'],
     [{ validate: 'no' }, 'validate', 'true, false or an object'],
     [{ timers: {} }, 'timers', 'now, setTimeout and clearTimeout'],
-    [{ store: { increment() {} } }, 'store', 'store'],
+    [{ store: { increment() {}, resetKey() {} } }, 'store', 'a store for express-rate-limit'],
   ])('refuses the bad value in %j, naming it', (options, option, text) => {
     const build = () => engine(options as never)
     expect(build).toThrow(expect.objectContaining({ option }))
