@@ -5,13 +5,16 @@
  * armed with.
  */
 import { type DecisionOutcome, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { slowDown as expressSlowDown } from '@ratewindow/express'
 import { slowDown as honoSlowDown } from '@ratewindow/hono'
+import express5 from 'express'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
 import { ManualTimers } from '../support/timers.js'
-import { headerOf } from './harness.js'
+import { headerOf, listening } from './harness.js'
 import {
+  type Answered,
   type Call,
   type CommonSlowDownOptions,
   call,
@@ -185,5 +188,48 @@ describe('Hono: slowDown() needs the client address', () => {
       }),
     )
     expect(() => honoSlowDown({ keyGenerator: (c) => c.req.header('x-user') ?? '' })).not.toThrow()
+  })
+})
+
+describe("slowDown() keys by the adapter's rules", () => {
+  it('Express: warns once that X-Forwarded-For arrived while proxies are not trusted, as rateLimit() does', async () => {
+    const warnings: string[] = []
+    const listen = (warning: Error & { code?: string }) => void warnings.push(warning.code ?? '')
+    process.on('warning', listen)
+    try {
+      const app = express5()
+      app.use(expressSlowDown({ delayAfter: 10 }))
+      app.get('/', (request, response) => {
+        response.json(request.slowDown ?? null)
+      })
+      const running = await listening(app.listen(0, '127.0.0.1'))
+      apps.push({ ...running, handled: 0 })
+      const answer = await fetch(running.url, { headers: { 'x-forwarded-for': '203.0.113.9' } })
+      // Keyed by the socket's address, not by the header a client chose.
+      expect(((await answer.json()) as Answered)?.key).toBe('127.0.0.1')
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).toContain('RATEWINDOW_UNTRUSTED_PROXY')
+    } finally {
+      process.off('warning', listen)
+    }
+  })
+
+  it('resetKey forgets a client: its next request is the first of the window again', async () => {
+    const timers = new ManualTimers(new ManualClock())
+    const middleware = expressSlowDown({ delayAfter: 1, delayMs: 100, timers })
+    const app = express5()
+    app.set('trust proxy', 'loopback')
+    app.use(middleware)
+    app.get('/', (request, response) => {
+      response.json(request.slowDown ?? null)
+    })
+    const running = await listening(app.listen(0, '127.0.0.1'))
+    const slow = { ...running, handled: 0 }
+    apps.push(slow)
+    await call(slow, timers)
+    expect((await call(slow, timers)).waited).toBe(100)
+    await middleware.resetKey('127.0.0.1')
+    const after = await call(slow, timers)
+    expect([after.info?.used, after.waited]).toEqual([1, 0])
   })
 })
