@@ -166,7 +166,7 @@ type Call<Req, Args> = { request: Req; args: Args }
 /** What `decide` found for a request: its info (to put on the request) and how long it waits. */
 export interface SlowDownDecision {
   info: SlowDownInfo
-  /** @internal */
+  /** The counting decision behind it (what `skipFailedRequests` gives back). */
   decision: HttpDecision
 }
 
