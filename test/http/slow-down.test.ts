@@ -139,6 +139,14 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
       expect([after.info?.used, after.waited]).toEqual([2, 1_000])
     })
 
+    it('skipSuccessfulRequests: successful responses are given back, failed ones count', async () => {
+      const { app, timers } = await setup({ delayAfter: 1, delayMs: 700, skipSuccessfulRequests: true })
+      for (let i = 0; i < 3; i++) expect((await call(app, timers)).info?.used).toBe(1)
+      await call(app, timers, '/fail')
+      const next = await call(app, timers)
+      expect([next.info?.used, next.waited]).toEqual([2, 700])
+    })
+
     it('skip: a skipped request is neither counted nor delayed, and carries no info', async () => {
       const { app, timers } = await setup({
         delayAfter: 1,
