@@ -37,6 +37,14 @@ export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
   function go(ctx: Context, next: Next, decided: SlowDownDecision | undefined): Promise<unknown> {
     if (decided === undefined) return next()
     ctx.state.slowDown = decided.info
+    if (decided.info.delay <= 0) {
+      // No delay: `proceed` calls on at once, and the chain's own promise is returned.
+      let work: Promise<unknown> | undefined
+      engine.proceed(decided, [ctx], ctx.res, () => {
+        work = next()
+      })
+      return work!
+    }
     return new Promise((resolve, reject) => {
       engine.proceed(
         decided,
