@@ -155,6 +155,8 @@ const REFUSED: Readonly<Record<string, string>> = {
     'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
   legacyHeaders:
     'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
+  identifier:
+    'slowDown() sends no RateLimit headers, so it has no policy name to give; `name` names it in observer events.',
   window: "slowDown() takes express-slow-down's `windowMs` (milliseconds).",
 }
 

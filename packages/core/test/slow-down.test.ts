@@ -140,6 +140,7 @@ describe('slowDown options', () => {
     [{ standardHeaders: 'draft-7' }, 'standardHeaders', 'no RateLimit headers'],
     [{ handler: () => {} }, 'handler', 'never answers'],
     [{ window: '1m' }, 'window', '`windowMs`'],
+    [{ identifier: 'api' }, 'identifier', '`name` names it'],
     [{ delayAftr: 1 }, 'delayAftr', 'Did you mean `delayAfter`?'],
     [{ onLimitReached: () => {} }, 'onLimitReached', "express-rate-limit's name"],
   ])('refuses %j, naming the option and what to do', (options, option, text) => {
