@@ -222,6 +222,23 @@ describe("slowDown() keys by the adapter's rules", () => {
     }
   })
 
+  it('Express: requestPropertyName moves the info, as in express-slow-down', async () => {
+    const app = express5()
+    app.use(expressSlowDown({ delayAfter: 3, requestPropertyName: 'speed' }))
+    app.get('/', (request, response) => {
+      const own = request as unknown as Record<string, unknown>
+      response.json({ speed: own.speed ?? null, slowDown: request.slowDown ?? null })
+    })
+    const running = await listening(app.listen(0, '127.0.0.1'))
+    apps.push({ ...running, handled: 0 })
+    const body = (await (await fetch(running.url)).json()) as { speed: Answered; slowDown: Answered }
+    expect(body.speed).toMatchObject({ used: 1, limit: 3, remaining: 2, delay: 0 })
+    expect(body.slowDown).toBeNull()
+    expect(() => expressSlowDown({ requestPropertyName: '' })).toThrow(
+      expect.objectContaining({ option: 'requestPropertyName' }),
+    )
+  })
+
   it('resetKey forgets a client: its next request is the first of the window again', async () => {
     const timers = new ManualTimers(new ManualClock())
     const middleware = expressSlowDown({ delayAfter: 1, delayMs: 100, timers })
