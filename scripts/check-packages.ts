@@ -74,40 +74,46 @@ export function codeOf(error: unknown): string | undefined {
 `
 
 const EXPRESS_PROGRAM = `import express from 'express'
-import { rateLimit, type RateLimitResult, slidingWindowLog } from '@ratewindow/express'
+import { rateLimit, type RateLimitResult, type SlowDownInfo, slidingWindowLog, slowDown } from '@ratewindow/express'
 
 const app = express()
 app.set('trust proxy', 1)
 app.use(rateLimit({ limit: 100, window: '1m', key: (request) => request.ip ?? 'unknown' }))
+app.use(slowDown({ windowMs: 900_000, delayAfter: 5, delayMs: (used, request) => (used - 5) * (request.ip ? 100 : 200), maxDelayMs: 2000 }))
 app.post(
   '/login',
   rateLimit({ rules: slidingWindowLog({ limit: 5, window: '15m' }), prefix: 'login' }),
   (request, response) => {
     const decision: RateLimitResult | undefined = request.rateLimit
-    response.json({ remaining: decision?.remaining })
+    const slowed: SlowDownInfo | undefined = request.slowDown
+    response.json({ remaining: decision?.remaining, delay: slowed?.delay })
   },
 )
 export { app }
 `
 
 const KOA_PROGRAM = `import Koa from 'koa'
-import { rateLimit, type RateLimitResult } from '@ratewindow/koa'
+import { rateLimit, type RateLimitResult, type SlowDownInfo, slowDown } from '@ratewindow/koa'
 
 const app = new Koa()
 app.use(rateLimit({ limit: 100, window: '1m', key: (ctx) => ctx.ip }))
+app.use(slowDown({ delayAfter: 5, delayMs: (used, ctx) => (used - 5) * (ctx.ip ? 100 : 200), maxDelayMs: 2000 }))
 app.use((ctx) => {
   const decision: RateLimitResult | undefined = ctx.state.rateLimit
-  ctx.body = { remaining: decision?.remaining }
+  const slowed: SlowDownInfo | undefined = ctx.state.slowDown
+  ctx.body = { remaining: decision?.remaining, delay: slowed?.delay }
 })
 export { app }
 `
 
 const HONO_PROGRAM = `import { getConnInfo } from '@hono/node-server/conninfo'
-import { type RateLimitEnv, type RateLimitResult, rateLimit, slidingWindowLog } from '@ratewindow/hono'
+import { type RateLimitEnv, type RateLimitResult, rateLimit, type SlowDownEnv, slidingWindowLog, slowDown } from '@ratewindow/hono'
 import { Hono } from 'hono'
 
-const app = new Hono<RateLimitEnv>()
+const app = new Hono<RateLimitEnv & SlowDownEnv>()
 app.use(rateLimit({ limit: 100, window: '1m', getConnInfo, trustProxy: 1 }))
+app.use(slowDown({ delayAfter: 5, delayMs: (used, c) => (used - 5) * (c.req.header('x-user') ? 100 : 200), getConnInfo }))
+app.get('/slow', (c) => c.json({ delay: c.get('slowDown')?.delay }))
 app.post(
   '/login',
   rateLimit({ rules: slidingWindowLog({ limit: 5, window: '15m' }), prefix: 'login', key: (c) => c.req.header('x-user') ?? 'anonymous' }),
@@ -120,11 +126,16 @@ export { app }
 `
 
 const FASTIFY_PROGRAM = `import Fastify from 'fastify'
-import { rateLimit, type RateLimitResult, slidingWindowLog } from '@ratewindow/fastify'
+import { rateLimit, type RateLimitResult, type SlowDownInfo, slidingWindowLog, slowDown } from '@ratewindow/fastify'
 
 export async function build() {
   const app = Fastify()
   await app.register(rateLimit, { limit: 100, window: '1m', key: (request) => request.ip })
+  app.addHook('onRequest', slowDown({ delayAfter: 5, delayMs: (used, request) => (used - 5) * (request.ip ? 100 : 200) }))
+  app.get('/slow', async (request) => {
+    const slowed: SlowDownInfo | undefined = request.slowDown
+    return { delay: slowed?.delay }
+  })
   app.get('/', async (request) => {
     const decision: RateLimitResult | null = request.rateLimit
     return { remaining: decision?.remaining }
