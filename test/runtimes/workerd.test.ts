@@ -1,0 +1,98 @@
+/**
+ * @ratewindow/hono on Cloudflare Workers for real (issue 22): workerd from npm (the `miniflare` devDependency
+ * brings the `workerd` binary) runs a Worker bundled from the built packages, with no compatibility flag (no
+ * `nodejs_compat`). One miniflare instance for the file; requests go in through `dispatchFetch`.
+ */
+import { join } from 'node:path'
+import { Miniflare } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { builtProject, bundleWorker, COMPATIBILITY_DATE } from './workerd-support.js'
+
+let mf: Miniflare
+let removeProject = () => {}
+
+beforeAll(async () => {
+  const project = await builtProject(['core', 'hono'])
+  removeProject = project.remove
+  const script = await bundleWorker(join(import.meta.dirname, 'workerd-app.ts'), project.dir)
+  mf = new Miniflare({
+    modules: [{ type: 'ESModule', path: 'worker.js', contents: script }],
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [],
+  })
+  await mf.ready
+}, 120_000)
+
+afterAll(async () => {
+  await mf?.dispose()
+  removeProject()
+})
+
+interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+async function ask(path: string, ip = '203.0.113.7'): Promise<Answer> {
+  const response = await mf.dispatchFetch(`http://worker.test${path}`, {
+    headers: { 'CF-Connecting-IP': ip },
+  })
+  const headers = Object.fromEntries(
+    [...response.headers].filter(([name]) => name.startsWith('ratelimit') || name === 'retry-after'),
+  )
+  return { status: response.status, headers, body: await response.text() }
+}
+
+async function state(): Promise<{ warnings: string[]; waitUntil: number; settled: number }> {
+  return (await mf.dispatchFetch('http://worker.test/state')).json() as never
+}
+
+describe('@ratewindow/hono on workerd (Cloudflare Workers), without nodejs_compat', () => {
+  it('runs as a Worker: navigator.userAgent is Cloudflare-Workers, no process nor Buffer global', async () => {
+    const answer = await mf.dispatchFetch('http://worker.test/runtime')
+    expect(await answer.json()).toEqual({
+      userAgent: 'Cloudflare-Workers',
+      process: 'undefined',
+      Buffer: 'undefined',
+    })
+  })
+
+  it('limits by CF-Connecting-IP: 200, 200, then 429 with RateLimit headers, Retry-After and the 429 body', async () => {
+    const answers = [await ask('/memory'), await ask('/memory'), await ask('/memory')]
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 429])
+    // The key is the address Cloudflare set, read through Hono's getConnInfo for Workers.
+    expect(answers[0]!.body).toBe('ok 203.0.113.7')
+    expect(answers[0]!.headers).toMatchObject({
+      'ratelimit-policy': '2;w=60',
+      'ratelimit-limit': '2',
+      'ratelimit-remaining': '1',
+    })
+    const denied = answers[2]!
+    expect(denied.headers['ratelimit-remaining']).toBe('0')
+    const retryAfter = Number(denied.headers['retry-after'])
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(120) // the sliding window counter waits up to two windows
+    expect(denied.headers['ratelimit-reset']).toBe(denied.headers['retry-after'])
+    expect(JSON.parse(denied.body)).toMatchObject({ error: 'Too Many Requests', retryAfter })
+    // Another client address has its own counter.
+    expect(await ask('/memory', '198.51.100.2')).toMatchObject({ status: 200, body: 'ok 198.51.100.2' })
+  })
+
+  it('a failing store keeps answering: 200 ×3 by the default failure policy, with no invented headers', async () => {
+    const answers = [await ask('/failing'), await ask('/failing'), await ask('/failing')]
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200])
+    for (const answer of answers) expect(answer.headers).toEqual({})
+  })
+
+  it('work after the response (a refund of a failed request) goes through executionCtx.waitUntil', async () => {
+    const before = await state()
+    // Limit 1: each 500 is given back after its response, so the next request is admitted again.
+    const answers = [await ask('/refund'), await ask('/refund'), await ask('/refund')]
+    expect(answers.map((answer) => answer.status)).toEqual([500, 500, 500])
+    expect(answers[0]!.headers['ratelimit-remaining']).toBe('0')
+    const after = await state()
+    expect(after.waitUntil - before.waitUntil).toBe(3)
+    expect(after.settled - before.settled).toBe(3)
+  })
+})
