@@ -18,6 +18,8 @@ const failing = { consume: down, peek: down, refund: down, reset: down }
 
 const app = new Hono<RateLimitEnv>()
 app.use('/memory', rateLimit({ limit: 2, window: '1m', store: new MemoryStore(), getConnInfo }))
+// No store: the default MemoryStore, which counts per isolate on Workers and says so once, at first use.
+app.use('/default', rateLimit({ limit: 2, window: '1m', getConnInfo }))
 app.use('/failing', rateLimit({ limit: 2, window: '1m', store: failing, getConnInfo, onError: () => {} }))
 // Failed requests are given back after the response: the refund goes through executionCtx.waitUntil.
 app.use(
@@ -26,6 +28,7 @@ app.use(
 )
 app.get('/memory', (c) => c.text(`ok ${c.get('rateLimit')?.key}`))
 app.get('/failing', (c) => c.text('ok'))
+app.get('/default', (c) => c.text('ok'))
 app.get('/refund', (c) => c.text('failed', 500))
 app.get('/runtime', (c) =>
   c.json({

@@ -79,6 +79,19 @@ describe('@ratewindow/hono on workerd (Cloudflare Workers), without nodejs_compa
     expect(await ask('/memory', '198.51.100.2')).toMatchObject({ status: 200, body: 'ok 198.51.100.2' })
   })
 
+  it('the default memory store warns once, at its first use, that it counts per isolate, naming the Durable Object store', async () => {
+    const perIsolate = (warnings: string[]) =>
+      warnings.filter((warning) => warning.includes('RATEWINDOW_PER_ISOLATE_STORE'))
+    // Loaded, and MemoryStores given explicitly have decided (the test above): no warning yet.
+    expect(perIsolate((await state()).warnings)).toEqual([])
+    const answers = [await ask('/default'), await ask('/default'), await ask('/default')]
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 429])
+    const warnings = perIsolate((await state()).warnings)
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toContain('counts in this Workers isolate only')
+    expect(warnings[0]).toContain('@ratewindow/cloudflare')
+  })
+
   it('a failing store keeps answering: 200 ×3 by the default failure policy, with no invented headers', async () => {
     const answers = [await ask('/failing'), await ask('/failing'), await ask('/failing')]
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200])

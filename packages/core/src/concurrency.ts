@@ -5,7 +5,7 @@ import { type FailureContext, LIMITER_DEFAULTS } from './options.js'
 import { guardedReporter, throttledErrorLog } from './report.js'
 import { randomUUID } from './runtime.js'
 import { StoreGateway } from './store-gateway.js'
-import { MemoryStore } from './stores/memory.js'
+import { defaultMemoryStore } from './stores/memory.js'
 import type { ConcurrencyStore, LeaseRequest } from './stores/types.js'
 
 export interface ConcurrencyLimiterOptions {
@@ -95,7 +95,7 @@ export class ConcurrencyLimiter {
     const {
       limit,
       lease = CONCURRENCY_DEFAULTS.lease,
-      store = new MemoryStore(),
+      store = defaultMemoryStore(),
       prefix = CONCURRENCY_DEFAULTS.prefix,
       timeout = CONCURRENCY_DEFAULTS.timeout,
       onStoreError = CONCURRENCY_DEFAULTS.onStoreError,

@@ -8,7 +8,7 @@ import { parseIpv6Subnet } from './keys.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
 import { LIMITER_OPTION_FLAGS, parseRules, type RateLimiterOptions } from './options.js'
 import type { RateLimitResult } from './result.js'
-import { MemoryStore } from './stores/memory.js'
+import { defaultMemoryStore } from './stores/memory.js'
 import type { Awaitable } from './stores/types.js'
 
 /** What a `rules` function returns for a request: its rules, or its rules and cost. */
@@ -228,7 +228,7 @@ export function resolveHttpOptions<Req>(
   checkShapes(options)
   // Every limiter option passes through as it is (the names are LIMITER_OPTION_FLAGS: one list, checked against
   // RateLimiterOptions), with a MemoryStore when none is given.
-  const store = options.store === undefined ? new MemoryStore() : options.store
+  const store = options.store === undefined ? defaultMemoryStore() : options.store
   const limiter: HttpConfig<Req>['limiter'] = { store }
   for (const name of Object.keys(LIMITER_OPTION_FLAGS) as (keyof typeof LIMITER_OPTION_FLAGS)[]) {
     // Same name, same type on both sides (HttpRateLimitOptions picks them from RateLimiterOptions).

@@ -9,7 +9,7 @@ import type { RateLimitObserver } from './observe.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
 import { type Penalty, type PenaltyOptions, parsePenalty } from './penalty.js'
 import { throttledErrorLog } from './report.js'
-import { MemoryStore } from './stores/memory.js'
+import { defaultMemoryStore } from './stores/memory.js'
 import type { Store } from './stores/types.js'
 
 /** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids and policy names. */
@@ -195,7 +195,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
   rejectUnknownOptions(options, RATE_LIMITER_NAMES, 'RateLimiter')
   const rules = parseRules(options.rules)
   const {
-    store = new MemoryStore(),
+    store = defaultMemoryStore(),
     prefix = LIMITER_DEFAULTS.prefix,
     timeout = LIMITER_DEFAULTS.timeout,
     onStoreError = LIMITER_DEFAULTS.onStoreError,

@@ -19,3 +19,11 @@ export function emitWarning(message: string, code: string): void {
 
 /** A random v4 UUID (Web Crypto's `crypto.randomUUID`, a global in Node 20, Bun, Deno and Workers). */
 export const randomUUID = (): string => globalThis.crypto.randomUUID()
+
+/**
+ * Whether this runs on Cloudflare Workers, told the standard way: `navigator.userAgent` is `'Cloudflare-Workers'`
+ * there (from compatibility date 2022-03-21).
+ */
+export function onCloudflareWorkers(): boolean {
+  return (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent === 'Cloudflare-Workers'
+}

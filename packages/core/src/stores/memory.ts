@@ -5,6 +5,7 @@ import { sha256Base64url } from '../hash.js'
 import { namesOf, rejectUnknownOptions } from '../option-names.js'
 import { freshPenalty, type PenaltyState, penaltyTtl } from '../penalty.js'
 import { realClearTimeout, realSetImmediate, realSetTimeout } from '../real-timers.js'
+import { emitWarning, onCloudflareWorkers } from '../runtime.js'
 import { chargeLocally, decideLocally } from './decide.js'
 import type {
   ConcurrencyStore,
@@ -254,7 +255,10 @@ export class MemoryStore implements Store, ConcurrencyStore {
    * the limiter reports to `onError` and answers by its failure policy.
    */
   #now(): number {
-    if (this.#timer === undefined) this.#startSweeping()
+    if (this.#timer === undefined) {
+      this.#startSweeping()
+      if (madeByDefault.has(this)) warnPerIsolate()
+    }
     const now = this.#clock()
     if (!isTime(now)) {
       throw new RateLimitError(
@@ -384,6 +388,33 @@ export class MemoryStore implements Store, ConcurrencyStore {
     }
     slice()
   }
+}
+
+/** The stores a limiter made because it was given none (`defaultMemoryStore`). */
+const madeByDefault = new WeakSet<MemoryStore>()
+let warnedPerIsolate = false
+
+/**
+ * @internal The MemoryStore a limiter makes when it is given no `store`. On Cloudflare Workers its first use
+ * warns, once per isolate, that it counts per isolate (not at module load: nothing runs there).
+ */
+export function defaultMemoryStore(): MemoryStore {
+  const store = new MemoryStore()
+  madeByDefault.add(store)
+  return store
+}
+
+function warnPerIsolate(): void {
+  if (warnedPerIsolate || !onCloudflareWorkers()) return
+  warnedPerIsolate = true
+  emitWarning(
+    'No `store` was given, so the default MemoryStore counts in this Workers isolate only: Cloudflare runs ' +
+      'many isolates (per location, and more under load), each with its own counters, so a client gets the ' +
+      'limit once per isolate. For one exact limit, use the Durable Object store of @ratewindow/cloudflare ' +
+      '(`store: new DurableObjectStore({ namespace: env.RATE_LIMITER })`); to count per isolate on purpose, ' +
+      'pass `store: new MemoryStore()`.',
+    'RATEWINDOW_PER_ISOLATE_STORE',
+  )
 }
 
 /** `Date.now()` looked up at each call, so that fake timers installed later apply (not a captured `Date.now`). */
