@@ -76,6 +76,18 @@ export {
 } from './stores/clients/index.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
+export {
+  acquireLease,
+  applyToKeyState,
+  type EncodedRule,
+  type EncodedStoreRequest,
+  encodeStoreRequest,
+  type KeyState,
+  type KeyStateResult,
+  keyStateId,
+  type LeaseState,
+  releaseLease,
+} from './stores/remote.js'
 export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
 export type {
   Awaitable,
