@@ -1,0 +1,431 @@
+import {
+  acquireLease,
+  applyToKeyState,
+  type ConcurrencyStore,
+  type Decision,
+  type EncodedStoreRequest,
+  encodeStoreRequest,
+  invalid,
+  type KeyState,
+  keyStateId,
+  type LeaseDecision,
+  type LeaseRequest,
+  type LeaseState,
+  namesOf,
+  RateLimitError,
+  type RefundRequest,
+  rejectUnknownOptions,
+  releaseLease,
+  requireObject,
+  type Store,
+  type StoreRequest,
+  type StoreTarget,
+} from '@ratewindow/core'
+
+/**
+ * The part of a Durable Object namespace binding the store uses (`env.RATE_LIMITER`, typed
+ * `DurableObjectNamespace` by `@cloudflare/workers-types`): written here so that you need no types package.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the id type is the runtime's (DurableObjectId).
+export interface DurableObjectNamespaceLike<Id = any> {
+  idFromName(name: string): Id
+  get(id: Id): DurableObjectStubLike
+}
+
+/** A Durable Object stub: the store talks to its objects with `fetch`. */
+export interface DurableObjectStubLike {
+  fetch(input: string, init: { method: string; body: string }): Promise<ResponseLike>
+}
+
+/** The part of a `Response` the store reads. */
+export interface ResponseLike {
+  readonly ok: boolean
+  readonly status: number
+  text(): Promise<string>
+}
+
+/** The part of a Durable Object's storage (`ctx.storage`) the object uses. */
+export interface DurableObjectStorageLike {
+  get(key: string): Promise<unknown>
+  put(key: string, value: unknown): Promise<void>
+  delete(key: string): Promise<boolean>
+  list(options: { startAfter?: string; limit?: number }): Promise<Map<string, unknown>>
+  getAlarm(): Promise<number | null>
+  setAlarm(scheduledTime: number): Promise<void>
+}
+
+/** The Durable Object's state, as the runtime passes it to the constructor. */
+export interface DurableObjectStateLike {
+  readonly storage: DurableObjectStorageLike
+}
+
+/** One call to an object, as the store sends it (JSON). */
+type Call =
+  | {
+      op: 'consume' | 'peek' | 'refund' | 'charge' | 'reset'
+      request: EncodedStoreRequest
+      /** The store's `clock`, when one is set (tests); otherwise the object's own time. */
+      now?: number
+    }
+  | { op: 'acquire'; prefix: string; key: string; id: string; limit: number; leaseMs: number; now?: number }
+  | { op: 'release'; prefix: string; key: string; id: string }
+
+/** One answer, in the order of the calls. */
+type Answer =
+  | { decision: Decision }
+  | { charged: number }
+  | { lease: LeaseDecision }
+  | { done: true }
+  | { error: string }
+
+/** Leases as the object stores them: with the expiry of the last one, for the sweep. */
+interface StoredLeases {
+  leases: LeaseState
+  expiresAt: number
+}
+
+/** How often the object drops expired state from its storage (Durable Object alarm). */
+const SWEEP_MS = 5 * 60_000
+const SWEEP_PAGE = 500
+const STATE = 's:'
+const LEASES = 'l:'
+
+/**
+ * The Durable Object that keeps rate limit state: re-export it from your Worker and bind it (wrangler config
+ * `durable_objects.bindings`, with a migration). Each object decides the keys routed to it one call at a time,
+ * with core's algorithms (the code MemoryStore runs), reading and writing its storage: a decision is atomic and
+ * survives the object's restarts. Time is the object's clock (`Date.now()` inside the object: the server time).
+ * Expired state is dropped by an alarm every 5 minutes, and on each touch.
+ */
+export class RateLimiterObject {
+  readonly #storage: DurableObjectStorageLike
+  #alarmChecked = false
+
+  constructor(state: DurableObjectStateLike, _env?: unknown) {
+    this.#storage = state.storage
+  }
+
+  /** Answers a batch of calls from `DurableObjectStore` (POST, JSON), in order. */
+  async fetch(request: { text(): Promise<string> }): Promise<ResponseLike> {
+    let calls: Call[]
+    try {
+      calls = JSON.parse(await request.text()) as Call[]
+      if (!Array.isArray(calls)) throw new TypeError('expected an array of calls')
+    } catch (error) {
+      return new Response(`ratewindow: unreadable request: ${(error as Error).message}`, { status: 400 })
+    }
+    const answers: Answer[] = []
+    for (const call of calls) {
+      try {
+        answers.push(await this.#run(call))
+      } catch (error) {
+        answers.push({ error: (error as Error)?.message ?? String(error) })
+      }
+    }
+    return new Response(JSON.stringify(answers), { headers: { 'content-type': 'application/json' } })
+  }
+
+  /**
+   * One call: read the state, decide, write it back. No other call of this object runs between the read and
+   * the write (the runtime's input gate holds other events while storage is read).
+   */
+  async #run(call: Call): Promise<Answer> {
+    if (call.op !== 'peek' && call.op !== 'release' && call.op !== 'reset' && call.now === undefined)
+      this.#armSweep()
+    switch (call.op) {
+      case 'reset':
+        await this.#storage.delete(STATE + keyStateId(call.request))
+        return { done: true }
+      case 'acquire': {
+        const id = LEASES + keyStateId({ prefix: call.prefix, key: call.key, rules: [] })
+        const stored = (await this.#storage.get(id)) as StoredLeases | undefined
+        const now = call.now ?? Date.now()
+        const { decision, leases } = acquireLease(stored?.leases, call, now)
+        if (leases === undefined) {
+          if (stored !== undefined) void this.#storage.delete(id)
+        } else void this.#storage.put(id, { leases, expiresAt: Math.max(...Object.values(leases)) })
+        return { lease: decision }
+      }
+      case 'release': {
+        const id = LEASES + keyStateId({ prefix: call.prefix, key: call.key, rules: [] })
+        const stored = (await this.#storage.get(id)) as StoredLeases | undefined
+        if (stored === undefined) return { done: true }
+        const leases = releaseLease(stored.leases, call.id)
+        if (leases === undefined) void this.#storage.delete(id)
+        else void this.#storage.put(id, { leases, expiresAt: Math.max(...Object.values(leases)) })
+        return { done: true }
+      }
+      default: {
+        const id = STATE + keyStateId(call.request)
+        const stored = (await this.#storage.get(id)) as KeyState | undefined
+        const result = applyToKeyState(call.op, call.request, stored, call.now ?? Date.now())
+        if (result.changed) {
+          // Not awaited: the runtime's output gate holds the answer until the write is durable.
+          if (result.state === undefined) void this.#storage.delete(id)
+          else void this.#storage.put(id, result.state)
+        }
+        if (result.decision !== undefined) return { decision: result.decision }
+        if (result.charged !== undefined) return { charged: result.charged }
+        return { done: true }
+      }
+    }
+  }
+
+  /** Makes sure an alarm will sweep expired state (once per object instance; not for a store's test clock). */
+  #armSweep(): void {
+    if (this.#alarmChecked) return
+    this.#alarmChecked = true
+    void this.#storage
+      .getAlarm()
+      .then((at) => (at === null ? this.#storage.setAlarm(Date.now() + SWEEP_MS) : undefined))
+      .catch(() => {
+        this.#alarmChecked = false
+      })
+  }
+
+  /** The sweep: deletes state whose expiry has passed, then comes back while anything is left. */
+  async alarm(): Promise<void> {
+    const now = Date.now()
+    let startAfter: string | undefined
+    let left = 0
+    for (;;) {
+      const page = await this.#storage.list(
+        startAfter === undefined ? { limit: SWEEP_PAGE } : { startAfter, limit: SWEEP_PAGE },
+      )
+      for (const [key, value] of page) {
+        startAfter = key
+        const expiresAt = (value as { expiresAt?: unknown } | undefined)?.expiresAt
+        if (typeof expiresAt === 'number' && expiresAt <= now) await this.#storage.delete(key)
+        else left++
+      }
+      if (page.size < SWEEP_PAGE) break
+    }
+    if (left > 0) await this.#storage.setAlarm(now + SWEEP_MS)
+  }
+}
+
+export interface DurableObjectStoreOptions {
+  /**
+   * The binding of `RateLimiterObject` (`env.RATE_LIMITER`), or a function returning it, read at each call (for
+   * a store made before the binding is at hand).
+   */
+  namespace: DurableObjectNamespaceLike | (() => DurableObjectNamespaceLike)
+  /**
+   * How many objects the keys are spread over (by a hash of the limiter prefix and key): each object decides
+   * its keys one at a time, so more objects carry more traffic. Changing it moves keys: their counts restart.
+   * A whole number from 1 to 1024. @default 16
+   */
+  objects?: number
+  /** Names the objects (`<name>:<index>`): stores with other names never share state. @default 'ratewindow' */
+  name?: string
+  /**
+   * For tests only: the time each call carries, used by the object instead of its own clock, so that a test
+   * can drive time (`clock: testClock.read`). Leave it unset in production: the object's clock decides.
+   */
+  clock?: () => number
+}
+
+const DURABLE_OBJECT_STORE_OPTIONS = namesOf<DurableObjectStoreOptions>({
+  namespace: true,
+  objects: true,
+  name: true,
+  clock: true,
+})
+/** `DurableObjectStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const DURABLE_OBJECT_STORE_DEFAULTS = {
+  objects: 16,
+  name: 'ratewindow',
+} as const satisfies Partial<DurableObjectStoreOptions>
+
+interface Pending {
+  calls: Call[]
+  settle: { resolve(answer: Answer): void; reject(error: unknown): void }[]
+}
+
+/**
+ * A store on Durable Objects (Cloudflare Workers): one exact limit for every isolate and location. Each
+ * client key is routed to one of `objects` objects, which decides it atomically with core's algorithms
+ * (all five), penalties, settle (charge), refunds, peek, reset and concurrency leases. Calls made in the same
+ * turn of the event loop for one object travel in one request.
+ * @example new DurableObjectStore({ namespace: env.RATE_LIMITER })
+ */
+export class DurableObjectStore implements Store, ConcurrencyStore {
+  readonly penalties = true
+  readonly #namespace: () => DurableObjectNamespaceLike
+  readonly #objects: number
+  readonly #name: string
+  readonly #clock: (() => number) | undefined
+  /** Object ids by index, per namespace (a function may return another binding object per request). */
+  readonly #ids = new WeakMap<DurableObjectNamespaceLike, unknown[]>()
+  readonly #pending = new Map<number, Pending>()
+
+  constructor(options: DurableObjectStoreOptions) {
+    requireObject(options, 'options', '{ namespace: env.RATE_LIMITER }')
+    rejectUnknownOptions(options, DURABLE_OBJECT_STORE_OPTIONS, 'DurableObjectStore')
+    const {
+      namespace,
+      objects = DURABLE_OBJECT_STORE_DEFAULTS.objects,
+      name = DURABLE_OBJECT_STORE_DEFAULTS.name,
+      clock,
+    } = options
+    if (typeof namespace === 'function') this.#namespace = namespace
+    else if (isNamespace(namespace)) this.#namespace = () => namespace
+    else
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'namespace',
+        namespace,
+        'the Durable Object namespace binding of RateLimiterObject, such as env.RATE_LIMITER',
+      )
+    if (!Number.isSafeInteger(objects) || objects < 1 || objects > 1024)
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'objects', objects, 'a whole number from 1 to 1024')
+    if (typeof name !== 'string' || name.length === 0 || name.length > 64)
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'name',
+        name,
+        'a non-empty string of at most 64 characters',
+      )
+    if (clock !== undefined && typeof clock !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
+    this.#objects = objects
+    this.#name = name
+    this.#clock = clock
+  }
+
+  async consume(request: StoreRequest): Promise<Decision> {
+    return this.#decision(await this.#send(request, this.#stateCall('consume', request)))
+  }
+
+  async peek(request: StoreRequest): Promise<Decision> {
+    return this.#decision(await this.#send(request, this.#stateCall('peek', request)))
+  }
+
+  async refund(request: RefundRequest): Promise<void> {
+    await this.#send(request, this.#stateCall('refund', request))
+  }
+
+  async charge(request: StoreRequest): Promise<{ charged: number }> {
+    const answer = await this.#send(request, this.#stateCall('charge', request))
+    if (!('charged' in answer)) throw unexpected(answer)
+    return { charged: answer.charged }
+  }
+
+  async reset(target: StoreTarget): Promise<void> {
+    await this.#send(target, { op: 'reset', request: encodeStoreRequest(target) })
+  }
+
+  async acquire(request: LeaseRequest): Promise<LeaseDecision> {
+    const { prefix, key, id, limit, leaseMs } = request
+    const call: Call = { op: 'acquire', prefix, key, id, limit, leaseMs }
+    if (this.#clock !== undefined) call.now = this.#clock()
+    const answer = await this.#send(request, call)
+    if (!('lease' in answer)) throw unexpected(answer)
+    return answer.lease
+  }
+
+  async release(request: Omit<LeaseRequest, 'limit'>): Promise<void> {
+    await this.#send(request, { op: 'release', prefix: request.prefix, key: request.key, id: request.id })
+  }
+
+  /** The object a key lives in: the limiter keeps one circuit breaker per object. */
+  scopeOf(target: { prefix: string; key: string }): number {
+    return this.#indexOf(target)
+  }
+
+  #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge', request: StoreRequest): Call {
+    const call: Call = { op, request: encodeStoreRequest(request) }
+    if (this.#clock !== undefined) call.now = this.#clock()
+    return call
+  }
+
+  #decision(answer: Answer): Decision {
+    if (!('decision' in answer)) throw unexpected(answer)
+    return answer.decision
+  }
+
+  /** FNV-1a over the prefix and key: which of the objects holds them. */
+  #indexOf(target: { prefix: string; key: string }): number {
+    if (this.#objects === 1) return 0
+    const text = `${target.prefix}\u0000${target.key}`
+    let hash = 0x811c9dc5
+    for (let i = 0; i < text.length; i++) {
+      hash ^= text.charCodeAt(i)
+      hash = Math.imul(hash, 0x01000193)
+    }
+    return (hash >>> 0) % this.#objects
+  }
+
+  /** Queues a call for its object; the calls of one turn go in one request. */
+  #send(target: { prefix: string; key: string }, call: Call): Promise<Answer> {
+    const index = this.#indexOf(target)
+    return new Promise<Answer>((resolve, reject) => {
+      let pending = this.#pending.get(index)
+      if (pending === undefined) {
+        pending = { calls: [], settle: [] }
+        this.#pending.set(index, pending)
+        queueMicrotask(() => this.#flush(index))
+      }
+      pending.calls.push(call)
+      pending.settle.push({ resolve, reject })
+    })
+  }
+
+  async #flush(index: number): Promise<void> {
+    const pending = this.#pending.get(index)!
+    this.#pending.delete(index)
+    let answers: Answer[]
+    try {
+      const namespace = this.#namespace()
+      let ids = this.#ids.get(namespace)
+      if (ids === undefined) {
+        ids = []
+        this.#ids.set(namespace, ids)
+      }
+      ids[index] ??= namespace.idFromName(`${this.#name}:${index}`)
+      const response = await namespace
+        .get(ids[index])
+        .fetch('https://ratewindow.invalid/', { method: 'POST', body: JSON.stringify(pending.calls) })
+      const text = await response.text()
+      if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.slice(0, 200)}`)
+      answers = JSON.parse(text) as Answer[]
+      if (!Array.isArray(answers) || answers.length !== pending.calls.length)
+        throw new Error('the object answered a different number of calls')
+    } catch (error) {
+      const failure = new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `DurableObjectStore: object ${this.#name}:${index} failed: ${(error as Error)?.message ?? String(error)}`,
+        { cause: error },
+      )
+      for (const { reject } of pending.settle) reject(failure)
+      return
+    }
+    pending.settle.forEach(({ resolve, reject }, i) => {
+      const answer = answers[i]!
+      if ('error' in answer)
+        reject(
+          new RateLimitError(
+            'ERR_RATEWINDOW_STORE',
+            `DurableObjectStore: object ${this.#name}:${index}: ${answer.error}`,
+          ),
+        )
+      else resolve(answer)
+    })
+  }
+}
+
+function isNamespace(value: unknown): value is DurableObjectNamespaceLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as DurableObjectNamespaceLike).idFromName === 'function' &&
+    typeof (value as DurableObjectNamespaceLike).get === 'function'
+  )
+}
+
+function unexpected(answer: Answer): RateLimitError {
+  return new RateLimitError(
+    'ERR_RATEWINDOW_STORE',
+    `DurableObjectStore: unexpected answer ${JSON.stringify(answer).slice(0, 200)}`,
+  )
+}
