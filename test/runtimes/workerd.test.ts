@@ -1,8 +1,11 @@
 /**
  * @ratewindow/hono on Cloudflare Workers for real (issue 22): workerd from npm (the `miniflare` devDependency
- * brings the `workerd` binary) runs a Worker bundled from the built packages, with no compatibility flag (no
- * `nodejs_compat`). One miniflare instance for the file; requests go in through `dispatchFetch`.
+ * brings the `workerd` binary) runs Workers bundled from the built packages, with no compatibility flag (no
+ * `nodejs_compat`): the test app (workerd-app.ts), and examples/hono/src/worker.ts with its Durable Object
+ * bound as examples/hono/wrangler.toml binds it (the example's serve check). One miniflare instance for the
+ * file, with both Workers.
  */
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -10,15 +13,47 @@ import { builtProject, bundleWorker, COMPATIBILITY_DATE } from './workerd-suppor
 
 let mf: Miniflare
 let removeProject = () => {}
+const example = join(import.meta.dirname, '../../examples/hono')
+
+/** The settings of the example's wrangler.toml that miniflare needs (wrangler reads the same ones). */
+function wranglerConfig() {
+  const toml = readFileSync(join(example, 'wrangler.toml'), 'utf8')
+  const value = (key: string) => new RegExp(`^${key}\\s*=\\s*"([^"]*)"`, 'm').exec(toml)?.[1]
+  const binding =
+    /\[\[durable_objects\.bindings\]\]\s*name\s*=\s*"([^"]+)"\s*class_name\s*=\s*"([^"]+)"/.exec(toml)
+  return {
+    main: value('main')!,
+    compatibilityDate: value('compatibility_date')!,
+    flags: /^compatibility_flags/m.test(toml),
+    binding: binding![1]!,
+    className: binding![2]!,
+    sqlite: new RegExp(`new_sqlite_classes\\s*=\\s*\\["${binding![2]}"\\]`).test(toml),
+  }
+}
 
 beforeAll(async () => {
-  const project = await builtProject(['core', 'hono'])
+  const project = await builtProject(['core', 'hono', 'cloudflare'])
   removeProject = project.remove
-  const script = await bundleWorker(join(import.meta.dirname, 'workerd-app.ts'), project.dir)
+  const app = await bundleWorker(join(import.meta.dirname, 'workerd-app.ts'), project.dir)
+  const config = wranglerConfig()
+  const worker = await bundleWorker(join(example, config.main), project.dir)
   mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: 'worker.js', contents: script }],
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [],
+    workers: [
+      {
+        name: 'app',
+        modules: [{ type: 'ESModule', path: 'worker.js', contents: app }],
+        compatibilityDate: COMPATIBILITY_DATE,
+        compatibilityFlags: [],
+      },
+      {
+        name: 'example',
+        routes: ['example.test/*'],
+        modules: [{ type: 'ESModule', path: 'worker.js', contents: worker }],
+        compatibilityDate: config.compatibilityDate,
+        compatibilityFlags: [],
+        durableObjects: { [config.binding]: { className: config.className, useSQLite: config.sqlite } },
+      },
+    ],
   })
   await mf.ready
 }, 120_000)
@@ -107,5 +142,37 @@ describe('@ratewindow/hono on workerd (Cloudflare Workers), without nodejs_compa
     const after = await state()
     expect(after.waitUntil - before.waitUntil).toBe(3)
     expect(after.settled - before.settled).toBe(3)
+  })
+})
+
+describe('examples/hono on Workers: src/worker.ts in workerd, its Durable Object bound as wrangler.toml binds it', () => {
+  it('wrangler.toml sets no compatibility flag and binds RateLimiterObject with a SQLite migration', () => {
+    expect(wranglerConfig()).toMatchObject({
+      main: 'src/worker.ts',
+      flags: false,
+      binding: 'RATE_LIMITER',
+      className: 'RateLimiterObject',
+      sqlite: true,
+    })
+  })
+
+  it('serves: GET / ×5 → 200; GET / → 429 with Retry-After; POST /login ×3 → 200, then 429 (per client)', async () => {
+    const send = async (method: string, path: string, ip: string) => {
+      const response = await mf.dispatchFetch(`http://example.test${path}`, {
+        method,
+        headers: { 'CF-Connecting-IP': ip },
+      })
+      await response.arrayBuffer()
+      return { status: response.status, retryAfter: response.headers.get('retry-after') }
+    }
+    const home: number[] = []
+    for (let i = 0; i < 5; i++) home.push((await send('GET', '/', '192.0.2.10')).status)
+    expect(home).toEqual([200, 200, 200, 200, 200])
+    const denied = await send('GET', '/', '192.0.2.10')
+    expect(denied.status).toBe(429)
+    expect(Number(denied.retryAfter)).toBeGreaterThanOrEqual(1)
+    const login: number[] = []
+    for (let i = 0; i < 4; i++) login.push((await send('POST', '/login', '192.0.2.11')).status)
+    expect(login).toEqual([200, 200, 200, 429])
   })
 })
