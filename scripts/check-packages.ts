@@ -16,12 +16,14 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { build as bundle } from 'esbuild'
+import { Miniflare } from 'miniflare'
 import { describeUses, unexcusedUses } from './web-standard.js'
 
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
-const packages = ['core', 'express', 'koa', 'fastify', 'hono', 'otel', 'testing'] as const
+const packages = ['core', 'express', 'koa', 'fastify', 'hono', 'cloudflare', 'otel', 'testing'] as const
 type Package = (typeof packages)[number]
 
 /** The metadata npm pages link back with; every published package.json must carry it. */
@@ -123,6 +125,38 @@ app.post(
   },
 )
 export { app }
+`
+
+/**
+ * A Worker with the Durable Object store, typed by @cloudflare/workers-types (no @types/node): the runtime's
+ * binding type must fit the store's structural `namespace`, directly and through a function.
+ */
+const CLOUDFLARE_PROGRAM = `/// <reference types="@cloudflare/workers-types" />
+import { DurableObjectStore, RateLimiterObject } from '@ratewindow/cloudflare'
+import { type RateLimitEnv, rateLimit } from '@ratewindow/hono'
+import { Hono } from 'hono'
+
+// NOTE: not getConnInfo from 'hono/cloudflare-workers' here: that module's WebSocket types need the DOM lib,
+// which a project typed by @cloudflare/workers-types lacks (Hono's own declarations, with skipLibCheck off).
+const clientIp = (c: { req: { header(name: string): string | undefined } }) => c.req.header('cf-connecting-ip')
+
+interface Bindings {
+  RATE_LIMITER: DurableObjectNamespace
+}
+let bindings: Bindings | undefined
+const store = new DurableObjectStore({ namespace: () => bindings!.RATE_LIMITER, objects: 8 })
+export const direct = (env: Bindings) => new DurableObjectStore({ namespace: env.RATE_LIMITER })
+
+const app = new Hono<RateLimitEnv & { Bindings: Bindings }>()
+app.use(async (c, next) => {
+  bindings = c.env
+  await next()
+})
+app.use(rateLimit({ limit: 100, window: '1m', store, clientIp }))
+app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }))
+
+export { RateLimiterObject }
+export default app
 `
 
 const FASTIFY_PROGRAM = `import Fastify from 'fastify'
@@ -275,6 +309,98 @@ function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | '
 }
 main().catch((error) => { console.error(error); process.exit(1) })
 `
+}
+
+/**
+ * Runtime check of @ratewindow/cloudflare in Node: a RateLimiterObject on an in-memory storage, reached through a
+ * namespace whose stub hands each fetch to it, decides for a RateLimiter: allowed, allowed, denied.
+ */
+function cloudflareRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { RateLimiter, fixedWindow } = ${load('@ratewindow/core')}
+  const { DurableObjectStore, RateLimiterObject } = ${load('@ratewindow/cloudflare')}
+  const data = new Map()
+  const storage = {
+    get: async (key) => structuredClone(data.get(key)),
+    put: async (key, value) => void data.set(key, structuredClone(value)),
+    delete: async (key) => data.delete(key),
+    list: async () => new Map(data),
+    getAlarm: async () => null,
+    setAlarm: async () => {},
+  }
+  const object = new RateLimiterObject({ storage }, {})
+  const namespace = { idFromName: (name) => name, get: () => ({ fetch: (url, init) => object.fetch(new Request(url, init)) }) }
+  const limiter = new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }), store: new DurableObjectStore({ namespace }) })
+  const allowed = []
+  for (let i = 0; i < 3; i++) allowed.push((await limiter.limit('k')).allowed)
+  if (allowed.join() !== 'true,true,false') throw new Error('allowed ' + allowed.join())
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/**
+ * The Worker that workerd runs from the installed tarballs (project cloudflare-workers): Hono with the Durable
+ * Object store, bundled as wrangler bundles, with no compatibility flag.
+ */
+const WORKERD_APP = `import { DurableObjectStore, RateLimiterObject } from '@ratewindow/cloudflare'
+import { rateLimit } from '@ratewindow/hono'
+import { Hono } from 'hono'
+import { getConnInfo } from 'hono/cloudflare-workers'
+
+let bindings
+const store = new DurableObjectStore({ namespace: () => bindings.RATE_LIMITER })
+const app = new Hono()
+app.use(async (c, next) => {
+  bindings = c.env
+  await next()
+})
+app.use(rateLimit({ limit: 2, window: '1m', store, getConnInfo }))
+app.get('/', (c) => c.text(typeof globalThis.process + ' ' + navigator.userAgent))
+export { RateLimiterObject }
+export default app
+`
+
+/** Bundles WORKERD_APP in the project and asks it three times in workerd: 200, 200, 429, with no Node globals. */
+async function runInWorkerd(dir: string): Promise<void> {
+  writeFileSync(join(dir, 'workerd-app.mjs'), WORKERD_APP)
+  const { outputFiles } = await bundle({
+    entryPoints: [join(dir, 'workerd-app.mjs')],
+    absWorkingDir: dir,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['browser', 'module', 'main'],
+    external: ['cloudflare:*'],
+    write: false,
+    logLevel: 'silent',
+  })
+  const mf = new Miniflare({
+    modules: [{ type: 'ESModule', path: 'worker.js', contents: outputFiles[0]!.text }],
+    compatibilityDate: '2025-09-01',
+    compatibilityFlags: [],
+    durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true } },
+  })
+  try {
+    const answers: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const response = await mf.dispatchFetch('http://worker.test/', {
+        headers: { 'CF-Connecting-IP': '203.0.113.7' },
+      })
+      answers.push(`${response.status} ${await response.text()}`)
+    }
+    if (
+      answers[0] !== '200 undefined Cloudflare-Workers' ||
+      answers[1]?.slice(0, 3) !== '200' ||
+      answers[2]?.slice(0, 3) !== '429'
+    )
+      throw new Error(`answers ${JSON.stringify(answers)}`)
+  } finally {
+    await mf.dispose()
+  }
 }
 
 function coreRun(moduleSystem: 'esm' | 'cjs'): string {
@@ -463,6 +589,16 @@ const projects: Project[] = [
     typescripts: ['5.9', '7'],
   },
   {
+    // A Workers project: Hono and the Durable Object store, typed by @cloudflare/workers-types alone.
+    name: 'cloudflare-workers',
+    tarballs: ['core', 'hono', 'cloudflare'],
+    dependencies: ['hono@4', '@cloudflare/workers-types@5'],
+    programs: { 'worker.ts': CLOUDFLARE_PROGRAM },
+    runs: { 'run-cloudflare.mjs': cloudflareRun('esm'), 'run-cloudflare.cjs': cloudflareRun('cjs') },
+    typescripts: ['5.9', '7'],
+    noNodeTypes: true,
+  },
+  {
     name: 'fastify-4',
     tarballs: ['core', 'fastify'],
     dependencies: ['fastify@4', '@types/node@20', '@fastify/rate-limit@9'],
@@ -622,9 +758,9 @@ async function main(): Promise<void> {
   ) as Record<Package, string>
   const packed = performance.now()
 
-  // Core and the Hono adapter load on Workers without nodejs_compat: their packed builds import no Node module
-  // and use no unguarded Node global (scripts/web-standard.ts).
-  for (const name of ['core', 'hono'] as const) {
+  // Core, the Hono adapter and the Durable Object store load on Workers without nodejs_compat: their packed
+  // builds import no Node module and use no unguarded Node global (scripts/web-standard.ts).
+  for (const name of ['core', 'hono', 'cloudflare'] as const) {
     await step(`@ratewindow/${name} tarball: no Node built-in import, no unguarded Node global`, async () => {
       const unpacked = join(work, `${name}-unpacked`)
       mkdirSync(unpacked)
@@ -731,6 +867,14 @@ async function main(): Promise<void> {
       checks.push(() =>
         step(`test ${project.name} with ${suite.name}`, () =>
           run(process.execPath, suite.command, { cwd: dir, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }),
+        ),
+      )
+    }
+    if (project.name === 'cloudflare-workers') {
+      checks.push(() =>
+        step(
+          'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat)',
+          () => runInWorkerd(dir),
         ),
       )
     }
