@@ -1,0 +1,104 @@
+/**
+ * Decisions per second through one Durable Object of @ratewindow/cloudflare, in workerd (miniflare, local,
+ * no compatibility flag): a Worker makes `n` decisions with a RateLimiter on a DurableObjectStore of one object,
+ * with 1, 16 or 64 decisions in flight (the store sends the calls of one turn in one request to the object).
+ * The time is Node's wall clock around the Worker's whole request. Measures the built packages (pnpm build).
+ * Local workerd keeps the object's storage in memory: Cloudflare's network adds its own latency and storage.
+ */
+import { build } from 'esbuild'
+import { Miniflare } from 'miniflare'
+import { argument, median, table } from './stats.js'
+
+const WORKER = `
+import { DurableObjectStore, RateLimiterObject } from '@ratewindow/cloudflare'
+import { gcra, RateLimiter, slidingWindowCounter, slidingWindowLog } from '@ratewindow/core'
+export { RateLimiterObject }
+const RULES = {
+  'sliding-window-counter': () => slidingWindowCounter({ limit: 1000, window: '1m' }),
+  'sliding-window-log': () => slidingWindowLog({ limit: 100, window: '1m' }),
+  gcra: () => gcra({ limit: 100, window: '1s', burst: 50 }),
+}
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url)
+    const n = Number(url.searchParams.get('n'))
+    const inFlight = Number(url.searchParams.get('c'))
+    let requests = 0
+    const namespace = {
+      idFromName: (name) => env.RATE_LIMITER.idFromName(name),
+      get(id) {
+        const stub = env.RATE_LIMITER.get(id)
+        return { fetch: (input, init) => (requests++, stub.fetch(input, init)) }
+      },
+    }
+    const store = new DurableObjectStore({ namespace, objects: 1, name: url.searchParams.get('object') })
+    const limiter = new RateLimiter({ rules: RULES[url.searchParams.get('rule')](), store, timeout: '60s' })
+    let next = 0
+    let allowed = 0
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < n) {
+          const i = next++
+          if ((await limiter.limit('client-' + (i % 500))).allowed) allowed++
+        }
+      }),
+    )
+    return Response.json({ requests, allowed })
+  },
+}
+`
+
+const n = Number(argument('n') ?? 3_000)
+const rounds = Number(argument('rounds') ?? 7)
+const bundle = await build({
+  stdin: { contents: WORKER, resolveDir: import.meta.dirname, loader: 'js' },
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+  conditions: ['workerd', 'worker', 'browser'],
+  mainFields: ['browser', 'module', 'main'],
+  write: false,
+  logLevel: 'silent',
+})
+const mf = new Miniflare({
+  modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]!.text }],
+  compatibilityDate: '2025-09-01',
+  durableObjects: { RATE_LIMITER: 'RateLimiterObject' },
+})
+
+let object = 0
+async function round(rule: string, inFlight: number, count: number) {
+  const started = performance.now()
+  const response = await mf.dispatchFetch(
+    `http://bench.test/?n=${count}&c=${inFlight}&rule=${rule}&object=o${object++}`,
+  )
+  const { requests } = (await response.json()) as { requests: number }
+  return { seconds: (performance.now() - started) / 1000, requests }
+}
+
+// Rounds interleave every case, so that load from elsewhere on the machine falls on all of them alike.
+const cases = ['sliding-window-counter', 'sliding-window-log', 'gcra'].flatMap((rule) =>
+  [1, 16, 64].map((inFlight) => ({ rule, inFlight, rates: [] as number[], perRequest: [] as number[] })),
+)
+for (const each of cases) await round(each.rule, each.inFlight, 500) // warm-up
+for (let i = 0; i < rounds; i++)
+  for (const each of cases) {
+    const { seconds, requests } = await round(each.rule, each.inFlight, n)
+    each.rates.push(n / seconds)
+    each.perRequest.push(n / requests)
+  }
+const rows = cases.map((each) => [
+  each.rule,
+  String(each.inFlight),
+  Math.round(median(each.rates)).toLocaleString('en-US'),
+  `${Math.round(Math.min(...each.rates)).toLocaleString('en-US')}–${Math.round(Math.max(...each.rates)).toLocaleString('en-US')}`,
+  median(each.perRequest).toFixed(1),
+])
+await mf.dispose()
+console.log(
+  `${n.toLocaleString('en-US')} decisions per round, median of ${rounds} rounds, one object, local workerd`,
+)
+console.log(
+  table(['rule', 'in flight', 'decisions/s (median)', 'range', 'decisions per request to the object'], rows),
+)
