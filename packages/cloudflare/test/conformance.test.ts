@@ -6,7 +6,7 @@
  * own. One miniflare instance for the file.
  */
 import { DurableObjectStore } from '@ratewindow/cloudflare'
-import { fixedWindow, RateLimiter } from '@ratewindow/core'
+import { ConcurrencyLimiter, fixedWindow, RateLimiter } from '@ratewindow/core'
 import { describeStoreConformance } from '@ratewindow/testing'
 import { build } from 'esbuild'
 import { Miniflare } from 'miniflare'
@@ -71,5 +71,23 @@ describe('DurableObjectStore in workerd, on its own clock', () => {
     expect(denied.retryAfter).toBeLessThanOrEqual(3_600_000)
     await limiter.reset(key)
     expect((await limiter.limit(key)).allowed).toBe(true)
+  })
+})
+
+describe('DurableObjectStore in workerd: concurrency leases', () => {
+  it('holds up to the limit at once; a release frees a slot; leases expire by the object clock', async () => {
+    const clock = { now: 1_700_000_000_000 }
+    const store = new DurableObjectStore({ namespace, objects: 3, clock: () => clock.now })
+    const limiter = new ConcurrencyLimiter({ limit: 2, store, prefix: `c${Math.random()}`, lease: '10s' })
+    const first = await limiter.acquire('k')
+    const second = await limiter.acquire('k')
+    expect([first.allowed, second.allowed, second.inFlight]).toEqual([true, true, 2])
+    const third = await limiter.acquire('k')
+    expect(third).toMatchObject({ allowed: false, inFlight: 2 })
+    await first.release()
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: true, inFlight: 2 })
+    clock.now += 10_000 // both leases held have run out
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: true, inFlight: 1 })
+    expect(await limiter.acquire('other')).toMatchObject({ allowed: true, inFlight: 1 })
   })
 })

@@ -1,0 +1,159 @@
+/**
+ * DurableObjectStore and RateLimiterObject in Node, without workerd: options refused at construction with the
+ * option named, calls of one turn batched into one request per object, an object's failure answered by the
+ * limiter's failure policy, and the alarm's sweep of expired state. (Decisions themselves run in workerd:
+ * conformance.test.ts.)
+ */
+import {
+  type DurableObjectNamespaceLike,
+  type DurableObjectStorageLike,
+  DurableObjectStore,
+  RateLimiterObject,
+} from '@ratewindow/cloudflare'
+import { fixedWindow, RateLimiter } from '@ratewindow/core'
+import { describe, expect, it } from 'vitest'
+
+/** A storage in memory, copying values in and out as a Durable Object's storage does. */
+function memoryStorage(): DurableObjectStorageLike & { data: Map<string, unknown>; alarm: number | null } {
+  const data = new Map<string, unknown>()
+  const storage = {
+    data,
+    alarm: null as number | null,
+    get: async (key: string) => structuredClone(data.get(key)),
+    put: async (key: string, value: unknown) => void data.set(key, structuredClone(value)),
+    delete: async (key: string) => data.delete(key),
+    list: async ({ startAfter, limit = Number.POSITIVE_INFINITY }: { startAfter?: string; limit?: number }) =>
+      new Map(
+        [...data]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .filter(([key]) => startAfter === undefined || key > startAfter)
+          .slice(0, limit),
+      ),
+    getAlarm: async () => storage.alarm,
+    setAlarm: async (time: number) => {
+      storage.alarm = time
+    },
+  }
+  return storage
+}
+
+/** A namespace of objects in this process, counting the requests each receives. */
+function localNamespace() {
+  const objects = new Map<string, { object: RateLimiterObject; storage: ReturnType<typeof memoryStorage> }>()
+  const requests: string[] = []
+  const namespace: DurableObjectNamespaceLike<string> = {
+    idFromName: (name) => name,
+    get: (id) => ({
+      fetch: async (url, init) => {
+        requests.push(id)
+        let entry = objects.get(id)
+        if (entry === undefined) {
+          const storage = memoryStorage()
+          entry = { object: new RateLimiterObject({ storage }), storage }
+          objects.set(id, entry)
+        }
+        return entry.object.fetch(new Request(url, init))
+      },
+    }),
+  }
+  return { namespace, objects, requests }
+}
+
+describe('DurableObjectStore options', () => {
+  const { namespace } = localNamespace()
+  it.each([
+    ['namespace', { namespace: {} }],
+    ['namespace', {}],
+    ['objects', { namespace, objects: 0 }],
+    ['objects', { namespace, objects: 1.5 }],
+    ['objects', { namespace, objects: 2000 }],
+    ['name', { namespace, name: '' }],
+    ['clock', { namespace, clock: 5 }],
+  ])('refuses a bad `%s` at construction, naming it', (option, options) => {
+    expect(() => new DurableObjectStore(options as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option }),
+    )
+  })
+
+  it('refuses unknown options, naming them', () => {
+    expect(() => new DurableObjectStore({ namespace, shards: 4 } as never)).toThrow(/shards/)
+  })
+})
+
+describe('DurableObjectStore calls', () => {
+  it('sends the calls of one turn for one object in one request, and spreads keys over the objects', async () => {
+    const { namespace, requests } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 4 })
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 100, window: '1m' }), store })
+    const keys = Array.from({ length: 40 }, (_, i) => `client-${i}`)
+    const results = await Promise.all(keys.map((key) => limiter.limit(key)))
+    expect(results.every((result) => result.allowed && result.remaining === 99)).toBe(true)
+    // 40 decisions in one turn: one request per object used, and more than one object used.
+    expect(requests.length).toBe(new Set(requests).size)
+    expect(new Set(requests).size).toBeGreaterThan(1)
+    expect(new Set(keys.map((key) => store.scopeOf({ prefix: 'rw', key }))).size).toBe(requests.length)
+  })
+
+  it('an object that fails rejects with ERR_RATEWINDOW_STORE, and the limiter answers by its failure policy', async () => {
+    const errors: unknown[] = []
+    const namespace: DurableObjectNamespaceLike<string> = {
+      idFromName: (name) => name,
+      get: () => ({ fetch: async () => ({ ok: false, status: 500, text: async () => 'exceeded CPU' }) }),
+    }
+    const store = new DurableObjectStore({ namespace })
+    await expect(
+      store.consume({ prefix: 'p', key: 'k', rules: [fixedWindow({ limit: 1, window: '1s' })], cost: 1 }),
+    ).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_STORE',
+      message: expect.stringContaining('exceeded CPU'),
+    })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1s' }),
+      store,
+      onError: (error) => void errors.push(error),
+    })
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'policy' })
+    expect(errors).toHaveLength(1)
+  })
+
+  it('a namespace function that throws is a store failure too, not a crash', async () => {
+    const store = new DurableObjectStore({
+      namespace: () => {
+        throw new Error('no binding yet')
+      },
+    })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1s' }),
+      store,
+      onError: () => {},
+    })
+    expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'policy' })
+  })
+})
+
+describe('RateLimiterObject', () => {
+  it('answers an unreadable request with 400', async () => {
+    const object = new RateLimiterObject({ storage: memoryStorage() })
+    const response = await object.fetch(new Request('https://x/', { method: 'POST', body: '{' }))
+    expect(response.status).toBe(400)
+  })
+
+  it('arms one sweep alarm; the sweep deletes expired state and keeps the rest', async () => {
+    const { namespace, objects } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 1 })
+    const short = new RateLimiter({ rules: fixedWindow({ limit: 5, window: '1s' }), store, prefix: 'short' })
+    const long = new RateLimiter({ rules: fixedWindow({ limit: 5, window: '1h' }), store, prefix: 'long' })
+    await short.limit('a')
+    await long.limit('b')
+    const { object, storage } = [...objects.values()][0]!
+    expect(storage.alarm).toBeGreaterThan(Date.now())
+    expect(storage.data.size).toBe(2)
+    // Mark the short window's state as expired, as it is once its second has passed.
+    for (const [key, value] of storage.data)
+      if (key.includes('short')) storage.data.set(key, { ...(value as object), expiresAt: Date.now() - 1 })
+    storage.alarm = null
+    await object.alarm()
+    expect([...storage.data.keys()].map((key) => key.includes('long'))).toEqual([true])
+    expect(storage.alarm).not.toBeNull() // something is left: the sweep comes back
+  })
+})
