@@ -53,6 +53,18 @@ beforeAll(async () => {
         compatibilityFlags: [],
         durableObjects: { [config.binding]: { className: config.className, useSQLite: config.sqlite } },
       },
+      {
+        // The same Worker again, in an isolate of its own, bound to the first one's objects: as two isolates
+        // (or two locations) of one deployment are.
+        name: 'second',
+        routes: ['second.test/*'],
+        modules: [{ type: 'ESModule', path: 'worker.js', contents: worker }],
+        compatibilityDate: config.compatibilityDate,
+        compatibilityFlags: [],
+        durableObjects: {
+          [config.binding]: { className: config.className, scriptName: 'example', useSQLite: config.sqlite },
+        },
+      },
     ],
   })
   await mf.ready
@@ -174,5 +186,20 @@ describe('examples/hono on Workers: src/worker.ts in workerd, its Durable Object
     const login: number[] = []
     for (let i = 0; i < 4; i++) login.push((await send('POST', '/login', '192.0.2.11')).status)
     expect(login).toEqual([200, 200, 200, 429])
+  })
+
+  it('two isolates share one count through the Durable Objects: 5 across both, then 429 on either', async () => {
+    const send = async (host: string) => {
+      const response = await mf.dispatchFetch(`http://${host}/`, {
+        headers: { 'CF-Connecting-IP': '192.0.2.12' },
+      })
+      await response.arrayBuffer()
+      return response.status
+    }
+    const statuses: number[] = []
+    for (const host of ['example.test', 'second.test', 'example.test', 'second.test', 'example.test'])
+      statuses.push(await send(host))
+    expect(statuses).toEqual([200, 200, 200, 200, 200])
+    expect([await send('second.test'), await send('example.test')]).toEqual([429, 429])
   })
 })
