@@ -39,7 +39,8 @@ export default { fetch: () => new Response('ok') }`,
     modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]!.text }],
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [],
-    durableObjects: { RATE_LIMITER: 'RateLimiterObject' },
+    // SQLite-backed, as the migration in the README creates it (new_sqlite_classes).
+    durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true } },
   })
   namespace = await mf.getDurableObjectNamespace('RATE_LIMITER')
 }, 60_000)
