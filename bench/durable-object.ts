@@ -1,7 +1,8 @@
 /**
  * Decisions per second through one Durable Object of @ratewindow/cloudflare, in workerd (miniflare, local,
  * no compatibility flag): a Worker makes `n` decisions with a RateLimiter on a DurableObjectStore of one object,
- * with 1, 16 or 64 decisions in flight (the store sends the calls of one turn in one request to the object).
+ * with 1 or 64 decisions in flight (the store sends the calls of one turn in one request to the object), on
+ * SQLite-backed objects and on key-value ones, every case interleaved in each round.
  * The time is Node's wall clock around the Worker's whole request. Measures the built packages (pnpm build).
  * Local workerd keeps the object's storage in memory: Cloudflare's network adds its own latency and storage.
  */
@@ -24,10 +25,11 @@ export default {
     const n = Number(url.searchParams.get('n'))
     const inFlight = Number(url.searchParams.get('c'))
     let requests = 0
+    const binding = url.searchParams.get('backend') === 'sqlite' ? env.RATE_LIMITER_SQLITE : env.RATE_LIMITER_KV
     const namespace = {
-      idFromName: (name) => env.RATE_LIMITER.idFromName(name),
+      idFromName: (name) => binding.idFromName(name),
       get(id) {
-        const stub = env.RATE_LIMITER.get(id)
+        const stub = binding.get(id)
         return { fetch: (input, init) => (requests++, stub.fetch(input, init)) }
       },
     }
@@ -48,8 +50,8 @@ export default {
 }
 `
 
-const n = Number(argument('n') ?? 3_000)
-const rounds = Number(argument('rounds') ?? 7)
+const n = Number(argument('n') ?? 2_000)
+const rounds = Number(argument('rounds') ?? 5)
 const bundle = await build({
   stdin: { contents: WORKER, resolveDir: import.meta.dirname, loader: 'js' },
   bundle: true,
@@ -61,34 +63,60 @@ const bundle = await build({
   write: false,
   logLevel: 'silent',
 })
+const modules = [{ type: 'ESModule' as const, path: 'worker.js', contents: bundle.outputFiles[0]!.text }]
+// The storage backends of Durable Objects: SQLite (new_sqlite_classes, what the README's migration makes) and the
+// older key-value one. One class has one backend, so the key-value objects belong to a second copy of the Worker.
 const mf = new Miniflare({
-  modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]!.text }],
-  compatibilityDate: '2025-09-01',
-  durableObjects: { RATE_LIMITER: 'RateLimiterObject' },
+  workers: [
+    {
+      name: 'bench',
+      modules,
+      compatibilityDate: '2025-09-01',
+      durableObjects: {
+        RATE_LIMITER_SQLITE: { className: 'RateLimiterObject', useSQLite: true },
+        RATE_LIMITER_KV: { className: 'RateLimiterObject', scriptName: 'kv-objects' },
+      },
+    },
+    {
+      name: 'kv-objects',
+      modules,
+      compatibilityDate: '2025-09-01',
+      durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: false } },
+    },
+  ],
 })
 
 let object = 0
-async function round(rule: string, inFlight: number, count: number) {
+async function round(backend: string, rule: string, inFlight: number, count: number) {
   const started = performance.now()
   const response = await mf.dispatchFetch(
-    `http://bench.test/?n=${count}&c=${inFlight}&rule=${rule}&object=o${object++}`,
+    `http://bench.test/?n=${count}&c=${inFlight}&rule=${rule}&backend=${backend}&object=o${object++}`,
   )
   const { requests } = (await response.json()) as { requests: number }
   return { seconds: (performance.now() - started) / 1000, requests }
 }
 
 // Rounds interleave every case, so that load from elsewhere on the machine falls on all of them alike.
-const cases = ['sliding-window-counter', 'sliding-window-log', 'gcra'].flatMap((rule) =>
-  [1, 16, 64].map((inFlight) => ({ rule, inFlight, rates: [] as number[], perRequest: [] as number[] })),
+const cases = ['sqlite', 'kv'].flatMap((backend) =>
+  ['sliding-window-counter', 'sliding-window-log', 'gcra'].flatMap((rule) =>
+    [1, 64].map((inFlight) => ({
+      backend,
+      rule,
+      inFlight,
+      rates: [] as number[],
+      perRequest: [] as number[],
+    })),
+  ),
 )
-for (const each of cases) await round(each.rule, each.inFlight, 500) // warm-up
+for (const each of cases) await round(each.backend, each.rule, each.inFlight, 500) // warm-up
 for (let i = 0; i < rounds; i++)
   for (const each of cases) {
-    const { seconds, requests } = await round(each.rule, each.inFlight, n)
+    const { seconds, requests } = await round(each.backend, each.rule, each.inFlight, n)
     each.rates.push(n / seconds)
     each.perRequest.push(n / requests)
   }
 const rows = cases.map((each) => [
+  each.backend === 'sqlite' ? 'SQLite' : 'key-value',
   each.rule,
   String(each.inFlight),
   Math.round(median(each.rates)).toLocaleString('en-US'),
@@ -100,5 +128,8 @@ console.log(
   `${n.toLocaleString('en-US')} decisions per round, median of ${rounds} rounds, one object, local workerd`,
 )
 console.log(
-  table(['rule', 'in flight', 'decisions/s (median)', 'range', 'decisions per request to the object'], rows),
+  table(
+    ['storage', 'rule', 'in flight', 'decisions/s (median)', 'range', 'decisions per request to the object'],
+    rows,
+  ),
 )
