@@ -1,5 +1,6 @@
 /**
- * A fresh project for the runtime tests: core and hono built as `pnpm build` builds them (ESM), with `hono`,
+ * A fresh project for the runtime tests: core and hono (or the packages asked for) built as `pnpm build` builds
+ * them (ESM), with `hono`,
  * `@hono/node-server` and the Redis clients linked from the workspace, and the test's own app modules built to
  * plain JavaScript beside them, so that Node, Bun and Deno run the same files.
  */
@@ -20,14 +21,16 @@ const EXTERNAL = [/^@ratewindow\//, /^hono(\/|$)/, /^@hono\//, 'ioredis', 'redis
 
 /**
  * Builds the project in a temporary directory: `apps` are TypeScript modules of test/runtimes, built to
- * `<name>.mjs`, and `copies` files copied as they are. Returns the directory and how to remove it.
+ * `<name>.mjs`, `copies` files copied as they are, and `packages` the workspace packages built into it. Returns
+ * the directory and how to remove it.
  */
 export async function runtimeProject(
   apps: string[] = [],
   copies: string[] = [],
+  packages: readonly string[] = ['core', 'hono'],
 ): Promise<{ dir: string; remove(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'ratewindow-runtimes-'))
-  for (const name of ['core', 'hono']) {
+  for (const name of packages) {
     const target = join(dir, 'node_modules', '@ratewindow', name)
     mkdirSync(target, { recursive: true })
     copyFileSync(join(root, 'packages', name, 'package.json'), join(target, 'package.json'))

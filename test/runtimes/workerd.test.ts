@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builtProject, bundleWorker, COMPATIBILITY_DATE } from './workerd-support.js'
+import { runtimeProject } from './project.js'
+import { bundleWorker, COMPATIBILITY_DATE } from './workerd-support.js'
 
 let mf: Miniflare
 let removeProject = () => {}
@@ -32,7 +33,7 @@ function wranglerConfig() {
 }
 
 beforeAll(async () => {
-  const project = await builtProject(['core', 'hono', 'cloudflare'])
+  const project = await runtimeProject([], [], ['core', 'hono', 'cloudflare'])
   removeProject = project.remove
   const app = await bundleWorker(join(import.meta.dirname, 'workerd-app.ts'), project.dir)
   const config = wranglerConfig()
