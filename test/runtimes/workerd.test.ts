@@ -2,8 +2,8 @@
  * @ratewindow/hono on Cloudflare Workers for real (issue 22): workerd from npm (the `miniflare` devDependency
  * brings the `workerd` binary) runs Workers bundled from the built packages, with no compatibility flag (no
  * `nodejs_compat`): the test app (workerd-app.ts), and examples/hono/src/worker.ts with its Durable Object
- * bound as examples/hono/wrangler.toml binds it (the example's serve check). One miniflare instance for the
- * file, with both Workers.
+ * bound as examples/hono/wrangler.toml binds it (the example's serve check), twice (a second isolate bound to
+ * the first one's objects). One miniflare instance for the file runs all three.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
