@@ -7,5 +7,6 @@ describeStoreConformance(
   {
     name: 'MemoryStore',
     createStore: (clock) => new MemoryStore({ clock: clock.read }),
+    reserves: true,
   },
 )

@@ -105,6 +105,7 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
           return new RedisStore({ client: await client, clock: clock.read })
         },
         numRuns: name === 'standalone' ? options.numRuns.standalone : options.numRuns.cluster,
+        reserves: true,
       },
     )
     describeRedisOnly(family, name, topology)

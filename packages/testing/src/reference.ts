@@ -9,6 +9,11 @@ import type { Rule } from '@ratewindow/core'
 export interface Admission {
   time: number
   cost: number
+  /**
+   * Token bucket reservations only: units (1/interval token) the bucket gave up at the decision because it would
+   * have refilled past its capacity before the reserved slot.
+   */
+  forfeit?: number
 }
 
 export interface ReferenceOutcome {
@@ -34,7 +39,7 @@ function tokensAt(rule: Rule, history: readonly Admission[], now: number): numbe
     const elapsed = Math.max(0, admission.time - last)
     tokens = Math.min(full, tokens + elapsed * refillRate)
     last = Math.max(last, admission.time)
-    tokens -= admission.cost * interval
+    tokens -= admission.cost * interval + (admission.forfeit ?? 0)
   }
   return tokens
 }
@@ -122,5 +127,75 @@ export function decide(
     retryAfter: allowed
       ? 0
       : firstTrue((d) => rules.every((rule, i) => fits(rule, histories[i]!, now + d, cost)), 1, horizon),
+  }
+}
+
+/** Reservation's answer in the reference: as `decide`, and `wait` (ms) > 0 when a slot was reserved. */
+export interface ReferenceReservation extends ReferenceOutcome {
+  wait: number
+}
+
+/**
+ * Reservation (`StoreRequest.reserve`): a request over the limit that every rule admits within `reserve` ms is
+ * charged for the earliest such time, found by binary search, never before the newest entry of a sliding window
+ * log (first come, first served). The charge is recorded at the slot (GCRA, log), or at the decision for the
+ * token bucket, less what the bucket would have refilled past its capacity before the slot. Beyond `reserve`,
+ * or with an algorithm that cannot reserve (fixed window, counter), the request is decided as by `decide`.
+ */
+export function reserve(
+  rules: readonly Rule[],
+  histories: Admission[][],
+  now: number,
+  cost: number,
+  reserve: number,
+): ReferenceReservation {
+  const reservable = rules.every(
+    (rule) => !['fixed-window', 'sliding-window-counter'].includes(rule.algorithm),
+  )
+  const newest = Math.max(
+    now,
+    ...rules.flatMap((rule, i) =>
+      rule.algorithm === 'sliding-window-log' ? histories[i]!.map((admission) => admission.time) : [],
+    ),
+  )
+  const passes = (d: number) =>
+    now + d >= newest && rules.every((rule, i) => fits(rule, histories[i]!, now + d, cost))
+  // Reserved slots (and the token bucket's debt) may reach far past a window: a binary search over a day.
+  const horizon = 3 * Math.max(...rules.map((rule) => rule.windowMs)) + 86_400_000
+  if (!reservable || !passes(reserve)) {
+    const allowed = rules.every((rule, i) => fits(rule, histories[i]!, now, cost))
+    if (!allowed) {
+      const retryAfter = firstTrue(
+        (d) => rules.every((rule, i) => fits(rule, histories[i]!, now + d, cost)),
+        1,
+        horizon,
+      )
+      return { ...outcome(rules, histories, now, horizon), allowed, retryAfter, wait: 0 }
+    }
+    // Admitted now: the log records it with its newest entry (it never unsorts).
+    rules.forEach((rule, i) => {
+      histories[i]!.push({ time: rule.algorithm === 'sliding-window-log' ? newest : now, cost })
+    })
+    return { ...outcome(rules, histories, now, horizon), allowed: true, retryAfter: 0, wait: 0 }
+  }
+  const wait = firstTrue(passes, 0, reserve)
+  rules.forEach((rule, i) => {
+    const history = histories[i]!
+    if (rule.algorithm !== 'token-bucket') history.push({ time: now + wait, cost })
+    else {
+      const [capacity, refillRate, interval] = rule.script.params
+      const forfeit = Math.max(0, tokensAt(rule, history, now) - (capacity * interval - wait * refillRate))
+      history.push({ time: now, cost, forfeit })
+    }
+  })
+  return { ...outcome(rules, histories, now, horizon), allowed: true, retryAfter: 0, wait }
+}
+
+function outcome(rules: readonly Rule[], histories: Admission[][], now: number, horizon: number) {
+  return {
+    remaining: rules.map((rule, i) => remainingOf(rule, histories[i]!, now)),
+    reset: rules.map((rule, i) =>
+      firstTrue((d) => remainingOf(rule, histories[i]!, now + d) === rule.limit, 0, horizon),
+    ),
   }
 }

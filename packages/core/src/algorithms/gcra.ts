@@ -108,6 +108,12 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
     consume(state, now, cost) {
       state.tat = now * scale + ahead(state, now) + cost * interval
     },
+    // The request may go once the TAT it would set is at most the tolerance ahead.
+    wait: (state, now, cost) => Math.max(0, toMs(ahead(state, now) + cost * interval - tolerance)),
+    // Virtual scheduling at `at`: exact, and what a request arriving at `at` would have set.
+    reserve(state, _now, at, cost) {
+      state.tat = Math.max(state.tat, at * scale) + cost * interval
+    },
     refund(state, now, cost, at) {
       // A request's units are surely rested once the TAT it set has passed; that TAT was at most a whole
       // burst ahead of `at`. After that, or when the TAT is not ahead of the request at all, nothing is owed.
@@ -120,7 +126,8 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       const used = ahead(state, now) + pending * interval
       const missing = used + deniedCost * interval - tolerance
       return {
-        remaining: Math.floor((tolerance - used) / interval),
+        // Below 0 only while reserved slots hold the TAT past the tolerance.
+        remaining: Math.max(0, Math.floor((tolerance - used) / interval)),
         reset: toMs(used),
         retryAfter: deniedCost > 0 && missing > 0 ? toMs(missing) : 0,
       }
@@ -161,6 +168,18 @@ ${ahead} = math.max(0, ${tat} - now * ${scale})
 ${ahead} = ${tat} - now * ${scale}
 `
   },
+  wait: (r, cost) => {
+    const [scale, interval, tolerance] = r.params
+    return `w = math.max(w, math.ceil((${r.v('ahead')} + ${cost} * ${interval} - ${tolerance}) / ${scale}))
+`
+  },
+  reserve: (r, cost, at) => {
+    const [scale, interval] = r.params
+    const [tat, ahead] = ['tat', 'ahead'].map(r.v)
+    return `${tat} = math.max(${tat}, ${at} * ${scale}) + ${cost} * ${interval}
+${ahead} = ${tat} - now * ${scale}
+`
+  },
   refund: (r, cost, at) => {
     const [scale, interval, tolerance] = r.params
     const [tat, ahead] = ['tat', 'ahead'].map(r.v)
@@ -175,7 +194,7 @@ end
     return `do
   local used = ${r.v('ahead')} + ${pending} * ${interval}
   local missing = used + ${denied} * ${interval} - ${tolerance}
-  remaining, reset, retry = math.floor((${tolerance} - used) / ${interval}), math.ceil(used / ${scale}), 0
+  remaining, reset, retry = math.max(0, math.floor((${tolerance} - used) / ${interval})), math.ceil(used / ${scale}), 0
   if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${scale}) end
 end
 `

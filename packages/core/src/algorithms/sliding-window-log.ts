@@ -1,7 +1,17 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
+import type {
+  AlgorithmDefinition,
+  AlgorithmLogic,
+  LuaRule,
+  LuaTwin,
+  Rule,
+  WindowRuleOptions,
+} from './types.js'
 
-/** Timestamps of admitted requests, oldest first, in a ring buffer that grows up to `limit` entries. */
+/**
+ * Timestamps of admitted requests, oldest first, in a ring buffer that grows up to `limit` entries (further with
+ * reserved slots: at most `limit` per window up to the latest slot).
+ */
 interface SlidingWindowLogState {
   times: Float64Array
   head: number
@@ -35,7 +45,9 @@ function at(state: SlidingWindowLogState, index: number): number {
 
 function push(state: SlidingWindowLogState, time: number, limit: number): void {
   if (state.size === state.times.length) {
-    const grown = new Float64Array(Math.min(limit, Math.max(INITIAL_CAPACITY, state.times.length * 2)))
+    // At `limit` without reservations; reserved slots, later than now, may hold more.
+    const capacity = Math.max(INITIAL_CAPACITY, state.times.length * 2)
+    const grown = new Float64Array(state.size < limit ? Math.min(limit, capacity) : capacity)
     for (let i = 0; i < state.size; i++) grown[i] = at(state, i)
     state.times = grown
     state.head = 0
@@ -60,6 +72,18 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
     consume(state, now, cost) {
       // A clock that steps back must not unsort the log: such a request counts as arriving with the newest.
       const time = state.size > 0 ? Math.max(now, newest(state)) : now
+      for (let i = 0; i < cost; i++) push(state, time, limit)
+    },
+    // Once the `excess` oldest entries have left; and never before the newest entry (a reserved slot), so that
+    // slots are reserved first come, first served and the log stays sorted.
+    wait(state, now, cost) {
+      if (state.size === 0) return 0
+      const excess = state.size + cost - limit
+      const free = excess > 0 ? at(state, excess - 1) + windowMs : now
+      return Math.max(0, free - now, newest(state) - now)
+    },
+    // The entries go in at `at`: at most `limit` in every window `(t − window, t]`, counted at their slots.
+    reserve(state, _now, time, cost) {
       for (let i = 0; i < cost; i++) push(state, time, limit)
     },
     refund(state, _now, cost, time) {
@@ -106,25 +130,21 @@ if type(redis.pcall('ZREMRANGEBYSCORE', ${r.key}, '-inf', num(now - ${r.params[1
 else ${r.v('size')} = redis.call('ZCARD', ${r.key}) end
 `,
   fits: (r, cost) => `${r.v('size')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => `do
-  local time = now
-  if ${r.v('size')} > 0 then time = math.max(time, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])) end
-  local t = num(time)
-  -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
-  -- is skipped (NX adds nothing for it) and the batch continues past it.
-  local n, left = redis.call('ZCOUNT', ${r.key}, t, t), ${cost}
-  while left > 0 do
-    local args = {}
-    for _ = 1, math.min(left, 256) do
-      n = n + 1
-      args[#args + 1] = t
-      args[#args + 1] = t .. ':' .. n
-    end
-    left = left - redis.call('ZADD', ${r.key}, 'NX', unpack(args))
+  consume: (r, cost) => logConsume(r, cost, 'now'),
+  wait: (r, cost) => {
+    const [L, W] = r.params
+    const size = r.v('size')
+    return `if ${size} > 0 then
+  local excess = ${size} + ${cost} - ${L}
+  w = math.max(w, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2]) - now)
+  if excess > 0 then
+    w = math.max(w, tonumber(redis.call('ZRANGE', ${r.key}, excess - 1, excess - 1, 'WITHSCORES')[2]) + ${W} - now)
   end
-  ${r.v('size')} = ${r.v('size')} + ${cost}
 end
-`,
+`
+  },
+  // The wait is never before the newest entry: consuming at `at` puts the entries at `at` itself.
+  reserve: (r, cost, at) => logConsume(r, cost, at),
   refund: (r, cost, at) => `do
   local members = redis.call('ZRANGEBYSCORE', ${r.key}, num(${at}), num(${at}), 'LIMIT', 0, ${cost})
   if #members > 0 then
@@ -154,6 +174,29 @@ end
   redis.call('PEXPIRE', ${r.key}, num(newest + ${r.params[1]} - now))
 else redis.call('DEL', ${r.key}) end
 `,
+}
+
+/** The log's consume at `time` (a Lua expression): entries at `max(time, newest)`. */
+function logConsume(r: LuaRule, cost: string, time: string): string {
+  return `do
+  local time = ${time}
+  if ${r.v('size')} > 0 then time = math.max(time, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])) end
+  local t = num(time)
+  -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
+  -- is skipped (NX adds nothing for it) and the batch continues past it.
+  local n, left = redis.call('ZCOUNT', ${r.key}, t, t), ${cost}
+  while left > 0 do
+    local args = {}
+    for _ = 1, math.min(left, 256) do
+      n = n + 1
+      args[#args + 1] = t
+      args[#args + 1] = t .. ':' .. n
+    end
+    left = left - redis.call('ZADD', ${r.key}, 'NX', unpack(args))
+  end
+  ${r.v('size')} = ${r.v('size')} + ${cost}
+end
+`
 }
 
 /** @internal */

@@ -96,6 +96,12 @@ function tokenBucketLogic(
     consume(state, _now, cost) {
       state.tokens -= cost * intervalMs
     },
+    wait: (state, _now, cost) => Math.max(0, Math.ceil((cost * intervalMs - state.tokens) / refillRate)),
+    // The tokens go below zero: the bucket owes them until they have refilled. Charged now, as the level at `at`
+    // the bucket would reach then (never above full: a refill past the capacity is lost), minus the cost.
+    reserve(state, now, at, cost) {
+      state.tokens = Math.min(state.tokens, full - (at - now) * refillRate) - cost * intervalMs
+    },
     refund(state, _now, cost, at) {
       // A bucket that has been full since the request already refilled its tokens: refunding them again
       // would hold more than `capacity` at once.
@@ -106,7 +112,8 @@ function tokenBucketLogic(
       const tokens = state.tokens - pending * intervalMs
       const missing = deniedCost * intervalMs - tokens
       return {
-        remaining: Math.floor(tokens / intervalMs),
+        // Below 0 only while reserved slots are owed.
+        remaining: Math.max(0, Math.floor(tokens / intervalMs)),
         reset: untilFull(tokens),
         retryAfter: deniedCost > 0 && missing > 0 ? Math.ceil(missing / refillRate) : 0,
       }
@@ -117,7 +124,7 @@ function tokenBucketLogic(
 
 /**
  * Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>:<last full ms>"` with its
- * TTL (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
+ * TTL (the tokens are below zero while reserved slots are owed) (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
  * `broken`: the script deletes the key and starts afresh. From here on the capacity parameter holds the full
  * bucket in scaled units (capacity × interval).
  */
@@ -134,7 +141,7 @@ do
   if raw then
     local t, l, f
     if type(raw) == 'string' then
-      t, l, f = string.match(raw, '^(%d+):(%-?%d+):(%-?%d+)$')
+      t, l, f = string.match(raw, '^(%-?%d+):(%-?%d+):(%-?%d+)$')
       if not t then
         t, l = string.match(raw, '^(%d+):(%-?%d+)$')
         f = l
@@ -158,6 +165,17 @@ end
   fits: (r, cost) => `${r.v('tokens')} >= ${cost} * ${r.params[2]}`,
   consume: (r, cost) => `${r.v('tokens')} = ${r.v('tokens')} - ${cost} * ${r.params[2]}
 `,
+  wait: (r, cost) => {
+    const [, rate, interval] = r.params
+    return `w = math.max(w, math.ceil((${cost} * ${interval} - ${r.v('tokens')}) / ${rate}))
+`
+  },
+  reserve: (r, cost, at) => {
+    const [full, rate, interval] = r.params
+    const tokens = r.v('tokens')
+    return `${tokens} = math.min(${tokens}, ${full} - (${at} - now) * ${rate}) - ${cost} * ${interval}
+`
+  },
   refund: (r, cost, at) =>
     `if ${at} >= ${r.v('fullAt')} then ${r.v('tokens')} = math.min(${r.params[0]}, ${r.v('tokens')} + ${cost} * ${r.params[2]}) end
 `,
@@ -167,7 +185,7 @@ end
     return `do
   local tokens = ${tokens} - ${pending} * ${interval}
   local missing = ${denied} * ${interval} - ${tokens}
-  remaining, reset, retry = math.floor(tokens / ${interval}), math.ceil((${full} - tokens) / ${rate}), 0
+  remaining, reset, retry = math.max(0, math.floor(tokens / ${interval})), math.ceil((${full} - tokens) / ${rate}), 0
   if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${rate}) end
 end
 `

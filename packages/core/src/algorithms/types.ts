@@ -58,6 +58,13 @@ export interface LuaTwin {
   fits(r: LuaRule, cost: string): string
   consume(r: LuaRule, cost: string): string
   refund(r: LuaRule, cost: string, at: string): string
+  /**
+   * Reservation (`AlgorithmLogic.wait`): statements raising the script's `w` to this rule's wait (ms) for `cost`.
+   * Absent for algorithms that cannot reserve.
+   */
+  wait?(r: LuaRule, cost: string): string
+  /** Reservation (`AlgorithmLogic.reserve`): statements charging `cost` at `at` (ms, >= now). */
+  reserve?(r: LuaRule, cost: string, at: string): string
   /** Statements assigning the script's `remaining`, `reset` and `retry` (see `AlgorithmLogic.report`). */
   report(r: LuaRule, pending: string, denied: string): string
   /**
@@ -99,6 +106,19 @@ export interface AlgorithmLogic<S> {
   fits(state: S, now: number, cost: number): boolean
   /** Records an admitted request of `cost` at `now`. */
   consume(state: S, now: number, cost: number): void
+  /**
+   * Reservation (`delay`, `RateLimiter.wait`): the wait (ms, whole) from `now` until a request of `cost` may go
+   * when nothing else arrives, the state advanced to `now`; 0 when it may go now. Only algorithms that know the
+   * next admission beyond the current window have it (GCRA, token bucket, sliding window log); the fixed window
+   * and the sliding window counter do not: their next window admits a burst of `limit` at once, so a reserved
+   * slot there is either a burst at the boundary or a guess.
+   */
+  wait?(state: S, now: number, cost: number): number
+  /**
+   * Reservation: charges `cost` at `at` (ms, at least `now` + `wait`), the state advanced to `now`, so that the
+   * requests admitted or reserved after it never take that slot. `refund` with the same `at` gives it back.
+   */
+  reserve?(state: S, now: number, at: number, cost: number): void
   /** Gives back `cost` admitted at `at` (for skipped requests), where the state still holds it. */
   refund(state: S, now: number, cost: number, at: number): void
   /**

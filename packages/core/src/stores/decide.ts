@@ -17,6 +17,8 @@ export function decideLocally(
   penaltyState?: PenaltyState,
   /** Admitted but written elsewhere (SyncedStore's consume): reported as after the request. */
   pending = false,
+  /** Reservation (`StoreRequest.reserve`): the longest wait a request over the limit may be given, ms. */
+  reserve?: number,
 ): Decision {
   // A blocked key is denied whatever its rules say, and its denials are not counted again.
   let blocked = penaltyState === undefined ? 0 : blockedFor(penaltyState, now)
@@ -26,10 +28,14 @@ export function decideLocally(
     logic.advance(states[i], now)
     if (!logic.fits(states[i], now, cost)) allowed = false
   }
+  const wait =
+    reserve !== undefined && write && blocked === 0 ? reservedWait(rules, states, now, cost, reserve) : 0
+  if (wait > 0) allowed = true
   const outcomes: RuleOutcome[] = new Array(rules.length)
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
-    if (allowed && write) logic.consume(states[i], now, cost)
+    if (wait > 0) logic.reserve!(states[i], now, now + wait, cost)
+    else if (allowed && write) logic.consume(states[i], now, cost)
     // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
     // A peek reports the units free now, not what would be left after it (nothing is pending).
     outcomes[i] = logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost)
@@ -37,7 +43,30 @@ export function decideLocally(
   if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
     blocked = recordDenial(penalty, penaltyState, now)
   }
+  if (wait > 0) return { allowed, now, outcomes, wait }
   return blocked > 0 ? { allowed, now, outcomes, blocked } : { allowed, now, outcomes }
+}
+
+/**
+ * The wait of a reservation: the earliest time every rule admits the request (the largest of the rules' waits),
+ * when it is within `reserve` ms; 0 to decide as without one (admitted now, or denied). A rule set with an
+ * algorithm that cannot reserve never reserves.
+ * @internal
+ */
+export function reservedWait(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  reserve: number,
+): number {
+  let wait = 0
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    if (logic.wait === undefined || logic.reserve === undefined) return 0
+    wait = Math.max(wait, logic.wait(states[i], now, cost))
+  }
+  return wait <= reserve ? wait : 0
 }
 
 /**

@@ -68,6 +68,7 @@ const MAX_RAW_KEY_LENGTH = 128
  */
 export class MemoryStore implements Store, ConcurrencyStore {
   readonly penalties = true
+  readonly reservations = true
   /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
   readonly #leases = new Map<string, Map<string, number>>()
   /**
@@ -144,6 +145,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
       true,
       request.penalty,
       entry.penalty,
+      false,
+      request.reserve,
     )
     this.#keep(entry, request, now)
     return decision

@@ -14,7 +14,7 @@ import { decisionScript, type Script } from './redis-script.js'
  * ARGV[3]  shared arguments (S): the rule set's parameters, then the penalty's, as the single script takes them
  * then     the S shared arguments
  * then     per call, 5 arguments: its key set (1-based), mode, now (epoch ms, or -1: the server's TIME, read once
- *          for the whole group), cost, and the `at` of a refund (0 otherwise)
+ *          for the whole group), cost, and the `at` of a refund or the longest wait of a reservation (0 otherwise)
  *
  * Returns D records, one after another, each followed by its length: what the single-decision script returns
  * for each call.
@@ -122,7 +122,7 @@ for c = 0, calls - 1 do
   local mode = ARGV[at + 1]
   local args = { mode, ARGV[at + 2], ARGV[at + 3] }
   for s = 1, shared do args[3 + s] = ARGV[3 + s] end
-  if mode == '2' then args[4 + shared] = ARGV[at + 4] end
+  if mode == '2' or mode == '4' then args[4 + shared] = ARGV[at + 4] end
   local reply = decide(keys, args)
   for i = 1, #reply do out[n + i] = reply[i] end
   n = n + #reply

@@ -4,7 +4,7 @@ import { sha1Hex } from '../hash.js'
 import { PENALTY_LUA } from '../penalty.js'
 
 /** @internal Modes of the decision script. */
-export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3 } as const
+export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4 } as const
 
 /**
  * Rules whose variables are Lua locals; the state of rules past these lives in a table (Lua allows 200 locals per
@@ -21,12 +21,14 @@ const LOCAL_RULES = 10
  *
  * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
  * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle: consume as much of `cost` as every rule still
- *          admits, never more; the reply's first number is the units charged instead of `allowed`)
+ *          admits, never more; the reply's first number is the units charged instead of `allowed`), 4 reserve
+ *          (consume; a request over the limit that every rule admits within the wait given last is charged for
+ *          its slot, and the reply's first number is 1 + that wait in ms)
  * ARGV[2]  now in epoch ms, or -1 to read the server's TIME
  * ARGV[3]  cost, whole units
  * then     each rule's parameters (`Rule.script.params`, as many as its algorithm's twin takes), in rule order
  * then     with a penalty: after, within, block, factor, maxBlock (the last key is the penalty state, same hash tag)
- * last     refund only: the `at` (epoch ms) of the decision being refunded
+ * last     refund only: the `at` (epoch ms) of the decision being refunded; reserve only: the longest wait (ms)
  *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
  * then `repaired`, then with a penalty how long the key stays blocked (ms) }. A refund returns
@@ -70,6 +72,8 @@ if not (${twin.fits(r, 'cost')}) then allowed = false end
 `,
   )
   const penaltyArgs = arg
+  // Reservation: the largest of the rules' waits; an algorithm that cannot reserve makes it infinite.
+  const waits = each((twin, r) => twin.wait?.(r, 'cost') ?? 'w = math.huge\n')
   const charge = each(
     (twin, r) => `if not (${twin.fits(r, 'k')}) then
   local lo, hi = 0, k - 1
@@ -124,6 +128,11 @@ end
 `
     : ''
 }
+local wait = 0
+if mode == '${MODE.reserve}'${penalty ? ' and blocked == 0' : ''} then
+  local w = 0
+${waits}  if w > 0 and w <= tonumber(ARGV[#ARGV]) then wait, allowed = w, true end
+end
 if mode == '${MODE.refund}' then
   local at = tonumber(ARGV[#ARGV])
 ${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  return { 1, now, repaired }
@@ -139,7 +148,9 @@ end
 -- Admitted: retry tells when a cost-1 request passes next (the reset headers' value at remaining 0).
 local pending, denied = 0, 1
 if not allowed then denied = cost end
-if allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}') then
+if wait > 0 then
+  local reserveAt = now + wait
+${each((twin, r) => (twin.reserve === undefined ? '' : `${twin.reserve(r, 'cost', 'reserveAt')}${twin.persist(r, false)}`))}elseif allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}' or mode == '${MODE.reserve}') then
 ${each((twin, r) => `${twin.consume(r, 'cost')}${twin.persist(r, true)}`)}else
   -- A peek reports the units free now: nothing is pending.
   -- Repair a key found without a TTL (written by hand, or PERSISTed): it must not live forever. A key in a
@@ -160,7 +171,7 @@ ${each(
     `${twin.report(r, 'pending', 'denied')}${i <= LOCAL_RULES ? 'local ' : ''}${r.v('remaining')}, ${r.v('reset')}, ${r.v('retry')} = remaining, reset, retry\n`,
 )}${
   penalty
-    ? `if not allowed and blocked == 0 and mode == '${MODE.consume}' then
+    ? `if not allowed and blocked == 0 and (mode == '${MODE.consume}' or mode == '${MODE.reserve}') then
   blocked = recordDenial(P, pen, now)
   persistPenalty(P, pen, now)
 elseif pen.loaded and not pen.broken and redis.call('PTTL', pen.key) == -1 then
@@ -170,6 +181,7 @@ end
     : ''
 }local first = allowed and 1 or 0
 if mode == '${MODE.charge}' then first = cost end
+if wait > 0 then first = 1 + wait end
 return { ${reply.join(', ')} }
 `
   // The helper is defined (a closure per call) only in scripts that use it.

@@ -186,6 +186,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   readonly penalties = true
+  readonly reservations = true
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
   readonly boundsWait = true
   readonly #runner: RedisScriptRunner
@@ -284,6 +285,7 @@ export class RedisStore implements Store, ConcurrencyStore {
    * that arrive in the next call (docs/redis.md); `within` (given by the limiter) bounds the wait once sent.
    */
   consume(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    if (request.reserve !== undefined) return this.#decide(request, MODE.reserve, request.reserve, within)
     return this.#decide(request, MODE.consume, 0, within)
   }
 
@@ -415,7 +417,10 @@ export class RedisStore implements Store, ConcurrencyStore {
     for (let i = 0; i < outcomes.length; i++) {
       outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
     }
-    const decision: Decision = { allowed: reply[0] === 1, now: reply[1]!, outcomes }
+    // A reservation answers 1 + its wait (ms) in place of 1.
+    const first = reply[0]!
+    const decision: Decision = { allowed: first >= 1, now: reply[1]!, outcomes }
+    if (first > 1) decision.wait = first - 1
     const blocked = request.penalty === undefined ? 0 : reply[3 + 3 * outcomes.length]!
     if (blocked > 0) decision.blocked = blocked
     // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
@@ -442,7 +447,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       request.cost === 1 ? '1' : String(request.cost),
     ]
     for (const arg of prepared.args) args.push(arg)
-    if (mode === MODE.refund) args.push(String(at))
+    if (mode === MODE.refund || mode === MODE.reserve) args.push(String(at))
     return this.#submit(
       base,
       prepared,

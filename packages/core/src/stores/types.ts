@@ -21,6 +21,12 @@ export interface StoreTarget {
 export interface StoreRequest extends StoreTarget {
   /** Whole units the request costs. */
   cost: number
+  /**
+   * Reservation (`delay`, `RateLimiter.wait`), for `consume` of a store with `reservations: true`: the longest
+   * wait (ms) a request over the limit may be given. When every rule admits it within that wait, the store charges
+   * it now for that time (its slot is reserved) and answers `allowed` with `wait`; beyond it, denied as usual.
+   */
+  reserve?: number
 }
 
 export interface RefundRequest extends StoreRequest {
@@ -36,6 +42,11 @@ export interface Decision {
   outcomes: RuleOutcome[]
   /** With a penalty: how long (ms) the key stays blocked, when it is; absent otherwise. */
   blocked?: number
+  /**
+   * Reservation: the request was charged for a slot this many ms after `now` (always > 0); absent when it was
+   * admitted now or denied. A refund of it passes `at` = `now` + `wait`.
+   */
+  wait?: number
   /**
    * Faults the store found and dealt with while deciding, for `onError`: a key of the wrong type or unreadable
    * content rewritten from a fresh state, a key without a TTL given one, a Redis that evicts keys. The decision
@@ -77,6 +88,11 @@ export interface Store {
    * limiter refuses a `penalty` with a store that does not.
    */
   readonly penalties?: boolean
+  /**
+   * Whether the store reserves slots (`StoreRequest.reserve`) atomically in its `consume`. The limiter refuses
+   * `delay` and `wait()` with a store that does not.
+   */
+  readonly reservations?: boolean
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<unknown>
   /**
