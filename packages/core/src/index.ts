@@ -44,7 +44,7 @@ export {
   type ResponseBody,
 } from './http-options.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export { type LimitOptions, RateLimiter } from './limiter.js'
+export { type LimitOptions, RateLimiter, WaitExceededError, type WaitOptions } from './limiter.js'
 export {
   type BreakerEvent,
   type BreakerState,

@@ -1,9 +1,11 @@
 import { LOG_MAX_COST } from './algorithms/sliding-window-log.js'
 import type { Rule } from './algorithms/types.js'
 import { BlockedCache } from './blocked-cache.js'
-import { describeValue, invalid, RateLimitError } from './errors.js'
+import { type Duration, parseTimerDuration } from './duration.js'
+import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
 import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
 import type { DecisionEvent } from './observe.js'
+import { namesOf, rejectUnknownOptions } from './option-names.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import type { Penalty } from './penalty.js'
 import { guardedObserver, guardedReporter } from './report.js'
@@ -18,6 +20,7 @@ import {
 } from './result.js'
 import { StoreFailure, StoreGateway } from './store-gateway.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
+import { WaitQueue } from './wait-queue.js'
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -25,6 +28,22 @@ export interface LimitOptions {
   /** The route, for observer events only (adapters pass the framework's route pattern). */
   route?: string
 }
+
+/** Options of `RateLimiter.wait` and `RateLimiter.schedule`. */
+export interface WaitOptions {
+  /**
+   * Longest wait for a slot: when the earliest admission time is further away, `wait` rejects at once
+   * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. @default '1m'
+   */
+  maxWait?: Duration
+  /** Aborts the wait: it rejects with the signal's reason and the reserved slot is given back. */
+  signal?: AbortSignal
+  /** Whole units the call costs. @default 1 */
+  cost?: number
+}
+
+/** `WaitOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const WAIT_DEFAULTS = { maxWait: '1m', cost: 1 } as const satisfies WaitOptions
 
 /**
  * Applies rules to client identifiers through a store.
@@ -66,6 +85,10 @@ export class RateLimiter {
   readonly #claim: NamespaceClaim
   /** Results being settled or refunded: their calls run one after the other (see `#giveBack`). */
   readonly #givingBack = new WeakMap<object, GiveBack>()
+  /** Why this limiter cannot reserve slots (`wait()`, `delay`), or undefined when it can. */
+  readonly #cannotReserve: string | undefined
+  /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
+  readonly waiting = new WaitQueue()
 
   /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
@@ -106,6 +129,82 @@ export class RateLimiter {
         : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#claim = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
+    this.#cannotReserve = cannotReserve(this.store, this.#allShadow ? this.rules : this.#enforcing)
+  }
+
+  /**
+   * @internal Throws, naming `option`, when this limiter cannot reserve slots: a rule whose algorithm cannot (the
+   * fixed window, the sliding window counter) or a store that does not (SyncedStore).
+   */
+  checkReservations(option: string): void {
+    if (this.#cannotReserve !== undefined) {
+      throw new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', `\`${option}\`: ${this.#cannotReserve}`, {
+        option,
+      })
+    }
+  }
+
+  /**
+   * Waits until a call for `key` may go, its slot reserved in the store in the same atomic step that decided it
+   * (exact across processes sharing one Redis, first come, first served within a process), and resolves with the
+   * result (`result.delay`: how long it waited). Rejects at once with `ERR_RATEWINDOW_WAIT_EXCEEDED` when the
+   * earliest admission is beyond `maxWait` (nothing reserved; `error.retryAfter` says when it would pass). On
+   * abort, rejects with the signal's reason and gives the slot back. When the store fails, follows
+   * `onStoreError`: `'allow'` resolves at once, `'deny'` rejects with `ERR_RATEWINDOW_STORE`. A shadow limiter
+   * never waits (the result says `delay` and `shadow`). Needs GCRA, token bucket or sliding window log rules on a
+   * MemoryStore or RedisStore (docs/waiting.md).
+   * @example
+   * const api = new RateLimiter({ rules: gcra({ limit: 5000, window: '1h' }), store: new RedisStore({ client }) })
+   * await api.wait('github') // then call the API
+   */
+  async wait(key: string, options: WaitOptions = {}): Promise<RateLimitResult> {
+    requireObject(options, 'options', "{ maxWait: '30s', signal }")
+    rejectUnknownOptions(options, WAIT_OPTIONS, 'wait')
+    const { maxWait = WAIT_DEFAULTS.maxWait, signal, cost = WAIT_DEFAULTS.cost } = options
+    // 0: never wait (a slot free now, or a rejection).
+    const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
+    if (signal !== undefined && !(signal instanceof AbortSignal))
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
+    this.checkReservations('wait')
+    signal?.throwIfAborted()
+    const result = await this.limitNow(key, { cost }, maxWaitMs)
+    if (!result.allowed) {
+      if (result.source === 'policy') {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          "The store failed and `onStoreError` is 'deny': no slot could be reserved.",
+        )
+      }
+      throw new WaitExceededError(result, maxWaitMs)
+    }
+    const delay = result.delay ?? 0
+    if (delay === 0 || result.shadow === true) {
+      if (signal?.aborted) {
+        await this.refund(result)
+        throw signal.reason
+      }
+      return result
+    }
+    try {
+      await this.waiting.wait(delay, signal)
+    } catch (reason) {
+      // Aborted while waiting: the slot goes back, so that the next caller may take it.
+      await this.refund(result)
+      throw reason
+    }
+    return result
+  }
+
+  /**
+   * Runs \`fn\` once \`wait(key, options)\` resolves, and answers what it returns: a call to a rate-limited API
+   * that stays under its limit across every process sharing the store. Rejects as \`wait\` does, without calling
+   * \`fn\`; a rejection of \`fn\` passes through (its slot stays spent).
+   * @example await api.schedule('github', () => fetch('https://api.github.com/repos/octocat/hello-world'))
+   */
+  async schedule<T>(key: string, fn: () => T | PromiseLike<T>, options?: WaitOptions): Promise<T> {
+    if (typeof fn !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fn', fn, 'a function')
+    await this.wait(key, options)
+    return fn()
   }
 
   /**
@@ -140,14 +239,16 @@ export class RateLimiter {
    * `cost`; otherwise as `limit`.
    * @internal
    */
-  limitNow(key: string, options?: LimitOptions): Awaitable<RateLimitResult> {
+  limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group)
     const request = this.#request(key, options?.cost)
     const mixed = this.#shadowRules.length > 0
     const route = options?.route
     const cached = this.#blocked?.get(key, request.cost)
     if (cached !== undefined) return this.#finishLimit(request, cached, mixed, route)
-    const decided = this.#decide(mixed ? { ...request, rules: this.#enforcing } : request, 'consume')
+    // A reservation (`reserve`: the longest wait, ms) goes to the rules that enforce; shadow rules decide now.
+    const sent = mixed ? { ...request, rules: this.#enforcing } : request
+    const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume')
     if (decided instanceof Promise)
       return decided.then((result) => this.#afterStore(request, result, mixed, route))
     return this.#afterStore(request, decided, mixed, route)
@@ -177,6 +278,9 @@ export class RateLimiter {
     }
     if (this.#allShadow && !result.allowed)
       return this.#reported({ ...result, allowed: true, retryAfter: 0, shadow: true }, route)
+    // Shadow mode reserves and reports the slot as enforcing would, but nothing waits for it.
+    if (this.#allShadow && result.delay !== undefined)
+      return this.#reported({ ...result, shadow: true }, route)
     return this.#reported(result, route)
   }
 
@@ -359,19 +463,22 @@ export class RateLimiter {
   }
 
   #reportDecision(result: RateLimitResult, route: string | undefined): void {
-    const outcome = result.shadow
-      ? 'shadow-limited'
-      : result.source === 'shed'
-        ? 'shed'
-        : result.source === 'policy'
-          ? result.allowed
-            ? 'failed-open'
-            : 'failed-closed'
-          : result.allowed
-            ? 'allowed'
-            : result.blocked !== undefined
-              ? 'blocked'
-              : 'limited'
+    const outcome =
+      result.delay !== undefined
+        ? 'delayed'
+        : result.shadow
+          ? 'shadow-limited'
+          : result.source === 'shed'
+            ? 'shed'
+            : result.source === 'policy'
+              ? result.allowed
+                ? 'failed-open'
+                : 'failed-closed'
+              : result.allowed
+                ? 'allowed'
+                : result.blocked !== undefined
+                  ? 'blocked'
+                  : 'limited'
     const event: DecisionEvent = {
       limiter: this.name,
       rule: result.shadow ? wouldLimit(result).name : result.rule.name,
@@ -459,6 +566,41 @@ interface GiveBack {
 }
 
 const ignore = (): void => {}
+
+const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true })
+
+/**
+ * `wait()` could not reserve a slot within `maxWait` (`ERR_RATEWINDOW_WAIT_EXCEEDED`): nothing was reserved.
+ * `retryAfter` says when the call would pass if nothing else arrived; `result` is the limiter's whole answer.
+ */
+export class WaitExceededError extends RateLimitError {
+  readonly retryAfter: number
+  readonly result: RateLimitResult
+
+  constructor(result: RateLimitResult, maxWaitMs: number) {
+    super(
+      'ERR_RATEWINDOW_WAIT_EXCEEDED',
+      result.blocked !== undefined
+        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved.`
+        : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`,
+      { option: 'maxWait' },
+    )
+    this.retryAfter = result.retryAfter
+    this.result = result
+  }
+}
+
+/** Why `rules` on `store` cannot reserve slots, or undefined when they can. */
+function cannotReserve(store: Store, rules: readonly Rule[]): string | undefined {
+  const rule = rules.find((each) => each.logic.wait === undefined || each.logic.reserve === undefined)
+  if (rule !== undefined) {
+    return `rule ${rule.name} is a ${rule.algorithm}, which cannot reserve a slot: its next window admits a whole burst of \`limit\` at once at the boundary, so the earliest admission of a waiting request is either that burst or a guess. Use gcra({ limit, window }) (evenly spaced, exact slots), tokenBucket or slidingWindowLog.`
+  }
+  if (store.reservations !== true) {
+    return `the store (${store.constructor?.name ?? 'a custom store'}) cannot reserve slots (\`reservations\` is not true). SyncedStore cannot: its counts reach the other processes only at its next sync, so a slot reserved here could be given there too. Use RedisStore or MemoryStore.`
+  }
+  return undefined
+}
 
 /** The shadow rule that would have refused a shadow-limited request longest. */
 function wouldLimit(result: RateLimitResult): Rule {

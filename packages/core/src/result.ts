@@ -52,8 +52,16 @@ export interface RateLimitResult {
   /** The identifier that was limited. */
   key: string
   cost: number
-  /** Decision time in epoch ms, from the store's clock. Pass it back to `refund`. */
+  /**
+   * Decision time in epoch ms, from the store's clock; for a reserved slot (`delay`), the slot's time. Pass it back
+   * to `refund`.
+   */
   at: number
+  /**
+   * Present when the request was over the limit and its slot was reserved (`delay`, `wait()`): it may go this many
+   * ms after the decision (at `at`). The result is `allowed`, with `remaining` 0.
+   */
+  delay?: number
   /** The reported rule. */
   rule: Rule
   /** Every rule's outcome, in rule order. */
@@ -163,7 +171,12 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     rules: results,
     source,
   }
-  const { blocked } = decision
+  const { blocked, wait } = decision
+  if (wait !== undefined && wait > 0) {
+    result.delay = wait
+    result.at = decision.now + wait
+    result.remaining = 0
+  }
   if (blocked !== undefined && blocked > 0) {
     // Blocked: nothing passes until the block ends, whatever the rules would admit.
     result.blocked = blocked
@@ -233,6 +246,7 @@ export class SettleableResult implements RateLimitResult {
   declare reset: number
   declare retryAfter: number
   declare blocked?: number
+  declare delay?: number
   declare key: string
   declare cost: number
   declare at: number
@@ -254,6 +268,7 @@ export class SettleableResult implements RateLimitResult {
     this.reset = result.reset
     this.retryAfter = result.retryAfter
     if (result.blocked !== undefined) this.blocked = result.blocked
+    if (result.delay !== undefined) this.delay = result.delay
     this.key = result.key
     this.cost = result.cost
     this.at = result.at

@@ -156,7 +156,8 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     const { late } = failure
     if (late === undefined || request.cost === 0) return
     const refund = (decision: Decision) => {
-      if (decision?.allowed === true) void this.refund({ ...request, at: decision.now })
+      if (decision?.allowed === true)
+        void this.refund({ ...request, at: decision.now + (decision.wait ?? 0) })
     }
     // A late rejection was reported already, as the timeout.
     Promise.resolve(late).then(refund, () => {})

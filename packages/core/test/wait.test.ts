@@ -1,0 +1,206 @@
+/**
+ * Issue 24: `limiter.wait()` and `schedule()` on the memory store, time driven by fake timers (the store's default
+ * clock is `Date.now()`, the waits' timer `setTimeout`: advancing them moves both).
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import {
+  type DecisionEvent,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimiter,
+  type RateLimiterOptions,
+  type Store,
+  slidingWindowCounter,
+  tokenBucket,
+  WaitExceededError,
+} from '../src/index.js'
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: 1_700_000_000_000 })
+})
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+/** 1 per second, no burst: slots at 0, 1000, 2000, … ms. */
+function limiter(more: Partial<RateLimiterOptions> = {}) {
+  return new RateLimiter({
+    rules: gcra({ limit: 1, window: '1s', burst: 1 }),
+    store: new MemoryStore(),
+    ...more,
+  })
+}
+
+/** Starts `wait`s and records the order in which they resolve (or reject). */
+function track(promises: Promise<unknown>[]) {
+  const done: (number | string)[] = []
+  promises.forEach((promise, i) => {
+    promise.then(
+      () => done.push(i),
+      (error: { code?: unknown; name?: string }) =>
+        done.push(`${i}:${typeof error.code === 'string' ? error.code : error.name}`),
+    )
+  })
+  return done
+}
+
+const settle = () => vi.advanceTimersByTimeAsync(0)
+
+describe('RateLimiter.wait (issue 24)', () => {
+  it('each call goes at its reserved slot, first come first served, with one timer for all', async () => {
+    const api = limiter()
+    const done = track(Array.from({ length: 5 }, () => api.wait('k')))
+    await settle()
+    expect(done).toEqual([0])
+    // One timer for the four waiting calls, not one each.
+    expect(vi.getTimerCount()).toBe(1)
+    expect(api.waiting.size).toBe(4)
+    await vi.advanceTimersByTimeAsync(999)
+    expect(done).toEqual([0])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(done).toEqual([0, 1])
+    await vi.advanceTimersByTimeAsync(3_000)
+    expect(done).toEqual([0, 1, 2, 3, 4])
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
+  it('resolves with the slot: `delay` waited, `at` the slot time, remaining 0', async () => {
+    const api = limiter()
+    await api.wait('k')
+    const waiting = api.wait('k')
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect(await waiting).toMatchObject({ allowed: true, delay: 1_000, at: Date.now(), remaining: 0 })
+  })
+
+  it('rejects at once beyond maxWait, typed and named, and reserves nothing', async () => {
+    const api = limiter()
+    await api.wait('k')
+    await expect(api.wait('k', { maxWait: 500 })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_WAIT_EXCEEDED',
+      retryAfter: 1_000,
+    })
+    const error = await api.wait('k', { maxWait: 0 }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(WaitExceededError)
+    // Nothing was reserved: the next call still gets the first free slot.
+    const next = api.wait('k', { maxWait: '2s' })
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect((await next).delay).toBe(1_000)
+  })
+
+  it('an abort while waiting rejects with its reason and gives the slot back to the next caller', async () => {
+    const api = limiter()
+    await api.wait('k')
+    const controller = new AbortController()
+    const first = api.wait('k')
+    const aborted = api.wait('k', { signal: controller.signal })
+    const done = track([first, aborted])
+    await settle()
+    controller.abort()
+    await settle()
+    expect(done).toEqual(['1:AbortError'])
+    expect(api.waiting.size).toBe(1)
+    // The aborted call's slot (2000 ms) is free again: the next call takes it, not 3000 ms.
+    const next = api.wait('k')
+    await settle()
+    await vi.advanceTimersByTimeAsync(2_000)
+    expect((await next).delay).toBe(2_000)
+    expect(done).toEqual(['1:AbortError', 0])
+  })
+
+  it('a signal aborted before the call rejects at once and charges nothing', async () => {
+    const api = limiter()
+    await expect(api.wait('k', { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })
+    expect((await api.peek('k')).remaining).toBe(1)
+  })
+
+  it('schedule runs the call at its slot and answers its value; a rejected wait never calls it', async () => {
+    const api = limiter()
+    const calls: number[] = []
+    const call = () => {
+      calls.push(Date.now())
+      return 'ok'
+    }
+    const start = Date.now()
+    const both = Promise.all([api.schedule('k', call), api.schedule('k', call)])
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect(await both).toEqual(['ok', 'ok'])
+    expect(calls).toEqual([start, start + 1_000])
+    await expect(api.schedule('k', call, { maxWait: 0 })).rejects.toBeInstanceOf(WaitExceededError)
+    expect(calls).toHaveLength(2)
+  })
+
+  it('a store failure follows onStoreError: allow resolves at once, deny rejects', async () => {
+    const failing: Store = {
+      reservations: true,
+      consume: () => Promise.reject(new Error('down')),
+      peek: () => Promise.reject(new Error('down')),
+      refund: () => {},
+      reset: () => {},
+    }
+    const quiet = { store: failing, onError: () => {}, circuitBreaker: false as const }
+    expect(await limiter({ ...quiet, onStoreError: 'allow' }).wait('k')).toMatchObject({
+      allowed: true,
+      source: 'policy',
+    })
+    await expect(limiter({ ...quiet, onStoreError: 'deny' }).wait('k')).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_STORE',
+    })
+  })
+
+  it.each([
+    ['fixed window', fixedWindow({ limit: 1, window: '1s' }), 'fixed-window'],
+    ['sliding window counter', slidingWindowCounter({ limit: 1, window: '1s' }), 'sliding-window-counter'],
+  ])('%s cannot reserve: wait rejects with a clear error recommending GCRA', async (_, rule, text) => {
+    const api = new RateLimiter({ rules: rule })
+    await expect(api.wait('k')).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      message: expect.stringContaining(text),
+    })
+    await expect(api.wait('k')).rejects.toThrow(/gcra\(\{ limit, window \}\)/)
+  })
+
+  it('a store that cannot reserve (SyncedStore) is refused with a clear error', async () => {
+    const inner = new MemoryStore()
+    const plain: Store = {
+      consume: (request) => inner.consume(request),
+      peek: (request) => inner.peek(request),
+      refund: (request) => inner.refund(request),
+      reset: (target) => inner.reset(target),
+    }
+    await expect(limiter({ store: plain }).wait('k')).rejects.toThrow(/SyncedStore cannot/)
+  })
+
+  it('bad options are refused naming the option', async () => {
+    const api = limiter()
+    await expect(api.wait('k', { maxWait: -1 })).rejects.toMatchObject({ option: 'maxWait' })
+    await expect(api.wait('k', { signal: 'x' as never })).rejects.toMatchObject({ option: 'signal' })
+    await expect(api.wait('k', { max: 1 } as never)).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_OPTION',
+    })
+    await expect(api.schedule('k', 'x' as never)).rejects.toMatchObject({ option: 'fn' })
+  })
+
+  it('shadow mode reserves and reports the slot (outcome delayed) but never waits', async () => {
+    const events: DecisionEvent[] = []
+    const api = new RateLimiter({
+      rules: tokenBucket({ capacity: 1, refillRate: 1, interval: '1s' }),
+      shadow: true,
+      observer: { onDecision: (event) => events.push(event) },
+    })
+    await api.wait('k')
+    const result = await api.wait('k')
+    expect(result).toMatchObject({ allowed: true, shadow: true, delay: 1_000 })
+    expect(events.map((event) => event.outcome)).toEqual(['allowed', 'delayed'])
+  })
+
+  it('reports the outcome delayed to observers for a request that waited', async () => {
+    const events: DecisionEvent[] = []
+    const api = limiter({ observer: { onDecision: (event) => events.push(event) } })
+    await api.wait('k')
+    const second = api.wait('k')
+    await vi.advanceTimersByTimeAsync(1_000)
+    await second
+    expect(events.map((event) => event.outcome)).toEqual(['allowed', 'delayed'])
+  })
+})
