@@ -1,7 +1,7 @@
 import { type AccessList, type AccessListOption, parseAccessList } from './access-list.js'
 import { ALGORITHMS } from './algorithms/index.js'
 import type { AlgorithmName, Rule } from './algorithms/types.js'
-import type { Duration } from './duration.js'
+import { type Duration, parseTimerDuration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED, type HeaderFormat } from './headers.js'
 import { parseIpv6Subnet } from './keys.js'
@@ -112,7 +112,37 @@ export interface HttpRateLimitOptions<Req>
    * headers name it with `qu="concurrent-requests"`. Needs a store with leases (MemoryStore, RedisStore).
    */
   concurrency?: ConcurrencyOptions
+  /**
+   * Wait instead of refuse: a request over the limit whose slot is at most `delay.max` away waits for it, then
+   * proceeds; its slot is reserved in the same store call that decided it, so the waiting requests never exceed
+   * the limit when they run. Beyond `max`, or past the bounds on waiting requests, it is refused as usual. A
+   * delayed response has the RateLimit headers of an admitted request with remaining 0 and no Retry-After; the
+   * observer sees the outcome `'delayed'`. A client that disconnects while waiting gives its slot back. Needs
+   * rules that can reserve: `algorithm: 'gcra'` (recommended), `'token-bucket'` or `'sliding-window-log'`, on a
+   * MemoryStore or RedisStore (docs/waiting.md). `{}` for the defaults. @default none: refuse at once
+   */
+  delay?: DelayOptions
 }
+
+/** The `delay` middleware option (docs/waiting.md). */
+export interface DelayOptions {
+  /**
+   * The longest a request waits for its slot: further away, it is refused. Keep it well under the timeouts of
+   * the proxies in front of the app (often 30 to 60 s). @default '5s'
+   */
+  max?: Duration
+  /** Requests of one client (key) waiting at once in this middleware; one more is refused. @default 10 */
+  maxPerKey?: number
+  /** Requests waiting at once in this middleware (in this process); one more is refused. @default 1000 */
+  maxWaiting?: number
+}
+
+/** `DelayOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const DELAY_DEFAULTS = {
+  max: '5s',
+  maxPerKey: 10,
+  maxWaiting: 1000,
+} as const satisfies DelayOptions
 
 /** The `concurrency` middleware option. */
 export interface ConcurrencyOptions {
@@ -155,7 +185,9 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   skipSuccessfulRequests: true,
   requestWasSuccessful: true,
   concurrency: true,
+  delay: true,
 })
+const DELAY_NAMES = namesOf<DelayOptions>({ max: true, maxPerKey: true, maxWaiting: true })
 const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
   limit: true,
   lease: true,
@@ -212,6 +244,8 @@ export interface HttpConfig<Req> {
   requestWasSuccessful: (statusCode: number) => boolean
   /** The `concurrency` option with its defaults filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
   concurrency: { limit: number; lease?: Duration; name: string; releaseOnClose: boolean } | undefined
+  /** The `delay` option with its defaults filled in. */
+  delay: { maxMs: number; maxPerKey: number; maxWaiting: number } | undefined
 }
 
 /**
@@ -270,7 +304,29 @@ export function resolveHttpOptions<Req>(
     skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
     requestWasSuccessful: options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful,
     concurrency: parseConcurrency(options.concurrency, store),
+    delay: parseDelay(options.delay),
   }
+}
+
+/** Checks the `delay` option and fills its defaults (whether the rules and store can reserve: the engine). */
+function parseDelay(delay: DelayOptions | undefined): HttpConfig<unknown>['delay'] {
+  if (delay === undefined) return undefined
+  requireObject(delay, 'delay', "{ max: '5s' }")
+  rejectUnknownOptions(delay, DELAY_NAMES, '`delay`')
+  const {
+    max = DELAY_DEFAULTS.max,
+    maxPerKey = DELAY_DEFAULTS.maxPerKey,
+    maxWaiting = DELAY_DEFAULTS.maxWaiting,
+  } = delay
+  const maxMs = parseTimerDuration(max, 'delay.max')
+  for (const [option, value] of [
+    ['delay.maxPerKey', maxPerKey],
+    ['delay.maxWaiting', maxWaiting],
+  ] as const) {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a positive whole number such as 10')
+  }
+  return { maxMs, maxPerKey, maxWaiting }
 }
 
 /** Checks the `concurrency` option's shape, names and store; its limit and lease are checked by `ConcurrencyLimiter`. */

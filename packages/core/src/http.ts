@@ -52,6 +52,12 @@ export interface FrameworkBinding<Req> {
   /** Option names the adapter adds to the shared ones, e.g. `handler`. */
   options?: readonly string[]
   /**
+   * Calls `listener` once when the client of `request` disconnects (at once when it already has), and returns
+   * how to stop listening: a request waiting for its slot (`delay`) then gives the slot back. Adapters on Node
+   * listen to the socket's `close` (`socketClosed`); without it, a waiting request keeps its slot.
+   */
+  onClose?(request: Req, listener: () => void): () => void
+  /**
    * Sets headers on the response `target` the adapter passed to `followSettle` (its response, context or reply),
    * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
    */
@@ -156,6 +162,29 @@ export type Defer = (work: Promise<unknown>) => void
 
 type Endable = TrackedResponse & { end?: (...args: unknown[]) => unknown }
 
+/** The part of a Node socket `socketClosed` uses (core's types do not depend on Node's). */
+export interface ClosableSocket {
+  readonly destroyed?: boolean
+  once(event: 'close', listener: () => void): unknown
+  removeListener(event: 'close', listener: () => void): unknown
+}
+
+/**
+ * `FrameworkBinding.onClose` for a Node socket: `listener` runs once when it closes (at once, on a microtask, when
+ * it is closed already); the answer stops listening.
+ */
+export function socketClosed(socket: ClosableSocket | undefined, listener: () => void): () => void {
+  if (socket === undefined) return () => {}
+  if (socket.destroyed === true) {
+    queueMicrotask(listener)
+    return () => {}
+  }
+  socket.once('close', listener)
+  return () => {
+    socket.removeListener('close', listener)
+  }
+}
+
 const MAX_DYNAMIC_LIMITS = 1_000
 /** The rule a deny-listed result names when no rule set was resolved yet. */
 const DENIED_RULE: Rule = fixedWindow({ limit: 1, window: '1m', name: 'denied' })
@@ -187,6 +216,9 @@ export class HttpRateLimiter<Req> {
   readonly #limitOptions: { cost: number | undefined }
   /** The header options of a decision without a partition key: made once. */
   readonly #headerOptions: HeaderOptions
+  /** Requests waiting for their slots (`delay`): in all, and per key. */
+  #waitingCount = 0
+  readonly #waitingPerKey = new Map<string, number>()
   /** Whether the proxy settings were judged: on the first request, and on the first with X-Forwarded-For. */
   #checkedPermissive = false
   #checkedForwardedFor = false
@@ -234,6 +266,9 @@ export class HttpRateLimiter<Req> {
           onError && ((error, context) => onError(error, { operation: context.operation, key: context.key })),
       })
     }
+    // `delay` needs rules and a store that reserve: refused now for the rules known now (a `rules` or `limit`
+    // function's are checked when they are first resolved).
+    if (config.delay !== undefined) this.#first?.checkReservations('delay')
     const { cost } = config
     if (typeof cost === 'number' && this.#fixed && cost > this.#fixed.maxCost) {
       throw new RateLimitError(
@@ -397,22 +432,110 @@ export class HttpRateLimiter<Req> {
   }
 
   #limit(limiter: RateLimiter, key: string, cost: number | undefined, request: Req): Awaitable<HttpDecision> {
-    const result = limiter.limitNow(
-      key,
-      this.#wantsRoute
-        ? { cost, route: this.#routeOf(request) }
-        : cost === this.#limitOptions.cost
-          ? this.#limitOptions
-          : { cost },
-    )
-    if (isThenable(result)) return result.then((each) => this.#admit(limiter, key, each))
-    return this.#admit(limiter, key, result)
+    const options = this.#wantsRoute
+      ? { cost, route: this.#routeOf(request) }
+      : cost === this.#limitOptions.cost
+        ? this.#limitOptions
+        : { cost }
+    const { delay } = this.#config
+    if (delay === undefined) {
+      const result = limiter.limitNow(key, options)
+      if (isThenable(result)) return result.then((each) => this.#admit(limiter, key, each))
+      return this.#admit(limiter, key, result)
+    }
+    // A place among the waiting requests is taken before the store call (so that concurrent decisions cannot all
+    // pass the bounds), and given up when the answer is not a wait. Without a place, nothing is reserved: a
+    // request over the limit is refused as without `delay`.
+    const claimed = this.#claimWait(key)
+    let result: Awaitable<RateLimitResult>
+    try {
+      result = limiter.limitNow(key, options, claimed ? delay.maxMs : undefined)
+    } catch (error) {
+      if (claimed) this.#endWait(key)
+      throw error
+    }
+    if (isThenable(result))
+      return result.then(
+        (each) => this.#admit(limiter, key, each, claimed ? request : undefined),
+        (error: unknown) => {
+          if (claimed) this.#endWait(key)
+          throw error
+        },
+      )
+    return this.#admit(limiter, key, result, claimed ? request : undefined)
   }
 
-  #admit(limiter: RateLimiter, key: string, result: RateLimitResult): Awaitable<HttpDecision> {
+  /**
+   * The decision for the limiter's result; with a concurrency limit, its in-flight slot. `waiting`: the request,
+   * when it holds a place among the waiting requests (`delay`): a result with a reserved slot then waits for it.
+   */
+  #admit(limiter: RateLimiter, key: string, result: RateLimitResult, waiting?: Req): Awaitable<HttpDecision> {
+    if (waiting !== undefined) {
+      // Shadow mode reports the slot but never waits (docs/waiting.md).
+      if (result.delay !== undefined && result.shadow !== true)
+        return this.#waitFor(limiter, key, result, waiting)
+      this.#endWait(key)
+    }
     const decision = this.#toDecision(limiter, result)
     if (this.#concurrency === undefined || !result.allowed) return decision
     return Promise.resolve(this.#concurrency.acquire(key)).then((slot) => this.#withSlot(decision, slot))
+  }
+
+  /** Takes a place among the waiting requests of `key`; false when a bound is reached. */
+  #claimWait(key: string): boolean {
+    const { maxWaiting, maxPerKey } = this.#config.delay!
+    const ofKey = this.#waitingPerKey.get(key) ?? 0
+    if (this.#waitingCount >= maxWaiting || ofKey >= maxPerKey) return false
+    this.#waitingCount++
+    this.#waitingPerKey.set(key, ofKey + 1)
+    return true
+  }
+
+  #endWait(key: string): void {
+    this.#waitingCount--
+    const ofKey = this.#waitingPerKey.get(key)! - 1
+    if (ofKey === 0) this.#waitingPerKey.delete(key)
+    else this.#waitingPerKey.set(key, ofKey)
+  }
+
+  /**
+   * A request whose slot was reserved: it takes its in-flight slot first (a waiting request counts against
+   * `concurrency`), then waits for its slot under the limiter's one timer. A client that disconnects meanwhile
+   * gives both back; its request is answered as refused (to nobody).
+   */
+  async #waitFor(
+    limiter: RateLimiter,
+    key: string,
+    result: RateLimitResult,
+    request: Req,
+  ): Promise<HttpDecision> {
+    try {
+      let decision = this.#toDecision(limiter, result)
+      if (this.#concurrency !== undefined) {
+        decision = this.#withSlot(decision, await this.#concurrency.acquire(key))
+        if (!decision.result.allowed) return decision
+      }
+      const gone = new AbortController()
+      const stop = this.#binding.onClose?.(request, () => gone.abort())
+      try {
+        await limiter.waiting.wait(result.delay!, gone.signal)
+      } catch {
+        limiter.refund(result).catch((error: unknown) => this.#report(error, { operation: 'refund', key }))
+        // A release never rejects (failures go to onError).
+        void decision.slot?.release()
+        return {
+          result: { ...result, allowed: false, retryAfter: result.delay! },
+          headers: {},
+          statusCode: this.#config.statusCode,
+          limiter,
+        }
+      } finally {
+        stop?.()
+      }
+      return decision
+    } finally {
+      this.#endWait(key)
+    }
   }
 
   /** Adds the in-flight slot to an admitted decision, or turns it into a denial when no slot is free. */
@@ -685,6 +808,7 @@ export class HttpRateLimiter<Req> {
         if (dropped !== this.#first) dropped.release()
       }
       limiter = new RateLimiter({ ...this.#config.limiter, rules }, this.#identity)
+      if (this.#config.delay !== undefined) limiter.checkReservations('delay')
       this.#bySignature.set(signature, limiter)
       this.#first ??= limiter
     }
@@ -708,6 +832,7 @@ export class HttpRateLimiter<Req> {
         this.#limiters.delete(this.#limiters.keys().next().value!)
       const rule: Rule = this.#config.makeRule!(limit)
       limiter = new RateLimiter({ ...this.#config.limiter, rules: rule }, this.#identity)
+      if (this.#config.delay !== undefined) limiter.checkReservations('delay')
       this.#limiters.set(limit, limiter)
     }
     return limiter

@@ -30,15 +30,19 @@ export {
   rateLimitHeaders,
 } from './headers.js'
 export {
+  type ClosableSocket,
   type Defer,
   type EngineScope,
   type FrameworkBinding,
   type HttpDecision,
   HttpRateLimiter,
+  socketClosed,
   type TrackedResponse,
 } from './http.js'
 export {
   type ConcurrencyOptions,
+  DELAY_DEFAULTS,
+  type DelayOptions,
   HTTP_DEFAULTS,
   type HttpRateLimitOptions,
   type ResponseBody,

@@ -12,7 +12,7 @@ export class WaitQueue {
   readonly #heap: Waiter[] = []
   #seq = 0
   #timer: { unref?: () => unknown } | undefined
-  /** Due time the timer is armed for. */
+  /** Due time the timer is armed for: once it fires, every waiter due by then goes. */
   #armedFor = Number.POSITIVE_INFINITY
 
   /** Requests waiting now. */
@@ -44,9 +44,11 @@ export class WaitQueue {
 
   /** Lets every waiter whose time has come go, in order, and arms the timer for the next. */
   #fire = (): void => {
+    // The timer ran its whole delay: what was due by then goes even if the clock says otherwise (a clock
+    // stepped back, or stopped as in the docs' checks).
+    const now = Math.max(Date.now(), this.#armedFor)
     this.#timer = undefined
     this.#armedFor = Number.POSITIVE_INFINITY
-    const now = Date.now()
     const heap = this.#heap
     while (heap.length > 0 && heap[0]!.due <= now) {
       const waiter = this.#pop()
@@ -66,9 +68,11 @@ export class WaitQueue {
     }
     if (this.#timer !== undefined && this.#armedFor <= first.due) return
     if (this.#timer !== undefined) clearTimeout(this.#timer as never)
-    this.#armedFor = first.due
     // setTimeout takes at most 2^31 − 1 ms: a later due time re-arms when that fires.
-    this.#timer = setTimeout(this.#fire, Math.min(MAX_TIMEOUT, Math.max(0, first.due - Date.now())))
+    const now = Date.now()
+    const ms = Math.min(MAX_TIMEOUT, Math.max(0, first.due - now))
+    this.#armedFor = now + ms
+    this.#timer = setTimeout(this.#fire, ms)
   }
 
   #push(waiter: Waiter): void {

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { BLOCKED_CACHE_DEFAULTS } from '../src/blocked-cache.js'
 import { CIRCUIT_BREAKER_DEFAULTS } from '../src/circuit-breaker.js'
 import { CONCURRENCY_DEFAULTS } from '../src/concurrency.js'
+import { DELAY_DEFAULTS } from '../src/http-options.js'
 import { WAIT_DEFAULTS } from '../src/limiter.js'
 import { PENALTY_DEFAULTS } from '../src/penalty.js'
 import { SLOW_DOWN_DEFAULTS } from '../src/slow-down.js'
@@ -25,6 +26,7 @@ const CLASSES: [string, string, Record<string, unknown>][] = [
   ['PenaltyOptions', 'penalty.ts', PENALTY_DEFAULTS],
   ['SlowDownOptions<Args extends unknown[]>', 'slow-down.ts', SLOW_DOWN_DEFAULTS],
   ['WaitOptions', 'limiter.ts', WAIT_DEFAULTS],
+  ['DelayOptions', 'http-options.ts', DELAY_DEFAULTS],
 ]
 
 /** The `@default` value written before each option of `interfaceName` in `file`, as source text. */

@@ -1,10 +1,11 @@
-import type { FrameworkBinding } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { Request, Response } from 'express'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Express: addresses, trust proxy, routes. */
 export const binding: FrameworkBinding<Request> = {
   name: 'Express',
   clientIp: (request) => request.ip ?? request.socket.remoteAddress,
+  onClose: (request, listener) => socketClosed(request.socket, listener),
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined ? undefined : !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",

@@ -1,10 +1,11 @@
-import type { FrameworkBinding } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Fastify: addresses, trust proxy, routes. */
 export const binding: FrameworkBinding<FastifyRequest> = {
   name: 'Fastify',
   clientIp: (request) => request.ip || request.raw.socket.remoteAddress,
+  onClose: (request, listener) => socketClosed(request.raw.socket, listener),
   // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined

@@ -47,6 +47,16 @@ export function honoBinding<E extends Env>(
   return {
     name: 'Hono',
     clientIp: (c) => clientIp?.(c),
+    // The request's signal aborts when the client disconnects (@hono/node-server, Bun, Deno, Workers).
+    onClose: (c, listener) => {
+      const signal = c.req.raw.signal
+      if (signal.aborted) {
+        queueMicrotask(listener)
+        return () => {}
+      }
+      signal.addEventListener('abort', listener, { once: true })
+      return () => signal.removeEventListener('abort', listener)
+    },
     untrustedForwardedFor: (c) =>
       c.req.header('x-forwarded-for') === undefined
         ? undefined

@@ -1,10 +1,11 @@
-import type { FrameworkBinding } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { Context } from 'koa'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Koa: addresses, trust proxy, routes. */
 export const binding: FrameworkBinding<Context> = {
   name: 'Koa',
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
+  onClose: (ctx, listener) => socketClosed(ctx.req.socket, listener),
   untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
