@@ -518,7 +518,7 @@ export class HttpRateLimiter<Req> {
       const gone = new AbortController()
       const stop = this.#binding.onClose?.(request, () => gone.abort())
       try {
-        await limiter.waiting.wait(result.delay!, gone.signal)
+        await limiter.waitForSlot(result, gone.signal)
       } catch {
         limiter.refund(result).catch((error: unknown) => this.#report(error, { operation: 'refund', key }))
         // A release never rejects (failures go to onError).

@@ -89,6 +89,13 @@ export class RateLimiter {
   readonly #cannotReserve: string | undefined
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
   readonly waiting = new WaitQueue()
+  /**
+   * The smallest (local time when a reservation's answer was seen − the store's time of its decision) so far: the
+   * store's clock in local time plus the quickest answer. A slot `at` (store time) is due locally at
+   * `at` + this: never before the slot (the answer cannot arrive before the decision), and as close to it as the
+   * quickest answer, however long this one took (a burst, a slow round trip).
+   */
+  #storeOffset = Number.POSITIVE_INFINITY
 
   /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
@@ -186,13 +193,26 @@ export class RateLimiter {
       return result
     }
     try {
-      await this.waiting.wait(delay, signal)
+      await this.waitForSlot(result, signal)
     } catch (reason) {
       // Aborted while waiting: the slot goes back, so that the next caller may take it.
       await this.refund(result)
       throw reason
     }
     return result
+  }
+
+  /**
+   * @internal Waits for the reserved slot of `result` (one with `delay`), under the one timer; rejects with the
+   * signal's reason on abort (the caller gives the slot back).
+   */
+  waitForSlot(result: RateLimitResult, signal?: AbortSignal): Promise<void> {
+    const delay = result.delay ?? 0
+    const now = Date.now()
+    // Only the store's answers share its clock (a fallback store keeps its own).
+    if (result.source !== 'store') return this.waiting.wait(delay, signal)
+    this.#storeOffset = Math.min(this.#storeOffset, now - (result.at - delay))
+    return this.waiting.wait(Math.min(delay, result.at + this.#storeOffset - now), signal)
   }
 
   /**

@@ -194,6 +194,35 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect(events.map((event) => event.outcome)).toEqual(['allowed', 'delayed'])
   })
 
+  it('a slot answered late still goes at its time: the wait counts from the decision, never before the slot', async () => {
+    const inner = new MemoryStore()
+    let lag = 0
+    // The store decides at once (its clock: Date.now) but its answer takes `lag` ms to arrive.
+    const slow: Store = {
+      reservations: true,
+      consume: (request) => {
+        const decision = inner.consume(request)
+        return new Promise((resolve) => setTimeout(() => resolve(decision), lag))
+      },
+      peek: (request) => inner.peek(request),
+      refund: (request) => inner.refund(request),
+      reset: (target) => inner.reset(target),
+    }
+    const api = limiter({ store: slow, timeout: '5s' })
+    const start = Date.now()
+    await api.wait('k')
+    const second = api.wait('k') // answered at once: slot at 1000 ms
+    lag = 300
+    const third = api.wait('k') // decided now, slot at 2000 ms, answered 300 ms later
+    const done = track([second, third])
+    await vi.advanceTimersByTimeAsync(1_999)
+    expect(done).toEqual([0])
+    await vi.advanceTimersByTimeAsync(1)
+    // At its slot, not 300 ms after it (the answer's lag plus the whole wait).
+    expect(done).toEqual([0, 1])
+    expect((await third).at).toBe(start + 2_000)
+  })
+
   it('reports the outcome delayed to observers for a request that waited', async () => {
     const events: DecisionEvent[] = []
     const api = limiter({ observer: { onDecision: (event) => events.push(event) } })
