@@ -17,6 +17,7 @@ import { type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
 import { runRedis } from './redis.js'
 import { runRedisFlood } from './redis-flood.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
+import { runWaiting } from './waiting.js'
 
 const docs = join(import.meta.dirname, '..', 'docs')
 const quick = process.argv.includes('--quick')
@@ -32,6 +33,7 @@ const clients = await step('clients', runClients)
 const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.svg')))
 const syncAccuracy = await step('sync accuracy', runSyncAccuracy)
 const flood = await step('flood', runFlood)
+const waiting = await step('waiting', runWaiting)
 const outage = await step('outage', runOutage)
 const redisFlood = await step('redis flood', runRedisFlood)
 const http = await step('http', () => runHttp({ rounds: quick ? 1 : 3, duration: quick ? 1 : 4 }))
@@ -146,6 +148,13 @@ synchronised mode (\`SyncedStore\`, docs/algorithms.md), then the synchronised m
 redis-server (\`bench/sync-accuracy.ts\`).
 
 ${syncAccuracy}
+
+## Waiting on one Redis key
+
+\`limiter.wait()\` from several processes on one key (docs/waiting.md; \`pnpm --filter @ratewindow/bench waiting\`):
+the slots the store reserved never exceed the limit in any window; the calls go at their slots plus the lateness.
+
+${waiting}
 
 ## Floods of distinct keys (MemoryStore)
 
