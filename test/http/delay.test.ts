@@ -4,11 +4,12 @@
  * stores read `Date.now()`, and the limiter's one timer for waiting requests is a `setTimeout`.
  */
 import { request as httpRequest } from 'node:http'
-import { type DecisionEvent, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
+import { type DecisionEvent, type HttpRateLimitOptions, RateLimitError, SyncedStore } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ManualClock } from '../support/clock.js'
+import { standaloneClient } from '../support/redis.js'
 import { FRAMEWORKS, type RunningApp, releaseHeld, storesOnClock } from './harness.js'
 
 /** The stores of the HTTP tests, on the faked `Date.now()`. */
@@ -211,6 +212,17 @@ describe('delay: refused at construction where no slot can be reserved', () => {
     expect(error).toBeInstanceOf(RateLimitError)
     expect(error).toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'delay' })
     expect((error as Error).message).toMatch(/gcra\(\{ limit, window \}\)/)
+  })
+
+  it('a SyncedStore is refused: it cannot reserve a slot the other processes see', async () => {
+    const store = new SyncedStore({ client: standaloneClient() })
+    try {
+      expect(() => expressRateLimit({ algorithm: 'gcra', delay: {}, store })).toThrow(
+        expect.objectContaining({ option: 'delay', message: expect.stringContaining('SyncedStore cannot') }),
+      )
+    } finally {
+      await store.close()
+    }
   })
 
   it('bad bounds are refused naming the option', () => {
