@@ -106,3 +106,4 @@ export type {
   StoreRequest,
   StoreTarget,
 } from './stores/types.js'
+export type { WaitSignal } from './wait-queue.js'

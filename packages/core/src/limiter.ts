@@ -20,7 +20,7 @@ import {
 } from './result.js'
 import { StoreFailure, StoreGateway } from './store-gateway.js'
 import type { Awaitable, Decision, Store, StoreRequest } from './stores/types.js'
-import { WaitQueue } from './wait-queue.js'
+import { WaitQueue, type WaitSignal } from './wait-queue.js'
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -36,8 +36,8 @@ export interface WaitOptions {
    * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. @default '1m'
    */
   maxWait?: Duration
-  /** Aborts the wait: it rejects with the signal's reason and the reserved slot is given back. */
-  signal?: AbortSignal
+  /** Aborts the wait (an `AbortSignal`): it rejects with the signal's reason and the reserved slot is given back. */
+  signal?: WaitSignal
   /** Whole units the call costs. @default 1 */
   cost?: number
 }
@@ -170,10 +170,10 @@ export class RateLimiter {
     const { maxWait = WAIT_DEFAULTS.maxWait, signal, cost = WAIT_DEFAULTS.cost } = options
     // 0: never wait (a slot free now, or a rejection).
     const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
-    if (signal !== undefined && !(signal instanceof AbortSignal))
+    if (signal !== undefined && !isSignal(signal))
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
     this.checkReservations('wait')
-    signal?.throwIfAborted()
+    if (signal?.aborted) throw signal.reason
     const result = await this.limitNow(key, { cost }, maxWaitMs)
     if (!result.allowed) {
       if (result.source === 'policy') {
@@ -206,7 +206,7 @@ export class RateLimiter {
    * @internal Waits for the reserved slot of `result` (one with `delay`), under the one timer; rejects with the
    * signal's reason on abort (the caller gives the slot back).
    */
-  waitForSlot(result: RateLimitResult, signal?: AbortSignal): Promise<void> {
+  waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
     const delay = result.delay ?? 0
     const now = Date.now()
     // Only the store's answers share its clock (a fallback store keeps its own).
@@ -608,6 +608,17 @@ export class WaitExceededError extends RateLimitError {
     this.retryAfter = result.retryAfter
     this.result = result
   }
+}
+
+function isSignal(value: unknown): value is WaitSignal {
+  const signal = value as WaitSignal | null
+  return (
+    typeof signal === 'object' &&
+    signal !== null &&
+    typeof signal.aborted === 'boolean' &&
+    typeof signal.addEventListener === 'function' &&
+    typeof signal.removeEventListener === 'function'
+  )
 }
 
 /** Why `rules` on `store` cannot reserve slots, or undefined when they can. */

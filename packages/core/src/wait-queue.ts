@@ -1,4 +1,15 @@
 /**
+ * The part of an `AbortSignal` a wait uses: core's public types depend neither on Node's nor on the DOM's (an
+ * `AbortSignal` fits).
+ */
+export interface WaitSignal {
+  readonly aborted: boolean
+  readonly reason?: unknown
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void
+  removeEventListener(type: 'abort', listener: () => void): void
+}
+
+/**
  * The requests waiting for their reserved slots (`RateLimiter.wait`, the HTTP `delay` option), in one binary heap
  * ordered by due time (then by arrival: first come, first served) under a single timer armed for the earliest:
  * no timer per waiting request. A waiting request costs one heap entry and its promise: about 250 bytes on V8
@@ -24,7 +35,7 @@ export class WaitQueue {
    * Resolves after `ms` (at once for 0), or rejects with `signal.reason` when `signal` aborts first (the waiter
    * leaves the queue at once).
    */
-  wait(ms: number, signal?: AbortSignal): Promise<void> {
+  wait(ms: number, signal?: WaitSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason)
     if (ms <= 0) return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
