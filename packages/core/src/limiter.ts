@@ -265,7 +265,13 @@ export class RateLimiter {
     const mixed = this.#shadowRules.length > 0
     const route = options?.route
     const cached = this.#blocked?.get(key, request.cost)
-    if (cached !== undefined) return this.#finishLimit(request, cached, mixed, route)
+    // A reservation asks the store unless the cached denial lasts longer than it may wait (a slot is never
+    // earlier than the denial's retryAfter), or the key is blocked by a penalty.
+    if (
+      cached !== undefined &&
+      (reserve === undefined || cached.retryAfter > reserve || cached.blocked !== undefined)
+    )
+      return this.#finishLimit(request, cached, mixed, route)
     // A reservation (`reserve`: the longest wait, ms) goes to the rules that enforce; shadow rules decide now.
     const sent = mixed ? { ...request, rules: this.#enforcing } : request
     const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume')

@@ -223,6 +223,21 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect((await third).at).toBe(start + 2_000)
   })
 
+  it('the blocked-key cache answers only denials longer than the wait allowed: a shorter one asks the store', async () => {
+    // The cache on the faked clock (its default clock is the process's monotonic one).
+    const api = limiter({ blockedCache: { clock: () => Date.now() } })
+    await api.wait('k')
+    // Denied (its slot is 1 s away, beyond maxWait 0): the cache remembers the key for 1 s.
+    await expect(api.wait('k', { maxWait: 0 })).rejects.toBeInstanceOf(WaitExceededError)
+    // Within the cached denial's time, but allowed to wait for it: reserved, not refused from the cache.
+    const waiting = api.wait('k', { maxWait: '2s' })
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect((await waiting).delay).toBe(1_000)
+    // A denial the cache holds longer than the wait allowed is still answered from it.
+    await expect(api.wait('k', { maxWait: 0 })).rejects.toMatchObject({ result: { source: 'store' } })
+    await expect(api.wait('k', { maxWait: 500 })).rejects.toMatchObject({ result: { source: 'cache' } })
+  })
+
   it('reports the outcome delayed to observers for a request that waited', async () => {
     const events: DecisionEvent[] = []
     const api = limiter({ observer: { onDecision: (event) => events.push(event) } })
