@@ -1,7 +1,8 @@
 /**
- * Delayed continuations on one timer: a binary min-heap of entries ordered by due time (then by arrival), with a
- * single timer armed for the earliest. A delayed request costs one small entry here, not a timer of its own; a
- * cancelled one (its client left) is taken out of the heap at once, so nothing of it stays behind.
+ * Delayed continuations on one timer (`slowDown()`'s delays, and the waits for reserved slots in wait-queue.ts): a
+ * binary min-heap of entries ordered by due time (then by arrival), with a single timer armed for the earliest. A
+ * delayed request costs one small entry here, not a timer of its own; a cancelled one (its client left) is taken
+ * out of the heap at once, so nothing of it stays behind.
  */
 
 /** The timers a delay runs on: the platform's by default, a test's driven ones otherwise. */
