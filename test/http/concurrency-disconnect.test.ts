@@ -3,11 +3,12 @@
  * disconnected. Clients that close their connections while their handlers keep running must not get more
  * than `limit` handlers running at once, in every adapter and framework version, on memory and on Redis.
  */
-import { request as httpRequest } from 'node:http'
+
 import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
+import { open, until } from '../support/connections.js'
 import { standaloneClient } from '../support/redis.js'
 import { type AppSpec, FRAMEWORKS, type RunningApp, slowRoute, workRoute } from './harness.js'
 
@@ -16,15 +17,6 @@ const stores: [string, () => Store][] = [
   ['memory store', () => new MemoryStore()],
   ['Redis store', () => new RedisStore({ client: standaloneClient(), prefix: `ccdrop${storeCount++}:` })],
 ]
-
-/** Polls `condition` (every few milliseconds, 5 s at most): for what the server does out of the client's sight. */
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1_000; i++) {
-    if (await condition()) return
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-  throw new Error(`timed out waiting until ${what}`)
-}
 
 /** Resolves once the server holds no connection: it has seen every client go. */
 function connectionsClosed(app: RunningApp): Promise<void> {
@@ -35,22 +27,6 @@ function connectionsClosed(app: RunningApp): Promise<void> {
       ),
     'the server saw every client go',
   )
-}
-
-/** A request on a connection of its own, which the test closes whenever it likes. */
-function open(url: string): { status: number | undefined; close(): void } {
-  const client: { status: number | undefined; close(): void } = {
-    status: undefined,
-    close: () => pending.destroy(),
-  }
-  const pending = httpRequest(url, { agent: false })
-  pending.on('response', (response) => {
-    client.status = response.statusCode
-    response.resume()
-  })
-  pending.on('error', () => {})
-  pending.end()
-  return client
 }
 
 /**

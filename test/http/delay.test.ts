@@ -3,12 +3,13 @@
  * fake timers (`Date` and `setTimeout` only: the servers, sockets and Redis clients keep their own timers): the
  * stores read `Date.now()`, and the limiter's one timer for waiting requests is a `setTimeout`.
  */
-import { request as httpRequest } from 'node:http'
+
 import { type DecisionEvent, type HttpRateLimitOptions, RateLimitError, SyncedStore } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ManualClock } from '../support/clock.js'
+import { open } from '../support/connections.js'
 import { standaloneClient } from '../support/redis.js'
 import { FRAMEWORKS, type RunningApp, releaseHeld, storesOnClock } from './harness.js'
 
@@ -28,22 +29,6 @@ async function until(condition: () => boolean, what: string): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve))
   }
   throw new Error(`gave up waiting until ${what}`)
-}
-
-/** A request on a connection of its own, which the test may close. */
-function open(url: string): { status: number | undefined; close(): void } {
-  const client: { status: number | undefined; close(): void } = {
-    status: undefined,
-    close: () => pending.destroy(),
-  }
-  const pending = httpRequest(url, { agent: false })
-  pending.on('response', (response) => {
-    client.status = response.statusCode
-    response.resume()
-  })
-  pending.on('error', () => {})
-  pending.end()
-  return client
 }
 
 /** A supertest request that records when it is answered, without waiting for it. */

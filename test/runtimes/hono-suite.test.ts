@@ -14,11 +14,11 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { request as httpRequest } from 'node:http'
 import { createInterface } from 'node:readline'
 import { parseList } from 'structured-headers'
 import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { open, until } from '../support/connections.js'
 import { redisEnvironment } from '../support/redis.js'
 import { RUNTIMES, type Runtime, runtimeProject } from './project.js'
 
@@ -146,31 +146,6 @@ async function waitForHeld(app: RemoteApp, count: number): Promise<void> {
     held = await app.held()
   }
   if (held < count) throw new Error(`only ${held} of ${count} requests reached /hold`)
-}
-
-/** Polls `condition` (every few milliseconds, 5 s at most): for what the server does out of the client's sight. */
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await condition()) return
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  throw new Error(`timed out waiting until ${what}`)
-}
-
-/** A request on a connection of its own, which the test closes whenever it likes. */
-function open(url: string): { status: number | undefined; close(): void } {
-  const client: { status: number | undefined; close(): void } = {
-    status: undefined,
-    close: () => pending.destroy(),
-  }
-  const pending = httpRequest(url, { agent: false })
-  pending.on('response', (response) => {
-    client.status = response.statusCode
-    response.resume()
-  })
-  pending.on('error', () => {})
-  pending.end()
-  return client
 }
 
 /** The stores of the whole suite: memory, and RedisStore over ioredis on the suite's redis-server. */
