@@ -1,30 +1,39 @@
 /**
- * The Hono adapter's HTTP suite on Node (`@hono/node-server`), Bun and Deno, each runtime a real process running
- * suite-app.ts from the built packages (issue 22). The cases and their assertions are those of the Node matrix
- * (test/http: behaviour, composition, policies, callbacks, concurrency-disconnect): headers (draft-6/7/8/11), the
- * 429 body and Retry-After, key and limit functions, rules per request, penalties, allow and deny lists,
- * concurrency (slots held while a handler runs after its client left), settle, skipFailedRequests,
+ * The Hono adapter's HTTP suite on Node (`@hono/node-server`), Bun, Deno and workerd (the Cloudflare Workers
+ * runtime), each a real runtime running the built packages (issue 22). The cases and their assertions are those of
+ * the Node matrix (test/http: behaviour, composition, policies, callbacks, concurrency-disconnect): headers
+ * (draft-6/7/8/11), the 429 body and Retry-After, key and limit functions, rules per request, penalties, allow and
+ * deny lists, concurrency (slots held while a handler runs after its client left), settle, skipFailedRequests,
  * shadow, the failure policy on a failing store, limiters composed on one app and one store, per-route limits
  * and the observer; on memory and on Redis (ioredis). The cluster clients (ioredis and node-redis against the
  * 3-master Cluster), node-redis standalone, and SyncedStore run the core of it.
  *
- * One process per runtime serves every app of the file: the test names a scenario (suite-app.ts builds its
+ * One process per runtime serves every app of the file: the test names a scenario (suite-scenarios.ts builds its
  * options, functions included), the app gets a port of its own, and time is the app's driven clock, moved
  * through the control port. Requests go from here (supertest) to 127.0.0.1.
+ *
+ * workerd: one Worker (suite-worker.ts, bundled as wrangler bundles it, no compatibility flag) in one miniflare
+ * instance serves the same apps under `/app/<id>`, on MemoryStore and DurableObjectStore instead of Redis (its
+ * clients need `nodejs_compat`). A Worker's request has no abort signal without a compatibility flag, so the two
+ * cases about clients that disconnect give way there to one saying what happens instead; the refunds of
+ * skipFailedRequests are also checked to go through `executionCtx.waitUntil`.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { Miniflare } from 'miniflare'
 import { parseList } from 'structured-headers'
 import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { open, until } from '../support/connections.js'
 import { redisEnvironment } from '../support/redis.js'
 import { RUNTIMES, type Runtime, runtimeProject } from './project.js'
+import { bundleWorker, COMPATIBILITY_DATE } from './workerd-support.js'
 
 let project: Awaited<ReturnType<typeof runtimeProject>> | undefined
 beforeAll(async () => {
-  project = await runtimeProject(['suite-app.ts'])
+  project = await runtimeProject(['suite-app.ts'], [], ['core', 'hono', 'cloudflare'])
 }, 120_000)
 afterAll(() => project?.remove())
 
@@ -37,6 +46,9 @@ interface RemoteApp {
     errors: { message: string; code: string | null; context: unknown }[]
     calls: number
     work: { started: number; running: number; peak: number; aborted: number }
+    /** workerd only: the work handed to `executionCtx.waitUntil`, and how much of it settled. */
+    deferred?: number
+    settled?: number
   }>
   /** Lets the GET /work handlers answer. */
   finish(): Promise<void>
@@ -109,25 +121,38 @@ function runtimeProcess(runtime: Runtime) {
     clearTimeout(timer)
   })
 
-  /** Starts scenario `scenario` of suite-app.ts on `store`, its clock at `clock` (epoch ms). */
-  return async function start(scenario: string, store: string, clock?: number): Promise<RemoteApp> {
-    const response = await fetch(`${control}/start`, {
+  return starter(
+    () => control,
+    () => output,
+    (id) => started.push(id),
+  )
+}
+
+type Start = (scenario: string, store: string, clock?: number) => Promise<RemoteApp>
+
+/**
+ * Starts scenario `scenario` of suite-scenarios.ts on `store`, its clock at `clock` (epoch ms), through the control
+ * app at `control()`: the app is at its own port (Node, Bun, Deno) or under its path (workerd).
+ */
+function starter(control: () => string, output: () => string, started: (id: string) => void): Start {
+  return async (scenario, store, clock) => {
+    const response = await fetch(`${control()}/start`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ scenario, store, clock }),
     })
-    const body = (await response.json()) as { id: string; port: number; error?: string }
-    if (!response.ok) throw new Error(`${scenario} on ${store}: ${body.error}\n${output}`)
-    started.push(body.id)
+    const body = (await response.json()) as { id: string; port?: number; path?: string; error?: string }
+    if (!response.ok) throw new Error(`${scenario} on ${store}: ${body.error}\n${output()}`)
+    started(body.id)
     const call = async (method: string, path: string) => {
-      const answer = await fetch(`${control}/${path}/${body.id}`, { method })
+      const answer = await fetch(`${control()}/${path}/${body.id}`, { method })
       if (!answer.ok) throw new Error(`${path}: ${answer.status} ${await answer.text()}`)
       return answer.json()
     }
     return {
-      url: `http://127.0.0.1:${body.port}`,
+      url: body.path === undefined ? `http://127.0.0.1:${body.port}` : `${control()}${body.path}`,
       advance: async (ms) => {
-        const answer = await fetch(`${control}/advance/${body.id}?ms=${ms}`, { method: 'POST' })
+        const answer = await fetch(`${control()}/advance/${body.id}?ms=${ms}`, { method: 'POST' })
         if (!answer.ok) throw new Error(`advance: ${answer.status}`)
       },
       record: () => call('GET', 'record') as ReturnType<RemoteApp['record']>,
@@ -136,6 +161,48 @@ function runtimeProcess(runtime: Runtime) {
       finish: async () => void (await call('POST', 'finish')),
     }
   }
+}
+
+/**
+ * workerd (the Cloudflare Workers runtime, from npm with miniflare): suite-worker.ts bundled from the built packages
+ * as wrangler bundles a Worker, with no compatibility flag, RateLimiterObject bound as RATE_LIMITER (SQLite-backed).
+ * One miniflare instance for the file; requests go to its URL on 127.0.0.1.
+ */
+function workerdRuntime(): Start {
+  let mf: Miniflare | undefined
+  let control = ''
+  const started: string[] = []
+
+  beforeAll(async () => {
+    const worker = await bundleWorker(join(import.meta.dirname, 'suite-worker.ts'), project!.dir, [
+      'suite-scenarios.ts',
+    ])
+    mf = new Miniflare({
+      modules: [{ type: 'ESModule', path: 'worker.js', contents: worker }],
+      compatibilityDate: COMPATIBILITY_DATE,
+      compatibilityFlags: [],
+      durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true } },
+      host: '127.0.0.1',
+      port: 0,
+    })
+    control = (await mf.ready).origin
+    // What answers is the Workers runtime, not Node.
+    expect(await (await fetch(`${control}/runtime`)).json()).toEqual({ userAgent: 'Cloudflare-Workers' })
+  }, 60_000)
+
+  afterEach(async () => {
+    for (const id of started.splice(0)) await fetch(`${control}/close/${id}`, { method: 'POST' })
+  })
+
+  afterAll(async () => {
+    await mf?.dispose()
+  })
+
+  return starter(
+    () => control,
+    () => '',
+    (id) => started.push(id),
+  )
 }
 
 /** Resolves once `count` requests are parked in GET /hold (bounded: fails after 5 s). */
@@ -155,6 +222,15 @@ const STORES = [
 ] as const
 
 /**
+ * The stores of the whole suite on workerd: memory (per isolate; one Worker is one isolate), and the Durable Object
+ * store. No Redis: its clients need TCP sockets, which Workers have only with `nodejs_compat`.
+ */
+const WORKERD_STORES = [
+  ['memory', 'memory'],
+  ['Durable Object', 'durable-object'],
+] as const
+
+/**
  * The other Redis clients and SyncedStore: node-redis standalone, ioredis and node-redis against the 3-master
  * Cluster, and SyncedStore (over ioredis), on the cases where a store's part differs (headers, limits, time,
  * composition on one store, concurrency slots, reset).
@@ -166,8 +242,9 @@ const MORE_STORES = [
   ['SyncedStore (ioredis)', 'synced'],
 ] as const
 
-describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
-  const start = runtimeProcess(runtime)
+describe.each([...(Object.keys(RUNTIMES) as Runtime[]), 'workerd'] as const)('Hono 4 on %s', (runtime) => {
+  const workerd = runtime === 'workerd'
+  const start = workerd ? workerdRuntime() : runtimeProcess(runtime)
 
   /** Cases whose store part differs by store: every store runs them. */
   const storeCases = (store: string) => {
@@ -253,7 +330,8 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
     })
   }
 
-  describe.each(STORES)('with the %s store', (_, store) => {
+  const stores: readonly (readonly [string, string])[] = workerd ? WORKERD_STORES : STORES
+  describe.each(stores)('with the %s store', (_, store) => {
     storeCases(store)
 
     it('groups IPv6 clients by /56 and keeps neighbouring prefixes apart', async () => {
@@ -350,48 +428,67 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       expect((await request(url).get('/').expect(429)).headers['ratelimit-remaining']).toBe('0')
     })
 
-    it('concurrency with `releaseOnClose`: a client that closes the connection gives its slot back', async () => {
-      const app = await start('release-on-close', store)
-      const controller = new AbortController()
-      const aborted = fetch(`${app.url}/hold`, { signal: controller.signal }).catch(() => 'aborted')
-      await waitForHeld(app, 1)
-      await request(app.url).get('/').expect(429)
-      controller.abort()
-      expect(await aborted).toBe('aborted')
-      let status = 0
-      for (let i = 0; i < 100 && status !== 200; i++) {
-        status = (await request(app.url).get('/')).status
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      expect(status).toBe(200)
-    })
+    // A Worker's request has no abort signal without a compatibility flag (`enable_request_signal`): the
+    // middleware never hears that a client left. In workerd the handler keeps running, and its slot comes back
+    // when it returns, as without `releaseOnClose`.
+    if (workerd)
+      it('concurrency on Workers: `releaseOnClose` cannot see a client leave; the slot comes back when its handler returns', async () => {
+        const app = await start('release-on-close', store)
+        const controller = new AbortController()
+        const aborted = fetch(`${app.url}/hold`, { signal: controller.signal }).catch(() => 'aborted')
+        await waitForHeld(app, 1)
+        await request(app.url).get('/').expect(429)
+        controller.abort()
+        expect(await aborted).toBe('aborted')
+        await request(app.url).get('/').expect(429)
+        expect(await app.held()).toBe(1) // the handler still runs, for a client long gone
+        await app.release()
+        await until(async () => (await request(app.url).get('/')).status === 200, 'the slot came back')
+      })
+    else {
+      it('concurrency with `releaseOnClose`: a client that closes the connection gives its slot back', async () => {
+        const app = await start('release-on-close', store)
+        const controller = new AbortController()
+        const aborted = fetch(`${app.url}/hold`, { signal: controller.signal }).catch(() => 'aborted')
+        await waitForHeld(app, 1)
+        await request(app.url).get('/').expect(429)
+        controller.abort()
+        expect(await aborted).toBe('aborted')
+        let status = 0
+        for (let i = 0; i < 100 && status !== 200; i++) {
+          status = (await request(app.url).get('/')).status
+          if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+        expect(status).toBe(200)
+      })
 
-    it('clients that disconnect while their handlers run never get more than `limit` handlers at once; a handler that returns frees its slot', async () => {
-      const app = await start('concurrency-work', store)
-      for (let round = 0; round < 3; round++) {
-        const { started } = (await app.record()).work
-        const clients = Array.from({ length: 10 }, () => open(`${app.url}/work`))
-        await until(
-          async () =>
-            clients.filter((client) => client.status !== undefined).length +
-              (await app.record()).work.started -
-              started ===
-            10,
-          'every request of the round was decided',
-        )
-        for (const client of clients) client.close()
-        // The server has seen every client of a running handler go (the request's signal aborted).
-        await until(async () => {
-          const { work } = await app.record()
-          return work.aborted === work.started
-        }, 'the server saw the clients go')
-      }
-      // Before issue 19's fix each round's disconnects freed the slots: 2 more handlers per round.
-      expect((await app.record()).work).toMatchObject({ peak: 2, running: 2, started: 2 })
-      await request(app.url).get('/').expect(429)
-      await app.finish() // the handlers return, to clients long gone: their slots come back
-      await until(async () => (await request(app.url).get('/')).status === 200, 'a slot came back')
-    })
+      it('clients that disconnect while their handlers run never get more than `limit` handlers at once; a handler that returns frees its slot', async () => {
+        const app = await start('concurrency-work', store)
+        for (let round = 0; round < 3; round++) {
+          const { started } = (await app.record()).work
+          const clients = Array.from({ length: 10 }, () => open(`${app.url}/work`))
+          await until(
+            async () =>
+              clients.filter((client) => client.status !== undefined).length +
+                (await app.record()).work.started -
+                started ===
+              10,
+            'every request of the round was decided',
+          )
+          for (const client of clients) client.close()
+          // The server has seen every client of a running handler go (the request's signal aborted).
+          await until(async () => {
+            const { work } = await app.record()
+            return work.aborted === work.started
+          }, 'the server saw the clients go')
+        }
+        // Before issue 19's fix each round's disconnects freed the slots: 2 more handlers per round.
+        expect((await app.record()).work).toMatchObject({ peak: 2, running: 2, started: 2 })
+        await request(app.url).get('/').expect(429)
+        await app.finish() // the handlers return, to clients long gone: their slots come back
+        await until(async () => (await request(app.url).get('/')).status === 200, 'a slot came back')
+      })
+    }
 
     it('checks several rules at once, all-or-nothing', async () => {
       const app = await start('several-rules', store, 1_699_999_200_000)
@@ -474,9 +571,12 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
     })
 
     it('skipFailedRequests gives back requests that failed; skipSuccessfulRequests those that passed', async () => {
-      let { url } = await start('skip-failed', store)
+      const failed = await start('skip-failed', store)
+      let { url } = failed
       expect(await statuses(url, 4, {}, '/fail')).toEqual([500, 500, 500, 500])
       expect(await statuses(url, 3)).toEqual([200, 200, 429])
+      // On Workers the refunds, made after the response, went through executionCtx.waitUntil, and completed.
+      if (workerd) expect(await failed.record()).toMatchObject({ deferred: 4, settled: 4 })
       ;({ url } = await start('skip-successful', store))
       expect(await statuses(url, 4)).toEqual([200, 200, 200, 200])
       expect(await statuses(url, 3, {}, '/fail')).toEqual([500, 500, 429])
@@ -496,7 +596,13 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
       expect(await statuses(url, 3)).toEqual([200, 200, 200])
       ;({ url } = await start('state', store))
       const { body } = await request(url).get('/state').expect(200)
-      expect(body).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: '127.0.0.1', source: 'store' })
+      expect(body).toMatchObject({
+        allowed: true,
+        limit: 3,
+        remaining: 2,
+        key: '127.0.0.1',
+        source: 'store',
+      })
     })
 
     it('passes a key failure to Hono error handling, and keeps serving', async () => {
@@ -579,9 +685,10 @@ describe.each(Object.keys(RUNTIMES) as Runtime[])('Hono 4 on %s', (runtime) => {
     })
   })
 
-  describe.each(MORE_STORES)('with the %s store', (_, store) => {
-    storeCases(store)
-  })
+  if (!workerd)
+    describe.each(MORE_STORES)('with the %s store', (_, store) => {
+      storeCases(store)
+    })
 
   it('refuses bad options when the middleware is made, naming them: a ported configuration in one error', async () => {
     const ported = await start('ported-options', 'memory').catch((error: Error) => error)

@@ -1,8 +1,8 @@
 /**
  * The Hono side of the HTTP suite on Node, Bun and Deno (test/runtimes/hono-suite.test.ts): one process per runtime
  * (Node with `@hono/node-server`, Bun, Deno) runs this module, built to plain JavaScript, against the built
- * packages. The apps, by scenario name, and the control routes are suite-scenarios.ts's (shared with other
- * programs that serve them); this module serves each app on a port of its own (127.0.0.1) with the runtime's own
+ * packages. The apps, by scenario name, and the control routes are suite-scenarios.ts's (shared with the workerd
+ * Worker, suite-worker.ts); this module serves each app on a port of its own (127.0.0.1) with the runtime's own
  * server, and makes the stores.
  *
  * Control: the port printed on stdout as `{"runtime","port"}`; the routes of suite-scenarios.ts (`POST /start`

@@ -1,7 +1,7 @@
 /**
- * The Hono test apps of the HTTP suite on other runtimes (test/runtimes/hono-suite.test.ts), apart from the program
- * that serves them: suite-app.ts (one process per runtime: Node with `@hono/node-server`, Bun, Deno; each app on a
- * port of its own) gives `suiteControl` its stores and its server.
+ * The Hono test apps of the HTTP suite on other runtimes (test/runtimes/hono-suite.test.ts), shared by the two
+ * programs that serve them: suite-app.ts (one process per runtime: Node with `@hono/node-server`, Bun, Deno; each
+ * app on a port of its own) and suite-worker.ts (one Worker in workerd; each app under the path `/app/<id>`).
  * Options with functions cannot cross a process boundary, so the apps are named here: each scenario builds the
  * options of one Hono test app from a store, a driven clock and an observer that records.
  *
@@ -266,12 +266,21 @@ export interface Launcher {
   makeStore(kind: string, clock: () => number): Promise<Store>
   /** Serves an app: what `POST /start` answers about where it is (`{port}`, `{path}`), and how to stop it. */
   serve(fetch: Fetch, id: string): Promise<{ where: Record<string, unknown>; close(): Promise<void> }>
+  /**
+   * Waits, in a parked request (GET /hold, /work), for the test to let it go: `released`, which another request
+   * (the control's) resolves. Unset: awaits it. workerd cancels a request that awaits nothing of its own (it would
+   * "never generate a response"), so the Worker waits on a timer of the request's own until then.
+   */
+  park?(released: Promise<void>): Promise<void>
+  /** What the program records of app `id` besides the decisions (GET /record/:id): the Worker, its `waitUntil` calls. */
+  record?(id: string): Record<string, unknown>
 }
 
 /** Builds the control app over `launcher`; `closeAll` closes every app still open. */
 export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): Promise<void> } {
   const instances = new Map<string, Instance>()
   let instanceCount = 0
+  const park = launcher.park ?? ((released: Promise<void>) => released)
 
   async function start(scenario: string, storeKind: string, clockStart: number | undefined) {
     const build = SCENARIOS[scenario]
@@ -351,7 +360,7 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
     }
     app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
     app.get('/hold', async (c) => {
-      await new Promise<void>((resolve) => instance.held.push(resolve))
+      await park(new Promise<void>((resolve) => instance.held.push(resolve)))
       return c.text('held')
     })
     // Keeps working after its client left (the request's signal aborts), and answers once the test says so.
@@ -363,7 +372,7 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
       c.req.raw.signal.addEventListener('abort', () => {
         if (running) work.aborted++
       })
-      await new Promise<void>((resolve) => instance.working.push(resolve))
+      await park(new Promise<void>((resolve) => instance.working.push(resolve)))
       running = false
       work.running--
       return c.text('done')
@@ -409,7 +418,7 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
   })
   control.get('/record/:id', (c) => {
     const { decisions, errors, calls, work } = instanceOf(c)
-    return c.json({ decisions, errors, calls: calls.count, work })
+    return c.json({ decisions, errors, calls: calls.count, work, ...launcher.record?.(c.req.param('id')) })
   })
   control.post('/finish/:id', (c) => {
     for (const resolve of instanceOf(c).working.splice(0)) resolve()

@@ -4,7 +4,7 @@
  * is what a Workers user deploys.
  */
 import { copyFileSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { build as bundle } from 'esbuild'
 
 /**
@@ -15,11 +15,13 @@ export const COMPATIBILITY_DATE = '2025-09-01'
 
 /**
  * Bundles `entry` (a Worker module, copied into the project first so that its imports resolve there and not in
- * the workspace) against the project's `node_modules`, as wrangler bundles a Worker.
+ * the workspace, with the `modules` it imports by relative path, from the same directory) against the project's
+ * `node_modules`, as wrangler bundles a Worker.
  */
-export async function bundleWorker(entry: string, project: string): Promise<string> {
+export async function bundleWorker(entry: string, project: string, modules: string[] = []): Promise<string> {
   const copy = join(project, basename(entry))
   copyFileSync(entry, copy)
+  for (const module of modules) copyFileSync(join(dirname(entry), module), join(project, module))
   const result = await bundle({
     entryPoints: [copy],
     absWorkingDir: project,
