@@ -155,8 +155,14 @@ const REFUSED: Readonly<Record<string, string>> = {
     'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
   legacyHeaders:
     'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
+  draft_polli_ratelimit_headers:
+    'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
   identifier:
     'slowDown() sends no RateLimit headers, so it has no policy name to give; `name` names it in observer events.',
+  onLimitReached:
+    'express-slow-down 2 dropped `onLimitReached`, and slowDown() never refuses: a delayed request carries its delay (`req.slowDown.delay` in Express), and an `observer` sees the outcome `delayed`.',
+  requestPropertyName:
+    "`requestPropertyName` is @ratewindow/express's only: here the info is always at `ctx.state.slowDown` (Koa), `request.slowDown` (Fastify) or `c.get('slowDown')` (Hono).",
   window: "slowDown() takes express-slow-down's `windowMs` (milliseconds).",
 }
 
@@ -197,6 +203,8 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   ) {
     requireObject(options, 'options', '{ windowMs: 15 * 60 * 1000, delayAfter: 5, delayMs: 500 }')
     for (const name of Object.keys(options)) {
+      // The adapter's own options (Express's `requestPropertyName`) are not refused.
+      if (adapterNames.includes(name)) continue
       const reason = Object.hasOwn(REFUSED, name) ? REFUSED[name] : undefined
       if (reason !== undefined && (options as Record<string, unknown>)[name] !== undefined) {
         throw new RateLimitError(

@@ -142,11 +142,23 @@ describe('slowDown options', () => {
     [{ window: '1m' }, 'window', '`windowMs`'],
     [{ identifier: 'api' }, 'identifier', '`name` names it'],
     [{ delayAftr: 1 }, 'delayAftr', 'Did you mean `delayAfter`?'],
-    [{ onLimitReached: () => {} }, 'onLimitReached', "express-rate-limit's name"],
+    [{ onLimitReached: () => {} }, 'onLimitReached', 'express-slow-down 2 dropped `onLimitReached`'],
+    [{ draft_polli_ratelimit_headers: true }, 'draft_polli_ratelimit_headers', 'no RateLimit headers'],
+    [{ requestPropertyName: 'speed' }, 'requestPropertyName', "`c.get('slowDown')` (Hono)"],
   ])('refuses %j, naming the option and what to do', (options, option, text) => {
     const build = () => engine(options as never)
     expect(build).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }))
     expect(build).toThrow(text)
+    // Never rateLimit()'s advice (`handler`, `headers`, `req.rateLimit`): slowDown() has none of them.
+    expect(build).not.toThrow(/use `handler`|use `headers|req\.rateLimit/)
+  })
+
+  it("takes the adapter's own option (Express's requestPropertyName) that it refuses elsewhere", () => {
+    const build = () =>
+      new SlowDownEngine<Req, [Req]>({ requestPropertyName: 'speed' } as never, binding, [
+        'requestPropertyName',
+      ])
+    expect(build).not.toThrow()
   })
 
   it.each([
