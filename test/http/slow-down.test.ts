@@ -242,6 +242,48 @@ describe("slowDown() keys by the adapter's rules", () => {
     )
   })
 
+  it.each([
+    ['memory store (a decision made at once)', () => new MemoryStore()],
+    ['Redis store (a decision that arrives later)', () => new RedisStore({ client: standaloneClient() })],
+  ])(
+    'Express: a requestPropertyName the request cannot take (req.ip, a getter) is an error naming the option, on the %s',
+    async (_, makeStore) => {
+      const unhandled: unknown[] = []
+      const record = (reason: unknown) => void unhandled.push(reason)
+      process.on('unhandledRejection', record)
+      try {
+        const app = express5()
+        app.use(
+          expressSlowDown({ store: makeStore(), prefix: `ip${process.pid}`, requestPropertyName: 'ip' }),
+        )
+        app.get('/', (_request, response) => {
+          response.send('handler')
+        })
+        app.use(
+          (
+            error: Error & { option?: string },
+            _request: unknown,
+            response: express5.Response,
+            _next: unknown,
+          ) => {
+            response.status(500).json({ option: error.option ?? null, message: error.message })
+          },
+        )
+        const running = await listening(app.listen(0, '127.0.0.1'))
+        apps.push({ ...running, handled: 0 })
+        const answer = await fetch(running.url, { signal: AbortSignal.timeout(5_000) })
+        expect(answer.status).toBe(500)
+        const body = (await answer.json()) as { option: string | null; message: string }
+        expect(body.option).toBe('requestPropertyName')
+        expect(body.message).toContain('received "ip"')
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(unhandled).toEqual([])
+      } finally {
+        process.off('unhandledRejection', record)
+      }
+    },
+  )
+
   it('resetKey forgets a client: its next request is the first of the window again', async () => {
     const timers = new ManualTimers(new ManualClock())
     const middleware = expressSlowDown({ delayAfter: 1, delayMs: 100, timers })

@@ -55,7 +55,21 @@ export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddlewa
         next()
         return
       }
-      ;(request as unknown as Record<string, unknown>)[property] = decided.info
+      try {
+        ;(request as unknown as Record<string, unknown>)[property] = decided.info
+      } catch {
+        // A property Express defines without a setter (`ip`, `path`, …): said here, whether the decision was
+        // made at once or arrived later (where a throw would be an unhandled rejection and a hung request).
+        next(
+          invalid(
+            'ERR_RATEWINDOW_INVALID_OPTION',
+            'requestPropertyName',
+            property,
+            'a property the request can take, not one Express defines (such as `ip` or `path`)',
+          ),
+        )
+        return
+      }
       engine.proceed(decided, args, response, () => next())
     }
     try {
