@@ -92,10 +92,19 @@ const PEER_NAMES = {
  */
 export type PeerOptionName = keyof typeof PEER_NAMES
 
-/** Names of one adapter that another adapter's users may try. */
-const ADAPTER_ONLY: Readonly<Record<string, string>> = {
-  global: '@ratewindow/fastify (plugin option)',
-  hook: '@ratewindow/fastify',
+/** Names of one adapter that another adapter's users may try: the adapter, and what to use elsewhere. */
+const HONO_ADDRESS =
+  "Here the client address is the framework's own (`req.ip`, `ctx.ip`, `request.ip`); a `key` or `keyGenerator` function keys by something else."
+const ADAPTER_ONLY: Readonly<Record<string, { of: string; instead?: string }>> = {
+  global: { of: '@ratewindow/fastify (plugin option)' },
+  hook: { of: '@ratewindow/fastify' },
+  trustProxy: {
+    of: '@ratewindow/hono',
+    instead:
+      "Here set the framework's own: Express `app.set('trust proxy', 1)`, Koa `app.proxy = true`, Fastify `Fastify({ trustProxy: 1 })`.",
+  },
+  getConnInfo: { of: '@ratewindow/hono', instead: HONO_ADDRESS },
+  clientIp: { of: '@ratewindow/hono', instead: HONO_ADDRESS },
 }
 
 /**
@@ -137,7 +146,8 @@ function hintFor(name: string, known: readonly string[]): string | undefined {
   const peer = Object.hasOwn(PEER_NAMES, name) ? PEER_NAMES[name as PeerOptionName] : undefined
   if (peer !== undefined) return `\`${name}\` is ${peer.from}'s name. With ratewindow use ${peer.use}.`
   const adapter = Object.hasOwn(ADAPTER_ONLY, name) ? ADAPTER_ONLY[name] : undefined
-  if (adapter !== undefined) return `\`${name}\` is an option of ${adapter} only.`
+  if (adapter !== undefined)
+    return `\`${name}\` is an option of ${adapter.of} only.${adapter.instead === undefined ? '' : ` ${adapter.instead}`}`
   const close = known.find((candidate) => editDistance(candidate.toLowerCase(), name.toLowerCase()) <= 2)
   return close === undefined ? undefined : `Did you mean \`${close}\`?`
 }

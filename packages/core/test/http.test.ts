@@ -71,6 +71,9 @@ describe('HttpRateLimiter options', () => {
     [{ delayMs: 100 }, 'delayMs', "express-slow-down's name", '`delay: { max }` on `rateLimit()`'],
     [{ maxDelayMs: 2000 }, 'maxDelayMs', "express-slow-down's name", 'never refuses'],
     [{ global: false }, 'global', '@ratewindow/fastify', 'only'],
+    [{ trustProxy: 1 }, 'trustProxy', '@ratewindow/hono', "app.set('trust proxy', 1)"],
+    [{ getConnInfo: () => ({ remote: {} }) }, 'getConnInfo', '@ratewindow/hono', '`req.ip`'],
+    [{ clientIp: () => '192.0.2.1' }, 'clientIp', '@ratewindow/hono', '`ctx.ip`'],
     [{ lmit: 5 }, 'lmit', 'Did you mean `limit`?', 'Known options: store'],
   ])('refuses %j naming the option and what to use', (options, option, origin, use) => {
     const build = () => new HttpRateLimiter<Req>(options as never, binding)
