@@ -287,7 +287,12 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     this.#limiter = new HttpRateLimiter<Call<Req, Args>>(
       {
         rules: fixedWindow({ limit: capacity, window: windowMs, name: 'slow-down' }),
-        key: keyGenerator && ((call) => keyGenerator(...call.args)),
+        key:
+          keyGenerator &&
+          ((call) => {
+            const key = keyGenerator(...call.args)
+            return isThenable(key) ? Promise.resolve(key).then(generatedKey) : generatedKey(key)
+          }),
         skip: skip && ((call) => skip(...call.args)),
         ipv6Subnet: options.ipv6Subnet,
         store: options.store,
@@ -532,6 +537,16 @@ function mapBinding<Req, Args>(binding: FrameworkBinding<Req>): FrameworkBinding
     permissiveTrustProxyHint: binding.permissiveTrustProxyHint,
     route: route && ((call) => route(call.request)),
   }
+}
+
+/** What `keyGenerator` returned, checked: the error names slowDown()'s option, not rateLimit()'s `key`. */
+function generatedKey(key: unknown): string {
+  if (typeof key === 'string') return key
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_KEY',
+    `\`keyGenerator\` must return a string; received ${describeValue(key)}.`,
+    { option: 'keyGenerator' },
+  )
 }
 
 /** A number option, or a function of the request. */

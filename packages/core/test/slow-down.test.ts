@@ -201,6 +201,19 @@ describe('slowDown options', () => {
     )
   })
 
+  it.each([
+    ['undefined', () => undefined, 'received undefined'],
+    ['a number', () => 42, 'received 42'],
+    ['a promise of null', async () => null, 'received null'],
+  ])('a keyGenerator that returns %s is an error naming keyGenerator', async (_, keyGenerator, text) => {
+    const bad = engine({ keyGenerator: keyGenerator as never })
+    const decided = Promise.resolve().then(() => bad.decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }]))
+    await expect(decided).rejects.toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_KEY', option: 'keyGenerator' }),
+    )
+    await expect(decided).rejects.toThrow(`\`keyGenerator\` must return a string; ${text}`)
+  })
+
   it('a negative delay from delayMs counts as none, as in express-slow-down', async () => {
     const decided = await engine({ delayAfter: 0, delayMs: () => -50 }).decide({ ip: '192.0.2.1' }, [
       { ip: '192.0.2.1' },
