@@ -70,6 +70,8 @@ export interface EngineScope {
   scope?: string
   /** Names the options object in messages. @default 'rateLimit()' */
   where?: string
+  /** The superseded warning's advice for two engines meant to serve (see `Identity.sharing`). */
+  sharing?: string
 }
 
 /**
@@ -235,7 +237,12 @@ export class HttpRateLimiter<Req> {
     this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
     this.#headerOptions = { format: config.headers, legacy: config.legacyHeaders }
     this.#binding = binding
-    this.#identity = { scope: scope.scope, owner: this, dynamicLimit: typeof config.limit === 'function' }
+    this.#identity = {
+      scope: scope.scope,
+      owner: this,
+      dynamicLimit: typeof config.limit === 'function',
+      sharing: scope.sharing,
+    }
     this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
     this.#reportError = guardedReporter(config.limiter.onError ?? throttledErrorLog())
     if (config.resolveRules !== undefined) {

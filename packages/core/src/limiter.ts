@@ -83,6 +83,8 @@ export class RateLimiter {
   readonly #fallback: StoreGateway | undefined
   readonly #blocked: BlockedCache | undefined
   readonly #claim: NamespaceClaim
+  /** The superseded warning's advice (`Identity.sharing`). */
+  readonly #sharing: string | undefined
   /** Results being settled or refunded: their calls run one after the other (see `#giveBack`). */
   readonly #givingBack = new WeakMap<object, GiveBack>()
   /** Why this limiter cannot reserve slots (`wait()`, `delay`), or undefined when it can. */
@@ -135,6 +137,7 @@ export class RateLimiter {
         ? undefined
         : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
+    this.#sharing = identity.sharing
     this.#claim = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
     this.#cannotReserve = cannotReserve(this.store, this.#allShadow ? this.rules : this.#enforcing)
   }
@@ -260,7 +263,7 @@ export class RateLimiter {
    * @internal
    */
   limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
-    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group)
+    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group, this.#sharing)
     const request = this.#request(key, options?.cost)
     const mixed = this.#shadowRules.length > 0
     const route = options?.route

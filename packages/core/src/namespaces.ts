@@ -23,6 +23,11 @@ export interface Identity {
   dynamicLimit?: boolean
   /** Limiters made for one owner (the limits of one `limit` function) may claim one namespace. */
   owner?: object
+  /**
+   * What the superseded warning advises when both limiters are meant to serve, for a limiter whose options differ
+   * from `rateLimit()`'s (slowDown() has no `group`). @default give each its own `prefix`, or the same `group`
+   */
+  sharing?: string
 }
 
 /** Validates `group`: a short token, like a rule name. */
@@ -135,6 +140,10 @@ export function claimNamespace(
   return holder
 }
 
+/** The superseded warning's advice for two limiters meant to serve (see `Identity.sharing`). */
+const SHARING =
+  'give each its own `prefix` to count apart, or the same `group` (with the same rules) to share one budget on purpose.'
+
 /** Limiters warned about already: once each. */
 const warned = new WeakSet<object>()
 
@@ -148,6 +157,7 @@ export function warnSuperseded(
   name: string,
   namespace: string,
   group: string | undefined,
+  sharing = SHARING,
 ): void {
   if (warned.has(limiter)) return
   warned.add(limiter)
@@ -159,8 +169,7 @@ export function warnSuperseded(
     emitWarning(
       `Limiter ${name} was superseded by ${what}, and still decides: both count the counters under \`${namespace}\`. ` +
         'If the old app was replaced (a test that builds the app again, a reloaded module), call `close()` on its ' +
-        'middleware (or `release()` on its limiter) when it goes. If both are meant to serve, give each its own ' +
-        '`prefix` to count apart, or the same `group` (with the same rules) to share one budget on purpose.',
+        `middleware (or \`release()\` on its limiter) when it goes. If both are meant to serve, ${sharing}`,
       'RATEWINDOW_SUPERSEDED_LIMITER',
     )
   } catch {

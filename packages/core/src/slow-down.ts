@@ -313,7 +313,12 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
       },
       callBinding(binding),
       // Counts of their own: never the counters of a rateLimit() on the same store and prefix.
-      { scope: 'slow-down', where },
+      {
+        scope: 'slow-down',
+        where,
+        // slowDown() has no `group`: two of them on one store with one `windowMs` share their counts.
+        sharing: `give each ${where} its own \`prefix\` to count apart (${where} on one store with the same \`windowMs\` share their counts).`,
+      },
     )
   }
 

@@ -214,6 +214,25 @@ describe('slowDown options', () => {
     await expect(decided).rejects.toThrow(`\`keyGenerator\` must return a string; ${text}`)
   })
 
+  it('two slowDown() on one store with one windowMs: the warning advises a `prefix` each, not `group` (slowDown() has none)', async () => {
+    const warnings: string[] = []
+    const listen = (warning: Error) => void warnings.push(warning.message)
+    process.on('warning', listen)
+    try {
+      const store = new MemoryStore()
+      const first = engine({ store, delayAfter: 5 })
+      engine({ store, delayAfter: 1 })
+      await first.decide({ ip: '192.0.2.1' }, [{ ip: '192.0.2.1' }])
+      await new Promise((resolve) => setImmediate(resolve))
+      const superseded = warnings.filter((message) => message.includes('was superseded'))
+      expect(superseded).toHaveLength(1)
+      expect(superseded[0]).toContain('give each slowDown() its own `prefix`')
+      expect(superseded[0]).not.toContain('`group`')
+    } finally {
+      process.off('warning', listen)
+    }
+  })
+
   it('a negative delay from delayMs counts as none, as in express-slow-down', async () => {
     const decided = await engine({ delayAfter: 0, delayMs: () => -50 }).decide({ ip: '192.0.2.1' }, [
       { ip: '192.0.2.1' },
