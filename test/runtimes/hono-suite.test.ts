@@ -582,6 +582,34 @@ describe.each([...(Object.keys(RUNTIMES) as Runtime[]), 'workerd'] as const)('Ho
       expect(await statuses(url, 3, {}, '/fail')).toEqual([500, 500, 429])
     })
 
+    it('slowDown(): delays after delayAfter by delayMs(used), at most maxDelayMs; skipFailedRequests gives failed ones back', async () => {
+      const slowed = await start('slow-down', store)
+      const infos = []
+      for (let i = 0; i < 5; i++) infos.push((await request(slowed.url).get('/slow').expect(200)).body)
+      expect(infos.map((info) => [info.used, info.delay])).toEqual([
+        [1, 0],
+        [2, 0],
+        [3, 100],
+        [4, 200],
+        [5, 250],
+      ])
+      expect(infos[4]).toMatchObject({ limit: 2, remaining: 0, key: '127.0.0.1' })
+      const { decisions } = await slowed.record()
+      expect(decisions.map((decision) => decision.outcome)).toEqual([
+        'allowed',
+        'allowed',
+        'delayed',
+        'delayed',
+        'delayed',
+      ])
+      const failing = await start('slow-down-skip-failed', store)
+      expect(await statuses(failing.url, 3, {}, '/slow-fail')).toEqual([500, 500, 500])
+      const next = (await request(failing.url).get('/slow').expect(200)).body
+      expect([next.used, next.delay]).toEqual([1, 0])
+      // On Workers the refunds, made after the response, went through executionCtx.waitUntil, and completed.
+      if (workerd) expect(await failing.record()).toMatchObject({ deferred: 3, settled: 3 })
+    })
+
     it('`requestWasSuccessful` that throws: the response stands, the request counts, onError hears of it', async () => {
       const app = await start('success-check-throws', store)
       expect(await statuses(app.url, 2, {}, '/fail')).toEqual([500, 500])

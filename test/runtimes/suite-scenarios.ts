@@ -24,11 +24,14 @@ import {
   AccessList,
   fixedWindow,
   type HonoRateLimitOptions,
+  type HonoSlowDownOptions,
   type RateLimitEnv,
   type RateLimitMiddleware,
   rateLimit,
+  type SlowDownEnv,
   slidingWindowCounter,
   slidingWindowLog,
+  slowDown,
   tokenBucket,
 } from '@ratewindow/hono'
 import { type Context, Hono } from 'hono'
@@ -55,6 +58,8 @@ interface Spec {
   route?: Options
   routes?: Partial<Record<'/a' | '/b' | '/c' | '/login', Options>>
   shared?: Options
+  /** `slowDown()` on GET /slow and /slow-fail (500); its delays run at once (see `start`), their values are checked. */
+  slow?: HonoSlowDownOptions
 }
 
 const header = (c: unknown, name: string) => (c as Context).req.header(name)
@@ -69,6 +74,20 @@ const byUser = (c: unknown) => header(c, 'x-user') ?? 'anonymous'
 export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
   'draft-6': ({ store, observer }) => ({
     global: { limit: 2, window: '1m', algorithm: 'fixed-window', store, observer },
+  }),
+  // slowDown(): express-slow-down's model (issue 24), on the runtime's timers and refunds (waitUntil on Workers).
+  'slow-down': ({ store, observer }) => ({
+    slow: {
+      windowMs: 60_000,
+      delayAfter: 2,
+      delayMs: (used) => (used - 2) * 100,
+      maxDelayMs: 250,
+      store,
+      observer,
+    },
+  }),
+  'slow-down-skip-failed': ({ store }) => ({
+    slow: { windowMs: 60_000, delayAfter: 1, delayMs: 100, skipFailedRequests: true, store },
   }),
   'one-per-client': ({ store }) => ({ global: { limit: 1, store } }),
   'shadow-route': ({ store, observer }) => ({
@@ -255,6 +274,7 @@ interface Instance {
   calls: { count: number }
   held: (() => void)[]
   limiters: RateLimitMiddleware[]
+  slowDowns: { close(): void }[]
   close(): Promise<void>
 }
 
@@ -296,6 +316,7 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
       work: { started: 0, running: 0, peak: 0, aborted: 0 },
       working: [],
       limiters: [],
+      slowDowns: [],
       close: async () => {},
     }
     const counted = (): Store =>
@@ -359,6 +380,24 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
       else app.get(path, answer)
     }
     app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
+    if (spec.slow) {
+      // The delays run on a timer of 0 ms whatever their length, so that the suite takes no wall time; the app's
+      // driven clock is the queue's clock (the waiting itself is test/http/slow-down.test.ts's, on driven timers).
+      const slow = slowDown({
+        getConnInfo: launcher.getConnInfo,
+        trustProxy: '127.0.0.1',
+        timers: {
+          now: clock.read,
+          setTimeout: (run) => setTimeout(run, 0),
+          clearTimeout: (t) => clearTimeout(t as never),
+        },
+        ...spec.slow,
+      })
+      instance.slowDowns.push(slow)
+      const info = (c: Context<SlowDownEnv>) => c.get('slowDown') ?? null
+      app.get('/slow', slow, (c) => c.json(info(c as unknown as Context<SlowDownEnv>)))
+      app.get('/slow-fail', slow, (c) => c.json(info(c as unknown as Context<SlowDownEnv>), 500))
+    }
     app.get('/hold', async (c) => {
       await park(new Promise<void>((resolve) => instance.held.push(resolve)))
       return c.text('held')
@@ -393,7 +432,7 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
     instance.close = async () => {
       for (const resolve of [...instance.held.splice(0), ...instance.working.splice(0)]) resolve()
       await server.close()
-      for (const made of instance.limiters) made.close()
+      for (const made of [...instance.limiters, ...instance.slowDowns]) made.close()
       await (store as { close?(): unknown }).close?.()
     }
     instances.set(id, instance)

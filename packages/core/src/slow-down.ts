@@ -14,7 +14,13 @@ import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { type DelayQueue, type DelayTimers, delayQueueOf, PLATFORM_TIMERS } from './delay-queue.js'
 import type { Duration } from './duration.js'
 import { describeValue, invalid, RateLimitError, requireObject } from './errors.js'
-import { type FrameworkBinding, type HttpDecision, HttpRateLimiter, type TrackedResponse } from './http.js'
+import {
+  type Defer,
+  type FrameworkBinding,
+  type HttpDecision,
+  HttpRateLimiter,
+  type TrackedResponse,
+} from './http.js'
 import type { DecisionEvent, DecisionOutcome, RateLimitObserver } from './observe.js'
 import { namesOf, rejectUnknownOptions } from './option-names.js'
 import type { FailureContext } from './options.js'
@@ -432,7 +438,8 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
    * Runs `proceed` (the rest of the chain) after the request's delay, at once when it has none. A client that
    * leaves while delayed (`response` closes) is dropped: its wait is cancelled, `proceed` never runs, and
    * `abandon` runs instead (the adapter ends its part of the request). Arms `skipFailedRequests` and
-   * `skipSuccessfulRequests` on `response`; `args` go to `requestWasSuccessful`.
+   * `skipSuccessfulRequests` on `response`; `args` go to `requestWasSuccessful`. `defer` keeps a refund after the
+   * response alive (`executionCtx.waitUntil` on Workers).
    */
   proceed(
     { info, decision }: SlowDownDecision,
@@ -440,15 +447,16 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     response: TrackedResponse,
     proceed: () => void,
     abandon?: () => void,
+    defer?: Defer,
   ): void {
     const state = { ran: info.delay <= 0 }
-    if (this.#skipFailed || this.#skipSuccessful) this.#track(decision, args, response, state)
+    if (this.#skipFailed || this.#skipSuccessful) this.#track(decision, args, response, state, defer)
     if (state.ran) {
       proceed()
       return
     }
     if (response.destroyed === true) {
-      this.#left(decision, abandon)
+      this.#left(decision, abandon, defer)
       return
     }
     const entry = this.#queue.add(info.delay, () => {
@@ -456,13 +464,13 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
       proceed()
     })
     response.once('close', () => {
-      if (this.#queue.cancel(entry)) this.#left(decision, abandon)
+      if (this.#queue.cancel(entry)) this.#left(decision, abandon, defer)
     })
   }
 
   /** The client left while delayed: the handler never ran; with `skipFailedRequests`, its count is taken back. */
-  #left(decision: HttpDecision, abandon: (() => void) | undefined): void {
-    if (this.#skipFailed) this.#refund(decision)
+  #left(decision: HttpDecision, abandon: (() => void) | undefined, defer: Defer | undefined): void {
+    if (this.#skipFailed) this.#refund(decision, defer)
     abandon?.()
   }
 
@@ -471,7 +479,13 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     return this.#queue.size
   }
 
-  #track(decision: HttpDecision, args: Args, response: TrackedResponse, state: { ran: boolean }): void {
+  #track(
+    decision: HttpDecision,
+    args: Args,
+    response: TrackedResponse,
+    state: { ran: boolean },
+    defer: Defer | undefined,
+  ): void {
     let judged = false
     const judge = () => {
       if (judged) return
@@ -487,7 +501,7 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
         return
       }
       const settle = (ok: boolean) => {
-        if (ok === true ? this.#skipSuccessful : this.#skipFailed) this.#refund(decision)
+        if (ok === true ? this.#skipSuccessful : this.#skipFailed) this.#refund(decision, defer)
       }
       if (isThenable(success))
         Promise.resolve(success).then(settle, (error: unknown) =>
@@ -499,11 +513,13 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     response.once('close', judge)
   }
 
-  #refund(decision: HttpDecision): void {
+  #refund(decision: HttpDecision, defer: Defer | undefined): void {
     const { limiter, result } = decision
-    limiter
-      ?.refund(result)
+    if (limiter === undefined) return
+    const work = limiter
+      .refund(result)
       .catch((error: unknown) => this.#report(error, { operation: 'refund', key: result.key }))
+    defer?.(work)
   }
 
   /** Forgets `key`'s count. Rejects on a store error. */

@@ -1,6 +1,6 @@
 import { SlowDownEngine, type SlowDownInfo, type SlowDownOptions } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
-import { addressSource, HandlerResponse, type HonoAddressOptions, honoBinding } from './binding.js'
+import { addressSource, deferOf, HandlerResponse, type HonoAddressOptions, honoBinding } from './binding.js'
 
 /** The variables `slowDown()` sets: `c.get('slowDown')` (undefined when the request was skipped). */
 export interface SlowDownVariables {
@@ -33,10 +33,11 @@ export interface SlowDownMiddleware extends MiddlewareHandler<SlowDownEnv> {
 const ADDRESS_NAMES = ['getConnInfo', 'clientIp', 'trustProxy'] as const
 
 /**
- * Hono middleware (Node, Bun, Deno) that delays instead of refusing (express-slow-down 2's model): every request
+ * Hono middleware (Node, Bun, Deno, Workers) that delays instead of refusing (express-slow-down 2's model): every request
  * is counted in `windowMs`; those after the first `delayAfter` wait `delayMs`, at most `maxDelayMs`, before
  * `next()`. `c.get('slowDown')` holds `limit`, `used`, `remaining`, `resetTime` and `delay`. No RateLimit headers
  * are sent. A client that leaves while delayed (the request's abort signal) is dropped: `next()` never runs.
+ * Refunds after the response go through `executionCtx.waitUntil` where there is one (Workers).
  */
 // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
 export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = {}): SlowDownMiddleware {
@@ -67,6 +68,7 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
         response,
         () => resolve(true),
         () => resolve(false),
+        deferOf(c),
       ),
     )
     // The client left while delayed: nothing runs for it, and nobody reads this answer.
