@@ -92,14 +92,6 @@ export class RateLimiter {
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
   readonly waiting = new WaitQueue()
   /**
-   * The smallest (local time when a reservation's answer was seen − the store's time of its decision) so far: the
-   * store's clock in local time plus the quickest answer. A slot `at` (store time) is due locally at
-   * `at` + this: never before the slot (the answer cannot arrive before the decision), and as close to it as the
-   * quickest answer, however long this one took (a burst, a slow round trip).
-   */
-  #storeOffset = Number.POSITIVE_INFINITY
-
-  /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
    */
   constructor(options: RateLimiterOptions, identity: Identity = {}) {
@@ -211,11 +203,9 @@ export class RateLimiter {
    */
   waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
     const delay = result.delay ?? 0
-    const now = Date.now()
     // Only the store's answers share its clock (a fallback store keeps its own).
     if (result.source !== 'store') return this.waiting.wait(delay, signal)
-    this.#storeOffset = Math.min(this.#storeOffset, now - (result.at - delay))
-    return this.waiting.wait(Math.min(delay, result.at + this.#storeOffset - now), signal)
+    return this.waiting.waitForSlot(result.at, delay, signal)
   }
 
   /**

@@ -23,11 +23,38 @@ export interface WaitSignal {
  * @internal
  */
 export class WaitQueue {
-  readonly #queue = new DelayQueue(PLATFORM_TIMERS)
+  /**
+   * The smallest (local time when a reservation's answer was seen − the store's time of its decision) so far: the
+   * store's clock in local time plus the quickest answer. A slot `at` (store time) is due locally at `at` + this:
+   * never before the slot (the answer cannot arrive before the decision), and as close to it as the quickest
+   * answer, however long this one took (a burst, a slow round trip). 0 until a store has answered.
+   */
+  #storeOffset = Number.POSITIVE_INFINITY
+  /**
+   * The queue runs on the store's clock as seen from here (local time − the offset): every slot waiting is due at
+   * its own `at`, so that they go in slot order (first come, first served) even when the offset shrinks between
+   * two answers, and each goes as soon as the latest offset allows.
+   */
+  readonly #queue = new DelayQueue({
+    now: () =>
+      PLATFORM_TIMERS.now() - (this.#storeOffset === Number.POSITIVE_INFINITY ? 0 : this.#storeOffset),
+    setTimeout: PLATFORM_TIMERS.setTimeout,
+    clearTimeout: PLATFORM_TIMERS.clearTimeout,
+  })
 
   /** Requests waiting now. */
   get size(): number {
     return this.#queue.size
+  }
+
+  /**
+   * Resolves at the slot `at` the store decided (its clock) `delay` ms before it, as seen from here; rejects as
+   * `wait` does.
+   */
+  waitForSlot(at: number, delay: number, signal?: WaitSignal): Promise<void> {
+    const now = PLATFORM_TIMERS.now()
+    this.#storeOffset = Math.min(this.#storeOffset, now - (at - delay))
+    return this.wait(at + this.#storeOffset - now, signal)
   }
 
   /**

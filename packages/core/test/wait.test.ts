@@ -223,6 +223,38 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect((await third).at).toBe(start + 2_000)
   })
 
+  it('first come, first served even when an earlier answer came later than a later one: slots go in slot order', async () => {
+    const inner = new MemoryStore()
+    let lag = 0
+    const slow: Store = {
+      reservations: true,
+      consume: (request) => {
+        const decision = inner.consume(request)
+        // Answered at once (no timer: nothing advances the fake ones before the first wait).
+        if (lag === 0) return decision
+        return new Promise((resolve) => setTimeout(() => resolve(decision), lag))
+      },
+      peek: (request) => inner.peek(request),
+      refund: (request) => inner.refund(request),
+      reset: (target) => inner.reset(target),
+    }
+    // 10 a second, no burst: slots 100 ms apart.
+    const api = limiter({ rules: gcra({ limit: 10, window: '1s', burst: 1 }), store: slow, timeout: '5s' })
+    await api.wait('k') // slot 0
+    lag = 300
+    // Decided now (slots 100 to 400 ms), answered 300 ms later.
+    const early = [api.wait('k'), api.wait('k'), api.wait('k'), api.wait('k')]
+    await vi.advanceTimersByTimeAsync(301)
+    lag = 0
+    // Decided at 301 ms (slot 500 ms), answered at once: after the four before it, whatever its answer's speed.
+    const later = api.wait('k')
+    const done = track([...early, later])
+    await vi.advanceTimersByTimeAsync(199)
+    expect(done).toEqual([0, 1, 2, 3, 4])
+    const ats = await Promise.all([...early, later].map(async (each) => (await each).at))
+    expect(ats).toEqual([...ats].sort((a, b) => a - b))
+  })
+
   it('the blocked-key cache answers only denials longer than the wait allowed: a shorter one asks the store', async () => {
     // The cache on the faked clock (its default clock is the process's monotonic one).
     const api = limiter({ blockedCache: { clock: () => Date.now() } })
