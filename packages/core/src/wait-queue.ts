@@ -58,12 +58,14 @@ export class WaitQueue {
   }
 
   /**
-   * Resolves after `ms` (at once for 0), or rejects with `signal.reason` when `signal` aborts first (the waiter
+   * Resolves after `ms` (at once for 0 or less when nothing else waits), or rejects with `signal.reason` when `signal` aborts first (the waiter
    * leaves the queue at once).
    */
   wait(ms: number, signal?: WaitSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason)
-    if (ms <= 0) return Promise.resolve()
+    // A slot already passed goes at once, unless slots are queued (their timer late): then behind those due
+    // before it, in slot order.
+    if (ms <= 0 && this.#queue.size === 0) return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
       if (signal === undefined) {
         this.#queue.add(ms, resolve)

@@ -255,6 +255,41 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect(ats).toEqual([...ats].sort((a, b) => a - b))
   })
 
+  it('a slot already passed when its answer comes waits behind the earlier slots still queued (a late timer)', async () => {
+    const inner = new MemoryStore()
+    let hold: Promise<void> | undefined
+    const held: Store = {
+      reservations: true,
+      consume: async (request) => {
+        const decision = inner.consume(request)
+        if (hold !== undefined) await hold
+        return decision
+      },
+      peek: (request) => inner.peek(request),
+      refund: (request) => inner.refund(request),
+      reset: (target) => inner.reset(target),
+    }
+    const api = limiter({ store: held, timeout: '5s' })
+    await api.wait('k') // slot 0
+    const first = api.wait('k') // slot 1000 ms, queued
+    await vi.advanceTimersByTimeAsync(0)
+    let release = () => {}
+    hold = new Promise((resolve) => {
+      release = resolve
+    })
+    const second = api.wait('k') // slot 2000 ms, its answer held
+    // The event loop is busy past both slots: the clock moves, no timer has fired yet.
+    vi.setSystemTime(Date.now() + 2_500)
+    const done = track([first, second])
+    release()
+    await vi.advanceTimersByTimeAsync(0)
+    // Not before the slot queued ahead of it (it went at once, before the first, on today's main)...
+    expect(done).toEqual([])
+    // ...and with it when the timer fires: slot order.
+    await vi.advanceTimersByTimeAsync(1_000)
+    expect(done).toEqual([0, 1])
+  })
+
   it('the blocked-key cache answers only denials longer than the wait allowed: a shorter one asks the store', async () => {
     // The cache on the faked clock (its default clock is the process's monotonic one).
     const api = limiter({ blockedCache: { clock: () => Date.now() } })
