@@ -627,7 +627,12 @@ function cannotReserve(store: Store, rules: readonly Rule[]): string | undefined
     return `rule ${rule.name} is a ${rule.algorithm}, which cannot reserve a slot: its next window admits a whole burst of \`limit\` at once at the boundary, so the earliest admission of a waiting request is either that burst or a guess. Use gcra({ limit, window }) (evenly spaced, exact slots), tokenBucket or slidingWindowLog.`
   }
   if (store.reservations !== true) {
-    return `the store (${store.constructor?.name ?? 'a custom store'}) cannot reserve slots (\`reservations\` is not true). SyncedStore cannot: its counts reach the other processes only at its next sync, so a slot reserved here could be given there too. Use RedisStore or MemoryStore.`
+    const name = store.constructor?.name ?? 'a custom store'
+    const why =
+      name === 'SyncedStore'
+        ? ' SyncedStore cannot: its counts reach the other processes only at its next sync, so a slot reserved here could be given there too.'
+        : ''
+    return `the store (${name}) cannot reserve slots (\`reservations\` is not true).${why} Use RedisStore or MemoryStore.`
   }
   return undefined
 }
