@@ -147,6 +147,9 @@ describe('servers start and answer the statuses their docs promise', () => {
       const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production' }
       delete env.REDIS_URL
       delete env.REDIS_CLUSTER
+      // tsx applies a tsconfig only to the files it includes: a block runs under the one it was typechecked with
+      // (decorators as Nest compiles them, for one).
+      if (snippet !== undefined) env.TSX_TSCONFIG_PATH = join(work, 'tsconfig.json')
       if (serve.redis) {
         redis ??= await RedisServer.start()
         env.REDIS_URL = `redis://127.0.0.1:${redis.port}`

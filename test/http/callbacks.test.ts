@@ -52,7 +52,8 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     ['throws', throwing],
     ['rejects', rejecting],
   ] as const)('a callback that %s', (_, fail) => {
-    it.each(FAILING)(
+    // Nest has no `handler` option: the app's exception filters answer the thrown RateLimitException.
+    it.each(framework.name.startsWith('Nest') ? FAILING.filter(([name]) => name !== 'handler') : FAILING)(
       '`%s`: the error goes to the framework error handling, the server keeps serving',
       async (_name, make, nth) => {
         const url = await start({ global: make(fail as () => never) })

@@ -21,6 +21,7 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
+import { nestFramework } from './nest-harness.js'
 
 let storeCount = 0
 /**
@@ -381,4 +382,14 @@ export const FRAMEWORKS: Framework[] = [
   fastifyFramework('Fastify 5', fastify5),
   fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoFramework('Hono 4 on Node'),
+  ...NEST_FRAMEWORKS(),
 ]
+
+/** Nest 12 on both HTTP platforms (test/http/nest-harness.ts), sharing this harness's routes. */
+function NEST_FRAMEWORKS(): Framework[] {
+  const routes = { untilReleased, work, hold, listening }
+  return [
+    nestFramework('Nest 12 on Express', 'express', routes),
+    nestFramework('Nest 12 on Fastify', 'fastify', routes),
+  ]
+}

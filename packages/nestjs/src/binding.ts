@@ -1,0 +1,124 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { FrameworkBinding, TrackedResponse } from '@ratewindow/core'
+
+/**
+ * The request a guard sees: Express's request on `@nestjs/platform-express`, Fastify's on
+ * `@nestjs/platform-fastify`. Options such as `key` read what both have (`headers`, `ip`) or what the app's own
+ * guards set (`request.user`).
+ */
+export interface NestHttpRequest {
+  headers: IncomingHttpHeaders
+  /** The client address after the platform's trust-proxy setting. */
+  ip?: string
+  method?: string
+  url?: string
+  // biome-ignore lint/suspicious/noExplicitAny: what other guards and middleware put on the request (`user`, …)
+  [field: string]: any
+}
+
+/** Which of Nest's HTTP platforms the app runs on (`HttpAdapterHost.httpAdapter.getType()`). */
+export type NestPlatform = 'express' | 'fastify'
+
+interface ExpressLike extends NestHttpRequest {
+  socket: IncomingMessage['socket']
+  app: { get(name: string): unknown }
+  route?: { path?: unknown }
+}
+
+interface FastifyLike extends NestHttpRequest {
+  raw: IncomingMessage
+  routeOptions?: { url?: string }
+}
+
+/** A response as the guard gets it: Express's (a Node response) or Fastify's reply (with `raw`). */
+export type NestHttpResponse = (ServerResponse & { headersSent: boolean }) | FastifyReplyLike
+
+export interface FastifyReplyLike {
+  raw: ServerResponse
+  sent: boolean
+  header(name: string, value: string): unknown
+}
+
+export function isFastifyReply(response: unknown): response is FastifyReplyLike {
+  return typeof (response as Partial<FastifyReplyLike>).header === 'function' && 'raw' in (response as object)
+}
+
+/** The Node response under either platform's response object, which `track` listens to. */
+export function rawResponse(response: NestHttpResponse): TrackedResponse {
+  return isFastifyReply(response) ? response.raw : response
+}
+
+/** Sets headers on either platform's response, unless they were sent already. */
+export function writeHeaders(response: unknown, headers: Record<string, string>): void {
+  if (isFastifyReply(response)) {
+    if (response.sent || response.raw.headersSent) return
+    for (const name in headers) response.header(name, headers[name]!)
+    return
+  }
+  const target = response as ServerResponse
+  if (!target.headersSent) for (const name in headers) target.setHeader(name, headers[name]!)
+}
+
+const expressBinding: FrameworkBinding<NestHttpRequest> = {
+  name: 'NestJS (Express)',
+  clientIp: (request) => request.ip ?? (request as ExpressLike).socket?.remoteAddress,
+  untrustedForwardedFor: (request) =>
+    request.headers['x-forwarded-for'] === undefined
+      ? undefined
+      : !(request as ExpressLike).app?.get('trust proxy'),
+  trustProxyHint:
+    "call app.set('trust proxy', <number of proxies or their addresses>) on the NestExpressApplication",
+  permissiveTrustProxy: (request) => (request as ExpressLike).app?.get('trust proxy') === true,
+  permissiveTrustProxyHint:
+    "Call app.set('trust proxy', 1) (the number of proxies in front of the app) or their addresses, e.g. 'loopback'.",
+  route: (request) => {
+    const path = (request as ExpressLike).route?.path
+    return typeof path === 'string' ? path : undefined
+  },
+  writeHeaders,
+}
+
+const fastifyBinding: FrameworkBinding<NestHttpRequest> = {
+  name: 'NestJS (Fastify)',
+  // Fastify's request, or Node's in a Nest middleware (middie copies Fastify's `ip` onto it).
+  clientIp: (request) => request.ip || socketOf(request)?.remoteAddress,
+  // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
+  untrustedForwardedFor: (request) =>
+    request.headers['x-forwarded-for'] === undefined
+      ? undefined
+      : request.ip === socketOf(request)?.remoteAddress,
+  trustProxyHint:
+    "create the adapter with new FastifyAdapter({ trustProxy }): your proxies' addresses (e.g. '127.0.0.1' or " +
+    "['10.0.0.0/8']) or a function such as (address, hop) => hop < 1, because Fastify 5 trusts nothing for a number",
+  permissiveTrustProxy: trustsEveryHop,
+  permissiveTrustProxyHint:
+    "Replace trustProxy: true in new FastifyAdapter({ trustProxy }) with your proxies' addresses (e.g. '127.0.0.1' " +
+    "or ['10.0.0.0/8']) or a function such as (address, hop) => hop < 1 (Fastify 5 trusts nothing for a number of hops).",
+  route: (request) => (request as FastifyLike).routeOptions?.url,
+  writeHeaders,
+}
+
+const socketOf = (request: NestHttpRequest): IncomingMessage['socket'] | undefined =>
+  ((request as FastifyLike).raw ?? (request as ExpressLike)).socket
+
+/** What the engine is told about the platform the app runs on. */
+export function bindingOf(platform: NestPlatform): FrameworkBinding<NestHttpRequest> {
+  return platform === 'fastify' ? fastifyBinding : expressBinding
+}
+
+/**
+ * Whether Fastify's `request.ip` trusts every X-Forwarded-For hop (`trustProxy: true`), probed once on a
+ * synthetic request through Fastify's own getter.
+ */
+function trustsEveryHop(request: NestHttpRequest): boolean {
+  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(request), 'ip')?.get
+  if (getter === undefined) return false
+  const hops = Array.from({ length: 30 }, (_, i) => `198.51.100.${i + 1}`).join(', ')
+  const headers = { 'x-forwarded-for': `203.0.113.7, ${hops}` }
+  const socket = { remoteAddress: '192.0.2.1' }
+  try {
+    return getter.call({ raw: { headers, socket, connection: socket }, headers }) === '203.0.113.7'
+  } catch {
+    return false
+  }
+}

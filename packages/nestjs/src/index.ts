@@ -1,0 +1,21 @@
+export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export {
+  AccessList,
+  ConcurrencyLimiter,
+  combineObservers,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  SyncedStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+export type { NestHttpRequest, NestPlatform } from './binding.js'
+export { RateLimit, SkipRateLimit } from './decorators.js'
+export { RateLimitException, RateWindowGuard, RateWindowInterceptor, RateWindowMiddleware } from './guard.js'
+export { RateLimitInfo, RateWindowModule, type RateWindowModuleAsyncOptions } from './module.js'
+export type { RateWindowModuleOptions, RateWindowOptions, RouteRateWindowOptions } from './options.js'
+export { type AppliedLimiter, RATEWINDOW_OPTIONS, RateWindowService, type ResetScope } from './service.js'
