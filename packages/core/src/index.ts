@@ -77,6 +77,7 @@ export {
   nodeRedisRunner,
   type RedisClient,
   type RedisScriptRunner,
+  scriptRunnerFor,
 } from './stores/clients/index.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
