@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup'
 import { packageBuild } from '../../tsup.config.base.js'
 
-export default defineConfig(packageBuild)
+// Two entries: the module, and the storage for @nestjs/throttler (`@ratewindow/nestjs/throttler`).
+export default defineConfig({ ...packageBuild, entry: ['src/index.ts', 'src/throttler.ts'] })
