@@ -38,6 +38,7 @@ import {
   listening,
   serveHono,
 } from './harness.js'
+import { nestPathsModule, startNest } from './nest-harness.js'
 
 const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
 
@@ -137,6 +138,13 @@ function honoAdapter(name: string): Adapter {
   }
 }
 
+function nestAdapter(name: string, platform: 'express' | 'fastify'): Adapter {
+  return {
+    name,
+    start: ({ global, routes = {} }) => startNest(platform, nestPathsModule(PATHS, global, routes)),
+  }
+}
+
 const ADAPTERS: Adapter[] = [
   expressAdapter('Express 5', express5),
   expressAdapter('Express 4', express4 as unknown as typeof express5),
@@ -145,7 +153,12 @@ const ADAPTERS: Adapter[] = [
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoAdapter('Hono 4 on Node'),
+  nestAdapter('Nest 12 on Express', 'express'),
+  nestAdapter('Nest 12 on Fastify', 'fastify'),
 ]
+
+/** Fastify's route options, and Nest's `@RateLimit()`, merge over the global ones: one limiter per route. */
+const mergesRoutes = (adapter: Adapter) => /^(Fastify|Nest)/.test(adapter.name)
 
 let stores = 0
 const STORES: [string, () => Store][] = [
@@ -186,8 +199,9 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     })
     await request(url).get('/a').expect(200)
     // Express, Koa and Hono (`app.use`) run a global middleware before routing: no route is known to it yet.
-    // Fastify merges the route's options over the plugin's: one limiter, which knows its route.
-    expect(routes).toEqual(adapter.name.startsWith('Fastify') ? ['/a'] : [undefined, '/a'])
+    // Fastify merges the route's options over the plugin's, Nest a handler's `@RateLimit()` over the module's: one
+    // limiter, which knows its route.
+    expect(routes).toEqual(mergesRoutes(adapter) ? ['/a'] : [undefined, '/a'])
   })
 
   describe.each(STORES)('on %s', (_, makeStore) => {
@@ -258,8 +272,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
   it('warns once about two limiters that would silently share a counter, or keeps them apart by route', async () => {
     const store = new MemoryStore()
     const spec = { global: { limit: 3, store }, routes: { '/login': { limit: 3, store } } }
-    if (adapter.name.startsWith('Fastify')) {
-      // A Fastify route limiter counts under its own route.
+    if (mergesRoutes(adapter)) {
+      // A Fastify route limiter (a Nest handler's) counts under its own route.
       const url = await start(spec)
       expect(await statuses(url, '/', 3)).toEqual([200, 200, 200])
       expect(await statuses(url, '/login', 4)).toEqual([200, 200, 200, 429])
@@ -320,6 +334,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       .catch((caught: unknown) => caught)
     expect(routeError).toMatchObject(expected)
     if (adapter.name.startsWith('Fastify')) expect((routeError as Error).message).toContain('GET /login')
+    if (adapter.name.startsWith('Nest'))
+      expect((routeError as Error).message).toContain('PathsController.login')
   })
 })
 

@@ -387,7 +387,7 @@ export const FRAMEWORKS: Framework[] = [
 
 /** Nest 12 on both HTTP platforms (test/http/nest-harness.ts), sharing this harness's routes. */
 function NEST_FRAMEWORKS(): Framework[] {
-  const routes = { untilReleased, work, hold, listening }
+  const routes = { untilReleased, work, hold }
   return [
     nestFramework('Nest 12 on Express', 'express', routes),
     nestFramework('Nest 12 on Fastify', 'fastify', routes),

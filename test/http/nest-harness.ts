@@ -3,14 +3,20 @@
  * global guard (`APP_GUARD`), `/limited` has its own `@RateLimit()`. Controllers use explicit tokens only (the
  * test files are compiled by esbuild, which emits no `design:paramtypes`).
  */
+import { once } from 'node:events'
 import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import {
   type ArgumentsHost,
   Catch,
   Controller,
   Get,
+  HttpCode,
   HttpException,
+  Inject,
   Module,
+  Param,
+  Post,
   Query,
   Req,
   Res,
@@ -22,10 +28,13 @@ import { FastifyAdapter } from '@nestjs/platform-fastify'
 import { Test } from '@nestjs/testing'
 import type { RateLimitResult } from '@ratewindow/core'
 import {
+  type NestHttpRequest,
   RateLimit,
   RateWindowGuard,
   RateWindowModule,
   type RateWindowModuleOptions,
+  RateWindowService,
+  SkipRateLimit,
 } from '@ratewindow/nestjs'
 import type { AppSpec, Framework, RunningApp } from './harness.js'
 
@@ -36,7 +45,6 @@ export interface HarnessRoutes {
   untilReleased(): Promise<void>
   work(): Promise<void>
   hold(): Promise<void>
-  listening(server: Server, close: () => Promise<void>): Promise<{ url: string; close(): Promise<void> }>
 }
 
 type ErrorWithCode = Error & { code?: string }
@@ -141,35 +149,116 @@ export function nestModule(platform: NestPlatformName, spec: AppSpec, routes: Ha
   return AppModule
 }
 
+/** A Nest app of `root` on `platform`, listening on 127.0.0.1, with the harness's errors-as-JSON filter. */
+export async function startNest(
+  platform: NestPlatformName,
+  root: new (...args: never[]) => unknown,
+  trustProxy: AppSpec['trustProxy'] = true,
+): Promise<RunningApp> {
+  const moduleRef = await Test.createTestingModule({ imports: [root] }).compile()
+  const adapter =
+    platform === 'fastify'
+      ? new FastifyAdapter({
+          trustProxy: trustProxy === 'every-hop' ? true : trustProxy ? '127.0.0.1' : false,
+        })
+      : new ExpressAdapter()
+  const app = moduleRef.createNestApplication<NestExpressApplication>(adapter, { logger: false })
+  if (platform === 'express') {
+    app.set('trust proxy', trustProxy === 'every-hop' ? true : trustProxy ? 'loopback' : false)
+  }
+  const Filter = errorsAsJson(platform)
+  app.useGlobalFilters(new Filter(app.getHttpAdapter()))
+  try {
+    await app.listen(0, '127.0.0.1')
+  } catch (error) {
+    await app.close().catch(() => undefined)
+    throw error
+  }
+  const server = app.getHttpServer() as Server
+  if (!server.listening) await once(server, 'listening')
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { url, server, close: () => app.close() }
+}
+
 export function nestFramework(name: string, platform: NestPlatformName, routes: HarnessRoutes): Framework {
   return {
     name,
-    async start(spec: AppSpec): Promise<RunningApp> {
-      const { trustProxy = true } = spec
-      const moduleRef = await Test.createTestingModule({
-        imports: [nestModule(platform, spec, routes)],
-      }).compile()
-      const adapter =
-        platform === 'fastify'
-          ? new FastifyAdapter({
-              trustProxy: trustProxy === 'every-hop' ? true : trustProxy ? '127.0.0.1' : false,
-            })
-          : new ExpressAdapter()
-      const app = moduleRef.createNestApplication<NestExpressApplication>(adapter, { logger: false })
-      if (platform === 'express') {
-        app.set('trust proxy', trustProxy === 'every-hop' ? true : trustProxy ? 'loopback' : false)
-      }
-      const Filter = errorsAsJson(platform)
-      app.useGlobalFilters(new Filter(app.getHttpAdapter()))
-      try {
-        await app.listen(0, '127.0.0.1')
-      } catch (error) {
-        await app.close().catch(() => undefined)
-        throw error
-      }
-      const server = app.getHttpServer() as Server
-      const { url } = await routes.listening(server, () => app.close())
-      return { url, server, close: () => app.close() }
-    },
+    start: (spec: AppSpec) => startNest(platform, nestModule(platform, spec, routes), spec.trustProxy),
   }
+}
+
+/**
+ * composition.test.ts's app: GET `paths`, each answering `ok <path>`; `global` is the module's options with the
+ * global guard, `routes` each path's own `@RateLimit()` (guarded by `@UseGuards` when there is no global guard).
+ */
+export function nestPathsModule(
+  paths: readonly string[],
+  global: RateWindowModuleOptions | undefined,
+  routes: Partial<Record<string, RateWindowModuleOptions>>,
+) {
+  class PathsController {}
+  const prototype = PathsController.prototype as unknown as Record<string, unknown>
+  for (const path of paths) {
+    const name = path === '/' ? 'root' : path.slice(1)
+    prototype[name] = { [name]: () => `ok ${path}` }[name]
+    const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!
+    Get(path)(prototype, name, descriptor)
+    const route = routes[path]
+    if (route) {
+      RateLimit(route as never)(prototype, name, descriptor)
+      if (!global) UseGuards(RateWindowGuard)(prototype, name, descriptor)
+    }
+  }
+  Controller()(PathsController)
+  @Module({
+    imports: [RateWindowModule.forRoot(global ?? {})],
+    controllers: [PathsController],
+    providers: global ? [{ provide: APP_GUARD, useClass: RateWindowGuard }] : [],
+  })
+  class PathsModule {}
+  return PathsModule
+}
+
+/**
+ * policies.test.ts's app: GET / and GET /other limited by `options` (the global guard); POST /reset/:key and
+ * POST /reset-me call `RateWindowService` and are not limited.
+ */
+export function nestPoliciesModule(options: RateWindowModuleOptions) {
+  @Controller()
+  class PoliciesController {
+    constructor(@Inject(RateWindowService) private readonly limits: RateWindowService) {}
+
+    @Get()
+    root() {
+      return 'ok'
+    }
+
+    @Get('other')
+    other() {
+      return 'ok'
+    }
+
+    @Post('reset/:key')
+    @HttpCode(200)
+    @SkipRateLimit()
+    async resetKey(@Param('key') key: string) {
+      await this.limits.resetKey(key)
+      return 'reset'
+    }
+
+    @Post('reset-me')
+    @HttpCode(200)
+    @SkipRateLimit()
+    async resetMe(@Req() request: NestHttpRequest) {
+      await this.limits.reset(request)
+      return 'reset'
+    }
+  }
+  @Module({
+    imports: [RateWindowModule.forRoot(options)],
+    controllers: [PoliciesController],
+    providers: [{ provide: APP_GUARD, useClass: RateWindowGuard }],
+  })
+  class PoliciesModule {}
+  return PoliciesModule
 }

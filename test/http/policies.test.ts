@@ -38,6 +38,7 @@ import {
   listening,
   serveHono,
 } from './harness.js'
+import { nestPoliciesModule, startNest } from './nest-harness.js'
 
 /**
  * GET / and GET /other limited by `options` (one limiter); POST /reset/:key and POST /reset-me call the
@@ -157,6 +158,11 @@ function honoAdapter(name: string): Adapter {
   }
 }
 
+/** The global guard on GET / and /other; the resets through `RateWindowService` (nest-harness.ts). */
+function nestAdapter(name: string, platform: 'express' | 'fastify'): Adapter {
+  return { name, start: (options) => startNest(platform, nestPoliciesModule(options)) }
+}
+
 const ADAPTERS: Adapter[] = [
   expressAdapter('Express 5', express5),
   expressAdapter('Express 4', express4 as unknown as typeof express5),
@@ -165,6 +171,8 @@ const ADAPTERS: Adapter[] = [
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoAdapter('Hono 4 on Node'),
+  nestAdapter('Nest 12 on Express', 'express'),
+  nestAdapter('Nest 12 on Fastify', 'fastify'),
 ]
 
 let stores = 0
