@@ -11,6 +11,7 @@ import { runClients } from './clients.js'
 import { runCore } from './core.js'
 import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
+import { runNestPairs } from './nestjs.js'
 import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
 import { type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
@@ -42,6 +43,7 @@ const pairs = await step('pairs', () => runPairs({ rounds: quick ? 1 : 5, durati
 const honoPairs = await step('hono pairs', () =>
   runPairs({ frameworks: ['hono'], rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }),
 )
+const nest = await step('nestjs', () => runNestPairs({ rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }))
 
 const markdown = `# Benchmarks
 
@@ -92,6 +94,8 @@ draft-7 headers, keyed by the X-Forwarded-For header as it comes). Alone:
 \`pnpm --filter @ratewindow/bench pairs -- --frameworks hono\`.
 
 ${pairsTable(honoPairs.rows)}
+
+${nestSection(nest.rows)}
 
 ## HTTP: each framework bare, with ratewindow, and with its peers
 
@@ -278,4 +282,17 @@ function ratioChart(rows: readonly HttpRow[]): string {
 ${bars.join('\n')}
 </svg>
 `
+}
+
+/** Issue 23's pairs: Nest on Fastify, the guard of @ratewindow/nestjs against @nestjs/throttler (bench/nestjs.ts). */
+function nestSection(rows: readonly PairRow[]): string {
+  return `### Nest on Fastify: RateWindowModule against @nestjs/throttler
+
+\`pnpm --filter @ratewindow/bench nestjs\` (bench/nestjs.ts): a Nest 12 app on \`@nestjs/platform-fastify\`, one
+route, the limiter as the global guard on the allowed path: \`ratewindow\` is \`RateWindowModule.forRoot\` with its
+MemoryStore, \`throttler\` is @nestjs/throttler 6 with its default storage, \`bare\` the app without a guard. Each
+keeps its default headers (ours draft-6: four; the throttler's three). The same pairing as above: both servers
+at once on core 1, the load generator on core 0, medians of the runs.
+
+${pairsTable(rows)}`
 }
