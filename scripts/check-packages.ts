@@ -23,7 +23,17 @@ import { describeUses, unexcusedUses } from './web-standard.js'
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
-const packages = ['core', 'express', 'koa', 'fastify', 'hono', 'cloudflare', 'otel', 'testing'] as const
+const packages = [
+  'core',
+  'express',
+  'koa',
+  'fastify',
+  'hono',
+  'cloudflare',
+  'nestjs',
+  'otel',
+  'testing',
+] as const
 type Package = (typeof packages)[number]
 
 /** The metadata npm pages link back with; every published package.json must carry it. */
@@ -44,6 +54,15 @@ interface Project {
   typescripts: ('5.9' | '7')[]
   /** Whether the project must compile with no `@types/node` at all (core only, and core with otel). */
   noNodeTypes?: boolean
+  /** Compile with `experimentalDecorators` and `emitDecoratorMetadata`, as Nest projects do. */
+  decorators?: boolean
+  /** Typechecks left out, each for a reason of the project's own dependencies (said where it is set). */
+  skip?: (check: {
+    system: 'esm' | 'cjs'
+    resolution: string
+    version: '5.9' | '7'
+    program: string
+  }) => boolean
   /** Test suites run by their runner in the project: files written beside it, then `node <command>` must exit 0. */
   suites?: { name: string; files: Record<string, string>; command: string[] }[]
 }
@@ -184,6 +203,71 @@ export async function build() {
 }
 `
 
+/** A Nest app as Nest projects write one: constructor injection by type (decorator metadata), the decorators. */
+const NEST_PROGRAM = `import { Controller, Get, Module, Post, Req } from '@nestjs/common'
+import { APP_GUARD } from '@nestjs/core'
+import {
+  type NestHttpRequest,
+  RateLimit,
+  RateLimitException,
+  RateLimitInfo,
+  type RateLimitResult,
+  RateWindowGuard,
+  RateWindowModule,
+  RateWindowService,
+  SkipRateLimit,
+  slidingWindowLog,
+} from '@ratewindow/nestjs'
+
+@Controller()
+export class AppController {
+  constructor(private readonly limits: RateWindowService) {}
+
+  @Get()
+  hello(@RateLimitInfo() decision: RateLimitResult | undefined): { remaining: number | undefined } {
+    return { remaining: decision?.remaining }
+  }
+
+  @Post('login')
+  @RateLimit({ rules: slidingWindowLog({ limit: 5, window: '15m' }) })
+  async login(@Req() request: NestHttpRequest): Promise<string> {
+    await this.limits.reset(request)
+    return 'ok'
+  }
+
+  @Get('health')
+  @SkipRateLimit()
+  health(): string {
+    return 'up'
+  }
+}
+
+@Module({
+  imports: [
+    RateWindowModule.forRootAsync({
+      useFactory: () => ({ limit: 100, window: '1m', perRoute: false }),
+    }),
+  ],
+  controllers: [AppController],
+  providers: [{ provide: APP_GUARD, useClass: RateWindowGuard }],
+})
+export class AppModule {}
+
+export const statusOf = (error: unknown): number | undefined =>
+  error instanceof RateLimitException ? error.getStatus() : undefined
+`
+
+/** @nestjs/throttler as it is, on our storage: `ThrottlerStore` fits its `storage` option. */
+const NEST_THROTTLER_PROGRAM = `import { Module } from '@nestjs/common'
+import { ThrottlerModule } from '@nestjs/throttler'
+import { ThrottlerStore } from '@ratewindow/nestjs/throttler'
+
+@Module({
+  imports: [ThrottlerModule.forRoot({ throttlers: [{ limit: 10, ttl: 60_000 }], storage: new ThrottlerStore() })],
+})
+export class AppModule {}
+`
+
 /** A gradual migration: @fastify/rate-limit on one part of the app, @ratewindow/fastify on another. */
 const FASTIFY_MIGRATION_PROGRAM = `import Fastify from 'fastify'
 import fastifyRateLimit from '@fastify/rate-limit'
@@ -261,7 +345,32 @@ main().catch((error) => { console.error(error); process.exit(1) })
 }
 
 /** Runtime checks: each prints `ok` after seeing the limit applied (third request denied). */
-function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | 'fastify' | 'hono'): string {
+type Framework = 'express' | 'koa' | 'fastify' | 'hono' | 'nestjs-express' | 'nestjs-fastify'
+
+/** A Nest app in plain JavaScript: decorators applied as functions. */
+function nestSetup(load: (name: string) => string, platform: 'express' | 'fastify'): string {
+  return `${load('reflect-metadata')}
+  const { Controller, Get, Module } = ${load('@nestjs/common')}
+  const { APP_GUARD, NestFactory } = ${load('@nestjs/core')}
+  const { RateWindowGuard, RateWindowModule } = ${load('@ratewindow/nestjs')}
+  class AppController {
+    hello() { return 'hi' }
+  }
+  Get()(AppController.prototype, 'hello', Object.getOwnPropertyDescriptor(AppController.prototype, 'hello'))
+  Controller()(AppController)
+  class AppModule {}
+  Module({
+    imports: [RateWindowModule.forRoot({ limit: 2, window: '1m' })],
+    controllers: [AppController],
+    providers: [{ provide: APP_GUARD, useClass: RateWindowGuard }],
+  })(AppModule)
+  ${platform === 'fastify' ? `const { FastifyAdapter } = ${load('@nestjs/platform-fastify')}\n  const app = await NestFactory.create(AppModule, new FastifyAdapter(), { logger: false })` : `const app = await NestFactory.create(AppModule, { logger: false })`}
+  await app.listen(0, '127.0.0.1')
+  const port = app.getHttpServer().address().port
+  const close = () => app.close()`
+}
+
+function serverRun(moduleSystem: 'esm' | 'cjs', framework: Framework): string {
   const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
   const setup = {
     express: `const express = ${load('express')}.default ?? ${load('express')}
@@ -298,6 +407,8 @@ function serverRun(moduleSystem: 'esm' | 'cjs', framework: 'express' | 'koa' | '
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = app.server.address().port
   const close = () => app.close()`,
+    'nestjs-express': nestSetup(load, 'express'),
+    'nestjs-fastify': nestSetup(load, 'fastify'),
   }[framework]
   return `async function main() {
   ${setup}
@@ -524,7 +635,7 @@ describeStoreConformance({ describe, it, expect }, {
 `
 }
 
-const serverRuns = (framework: 'express' | 'koa' | 'fastify' | 'hono') => ({
+const serverRuns = (framework: Framework) => ({
   [`run-${framework}.mjs`]: serverRun('esm', framework),
   [`run-${framework}.cjs`]: serverRun('cjs', framework),
 })
@@ -614,6 +725,42 @@ const projects: Project[] = [
     runs: serverRuns('fastify'),
     typescripts: ['5.9', '7'],
   },
+  ...(
+    [
+      ['12', 'express'],
+      ['12', 'fastify'],
+      ['11', 'express'],
+      ['11', 'fastify'],
+    ] as const
+  ).map(
+    ([nest, platform]): Project => ({
+      name: `nestjs-${nest}-${platform}`,
+      tarballs: ['core', 'nestjs'],
+      dependencies: [
+        `@nestjs/common@${nest}`,
+        `@nestjs/core@${nest}`,
+        `@nestjs/platform-${platform}@${nest}`,
+        '@nestjs/throttler@6',
+        'reflect-metadata@0.2',
+        'rxjs@7',
+        '@types/node@20',
+        ...(platform === 'express' ? ['@types/express@5'] : []),
+      ],
+      programs: { 'nestjs.ts': NEST_PROGRAM, 'nestjs-throttler.ts': NEST_THROTTLER_PROGRAM },
+      runs: serverRuns(`nestjs-${platform}`),
+      typescripts: ['5.9', '7'],
+      decorators: true,
+      // Nest 12 ships ESM only. Under moduleResolution node16 TypeScript refuses a require() of ESM (nodenext
+      // allows it, as Node 20.19+ does: the .cjs runs below load it), so a CommonJS program cannot compile
+      // there, nor, with lib checks on (TypeScript 7), do @nestjs/throttler 6's CommonJS declarations.
+      skip:
+        nest === '12'
+          ? ({ system, resolution, version, program }) =>
+              resolution === 'node16' &&
+              (system === 'cjs' || (version === '7' && program === 'nestjs-throttler.ts'))
+          : undefined,
+    }),
+  ),
   {
     name: 'testing',
     tarballs: ['core', 'express', 'testing'],
@@ -833,6 +980,9 @@ async function main(): Promise<void> {
                   skipLibCheck: false,
                   esModuleInterop: true,
                   types: project.noNodeTypes ? [] : ['node'],
+                  ...(project.decorators
+                    ? { experimentalDecorators: true, emitDecoratorMetadata: true }
+                    : {}),
                 },
                 files: [program],
               },
@@ -843,6 +993,7 @@ async function main(): Promise<void> {
           for (const version of project.typescripts) {
             // With skipLibCheck, nodenext adds nothing to node16 here; TypeScript 7 checks both in full.
             if (version === '5.9' && resolution === 'nodenext' && !project.noNodeTypes) continue
+            if (project.skip?.({ system, resolution, version, program })) continue
             const skipLibCheck = version === '5.9' && !project.noNodeTypes ? ['--skipLibCheck'] : []
             checks.push(() =>
               step(
