@@ -31,6 +31,9 @@ const failingStore = (): Store => ({
 const stores = storesOnClock('http')
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
+  // Nest 11's Express adapter sends an error body as application/json whatever type was set (packages/nestjs/README.md).
+  const problemType =
+    framework.name === 'Nest 11 on Express' ? /^application\/json/ : /^application\/problem\+json/
   let app: RunningApp | undefined
   afterEach(async () => {
     await app?.close()
@@ -204,7 +207,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
         const blocked = await request(url).get('/').expect(403)
         if (problemDetails) {
           expect(limited.body).toMatchObject({ title: expect.stringMatching(/quota/), status: 429 })
-          expect(blocked.headers['content-type']).toMatch(/^application\/problem\+json/)
+          expect(blocked.headers['content-type']).toMatch(problemType)
           expect(blocked.body).toEqual({
             type: 'about:blank',
             title: 'Forbidden',
@@ -387,7 +390,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     const url = await start({ global: { limit: 1, problemDetails: true, statusCode: 429 } })
     await request(url).get('/')
     const denied = await request(url).get('/').expect(429)
-    expect(denied.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(denied.headers['content-type']).toMatch(problemType)
     expect(JSON.parse(denied.text)).toMatchObject({
       type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
       status: 429,

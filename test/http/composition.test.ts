@@ -38,7 +38,7 @@ import {
   listening,
   serveHono,
 } from './harness.js'
-import { nestPathsModule, startNest } from './nest-harness.js'
+import { NEST_MAJOR, nestPathsModule, startNest } from './nest-harness.js'
 
 const PATHS = ['/', '/a', '/b', '/c', '/login'] as const
 
@@ -153,8 +153,8 @@ const ADAPTERS: Adapter[] = [
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoAdapter('Hono 4 on Node'),
-  nestAdapter('Nest 12 on Express', 'express'),
-  nestAdapter('Nest 12 on Fastify', 'fastify'),
+  nestAdapter(`Nest ${NEST_MAJOR} on Express`, 'express'),
+  nestAdapter(`Nest ${NEST_MAJOR} on Fastify`, 'fastify'),
 ]
 
 /** Fastify's route options, and Nest's `@RateLimit()`, merge over the global ones: one limiter per route. */

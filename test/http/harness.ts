@@ -21,7 +21,7 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
-import { nestFramework } from './nest-harness.js'
+import { NEST_MAJOR, nestFramework } from './nest-harness.js'
 
 let storeCount = 0
 /**
@@ -385,11 +385,14 @@ export const FRAMEWORKS: Framework[] = [
   ...NEST_FRAMEWORKS(),
 ]
 
-/** Nest 12 on both HTTP platforms (test/http/nest-harness.ts), sharing this harness's routes. */
+/**
+ * Nest on both HTTP platforms (test/http/nest-harness.ts), sharing this harness's routes: Nest 12, or Nest 11
+ * under vitest.nest11.config.ts.
+ */
 function NEST_FRAMEWORKS(): Framework[] {
   const routes = { untilReleased, work, hold }
   return [
-    nestFramework('Nest 12 on Express', 'express', routes),
-    nestFramework('Nest 12 on Fastify', 'fastify', routes),
+    nestFramework(`Nest ${NEST_MAJOR} on Express`, 'express', routes),
+    nestFramework(`Nest ${NEST_MAJOR} on Fastify`, 'fastify', routes),
   ]
 }

@@ -40,6 +40,9 @@ import type { AppSpec, Framework, RunningApp } from './harness.js'
 
 export type NestPlatformName = 'express' | 'fastify'
 
+/** The Nest major the `@nestjs/*` imports resolve to: 12, or 11 under vitest.nest11.config.ts. */
+export const NEST_MAJOR = process.env.NEST_MAJOR ?? '12'
+
 /** What the harness shares with its Nest apps: the parked routes and how to wait for a listening server. */
 export interface HarnessRoutes {
   untilReleased(): Promise<void>

@@ -37,6 +37,7 @@ import {
 } from '@ratewindow/nestjs'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
+import { NEST_MAJOR } from './nest-harness.js'
 
 type Platform = 'express' | 'fastify'
 
@@ -119,7 +120,7 @@ function appModule(
   return AppModule
 }
 
-describe.each(['express', 'fastify'] as const)('Nest 12 on %s', (platform) => {
+describe.each(['express', 'fastify'] as const)(`Nest ${NEST_MAJOR} on %s`, (platform) => {
   it('a global guard counts one budget per client across routes; @RateLimit() on a handler or controller has its own', async () => {
     const { url } = await start(platform, appModule({ limit: 3, window: '1m' }))
     await request(url).get('/a/one').expect(200, 'a1')

@@ -38,7 +38,7 @@ import {
   listening,
   serveHono,
 } from './harness.js'
-import { nestPoliciesModule, startNest } from './nest-harness.js'
+import { NEST_MAJOR, nestPoliciesModule, startNest } from './nest-harness.js'
 
 /**
  * GET / and GET /other limited by `options` (one limiter); POST /reset/:key and POST /reset-me call the
@@ -171,8 +171,8 @@ const ADAPTERS: Adapter[] = [
   fastifyAdapter('Fastify 5', fastify5),
   fastifyAdapter('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoAdapter('Hono 4 on Node'),
-  nestAdapter('Nest 12 on Express', 'express'),
-  nestAdapter('Nest 12 on Fastify', 'fastify'),
+  nestAdapter(`Nest ${NEST_MAJOR} on Express`, 'express'),
+  nestAdapter(`Nest ${NEST_MAJOR} on Fastify`, 'fastify'),
 ]
 
 let stores = 0
