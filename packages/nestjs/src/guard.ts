@@ -1,13 +1,5 @@
-import {
-  type CallHandler,
-  type CanActivate,
-  type ExecutionContext,
-  HttpException,
-  type NestInterceptor,
-  type NestMiddleware,
-} from '@nestjs/common'
+import { type CanActivate, type ExecutionContext, HttpException, type NestMiddleware } from '@nestjs/common'
 import type { HttpDecision, HttpRateLimiter, RateLimitResult } from '@ratewindow/core'
-import { finalize, type Observable } from 'rxjs'
 import { type NestHttpRequest, type NestHttpResponse, rawResponse, writeHeaders } from './binding.js'
 import type { AppliedLimiter, RateWindowService } from './service.js'
 
@@ -112,31 +104,6 @@ function answer(
       writeHeaders(response, { 'Content-Type': body.contentType })
     throw new RateLimitException(decision.result, decision.statusCode, body)
   })
-}
-
-/**
- * After the handler: its work is done (its value returned, its promise settled, or it threw), so an in-flight
- * slot (option `concurrency`) is free once the response is sent, or at once if the client left. Registered by
- * the module (`APP_INTERCEPTOR`); refunds (`skipFailedRequests`…) follow the response's final status instead.
- */
-export class RateWindowInterceptor implements NestInterceptor {
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle()
-    const decisions = context.switchToHttp().getRequest<Marked>()[DECISIONS]
-    if (decisions === undefined) return next.handle()
-    let held: [HttpRateLimiter<NestHttpRequest>, HttpDecision][] | undefined
-    for (const [engine, decision] of decisions) {
-      if (decision.slot === undefined) continue
-      held ??= []
-      held.push([engine, decision])
-    }
-    if (held === undefined) return next.handle()
-    return next.handle().pipe(
-      finalize(() => {
-        for (const [engine, decision] of held) engine.handlerEnded(decision)
-      }),
-    )
-  }
 }
 
 /**

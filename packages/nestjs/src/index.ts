@@ -15,7 +15,7 @@ export {
 } from '@ratewindow/core'
 export type { NestHttpRequest, NestPlatform } from './binding.js'
 export { RateLimit, SkipRateLimit } from './decorators.js'
-export { RateLimitException, RateWindowGuard, RateWindowInterceptor, RateWindowMiddleware } from './guard.js'
+export { RateLimitException, RateWindowGuard, RateWindowMiddleware } from './guard.js'
 export { RateLimitInfo, RateWindowModule, type RateWindowModuleAsyncOptions } from './module.js'
 export type { RateWindowModuleOptions, RateWindowOptions, RouteRateWindowOptions } from './options.js'
 export { type AppliedLimiter, RATEWINDOW_OPTIONS, RateWindowService, type ResetScope } from './service.js'

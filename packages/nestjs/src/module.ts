@@ -10,9 +10,9 @@ import {
   Optional,
   type OptionalFactoryDependency,
 } from '@nestjs/common'
-import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, HttpAdapterHost } from '@nestjs/core'
+import { DiscoveryModule, DiscoveryService, HttpAdapterHost } from '@nestjs/core'
 import type { RateLimitResult } from '@ratewindow/core'
-import { RateWindowGuard, RateWindowInterceptor, RateWindowMiddleware } from './guard.js'
+import { RateWindowGuard, RateWindowMiddleware } from './guard.js'
 import { moduleLimiters, type RateWindowModuleOptions } from './options.js'
 import { RATEWINDOW_OPTIONS, RateWindowService } from './service.js'
 
@@ -26,7 +26,6 @@ Inject(DiscoveryService)(RateWindowService, undefined, 2)
 Optional()(RateWindowService, undefined, 2)
 Injectable()(RateWindowGuard)
 Inject(RateWindowService)(RateWindowGuard, undefined, 0)
-Injectable()(RateWindowInterceptor)
 Injectable()(RateWindowMiddleware)
 Inject(RateWindowService)(RateWindowMiddleware, undefined, 0)
 
@@ -39,8 +38,7 @@ export interface RateWindowModuleAsyncOptions extends Pick<ModuleMetadata, 'impo
 /**
  * The module: `RateWindowModule.forRoot({ limit: 100, window: '1m' })` (global: import it once, in the root
  * module), with the guard bound where it applies: `{ provide: APP_GUARD, useClass: RateWindowGuard }` for every
- * route, or `@UseGuards(RateWindowGuard)`. Provides `RateWindowService` (resets) and the interceptor that frees
- * in-flight slots after the handler.
+ * route, or `@UseGuards(RateWindowGuard)`. Provides `RateWindowService` (resets) and `RateWindowMiddleware`.
  */
 // biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class, its dynamic forms static methods
 export class RateWindowModule {
@@ -68,13 +66,7 @@ export class RateWindowModule {
       module: RateWindowModule,
       global: true,
       imports: [DiscoveryModule, ...imports],
-      providers: [
-        ...providers,
-        RateWindowService,
-        RateWindowGuard,
-        RateWindowMiddleware,
-        { provide: APP_INTERCEPTOR, useClass: RateWindowInterceptor },
-      ],
+      providers: [...providers, RateWindowService, RateWindowGuard, RateWindowMiddleware],
       exports: [RATEWINDOW_OPTIONS, RateWindowService, RateWindowGuard, RateWindowMiddleware],
     }
   }
