@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import type { FrameworkBinding, TrackedResponse } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed, type TrackedResponse } from '@ratewindow/core'
 
 /**
  * The request a guard sees: Express's request on `@nestjs/platform-express`, Fastify's on
@@ -71,6 +71,8 @@ const expressBinding: FrameworkBinding<NestHttpRequest> = {
   permissiveTrustProxy: (request) => (request as ExpressLike).app?.get('trust proxy') === true,
   permissiveTrustProxyHint:
     "Call app.set('trust proxy', 1) (the number of proxies in front of the app) or their addresses, e.g. 'loopback'.",
+  // A request waiting for its slot (`delay`) gives it back when its client leaves.
+  onClose: (request, listener) => socketClosed((request as ExpressLike).socket, listener),
   route: (request) => {
     const path = (request as ExpressLike).route?.path
     return typeof path === 'string' ? path : undefined
@@ -94,6 +96,7 @@ const fastifyBinding: FrameworkBinding<NestHttpRequest> = {
   permissiveTrustProxyHint:
     "Replace trustProxy: true in new FastifyAdapter({ trustProxy }) with your proxies' addresses (e.g. '127.0.0.1' " +
     "or ['10.0.0.0/8']) or a function such as (address, hop) => hop < 1 (Fastify 5 trusts nothing for a number of hops).",
+  onClose: (request, listener) => socketClosed(socketOf(request), listener),
   route: (request) => (request as FastifyLike).routeOptions?.url,
   writeHeaders,
 }
