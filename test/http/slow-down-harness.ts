@@ -3,11 +3,14 @@
  * unchanged against every adapter. GET / answers the request's slow-down info as JSON; GET /fail answers 500
  * with it. `handled` counts the handlers that ran.
  */
+
+import { Controller, Get, type MiddlewareConsumer, Module, type NestModule, Req, Res } from '@nestjs/common'
 import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
 import { slowDown as expressSlowDown } from '@ratewindow/express'
 import { slowDown as fastifySlowDown } from '@ratewindow/fastify'
 import { slowDown as honoSlowDown, type SlowDownEnv } from '@ratewindow/hono'
 import { slowDown as koaSlowDown } from '@ratewindow/koa'
+import { type NestHttpRequest, slowDown as nestSlowDown } from '@ratewindow/nestjs'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
@@ -26,6 +29,7 @@ import {
   serveHono,
   type TestApp,
 } from './harness.js'
+import { NEST_MAJOR, type NestPlatformName, startNest } from './nest-harness.js'
 
 /** The options every adapter shares; callbacks get the adapter's own arguments. */
 export type CommonSlowDownOptions = SlowDownOptions<never[]>
@@ -139,6 +143,54 @@ function honoFramework(name: string): SlowFramework {
   }
 }
 
+/**
+ * A Nest app with `slowDown()` as the module's middleware for every route. On platform-fastify the middleware sees
+ * Node's request, so a handler reads the info on `request.raw`.
+ */
+function nestFramework(name: string, platform: NestPlatformName): SlowFramework {
+  return {
+    name,
+    async start(options) {
+      let handled = 0
+      const infoOf = (request: NestHttpRequest) =>
+        (platform === 'fastify' ? request.raw.slowDown : request.slowDown) ?? null
+      const answer = (response: unknown, status: number, body: unknown) => {
+        const target = response as { status(code: number): { send(body: string): unknown } }
+        const typed = response as {
+          header?(name: string, value: string): unknown
+          setHeader?(name: string, value: string): unknown
+        }
+        if (platform === 'fastify') typed.header!('content-type', 'application/json')
+        else typed.setHeader!('content-type', 'application/json')
+        target.status(status).send(JSON.stringify(body))
+      }
+
+      @Controller()
+      class SlowController {
+        @Get()
+        root(@Req() request: NestHttpRequest, @Res() response: unknown) {
+          handled++
+          answer(response, 200, infoOf(request))
+        }
+
+        @Get('fail')
+        fail(@Req() request: NestHttpRequest, @Res() response: unknown) {
+          handled++
+          answer(response, 500, infoOf(request))
+        }
+      }
+
+      @Module({ controllers: [SlowController] })
+      class SlowModule implements NestModule {
+        configure(consumer: MiddlewareConsumer) {
+          consumer.apply(nestSlowDown(options as never)).forRoutes('*')
+        }
+      }
+      return withHandled(await startNest(platform, SlowModule), () => handled)
+    },
+  }
+}
+
 function withHandled(running: TestApp, handled: () => number): SlowApp {
   return {
     ...running,
@@ -156,6 +208,8 @@ export const SLOW_FRAMEWORKS: SlowFramework[] = [
   fastifyFramework('Fastify 5', fastify5),
   fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
   honoFramework('Hono 4 on Node'),
+  nestFramework(`Nest ${NEST_MAJOR} on Express`, 'express'),
+  nestFramework(`Nest ${NEST_MAJOR} on Fastify`, 'fastify'),
 ]
 
 /** One answered request. */

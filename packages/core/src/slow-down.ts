@@ -168,7 +168,7 @@ const REFUSED: Readonly<Record<string, string>> = {
   onLimitReached:
     'express-slow-down 2 dropped `onLimitReached`, and slowDown() never refuses: a delayed request carries its delay (`req.slowDown.delay` in Express), and an `observer` sees the outcome `delayed`.',
   requestPropertyName:
-    "`requestPropertyName` is @ratewindow/express's only: here the info is always at `ctx.state.slowDown` (Koa), `request.slowDown` (Fastify) or `c.get('slowDown')` (Hono).",
+    "`requestPropertyName` is @ratewindow/express's only: here the info is always at `ctx.state.slowDown` (Koa), `request.slowDown` (Fastify, and the request of a Nest middleware) or `c.get('slowDown')` (Hono).",
   window: "slowDown() takes express-slow-down's `windowMs` (milliseconds).",
 }
 

@@ -1,5 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import { type FrameworkBinding, socketClosed, type TrackedResponse } from '@ratewindow/core'
+import {
+  type FrameworkBinding,
+  type SlowDownInfo,
+  socketClosed,
+  type TrackedResponse,
+} from '@ratewindow/core'
 
 /**
  * The request a guard sees: Express's request on `@nestjs/platform-express`, Fastify's on
@@ -12,6 +17,8 @@ export interface NestHttpRequest {
   ip?: string
   method?: string
   url?: string
+  /** What `slowDown()` decided for this request (on Node's request on platform-fastify: `request.raw.slowDown`). */
+  slowDown?: SlowDownInfo
   // biome-ignore lint/suspicious/noExplicitAny: what other guards and middleware put on the request (`user`, …)
   [field: string]: any
 }

@@ -19,3 +19,4 @@ export { RateLimitException, RateWindowGuard, RateWindowMiddleware } from './gua
 export { RateLimitInfo, RateWindowModule, type RateWindowModuleAsyncOptions } from './module.js'
 export type { RateWindowModuleOptions, RateWindowOptions, RouteRateWindowOptions } from './options.js'
 export { type AppliedLimiter, RATEWINDOW_OPTIONS, RateWindowService, type ResetScope } from './service.js'
+export { type NestSlowDownOptions, type SlowDownMiddleware, slowDown } from './slow-down.js'
