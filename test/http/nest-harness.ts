@@ -4,7 +4,7 @@
  * test files are compiled by esbuild, which emits no `design:paramtypes`).
  */
 import { once } from 'node:events'
-import type { Server } from 'node:http'
+import type { Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import {
   type ArgumentsHost,
@@ -58,9 +58,19 @@ interface Sendable {
   send(body: string): unknown
 }
 
-/** Express's `res` and Fastify's `reply` both have `status` and `send`; the header method differs. */
+/**
+ * Express's `res` and Fastify's `reply` both have `status` and `send`; the header method differs. Node's own
+ * response (what a Nest middleware's error carries on platform-fastify) has neither.
+ */
 function sendJson(platform: NestPlatformName, response: unknown, status: number, value: unknown): void {
   const target = response as Sendable & { setHeader(name: string, value: string): void }
+  if (typeof target.status !== 'function') {
+    const node = response as ServerResponse
+    node.statusCode = status
+    node.setHeader('content-type', 'application/json; charset=utf-8')
+    node.end(JSON.stringify(value))
+    return
+  }
   target.status(status)
   if (platform === 'fastify') target.header('content-type', 'application/json; charset=utf-8')
   else target.setHeader('content-type', 'application/json; charset=utf-8')

@@ -303,3 +303,55 @@ describe("slowDown() keys by the adapter's rules", () => {
     expect([after.info?.used, after.waited]).toEqual([1, 0])
   })
 })
+
+describe.each(SLOW_FRAMEWORKS.filter((framework) => framework.name.startsWith('Nest')))(
+  '$name: slowDown() as a Nest middleware',
+  (framework) => {
+    it("keys by the platform's own trust-proxy setting, and does not warn when the proxy is trusted", async () => {
+      const warnings: string[] = []
+      const listen = (warning: Error & { code?: string }) => void warnings.push(warning.code ?? '')
+      process.on('warning', listen)
+      try {
+        // The harness trusts 127.0.0.1 (Express's 'loopback', Fastify's trustProxy: '127.0.0.1').
+        const app = await framework.start({ delayAfter: 10 })
+        apps.push(app)
+        const answer = await fetch(app.url, { headers: { 'x-forwarded-for': '203.0.113.9' } })
+        expect(((await answer.json()) as Answered)?.key).toBe('203.0.113.9')
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(warnings).not.toContain('RATEWINDOW_UNTRUSTED_PROXY')
+      } finally {
+        process.off('warning', listen)
+      }
+    })
+
+    it.each([
+      ['memory store (a decision made at once)', () => new MemoryStore()],
+      ['Redis store (a decision that arrives later)', () => new RedisStore({ client: standaloneClient() })],
+    ])(
+      "a bad value a callback returns goes to the app's exception filters, on the %s",
+      async (_, makeStore) => {
+        const unhandled: unknown[] = []
+        const record = (reason: unknown) => void unhandled.push(reason)
+        process.on('unhandledRejection', record)
+        try {
+          const app = await framework.start({
+            store: makeStore(),
+            prefix: `nestbad${process.pid}`,
+            delayAfter: 0,
+            delayMs: () => Number.NaN,
+          })
+          apps.push(app)
+          const answer = await fetch(app.url, { signal: AbortSignal.timeout(5_000) })
+          // The harness's filter answers a thrown error 500 with its code.
+          expect(answer.status).toBe(500)
+          expect(await answer.json()).toEqual({ error: 'ERR_RATEWINDOW_INVALID_OPTION' })
+          expect(app.handled).toBe(0)
+          await new Promise((resolve) => setImmediate(resolve))
+          expect(unhandled).toEqual([])
+        } finally {
+          process.off('unhandledRejection', record)
+        }
+      },
+    )
+  },
+)
