@@ -7,10 +7,12 @@ import {
   type Duration,
   MemoryStore,
   RateLimitError,
+  type RedisScriptRunner,
   RedisStore,
 } from '@ratewindow/core'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from './support/clock.js'
+import { until } from './support/connections.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { clientFamily, connect } from './support/redis-clients.js'
 import { RedisServer } from './support/redis-server.js'
@@ -108,6 +110,29 @@ describe('ConcurrencyLimiter: failures and bad options', () => {
     expect(await closed.acquire('k')).toMatchObject({ allowed: false, source: 'policy' })
     await new Promise((resolve) => setImmediate(resolve))
     expect(errors.length).toBeGreaterThanOrEqual(1)
+  })
+
+  it('a store without its own bound (no boundsWait): a lease granted after the timeout is released again', async () => {
+    const memory = new MemoryStore()
+    let answer: (() => void) | undefined
+    const late: ConcurrencyStore = {
+      // The acquire is applied only when the test says so, long after the limiter's timeout.
+      acquire: (request) => new Promise((resolve) => (answer = () => resolve(memory.acquire(request)))),
+      release: async (request) => memory.release(request),
+    }
+    const limiter = new ConcurrencyLimiter({
+      limit: 1,
+      store: late,
+      timeout: '20ms',
+      onStoreError: 'deny',
+      onError: () => {},
+    })
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: false, source: 'policy' })
+    answer!() // applied now, after its release
+    await until(
+      () => memory.acquire({ prefix: 'rwc', key: 'k', id: 'probe', limit: 1, leaseMs: 1_000 }).allowed,
+      'the late lease is released',
+    )
   })
 
   it('tries failed releases again in rounds: one probe while the store fails, then all at once; none past the lease', async () => {
@@ -234,6 +259,52 @@ describe('ConcurrencyLimiter on a real redis-server: a process killed while hold
     }
     expect(slot).toMatchObject({ allowed: true, inFlight: 1 })
     await slot.release()
+  })
+})
+
+describe('ConcurrencyLimiter: an acquire applied after it timed out (standalone)', () => {
+  it('is released again when its late reply arrives, even though its first release reached the store before it', async () => {
+    // A Cluster client retries a call on the promoted replica's connection while the limiter's release for it
+    // goes straight there (issue 30's failover test): the release runs first, then the late acquire takes a lease
+    // nobody releases. Two connections reproduce that order: the acquire waits behind a BLPOP on one, its release
+    // goes on the other.
+    const slow = standaloneClient()
+    const fast = standaloneClient()
+    let divert = false
+    const runner: RedisScriptRunner = {
+      family: 'two connections',
+      cluster: false,
+      evalSha(sha1, keys, args) {
+        const connection = divert ? slow : fast
+        divert = false
+        return connection.evalsha(sha1, keys.length, ...keys, ...args)
+      },
+      eval: (lua, keys, args) => fast.eval(lua, keys.length, ...keys, ...args),
+      del: (keys) => fast.del(...keys),
+    }
+    const errors: unknown[] = []
+    const store = new RedisStore({ client: runner })
+    const prefix = uniquePrefix()
+    const limiter = new ConcurrencyLimiter({
+      limit: 1,
+      lease: '1m',
+      store,
+      prefix,
+      onStoreError: 'deny',
+      timeout: '200ms',
+      onError: (error) => errors.push(error),
+    })
+    await (await limiter.acquire('warm')).release() // the script is cached on the server
+    const blocked = slow.blpop(`${prefix}:never`, 1) // the slow connection answers nothing else for 1 s
+    divert = true
+    const timedOut = await limiter.acquire('k')
+    expect(timedOut).toMatchObject({ allowed: false, source: 'policy' })
+    expect(errors).toHaveLength(1) // the timeout; its release went on the other connection, before the acquire
+    await blocked
+    await slow.ping() // answered after the late acquire: its reply has arrived
+    const leases = store.leaseKeyFor(prefix, 'k')
+    await until(async () => (await fast.zcard(leases)) === 0, 'the late lease is released (1 min lease)')
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: true, source: 'store', inFlight: 1 })
   })
 })
 

@@ -155,7 +155,10 @@ export class ConcurrencyLimiter {
       leaseMs: this.leaseMs,
     }
     const started = Date.now()
-    const decision = await this.#gateway.acquire(request)
+    const decision = await this.#gateway.acquire(request, (late) => {
+      // The lease was taken after all, perhaps after the release below reached the store: release it again.
+      if (late.allowed) void this.#release(request, started)
+    })
     if (decision === undefined) {
       // A lease may still have been taken: release it in the background when the policy lets the request in,
       // and also when it refuses it, so that a late acquire never holds a slot until its lease expires.

@@ -206,15 +206,32 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     return this.#call('reset', () => this.store.reset(target))
   }
 
-  /** Takes a lease, or resolves undefined when the store failed (reported). */
+  /**
+   * Takes a lease, or resolves undefined when the store failed (reported). A call that timed out may still be
+   * applied by the store later (a Cluster client retrying it on the promoted replica), after the release sent for
+   * it: `onLate` receives that late lease, so that the limiter releases it again.
+   */
   async acquire(
     this: StoreGateway<ConcurrencyStore>,
     request: LeaseRequest,
+    onLate: (decision: LeaseDecision) => void,
   ): Promise<LeaseDecision | undefined> {
+    const late = new LateReply<LeaseDecision>()
+    let sent: PromiseLike<LeaseDecision> = late
     try {
-      return await this.#call('acquire', (within) => this.store.acquire(request, within), true)
+      return await this.#call(
+        'acquire',
+        (within) => {
+          const pending = this.store.acquire(request, within && { ...within, late })
+          if (isThenable(pending) && within === undefined) sent = pending
+          return pending
+        },
+        true,
+      )
     } catch (error) {
       this.#onError(error, { operation: 'acquire', key: request.key })
+      // A late rejection was reported already, as the timeout.
+      sent.then(onLate, () => {})
       return undefined
     }
   }

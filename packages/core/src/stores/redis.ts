@@ -155,6 +155,11 @@ const LEASE_PREPARED: Prepared = {
   penalty: undefined,
 }
 
+/** The lease script's reply { allowed, in flight, ms until the earliest lease expires } as a `LeaseDecision`. */
+function toLeaseDecision(reply: number[]): LeaseDecision {
+  return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
+}
+
 /** One script call waiting for its group: the single-call script's keys and arguments. */
 interface Call {
   readonly prepared: Prepared
@@ -318,7 +323,14 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
    * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
    */
-  async acquire(request: LeaseRequest, within?: CallBound): Promise<LeaseDecision> {
+  async acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
+    const late = within?.late
+    // A late lease reaches the limiter as a `LeaseDecision`, for its release.
+    const bound: Within<number[]> | undefined = within && {
+      timeoutMs: within.timeoutMs,
+      call: within.call,
+      late: late && { arrive: (reply) => late.arrive(toLeaseDecision(reply)) },
+    }
     const reply = await this.#lease(
       request.prefix,
       request.key,
@@ -329,9 +341,9 @@ export class RedisStore implements Store, ConcurrencyStore {
         String(request.limit),
         String(request.leaseMs),
       ],
-      within,
+      bound,
     )
-    return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
+    return toLeaseDecision(reply)
   }
 
   async release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Promise<void> {
@@ -339,7 +351,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       request.prefix,
       request.key,
       [String(LEASE_MODE.release), String(this.#now()), request.id, '0', '0'],
-      within,
+      within && { timeoutMs: within.timeoutMs, call: within.call },
     )
   }
 
@@ -352,9 +364,14 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Queues a lease script call for its node, grouped like decisions (lease calls of one slot in one execution,
    * apart from decisions); `within` bounds the wait once sent.
    */
-  #lease(prefix: string, key: string, args: string[], within: CallBound | undefined): Promise<number[]> {
+  #lease(
+    prefix: string,
+    key: string,
+    args: string[],
+    within: Within<number[]> | undefined,
+  ): Promise<number[]> {
     const leaseKey = this.leaseKeyFor(prefix, key)
-    return this.#submit(leaseKey, LEASE_PREPARED, [leaseKey], args, within as Within<number[]> | undefined)
+    return this.#submit(leaseKey, LEASE_PREPARED, [leaseKey], args, within)
   }
 
   /** Queues one script call for the node of `key` (its hash slot on a Cluster). */

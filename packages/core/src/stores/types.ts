@@ -104,12 +104,18 @@ export interface Store {
   readonly boundsWait?: boolean
 }
 
-/** How long a call of a store with `boundsWait` may take once sent, and where a late reply goes. */
-export interface CallBound {
+/**
+ * How long a call of a store with `boundsWait` may take once sent, and where a late reply goes. `T` is the reply:
+ * a `Decision` for `consume`, a `LeaseDecision` for `acquire`.
+ */
+export interface CallBound<T = Decision> {
   /** Longest wait for the call once sent, ms: then it rejects with `ERR_RATEWINDOW_STORE_TIMEOUT`. */
   timeoutMs: number
-  /** Receives the decision of a consume that the store applied after it timed out (for late refunds). */
-  late?: { arrive(decision: Decision): void } | undefined
+  /**
+   * Receives the reply of a call that the store applied after it timed out: a consume's decision (for late
+   * refunds), an acquire's lease (released then: its release may have reached the store before it).
+   */
+  late?: { arrive(reply: T): void } | undefined
   /** Given when the limiter reports store calls (`onStoreCall`): the store fills it in when the call is sent. */
   call?: CallReport | undefined
 }
@@ -149,7 +155,7 @@ export interface LeaseDecision {
  */
 export interface ConcurrencyStore {
   /** `within` is given to a store with `boundsWait` (see `Store.boundsWait`); others ignore it. */
-  acquire(request: LeaseRequest, within?: CallBound): Awaitable<LeaseDecision>
+  acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Awaitable<LeaseDecision>
   release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Awaitable<void>
   readonly boundsWait?: boolean
 }
