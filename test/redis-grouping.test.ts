@@ -21,6 +21,7 @@ import {
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clusterSlot } from '../packages/core/src/stores/cluster-slot.js'
+import { until } from './support/connections.js'
 import { clusterClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
 import { uniquePrefix } from './support/redis-store-suite.js'
@@ -283,7 +284,10 @@ describe('grouped decisions', () => {
     expect(new Set(errors).size).toBe(1)
     await client.ping()
     // The refused decision that was sent is refunded once the server answers; those that waited were never sent.
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await until(
+      async () => (await limiter.peek('k', { cost: 0 })).remaining === 5,
+      'the late decision is refunded (remaining back to 5)',
+    )
     expect(await limiter.peek('k', { cost: 0 })).toMatchObject({ source: 'store', remaining: 5 })
   })
 

@@ -10,6 +10,7 @@ import { parseList } from 'structured-headers'
 import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
+import { until } from '../support/connections.js'
 import {
   type AppSpec,
   FRAMEWORKS,
@@ -300,10 +301,14 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       controller.abort()
       expect(await aborted).toBe('aborted')
       let status = 0
-      for (let i = 0; i < 100 && status !== 200; i++) {
-        status = (await request(url).get('/')).status
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await until(
+        async () => {
+          status = (await request(url).get('/')).status
+          return status === 200
+        },
+        'the closed connection gives its slot back (GET / answers 200)',
+        { every: 10 },
+      )
       expect(status).toBe(200)
       releaseHeld()
     })

@@ -7,6 +7,7 @@ import { MemoryStore, RedisStore } from '@ratewindow/core'
 import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type CommonOptions, FRAMEWORKS, type RunningApp } from '../http/harness.js'
+import { until } from '../support/connections.js'
 import { CLIENT_FAMILIES, type Connected } from '../support/redis-clients.js'
 import { RedisServer } from '../support/redis-server.js'
 
@@ -36,11 +37,16 @@ afterAll(() => {
 const fromStore = (response: request.Response) => response.headers['ratelimit-limit'] !== undefined
 
 async function untilStoreAnswers(url: string): Promise<number> {
-  for (let attempt = 1; attempt <= 200; attempt++) {
-    if (fromStore(await request(url).get('/').timeout(5_000))) return attempt
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('limiting did not resume within 200 attempts')
+  let attempts = 0
+  await until(
+    async () => {
+      attempts++
+      return fromStore(await request(url).get('/').timeout(5_000))
+    },
+    `the store answers ${url} again (limiting resumed)`,
+    { within: 20_000, every: 50 },
+  )
+  return attempts
 }
 
 describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framework }) => {

@@ -1,4 +1,4 @@
-/** Clients that HTTP tests control by hand: requests on connections of their own, and polling for the server. */
+/** Clients that tests control by hand (requests on connections of their own), and `until`: polling, bounded, for what happens out of sight. */
 import { request as httpRequest } from 'node:http'
 
 /** A request on a connection of its own, which the test closes whenever it likes. */
@@ -17,13 +17,28 @@ export function open(url: string): { status: number | undefined; close(): void }
   return client
 }
 
+/** How `until` polls: the longest it waits, and the pause between two looks. */
+export interface Bound {
+  /** Longest wait before the test fails, ms, on real time. @default 5_000 */
+  within?: number
+  /** Pause between two looks at the condition, ms. @default 5 */
+  every?: number
+}
+
 /**
- * Polls `condition` (every 5 ms, 5 s at most, on real timers): for what the server does out of the client's sight.
+ * Polls `condition` on real timers until it holds, for at most `within` ms (5 s unless said): for what a server,
+ * a store or another process does out of the test's sight. Fails naming `what` it waited for, and for how long.
  */
-export async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1_000; i++) {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  { within = 5_000, every = 5 }: Bound = {},
+): Promise<void> {
+  const started = Date.now()
+  for (;;) {
     if (await condition()) return
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    if (Date.now() - started >= within) break
+    await new Promise((resolve) => setTimeout(resolve, every))
   }
-  throw new Error(`timed out waiting until ${what}`)
+  throw new Error(`timed out after ${Date.now() - started} ms (bound ${within} ms) waiting until ${what}`)
 }

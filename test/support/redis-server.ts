@@ -129,13 +129,16 @@ export class RedisServer {
   }
 }
 
+/** How long a Cluster node may be unreachable before it is failing (`cluster-node-timeout`), ms. */
+export const CLUSTER_NODE_TIMEOUT_MS = 1_000
+
 const CLUSTER_NODE_ARGS = [
   '--cluster-enabled',
   'yes',
   '--cluster-config-file',
   'nodes.conf',
   '--cluster-node-timeout',
-  '1000',
+  String(CLUSTER_NODE_TIMEOUT_MS),
   '--cluster-require-full-coverage',
   'no',
   // A replica may always take over: an idle test cluster would otherwise look too stale to fail over.

@@ -18,6 +18,7 @@ import {
 import { describeStoreConformance } from '@ratewindow/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from './connections.js'
 import { redisEnvironment } from './redis.js'
 import { type Address, type ClientFamily, connect } from './redis-clients.js'
 import { RedisClusterProcesses, RedisServer } from './redis-server.js'
@@ -319,10 +320,14 @@ function describeScriptReloads(family: ClientFamily): void {
       await server.kill()
       await server.restart() // no persistence: keys and scripts are gone
       let decision: Decision | undefined
-      for (let attempt = 0; attempt < 200 && decision === undefined; attempt++) {
-        decision = await store.consume(request).catch(() => undefined) // until the client has reconnected
-        if (decision === undefined) await new Promise((resolve) => setTimeout(resolve, 25))
-      }
+      await until(
+        async () => {
+          decision = await store.consume(request).catch(() => undefined)
+          return decision !== undefined
+        },
+        'the client reconnects to the restarted server and a decision succeeds',
+        { within: 10_000, every: 25 },
+      )
       expect(decision).toMatchObject({ allowed: true, outcomes: [{ remaining: 4 }] })
       expect(await scriptCalls(server.port)).toMatchObject({ eval: 1 })
     })
