@@ -252,11 +252,16 @@ describe('ConcurrencyLimiter on a real redis-server: a process killed while hold
       expect(Number(score)).toBeLessThanOrEqual(Number(time) * 1_000 + 1_000 + 1_000)
     // Poll (bounded) on the real server clock until both slots are back.
     let slot = await limiter.acquire('k')
-    for (let i = 0; i < 100 && !(slot.allowed && slot.inFlight === 1); i++) {
-      await slot.release()
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      slot = await limiter.acquire('k')
-    }
+    await until(
+      async () => {
+        if (slot.allowed && slot.inFlight === 1) return true
+        await slot.release()
+        slot = await limiter.acquire('k')
+        return false
+      },
+      'the leases of 1 s run out on the server clock (both slots back)',
+      { within: 10_000, every: 100 },
+    )
     expect(slot).toMatchObject({ allowed: true, inFlight: 1 })
     await slot.release()
   })
@@ -308,13 +313,19 @@ describe('ConcurrencyLimiter: an acquire applied after it timed out (standalone)
   })
 })
 
-/** Acquires (bounded, 100 ms apart) until the store answers `allowed`; the last result. */
+/** Acquires (100 ms apart, bounded) until the store answers `allowed`; the last result. */
 async function acquireOnceBack(limiter: ConcurrencyLimiter, key: string) {
   let slot = await limiter.acquire(key)
-  for (let i = 0; i < 100 && !(slot.source === 'store' && slot.allowed); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    slot = await limiter.acquire(key)
-  }
+  await until(
+    async () => {
+      if (slot.source === 'store' && slot.allowed) return true
+      slot = await limiter.acquire(key)
+      return false
+    },
+    () =>
+      `the restarted server gives a slot of ${key} (last answer: ${slot.source}, allowed ${slot.allowed})`,
+    { within: 10_000, every: 100 },
+  )
   return slot
 }
 

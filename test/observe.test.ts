@@ -17,6 +17,7 @@ import {
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
+import { until } from './support/connections.js'
 import { standaloneClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
 
@@ -400,11 +401,16 @@ describe('events with Redis faults', () => {
     expect(seen.calls.filter((call) => call.store === 'fallback' && call.error === undefined)).toHaveLength(2)
     // The server is back: after the cooldown one probe is let through and closes the circuit.
     clock.advance(1_000)
-    for (let attempt = 0; attempt < 100; attempt++) {
-      if ((await open.limit(`probe${attempt}`)).source === 'store') break
-      clock.advance(1_000)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    let probes = 0
+    await until(
+      async () => {
+        if ((await open.limit(`probe${probes++}`)).source === 'store') return true
+        clock.advance(1_000)
+        return false
+      },
+      'a probe reaches the restarted server and closes the circuit',
+      { within: 10_000, every: 50 },
+    )
     const changes = seen.breakers.filter((event) => event.limiter === 'open').map((e) => `${e.from}>${e.to}`)
     expect(changes[0]).toBe('closed>open')
     expect(changes).toContain('open>half-open')

@@ -68,7 +68,7 @@ describe.each(CLIENT_FAMILIES)('RedisStore with $name on a Cluster during a fail
         }
         return false
       },
-      `${family.name} decides on the promoted replica (answers so far: ${sources.length})`,
+      () => `${family.name} decides on the promoted replica (answers so far: ${sources.join(', ')})`,
       { within: FAILOVER_MS, every: 100 },
     )
     expect(sources).toContain('policy') // answered by the policy during the failover, never hung

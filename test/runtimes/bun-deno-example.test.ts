@@ -12,6 +12,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
+import { until } from '../support/connections.js'
 import { redisEnvironment } from '../support/redis.js'
 import { root } from './project.js'
 
@@ -67,14 +68,23 @@ async function startExample(script: string, env: Record<string, string>): Promis
     output += chunk
   })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) break
-    // Asked as a client of its own: the answers below count for other clients.
-    const answer = await fetch(url, { headers: { 'x-forwarded-for': '198.18.255.1' } }).catch(() => undefined)
-    if (answer !== undefined) return url
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${script} did not answer:\n${output}`)
+  const running = child
+  let answered = false
+  await until(
+    async () => {
+      if (running.exitCode !== null) return true
+      // Asked as a client of its own: the answers below count for other clients.
+      answered = await fetch(url, { headers: { 'x-forwarded-for': '198.18.255.1' } }).then(
+        () => true,
+        () => false,
+      )
+      return answered
+    },
+    `${script} answers on ${url} (its output so far:\n${output})`,
+    { within: 30_000, every: 100 },
+  ).catch(() => {})
+  if (answered) return url
+  throw new Error(`${script} did not answer within 30 s (exit code ${running.exitCode}):\n${output}`)
 }
 
 let runs = 0

@@ -207,12 +207,15 @@ function workerdRuntime(): Start {
 
 /** Resolves once `count` requests are parked in GET /hold (bounded: fails after 5 s). */
 async function waitForHeld(app: RemoteApp, count: number): Promise<void> {
-  let held = await app.held()
-  for (let i = 0; i < 500 && held < count; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    held = await app.held()
-  }
-  if (held < count) throw new Error(`only ${held} of ${count} requests reached /hold`)
+  let held = 0
+  await until(
+    async () => {
+      held = await app.held()
+      return held >= count
+    },
+    () => `${count} requests are parked in GET /hold (${held} are)`,
+    { every: 10 },
+  )
 }
 
 /** The stores of the whole suite: memory, and RedisStore over ioredis on the suite's redis-server. */
@@ -455,10 +458,14 @@ describe.each([...(Object.keys(RUNTIMES) as Runtime[]), 'workerd'] as const)('Ho
         controller.abort()
         expect(await aborted).toBe('aborted')
         let status = 0
-        for (let i = 0; i < 100 && status !== 200; i++) {
-          status = (await request(app.url).get('/')).status
-          if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
-        }
+        await until(
+          async () => {
+            status = (await request(app.url).get('/')).status
+            return status === 200
+          },
+          'the closed connection gives its slot back (GET / answers 200)',
+          { every: 10 },
+        )
         expect(status).toBe(200)
       })
 

@@ -27,11 +27,12 @@ export interface Bound {
 
 /**
  * Polls `condition` on real timers until it holds, for at most `within` ms (5 s unless said): for what a server,
- * a store or another process does out of the test's sight. Fails naming `what` it waited for, and for how long.
+ * a store or another process does out of the test's sight. Fails naming `what` it waited for (a function is read
+ * at the failure, to say where things stood), and for how long.
  */
 export async function until(
   condition: () => boolean | Promise<boolean>,
-  what: string,
+  what: string | (() => string),
   { within = 5_000, every = 5 }: Bound = {},
 ): Promise<void> {
   const started = Date.now()
@@ -40,5 +41,7 @@ export async function until(
     if (Date.now() - started >= within) break
     await new Promise((resolve) => setTimeout(resolve, every))
   }
-  throw new Error(`timed out after ${Date.now() - started} ms (bound ${within} ms) waiting until ${what}`)
+  const waited = Date.now() - started
+  const described = typeof what === 'function' ? what() : what
+  throw new Error(`timed out after ${waited} ms (bound ${within} ms) waiting until ${described}`)
 }
