@@ -2,60 +2,19 @@ import {
   fixedWindow,
   gcra,
   type PenaltyOptions,
-  RateLimiter,
-  type RateLimiterOptions,
   type Rule,
-  type Store,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
 import fc from 'fast-check'
-import { TestClock } from './clock.js'
+import { buildRule, reservationArbitrary, time, traceArbitrary } from './conformance/arbitraries.js'
+import { MINUTE, nextPrefix, SECOND, suiteContext } from './conformance/context.js'
+import type { StoreUnderTest, TestFunctions } from './conformance/types.js'
 import { PenaltyReference, type PenaltySpec } from './penalty-reference.js'
 import { type Admission, decide, fits, reserve } from './reference.js'
 
-/**
- * The store under test. Its time must be `clock`: pass `clock.read` to its `clock` option, as `MemoryStore` and
- * `RedisStore` take it, so that the suite can move time without waiting.
- */
-export interface StoreUnderTest {
-  /** Shown in the names of the tests, e.g. `'PostgresStore'`. */
-  name: string
-  /** A store whose time is `clock`; called for each test (return the same store or a new one). */
-  createStore(clock: TestClock): Store | Promise<Store>
-  /** Runs per property (fast-check); a store with round trips may want fewer. @default 200 */
-  numRuns?: number
-  /**
-   * Whether the store must reserve slots (`reservations: true`, for `delay` and `wait()`): then one that does
-   * not fails the reservation tests. Otherwise they run only for a store that says it reserves. @default false
-   */
-  reserves?: boolean
-  /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
-  timeout?: number
-}
-
-/** The test functions of the runner, as vitest and jest give them: `import { describe, it, expect } from 'vitest'`. */
-export interface TestFunctions {
-  describe: (name: string, body: () => void) => unknown
-  it: (name: string, body: () => Promise<unknown>, timeout?: number) => unknown
-  expect: Expect
-}
-
-/** The part of `expect` the suite uses (vitest's and jest's both fit). */
-export type Expect = (actual: unknown) => {
-  toBe(expected: unknown): unknown
-  toEqual(expected: unknown): unknown
-  toMatchObject(expected: Record<string, unknown>): unknown
-  toBeLessThanOrEqual(expected: number): unknown
-  toBeUndefined(): unknown
-}
-
-const SECOND = 1_000
-const MINUTE = 60_000
-let uniquePrefix = 0
-/** Distinct per test file: several files may run in one process, one after the other, on the same servers. */
-const run = Math.random().toString(36).slice(2, 8)
+export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.js'
 
 /**
  * Registers the store conformance suite (the one MemoryStore and RedisStore pass) with the caller's test runner:
@@ -67,36 +26,7 @@ const run = Math.random().toString(36).slice(2, 8)
  * describeStoreConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
  */
 export function describeStoreConformance(test: TestFunctions, subject: StoreUnderTest): void {
-  const { describe, expect } = test
-  const timeout = subject.timeout ?? 120_000
-  const it = (name: string, body: () => Promise<unknown>) => test.it(name, body, timeout)
-  /** `it.each` of one label and one value per case, in the form both runners share. */
-  const each =
-    <T>(cases: readonly (readonly [string, T])[]) =>
-    (title: string, body: (label: string, value: T) => Promise<unknown>) => {
-      for (const [label, value] of cases) it(title.replace('%s', label), () => body(label, value))
-    }
-  const environment = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
-  const numRuns = Number(environment?.PROPERTY_RUNS ?? subject.numRuns ?? 200)
-
-  async function setup(
-    rules: Rule | Rule[],
-    start = 1_700_000_040_000,
-    more: Partial<RateLimiterOptions> = {},
-  ) {
-    const clock = new TestClock(start)
-    const store = await subject.createStore(clock)
-    // Decisions are compared here, not latency: a generous timeout keeps the failure policy out of it on a
-    // loaded machine.
-    const limiter = new RateLimiter({
-      rules,
-      store,
-      prefix: `t${run}x${uniquePrefix++}`,
-      timeout: '30s',
-      ...more,
-    })
-    return { clock, store, limiter }
-  }
+  const { describe, it, each, expect, numRuns, setup } = suiteContext(test, subject)
 
   describe(`${subject.name}: worked examples from the reference articles`, () => {
     it('article 000 (log, 10 per 60 s): allowed with 9 and 8 left, the 11th denied until the oldest leaves', async () => {
@@ -696,7 +626,7 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
       const { clock, store } = await setup(rules, 1_700_000_000_000)
       if (subject.reserves === true) expect(store.reservations).toBe(true)
       if (store.reservations !== true) return undefined
-      const prefix = `t${run}x${uniquePrefix++}`
+      const prefix = nextPrefix()
       const consume = (key: string, cost: number, within: number) =>
         Promise.resolve(store.consume({ prefix, key, rules, cost, reserve: within }))
       const refund = (key: string, cost: number, at: number) =>
@@ -945,104 +875,5 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
         { numRuns },
       )
     })
-  })
-}
-
-type RuleSpec =
-  | { kind: 'fixed' | 'log' | 'counter'; limit: number; window: number }
-  | { kind: 'bucket'; capacity: number; refillRate: number; interval: number }
-  | { kind: 'gcra'; limit: number; window: number; burst: number }
-
-/** Rules are generated as plain specs, so that fast-check prints a failing trace readably. */
-export function buildRule(spec: RuleSpec): Rule {
-  // The factories refuse unknown option names, so `kind` stays out of what they receive.
-  switch (spec.kind) {
-    case 'bucket': {
-      const { kind: _, ...options } = spec
-      return tokenBucket(options)
-    }
-    case 'gcra': {
-      const { kind: _, ...options } = spec
-      return gcra(options)
-    }
-    default: {
-      const { kind, ...options } = spec
-      if (kind === 'fixed') return fixedWindow(options)
-      return kind === 'log' ? slidingWindowLog(options) : slidingWindowCounter(options)
-    }
-  }
-}
-
-/**
- * Times are in whole seconds plus a few ms: Redis expires keys by its own wall clock while the traces run on a
- * simulated one, so a state that matters for only a few simulated ms could vanish between two steps of a slow
- * run. Seconds keep every TTL far above a run's real duration except in the last ms before an expiry.
- */
-const time = (minSeconds: number, maxSeconds: number) =>
-  fc
-    .tuple(fc.integer({ min: minSeconds, max: maxSeconds }), fc.integer({ min: 0, max: 3 }))
-    .map(([seconds, ms]) => seconds * 1_000 + ms)
-const windowSpec = { limit: fc.integer({ min: 2, max: 6 }), window: time(10, 3_000) }
-const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
-  fc.record({ kind: fc.constantFrom('fixed' as const, 'log' as const, 'counter' as const), ...windowSpec }),
-  fc.record({
-    kind: fc.constant('bucket' as const),
-    capacity: fc.integer({ min: 2, max: 6 }),
-    refillRate: fc.integer({ min: 1, max: 5 }),
-    interval: time(10, 1_000),
-  }),
-  fc.record({
-    kind: fc.constant('gcra' as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    window: time(10, 3_000),
-    burst: fc.integer({ min: 2, max: 6 }),
-  }),
-)
-
-/** Rule sets of algorithms that reserve (1-2 rules) and traces of (delay, key, cost, longest wait). */
-function reservationArbitrary() {
-  return fc.record({
-    rules: fc.uniqueArray(
-      ruleSpecArbitrary.filter(
-        (spec) => spec.kind === 'log' || spec.kind === 'bucket' || spec.kind === 'gcra',
-      ),
-      {
-        minLength: 1,
-        maxLength: 2,
-        selector: buildRule,
-        comparator: (a, b) => a.id === b.id || a.name === b.name,
-      },
-    ),
-    steps: fc.array(
-      fc.record({
-        delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), time(0, 50), time(0, 2_000)),
-        key: fc.constantFrom('a', 'b'),
-        cost: fc.integer({ min: 1, max: 2 }),
-        reserve: fc.oneof(fc.constant(0), time(0, 100), time(0, 3_000)),
-      }),
-      { minLength: 1, maxLength: 40 },
-    ),
-  })
-}
-
-/** Random rule sets (1-3 rules with distinct ids and names) and traces of (delay, key, cost, limit | peek). */
-function traceArbitrary() {
-  return fc.record({
-    rules: fc.uniqueArray(ruleSpecArbitrary, {
-      minLength: 1,
-      maxLength: 3,
-      // Rules in one limiter need distinct storage ids and distinct policy names.
-      selector: buildRule,
-      comparator: (a, b) => a.id === b.id || a.name === b.name,
-    }),
-    steps: fc.array(
-      fc.record({
-        delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), time(0, 50), time(0, 4_000)),
-        key: fc.constantFrom('a', 'b'),
-        cost: fc.integer({ min: 0, max: 2 }),
-        action: fc.constantFrom('limit', 'limit', 'limit', 'peek'),
-      }),
-      { minLength: 1, maxLength: 40 },
-    ),
   })
 }

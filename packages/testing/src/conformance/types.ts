@@ -1,0 +1,39 @@
+/** The public types of the conformance suite: the store under test and the runner's test functions. */
+import type { Store } from '@ratewindow/core'
+import type { TestClock } from '../clock.js'
+
+/**
+ * The store under test. Its time must be `clock`: pass `clock.read` to its `clock` option, as `MemoryStore` and
+ * `RedisStore` take it, so that the suite can move time without waiting.
+ */
+export interface StoreUnderTest {
+  /** Shown in the names of the tests, e.g. `'PostgresStore'`. */
+  name: string
+  /** A store whose time is `clock`; called for each test (return the same store or a new one). */
+  createStore(clock: TestClock): Store | Promise<Store>
+  /** Runs per property (fast-check); a store with round trips may want fewer. @default 200 */
+  numRuns?: number
+  /**
+   * Whether the store must reserve slots (`reservations: true`, for `delay` and `wait()`): then one that does
+   * not fails the reservation tests. Otherwise they run only for a store that says it reserves. @default false
+   */
+  reserves?: boolean
+  /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
+  timeout?: number
+}
+
+/** The test functions of the runner, as vitest and jest give them: `import { describe, it, expect } from 'vitest'`. */
+export interface TestFunctions {
+  describe: (name: string, body: () => void) => unknown
+  it: (name: string, body: () => Promise<unknown>, timeout?: number) => unknown
+  expect: Expect
+}
+
+/** The part of `expect` the suite uses (vitest's and jest's both fit). */
+export type Expect = (actual: unknown) => {
+  toBe(expected: unknown): unknown
+  toEqual(expected: unknown): unknown
+  toMatchObject(expected: Record<string, unknown>): unknown
+  toBeLessThanOrEqual(expected: number): unknown
+  toBeUndefined(): unknown
+}
