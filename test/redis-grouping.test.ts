@@ -389,6 +389,7 @@ describe('a flood of concurrent decisions in one process (issue 18: 19× the lim
       // each sees only its own share, and Redis's time on the others' calls counts against its timeout: measured
       // by `pnpm --filter @ratewindow/bench redis-flood`, not asserted on a machine shared with other tests.)
       const connection = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+      await connection.ping() // connected, as an application's client is by the time a flood comes
       const prefix = uniquePrefix()
       const limiters = Array.from(
         { length: 10 },
