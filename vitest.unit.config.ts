@@ -1,0 +1,18 @@
+/**
+ * The fast inner loop (`pnpm test:unit [path]`): the packages' own unit tests on memory stores, with no Redis
+ * server started and no Redis test included. `pnpm test:unit packages/core` runs core's in well under a minute.
+ * `pnpm test` (and `pnpm test:all`, which CI runs) still runs everything.
+ */
+import { defineConfig } from 'vitest/config'
+import base from './vitest.config.js'
+
+export default defineConfig({
+  ...base,
+  test: {
+    ...base.test,
+    include: ['packages/*/test/**/*.test.ts'],
+    // These start or reach a redis-server (the global setup's, or one of their own): `pnpm test` runs them.
+    exclude: ['packages/otel/test/metrics.test.ts', 'packages/testing/test/kit.test.ts'],
+    globalSetup: [],
+  },
+})
