@@ -20,7 +20,7 @@ import {
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { clusterSlot } from '../packages/core/src/stores/cluster-slot.js'
+import { clusterSlot } from '../packages/core/src/stores/redis/cluster-slot.js'
 import { until } from './support/connections.js'
 import { clusterClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'

@@ -16,7 +16,7 @@ import {
 import { Cluster, Redis } from 'ioredis'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis-groups.js'
+import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis/groups.js'
 import { FRAMEWORKS } from '../http/harness.js'
 import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
 

@@ -1,5 +1,5 @@
 /**
- * An in-process twin of the SyncedStore sync script (packages/core/src/sync/script.ts), for simulations that
+ * An in-process twin of the SyncedStore sync script (packages/core/src/stores/synced/script.ts), for simulations that
  * replay many requests with a driven clock: the same arithmetic on a Map instead of Redis hashes (TTLs are
  * implied by the window indexes). test/synced-store.test.ts demands that both give identical decisions.
  */

@@ -1,4 +1,3 @@
-export { AccessList, type AccessListEntries, type AccessListOption } from './access-list.js'
 export {
   type AlgorithmName,
   fixedWindow,
@@ -12,23 +11,9 @@ export {
   tokenBucket,
   type WindowRuleOptions,
 } from './algorithms/index.js'
-export type { BlockedCacheOptions } from './blocked-cache.js'
-export type { CircuitBreakerOptions } from './circuit-breaker.js'
-export {
-  ConcurrencyLimiter,
-  type ConcurrencyLimiterOptions,
-  type ConcurrencyResult,
-} from './concurrency.js'
-export type { DelayTimers } from './delay-queue.js'
-export type { Duration, DurationUnit } from './duration.js'
-export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './errors.js'
-export {
-  type HeaderFormat,
-  type HeaderOptions,
-  headerReset,
-  partitionKey,
-  rateLimitHeaders,
-} from './headers.js'
+export type { PenaltyOptions } from './algorithms/penalty.js'
+export type { CircuitBreakerOptions } from './gateway/circuit-breaker.js'
+export { AccessList, type AccessListEntries, type AccessListOption } from './http/access-list.js'
 export {
   type ClosableSocket,
   type Defer,
@@ -38,7 +23,15 @@ export {
   HttpRateLimiter,
   socketClosed,
   type TrackedResponse,
-} from './http.js'
+} from './http/engine.js'
+export {
+  type HeaderFormat,
+  type HeaderOptions,
+  headerReset,
+  partitionKey,
+  rateLimitHeaders,
+} from './http/headers.js'
+export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './http/keys.js'
 export {
   type ConcurrencyOptions,
   DELAY_DEFAULTS,
@@ -46,9 +39,15 @@ export {
   HTTP_DEFAULTS,
   type HttpRateLimitOptions,
   type ResponseBody,
-} from './http-options.js'
-export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './keys.js'
-export { type LimitOptions, RateLimiter, WaitExceededError, type WaitOptions } from './limiter.js'
+} from './http/options.js'
+export type { BlockedCacheOptions } from './limiter/blocked-cache.js'
+export {
+  ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  type ConcurrencyResult,
+} from './limiter/concurrency.js'
+export { type LimitOptions, RateLimiter, WaitExceededError, type WaitOptions } from './limiter/limiter.js'
+export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
 export {
   type BreakerEvent,
   type BreakerState,
@@ -60,9 +59,6 @@ export {
   type StoreCallEvent,
   type StoreErrorKind,
 } from './observe.js'
-export { namesOf, type PeerOptionName, rejectUnknownOptions } from './option-names.js'
-export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './options.js'
-export type { PenaltyOptions } from './penalty.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
 export {
   SLOW_DOWN_DEFAULTS,
@@ -70,17 +66,8 @@ export {
   SlowDownEngine,
   type SlowDownInfo,
   type SlowDownOptions,
-} from './slow-down.js'
-export {
-  glideRunner,
-  ioredisRunner,
-  nodeRedisRunner,
-  type RedisClient,
-  type RedisScriptRunner,
-  scriptRunnerFor,
-} from './stores/clients/index.js'
-export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
-export { RedisStore, type RedisStoreOptions } from './stores/redis.js'
+} from './slow-down/engine.js'
+export { MemoryStore, type MemoryStoreOptions } from './stores/local/memory.js'
 export {
   acquireLease,
   applyToKeyState,
@@ -92,8 +79,17 @@ export {
   keyStateId,
   type LeaseState,
   releaseLease,
-} from './stores/remote.js'
-export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced.js'
+} from './stores/local/remote.js'
+export {
+  glideRunner,
+  ioredisRunner,
+  nodeRedisRunner,
+  type RedisClient,
+  type RedisScriptRunner,
+  scriptRunnerFor,
+} from './stores/redis/clients/index.js'
+export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.js'
+export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced/synced.js'
 export type {
   Awaitable,
   CallBound,
@@ -107,4 +103,8 @@ export type {
   StoreRequest,
   StoreTarget,
 } from './stores/types.js'
-export type { WaitSignal } from './wait-queue.js'
+export type { Duration, DurationUnit } from './support/duration.js'
+export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './support/errors.js'
+export { namesOf, type PeerOptionName, rejectUnknownOptions } from './support/option-names.js'
+export type { DelayTimers } from './time/delay-queue.js'
+export type { WaitSignal } from './time/wait-queue.js'

@@ -1,5 +1,5 @@
-import { guardedObserver } from './report.js'
 import type { DecisionSource, RateLimitResult } from './result.js'
+import { guardedObserver } from './support/report.js'
 
 /**
  * Every outcome of a decision, the one list observers and OpenTelemetry report (`DecisionOutcome`):

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { AccessList } from '../src/access-list.js'
-import { RateLimitError } from '../src/errors.js'
+import { AccessList } from '../src/http/access-list.js'
+import { RateLimitError } from '../src/support/errors.js'
 
 describe('AccessList', () => {
   it('matches IPv4 addresses and networks, also written IPv4-mapped', () => {

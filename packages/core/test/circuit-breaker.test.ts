@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { failureKind } from '../src/circuit-breaker.js'
+import { failureKind } from '../src/gateway/circuit-breaker.js'
 import { type Decision, fixedWindow, RateLimiter, type StoreRequest, type StoreTarget } from '../src/index.js'
 import { CountingStore } from './support/counting-store.js'
 

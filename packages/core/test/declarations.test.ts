@@ -37,13 +37,13 @@ function emitDeclarations(): void {
 describe('published declarations of @ratewindow/core', () => {
   it('leave @internal members out, and typecheck on their own', () => {
     emitDeclarations()
-    const limiter = readFileSync(join(out, 'limiter.d.ts'), 'utf8')
+    const limiter = readFileSync(join(out, 'limiter/limiter.d.ts'), 'utf8')
     expect(limiter).toContain('limit(key: string')
     expect(limiter).not.toContain('limitNow')
-    const http = readFileSync(join(out, 'http.d.ts'), 'utf8')
+    const http = readFileSync(join(out, 'http/engine.d.ts'), 'utf8')
     expect(http).toContain('followSettle(')
     expect(http).not.toMatch(/\blimiter\?: RateLimiter/)
-    expect(readFileSync(join(out, 'access-list.d.ts'), 'utf8')).not.toContain('keyed')
+    expect(readFileSync(join(out, 'http/access-list.d.ts'), 'utf8')).not.toContain('keyed')
     const check = ts.createProgram([join(out, 'index.d.ts')], {
       strict: true,
       noEmit: true,

@@ -5,28 +5,28 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { BLOCKED_CACHE_DEFAULTS } from '../src/blocked-cache.js'
-import { CIRCUIT_BREAKER_DEFAULTS } from '../src/circuit-breaker.js'
-import { CONCURRENCY_DEFAULTS } from '../src/concurrency.js'
-import { DELAY_DEFAULTS } from '../src/http-options.js'
-import { WAIT_DEFAULTS } from '../src/limiter.js'
-import { PENALTY_DEFAULTS } from '../src/penalty.js'
-import { SLOW_DOWN_DEFAULTS } from '../src/slow-down.js'
-import { MEMORY_STORE_DEFAULTS } from '../src/stores/memory.js'
-import { REDIS_STORE_DEFAULTS } from '../src/stores/redis.js'
-import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced.js'
+import { PENALTY_DEFAULTS } from '../src/algorithms/penalty.js'
+import { CIRCUIT_BREAKER_DEFAULTS } from '../src/gateway/circuit-breaker.js'
+import { DELAY_DEFAULTS } from '../src/http/options.js'
+import { BLOCKED_CACHE_DEFAULTS } from '../src/limiter/blocked-cache.js'
+import { CONCURRENCY_DEFAULTS } from '../src/limiter/concurrency.js'
+import { WAIT_DEFAULTS } from '../src/limiter/limiter.js'
+import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/engine.js'
+import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory.js'
+import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/redis.js'
+import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced/synced.js'
 
 const CLASSES: [string, string, Record<string, unknown>][] = [
-  ['MemoryStoreOptions', 'stores/memory.ts', MEMORY_STORE_DEFAULTS],
-  ['RedisStoreOptions', 'stores/redis.ts', REDIS_STORE_DEFAULTS],
-  ['SyncedStoreOptions', 'stores/synced.ts', SYNCED_STORE_DEFAULTS],
-  ['ConcurrencyLimiterOptions', 'concurrency.ts', CONCURRENCY_DEFAULTS],
-  ['CircuitBreakerOptions', 'circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
-  ['BlockedCacheOptions', 'blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
-  ['PenaltyOptions', 'penalty.ts', PENALTY_DEFAULTS],
-  ['SlowDownOptions<Args extends unknown[]>', 'slow-down.ts', SLOW_DOWN_DEFAULTS],
-  ['WaitOptions', 'limiter.ts', WAIT_DEFAULTS],
-  ['DelayOptions', 'http-options.ts', DELAY_DEFAULTS],
+  ['MemoryStoreOptions', 'stores/local/memory.ts', MEMORY_STORE_DEFAULTS],
+  ['RedisStoreOptions', 'stores/redis/redis.ts', REDIS_STORE_DEFAULTS],
+  ['SyncedStoreOptions', 'stores/synced/synced.ts', SYNCED_STORE_DEFAULTS],
+  ['ConcurrencyLimiterOptions', 'limiter/concurrency.ts', CONCURRENCY_DEFAULTS],
+  ['CircuitBreakerOptions', 'gateway/circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
+  ['BlockedCacheOptions', 'limiter/blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
+  ['PenaltyOptions', 'algorithms/penalty.ts', PENALTY_DEFAULTS],
+  ['SlowDownOptions<Args extends unknown[]>', 'slow-down/engine.ts', SLOW_DOWN_DEFAULTS],
+  ['WaitOptions', 'limiter/limiter.ts', WAIT_DEFAULTS],
+  ['DelayOptions', 'http/options.ts', DELAY_DEFAULTS],
 ]
 
 /** The `@default` value written before each option of `interfaceName` in `file`, as source text. */

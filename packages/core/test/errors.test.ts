@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { ALGORITHMS } from '../src/algorithms/index.js'
-import { ERROR_CODES } from '../src/errors.js'
-import { HEADER_FORMATS } from '../src/headers.js'
-import { HttpRateLimiter } from '../src/http.js'
+import { HttpRateLimiter } from '../src/http/engine.js'
+import { HEADER_FORMATS } from '../src/http/headers.js'
+import { ERROR_CODES } from '../src/support/errors.js'
 
 const ALGORITHM_NAMES = Object.keys(ALGORITHMS)
 

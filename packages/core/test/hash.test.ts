@@ -11,7 +11,7 @@ import {
   toBase64url,
   toHex,
   utf8,
-} from '../src/hash.js'
+} from '../src/support/hash.js'
 
 // Any string: ASCII, BMP, astral, lone surrogates (both encode them as U+FFFD), around every padding boundary.
 const text = fc.oneof(

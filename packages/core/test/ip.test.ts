@@ -1,9 +1,9 @@
 import { isIP, isIPv4 } from 'node:net'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AccessList } from '../src/access-list.js'
-import { IPV4, IPV6, IPV6_DOTTED, NOT_AN_IP, parseIp } from '../src/ip.js'
-import { ipKey } from '../src/keys.js'
+import { AccessList } from '../src/http/access-list.js'
+import { IPV4, IPV6, IPV6_DOTTED, NOT_AN_IP, parseIp } from '../src/http/ip.js'
+import { ipKey } from '../src/http/keys.js'
 
 const kind = (text: string) => parseIp(text, new Uint16Array(8))
 /** Node's answer in our terms: 4, 6, or 0. */

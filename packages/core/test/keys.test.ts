@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { SPECIAL_BLOCKS } from '../src/http/keys.js'
 import { ipKey, RateLimitError } from '../src/index.js'
-import { SPECIAL_BLOCKS } from '../src/keys.js'
 
 describe('ipKey', () => {
   it.each([

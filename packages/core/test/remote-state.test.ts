@@ -1,5 +1,5 @@
 /**
- * The remote-store kit (stores/remote.ts: encodeStoreRequest, applyToKeyState, acquireLease): a store that keeps
+ * The remote-store kit (stores/local/remote.ts: encodeStoreRequest, applyToKeyState, acquireLease): a store that keeps
  * every client's state as plain data, structured-cloned on every read and write as a Durable Object's storage
  * does, passes the store conformance suite that MemoryStore passes. @ratewindow/cloudflare is built on it.
  */

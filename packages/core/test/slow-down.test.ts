@@ -3,8 +3,8 @@
  * options checked at construction with the toolkit's errors, bad callback values refused at request time.
  */
 import { describe, expect, it } from 'vitest'
-import { DelayQueue, type DelayTimers } from '../src/delay-queue.js'
 import { type FrameworkBinding, MemoryStore, SlowDownEngine, type SlowDownOptions } from '../src/index.js'
+import { DelayQueue, type DelayTimers } from '../src/time/delay-queue.js'
 
 /** Timers the test drives: `advance` fires what is due. Counts the timers set. */
 class Driven implements DelayTimers {

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { StoreFailure, StoreGateway } from '../src/gateway/store-gateway.js'
 import {
   type Decision,
   fixedWindow,
@@ -9,7 +10,6 @@ import {
   type StoreRequest,
   type StoreTarget,
 } from '../src/index.js'
-import { StoreFailure, StoreGateway } from '../src/store-gateway.js'
 import { CountingStore } from './support/counting-store.js'
 
 afterEach(() => {

@@ -1,6 +1,5 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Duration, parseDuration } from '../src/duration.js'
 import {
   ConcurrencyLimiter,
   fixedWindow,
@@ -13,6 +12,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '../src/index.js'
+import { type Duration, parseDuration } from '../src/support/duration.js'
 
 function errorOf(fn: () => unknown): RateLimitError {
   try {

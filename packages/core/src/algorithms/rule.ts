@@ -1,6 +1,6 @@
-import { formatDuration, parseDuration } from '../duration.js'
-import { invalid, RateLimitError, requireObject } from '../errors.js'
-import { namesOf, rejectUnknownOptions } from '../option-names.js'
+import { formatDuration, parseDuration } from '../support/duration.js'
+import { invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
 
 /**

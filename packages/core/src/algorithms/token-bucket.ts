@@ -1,6 +1,6 @@
-import { type Duration, formatDuration, parseDuration } from '../duration.js'
-import { requireObject } from '../errors.js'
-import { namesOf, rejectUnknownOptions } from '../option-names.js'
+import { type Duration, formatDuration, parseDuration } from '../support/duration.js'
+import { requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
 

@@ -1,4 +1,4 @@
-import type { Duration } from '../duration.js'
+import type { Duration } from '../support/duration.js'
 
 /** The algorithms ratewindow ships. */
 export type AlgorithmName =
@@ -24,7 +24,7 @@ export interface AlgorithmDefinition {
 }
 
 /**
- * The names a Lua twin writes its code with, for rule i of a decision script (stores/redis-script.ts).
+ * The names a Lua twin writes its code with, for rule i of a decision script (stores/redis/script.ts).
  * @internal
  */
 export interface LuaRule {

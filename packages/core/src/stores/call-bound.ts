@@ -3,7 +3,7 @@
  * gateway besides a decision: a late reply, and the answer to a call it shed. Store-neutral: the gateway and the
  * grouping code both depend on this, not on each other.
  */
-import { RateLimitError } from '../errors.js'
+import { RateLimitError } from '../support/errors.js'
 
 /** A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. */
 export class LateReply<T> implements PromiseLike<T> {

@@ -1,5 +1,5 @@
+import type { Penalty } from '../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
-import type { Penalty } from '../penalty.js'
 
 export type Awaitable<T> = T | Promise<T>
 

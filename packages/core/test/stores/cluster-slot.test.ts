@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { clusterSlot } from '../../src/stores/cluster-slot.js'
+import { clusterSlot } from '../../src/stores/redis/cluster-slot.js'
 
 describe('clusterSlot', () => {
   it.each([

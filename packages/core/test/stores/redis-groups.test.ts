@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { RateLimitError } from '../../src/errors.js'
 import { isShed, LateReply } from '../../src/stores/call-bound.js'
-import { type Entry, RedisGroups } from '../../src/stores/redis-groups.js'
+import { type Entry, RedisGroups } from '../../src/stores/redis/groups.js'
+import { RateLimitError } from '../../src/support/errors.js'
 
 /** A send whose calls are answered by the test: each call's entries, and how to answer it. */
 function controlledSend() {

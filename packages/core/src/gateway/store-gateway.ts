@@ -1,0 +1,417 @@
+/**
+ * The one path from a limiter to a store: every call (consume, peek, refund, charge, reset, acquire, release) goes
+ * through a `StoreGateway`, which owns its timeout, the circuit breakers, `onError` and observer reporting, and the
+ * refund of charges that arrive after their decision timed out. A fallback store is a second gateway.
+ */
+
+import type { FailureContext } from '../limiter/options.js'
+import type { BreakerEvent, StoreCallEvent } from '../observe.js'
+import { isShed, LateReply } from '../stores/call-bound.js'
+import type {
+  Awaitable,
+  CallBound,
+  CallReport,
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from '../stores/types.js'
+import { isThenable } from '../support/awaitable.js'
+import { RateLimitError } from '../support/errors.js'
+import { emitWarning } from '../support/runtime.js'
+import { fakeTimersHint, realClearTimeout, realSetTimeout } from '../time/real-timers.js'
+import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circuit-breaker.js'
+
+/** The scope of every request when the store names none (one server, or a store that cannot tell). */
+export const WHOLE_STORE = ''
+
+/** The store's place behind a limiter: its main store, or the fallback that answers while the main one fails. */
+export type StoreRole = 'store' | 'fallback'
+
+/**
+ * A decision the store did not give: it failed, timed out, or its breaker is open. The failure was reported
+ * already; the limiter answers with the fallback or the failure policy.
+ */
+export class StoreFailure {
+  constructor(
+    /** The failure scope of the request (a Cluster node or slot, or `WHOLE_STORE`). */
+    readonly scope: string | number,
+    /** A consume that timed out and may still be applied by the store: see `StoreGateway.refundLate`. */
+    readonly late?: PromiseLike<Decision>,
+    /**
+     * Set when the store shed the call (too many waiting for its node): not a failure, and no call was made. The
+     * limiter answers as limited, with this as `retryAfter` (ms, about one round trip).
+     */
+    readonly shedMs?: number,
+  ) {}
+}
+
+export interface StoreGatewayOptions {
+  /** The limiter's name, in observer events. */
+  limiter: string
+  role: StoreRole
+  /** Longest wait for one call, ms. */
+  timeoutMs: number
+  /** Receives every failure; guarded already (it cannot throw into a request). */
+  onError: (error: unknown, context: FailureContext) => void
+  /** One breaker per failure scope, or none. */
+  circuitBreaker: CircuitBreakerOptions | false
+  /** Guarded observer callbacks, if any. */
+  onStoreCall?: ((event: StoreCallEvent) => void) | undefined
+  onBreaker?: ((event: BreakerEvent) => void) | undefined
+}
+
+/** Calls one store for one limiter (a `Store`, or a `ConcurrencyStore` for the concurrency limiter). */
+export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
+  readonly store: S
+  readonly role: StoreRole
+  readonly #limiter: string
+  readonly #timeoutMs: number
+  readonly #onError: (error: unknown, context: FailureContext) => void
+  readonly #breakers: ScopedBreakers | undefined
+  readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
+  readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
+  /**
+   * Errors counted by the breakers already: a grouping store answers every decision of a failed call (and those
+   * waiting behind it) with one error object, and a failed call counts as one failure, not one per decision.
+   */
+  readonly #counted = new WeakSet<object>()
+  /** When the last shed warning was written (one per 10 s at most). */
+  #shedWarned = Number.NEGATIVE_INFINITY
+
+  constructor(store: S, options: StoreGatewayOptions) {
+    this.store = store
+    this.role = options.role
+    this.#limiter = options.limiter
+    this.#timeoutMs = options.timeoutMs
+    const { onError, limiter } = options
+    // Every failure names its limiter, so that a log line says which one failed.
+    this.#onError = (error, context) => onError(error, { ...context, limiter })
+    this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
+    this.#onStoreCall = options.onStoreCall
+    this.#onBreaker = options.onBreaker
+  }
+
+  /**
+   * The store's decision, or a `StoreFailure` (reported already) when it failed, timed out or its breaker is open.
+   * Synchronous (no promise) when the store answers synchronously, else a native `Promise`; never throws or
+   * rejects for a store fault.
+   */
+  decide(
+    this: StoreGateway<Store>,
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+  ): Awaitable<Decision | StoreFailure> {
+    const breakers = this.#breakers
+    // While no scope has failed, the healthy path computes no scope at all.
+    const known = breakers === undefined || breakers.idle ? undefined : this.scopeOf(request)
+    if (known !== undefined && !this.#breaker(known, (each) => each.allows(known)))
+      return new StoreFailure(known)
+    const started = this.#onStoreCall === undefined ? 0 : performance.now()
+    const store = this.store
+    if (store.boundsWait === true) {
+      // A grouping store bounds the wait from the moment its call is sent: no timer here (see `boundsWait`).
+      const late = operation === 'consume' ? new LateReply<Decision>() : undefined
+      const call = this.#onStoreCall === undefined ? undefined : { waitedMs: 0, groupSize: 0 }
+      let sent: Promise<Decision>
+      try {
+        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#timeoutMs, late, call }))
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      return sent.then(
+        (decision) => this.#answered(request, operation, decision, started, known, call),
+        (error: unknown) => this.#failed(request, operation, error, late, started, known, call),
+      )
+    }
+    let pending: Awaitable<Decision>
+    try {
+      pending = store[operation](request)
+      // A synchronous store (the memory store) is answered without a promise.
+      if (!isThenable(pending)) return this.#answered(request, operation, pending, started, known)
+    } catch (error) {
+      return this.#failed(request, operation, error, undefined, started, known)
+    }
+    const sent = pending
+    return withTimeout(sent, this.#timeoutMs, `${this.role}.${operation}`).then(
+      (decision) => this.#answered(request, operation, decision, started, known),
+      (error: unknown) => this.#failed(request, operation, error, sent, started, known),
+    )
+  }
+
+  /** Milliseconds until the breaker of `scope` lets a probe through (0 when closed or without breakers). */
+  retryIn(scope: string | number): number {
+    return this.#breakers?.retryIn(scope) ?? 0
+  }
+
+  /**
+   * Gives a charge back after its decision timed out, once the store applies it, if it does: for a request that
+   * was refused after all (the failure policy's `'deny'`, or a denial by the fallback).
+   */
+  refundLate(this: StoreGateway<Store>, failure: StoreFailure, request: StoreRequest): void {
+    const { late } = failure
+    if (late === undefined || request.cost === 0) return
+    const refund = (decision: Decision) => {
+      if (decision?.allowed === true)
+        void this.refund({ ...request, at: decision.now + (decision.wait ?? 0) })
+    }
+    // A late rejection was reported already, as the timeout.
+    Promise.resolve(late).then(refund, () => {})
+  }
+
+  /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
+  async refund(this: StoreGateway<Store>, request: RefundRequest): Promise<boolean> {
+    try {
+      await this.#call('refund', (within) => this.store.refund(request, within), true)
+      return true
+    } catch (error) {
+      this.#onError(error, { operation: 'refund', key: request.key })
+      return false
+    }
+  }
+
+  /**
+   * Charges as much of `request.cost` as the rules still admit (settle). Resolves the units charged, or undefined
+   * when the store failed or cannot charge (reported, never thrown).
+   */
+  async charge(this: StoreGateway<Store>, request: StoreRequest): Promise<number | undefined> {
+    const store = this.store
+    try {
+      if (typeof store.charge !== 'function') {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
+        )
+      }
+      const { charged, notices } = await this.#call(
+        'charge',
+        (within) => store.charge!(request, within),
+        true,
+      )
+      if (notices != null)
+        for (const notice of notices) this.#onError(notice, { operation: 'settle', key: request.key })
+      return charged
+    } catch (error) {
+      this.#onError(error, { operation: 'settle', key: request.key })
+      return undefined
+    }
+  }
+
+  /** Forgets a client's state. Rejects with the store's error, or `ERR_RATEWINDOW_STORE_TIMEOUT`. */
+  reset(this: StoreGateway<Store>, target: StoreTarget): Promise<void> {
+    return this.#call('reset', () => this.store.reset(target))
+  }
+
+  /**
+   * Takes a lease, or resolves undefined when the store failed (reported). A call that timed out may still be
+   * applied by the store later (a Cluster client retrying it on the promoted replica), after the release sent for
+   * it: `onLate` receives that late lease, so that the limiter releases it again.
+   */
+  async acquire(
+    this: StoreGateway<ConcurrencyStore>,
+    request: LeaseRequest,
+    onLate: (decision: LeaseDecision) => void,
+  ): Promise<LeaseDecision | undefined> {
+    const late = new LateReply<LeaseDecision>()
+    let sent: PromiseLike<LeaseDecision> = late
+    try {
+      return await this.#call(
+        'acquire',
+        (within) => {
+          const pending = this.store.acquire(request, within && { ...within, late })
+          if (isThenable(pending) && within === undefined) sent = pending
+          return pending
+        },
+        true,
+      )
+    } catch (error) {
+      this.#onError(error, { operation: 'acquire', key: request.key })
+      // A late rejection was reported already, as the timeout.
+      sent.then(onLate, () => {})
+      return undefined
+    }
+  }
+
+  /** Gives a lease back. Resolves true when the store did; a failure is reported, never thrown. */
+  async release(
+    this: StoreGateway<ConcurrencyStore>,
+    request: Omit<LeaseRequest, 'limit'>,
+  ): Promise<boolean> {
+    try {
+      await this.#call('release', (within) => this.store.release(request, within), true)
+      return true
+    } catch (error) {
+      this.#onError(error, { operation: 'release', key: request.key })
+      return false
+    }
+  }
+
+  /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
+  scopeOf(target: StoreTarget): string | number {
+    const store = this.store as Store
+    if (typeof store.scopeOf !== 'function') return WHOLE_STORE
+    try {
+      const scope = store.scopeOf(target)
+      return typeof scope === 'string' || typeof scope === 'number' ? scope : WHOLE_STORE
+    } catch {
+      return WHOLE_STORE
+    }
+  }
+
+  /**
+   * One store call outside decisions: a synchronous throw becomes a rejection, and the wait is bounded: by the
+   * store itself for the calls it groups (`grouped`, when the store has `boundsWait`), else by a timer here.
+   */
+  #call<T>(
+    operation: string,
+    run: (within: CallBound | undefined) => Awaitable<T>,
+    grouped = false,
+  ): Promise<T> {
+    const bounded = grouped && this.store.boundsWait === true
+    let pending: Awaitable<T>
+    try {
+      pending = run(bounded ? { timeoutMs: this.#timeoutMs } : undefined)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return isThenable(pending) && !bounded
+      ? withTimeout(pending, this.#timeoutMs, `${this.role}.${operation}`)
+      : Promise.resolve(pending)
+  }
+
+  #answered(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    decision: Decision,
+    started: number,
+    known: string | number | undefined,
+    call?: CallReport,
+  ): Decision {
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, undefined, call)
+    if (known !== undefined) this.#breaker(known, (each) => each.success(known))
+    const { notices } = decision
+    // `!= null`: a store written in JavaScript may answer `notices: null`.
+    if (notices != null) {
+      const context = this.#context(operation, request.key, WHOLE_STORE)
+      for (const notice of notices) this.#onError(notice, context)
+    }
+    return decision
+  }
+
+  /** The store threw, rejected or timed out: reported, and a breaker failure unless the error is about one key. */
+  #failed(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    error: unknown,
+    pending: PromiseLike<Decision> | undefined,
+    started: number,
+    known: string | number | undefined,
+    call?: CallReport,
+  ): StoreFailure {
+    const scope = known ?? this.scopeOf(request)
+    if (isShed(error)) return this.#shed(scope, error.retryAfterMs)
+    if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error, call)
+    if (this.#breakers !== undefined) {
+      // A key's own error proves the server answered: the scope is healthy.
+      if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
+      else if (this.#firstTime(error)) this.#breaker(scope, (each) => each.failure(scope))
+    }
+    this.#onError(error, this.#context(operation, request.key, scope))
+    return new StoreFailure(scope, operation === 'consume' ? pending : undefined)
+  }
+
+  /** Whether a breaker has not counted this error yet (an error object shared by a failed group counts once). */
+  #firstTime(error: unknown): boolean {
+    if (typeof error !== 'object' || error === null) return true
+    if (this.#counted.has(error)) return false
+    this.#counted.add(error)
+    return true
+  }
+
+  /** A shed decision: no call was made and nothing failed; one process warning per 10 s says it happens. */
+  #shed(scope: string | number, retryAfterMs: number): StoreFailure {
+    const now = performance.now()
+    if (now - this.#shedWarned >= 10_000) {
+      this.#shedWarned = now
+      try {
+        emitWarning(
+          `Decisions of limiter ${this.#limiter} are being shed (answered as limited): more were waiting for one Redis node than its \`maxWaiting\`.`,
+          'RATEWINDOW_SHED',
+        )
+      } catch {
+        // a warning listener that throws: nothing more can be done without risking the request
+      }
+    }
+    return new StoreFailure(scope, undefined, Math.max(1, retryAfterMs))
+  }
+
+  /** `onError`'s context for a decision: a fallback's failures are `'fallback'`, without a scope. */
+  #context(operation: 'consume' | 'peek', key: string, scope: string | number): FailureContext {
+    if (this.role === 'fallback') return { operation: 'fallback', key }
+    return scope === WHOLE_STORE ? { operation, key } : { operation, key, scope }
+  }
+
+  #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown, call?: CallReport): void {
+    const event: StoreCallEvent = {
+      limiter: this.#limiter,
+      store: this.role,
+      operation,
+      durationMs: performance.now() - started,
+    }
+    if (call !== undefined) {
+      // A grouped decision: the call's own time, and apart from it the wait for the group. Never sent: all waiting.
+      const waitedMs = call.groupSize === 0 ? event.durationMs : call.waitedMs
+      event.durationMs -= waitedMs
+      event.waitedMs = waitedMs
+      event.groupSize = call.groupSize
+    }
+    if (error !== undefined) {
+      event.error = error
+      event.errorKind =
+        error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT'
+          ? 'timeout'
+          : failureKind(error)
+    }
+    this.#onStoreCall!(event)
+  }
+
+  /** Runs a change of a scope's breaker, reporting a change of its state to `onBreaker`. */
+  #breaker<T>(scope: string | number, change: (breakers: ScopedBreakers) => T): T {
+    const breakers = this.#breakers!
+    if (this.#onBreaker === undefined) return change(breakers)
+    const from = breakers.state(scope)
+    const value = change(breakers)
+    const to = breakers.state(scope)
+    if (from !== to) this.#onBreaker({ limiter: this.#limiter, store: this.role, scope, from, to })
+    return value
+  }
+}
+
+/** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
+export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    // Real time even under a test's fake timers: the store answers in real time (real-timers.ts).
+    const timer = realSetTimeout(() => {
+      reject(
+        new RateLimitError(
+          'ERR_RATEWINDOW_STORE_TIMEOUT',
+          `${what} took longer than ${ms} ms.${fakeTimersHint()}`,
+        ),
+      )
+    }, ms)
+    Promise.resolve(pending).then(
+      (value) => {
+        realClearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        realClearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}

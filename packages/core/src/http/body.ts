@@ -1,0 +1,81 @@
+import type { RateLimitResult } from '../result.js'
+import { toSeconds } from './headers.js'
+import type { HttpConfig } from './options.js'
+
+/** A rendered response body. */
+export interface RenderedBody {
+  contentType: string
+  payload: string
+}
+
+/** Reason phrases of the statuses a block is commonly answered with (no `node:http`: core runs anywhere). */
+const STATUS_PHRASES: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  418: "I'm a Teapot",
+  420: 'Enhance Your Calm',
+  423: 'Locked',
+  429: 'Too Many Requests',
+  451: 'Unavailable For Legal Reasons',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+}
+
+const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+
+/**
+ * The body of a denial: the failure policy's 503 text, the user's `message`, RFC 9457 problem details, or the
+ * default JSON. A `message` function that throws rejects, and the adapter hands the error to the framework.
+ */
+export async function renderBody<Req>(
+  config: HttpConfig<Req>,
+  request: Req,
+  result: RateLimitResult,
+  statusCode: number,
+): Promise<RenderedBody> {
+  if (result.source === 'policy') {
+    return json({ error: 'Service Unavailable', message: 'Rate limiting is unavailable; retry later.' })
+  }
+  if (result.source === 'deny-list') return json({ error: 'Forbidden', message: 'Access denied.' })
+  const { message } = config
+  if (message !== undefined) {
+    const body = typeof message === 'function' ? await message(request, result) : message
+    return typeof body === 'string' ? { contentType: 'text/plain; charset=utf-8', payload: body } : json(body)
+  }
+  const seconds = toSeconds(result.retryAfter)
+  const retry = `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+  if (result.blocked !== undefined) {
+    // A penalty block: its own wording, under the block's status (`penalty.statusCode`, 403 or another).
+    const title = STATUS_PHRASES[statusCode] ?? 'Blocked'
+    const detail = `Blocked after repeated rate limit violations: ${retry}`
+    if (config.problemDetails) {
+      return {
+        contentType: 'application/problem+json',
+        payload: JSON.stringify({ type: 'about:blank', title, status: statusCode, detail }),
+      }
+    }
+    return json({ error: title, message: detail, retryAfter: seconds, blocked: true })
+  }
+  const detail = `Too many requests: ${retry}`
+  if (config.problemDetails) {
+    return {
+      contentType: 'application/problem+json',
+      payload: JSON.stringify({
+        type: QUOTA_EXCEEDED,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status: statusCode,
+        detail,
+        'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
+      }),
+    }
+  }
+  return json({ error: 'Too Many Requests', message: detail, retryAfter: seconds })
+}
+
+function json(body: unknown): RenderedBody {
+  return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }
+}

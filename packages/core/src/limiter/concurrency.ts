@@ -1,0 +1,246 @@
+import { StoreGateway } from '../gateway/store-gateway.js'
+import { defaultMemoryStore } from '../stores/local/memory.js'
+import type { ConcurrencyStore, LeaseRequest } from '../stores/types.js'
+import { type Duration, parseTimerDuration } from '../support/duration.js'
+import { describeValue, invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { guardedReporter, throttledErrorLog } from '../support/report.js'
+import { randomUUID } from '../support/runtime.js'
+import { type FailureContext, LIMITER_DEFAULTS } from './options.js'
+
+export interface ConcurrencyLimiterOptions {
+  /** Most requests in flight at once per key: a positive whole number. */
+  limit: number
+  /**
+   * The longest a slot is held without a release: make it longer than the slowest request. A process that dies
+   * holding slots gives them back after it. @default '1m'
+   */
+  lease?: Duration
+  /** Where leases live (a store shared with rate limits is fine). @default new MemoryStore() */
+  store?: ConcurrencyStore
+  /** Namespace for this limiter's keys. @default 'rwc' */
+  prefix?: string
+  /** Longest wait for the store before the failure policy answers. @default '250ms' */
+  timeout?: Duration
+  /** When the store fails: `'allow'` (fail open) or `'deny'`. @default 'allow' */
+  onStoreError?: 'allow' | 'deny'
+  /** Receives every store failure (a throw in it is caught). @default a throttled console.error */
+  onError?: (error: unknown, context: { operation: 'acquire' | 'release'; key: string }) => unknown
+}
+
+/** The first wait before failed releases are tried again; it doubles up to RELEASE_RETRY_MAX_MS while they fail. */
+const RELEASE_RETRY_FIRST_MS = 100
+const RELEASE_RETRY_MAX_MS = 2_000
+const CONCURRENCY_LIMITER_OPTIONS = namesOf<ConcurrencyLimiterOptions>({
+  limit: true,
+  lease: true,
+  store: true,
+  prefix: true,
+  timeout: true,
+  onStoreError: true,
+  onError: true,
+})
+/** `ConcurrencyLimiterOptions`' defaults, in one place: the limiter's own where they mean the same. */
+export const CONCURRENCY_DEFAULTS = {
+  lease: '1m',
+  prefix: 'rwc',
+  timeout: LIMITER_DEFAULTS.timeout,
+  onStoreError: LIMITER_DEFAULTS.onStoreError,
+} as const satisfies Partial<ConcurrencyLimiterOptions>
+
+/** A slot, or the refusal of one. */
+export interface ConcurrencyResult {
+  allowed: boolean
+  limit: number
+  /** Slots still free after this decision. */
+  remaining: number
+  /** Requests in flight for the key, this one included when allowed. */
+  inFlight: number
+  key: string
+  /** Where the decision came from: the store, or the failure policy when the store failed. */
+  source: 'store' | 'policy'
+  /**
+   * Gives the slot back (once; later calls do nothing). Never rejects: failures go to `onError`, and a release
+   * the store failed is tried again in the background until it answers (or the lease runs out).
+   */
+  release(): Promise<void>
+}
+
+/**
+ * At most `limit` requests in flight per key, on memory or Redis. Each admitted request holds a lease until it
+ * calls `release()` (adapters do it when the handler's work is done, not when the client leaves), or until the
+ * lease time passes, so a crashed process never leaks slots forever.
+ * @example
+ * const limiter = new ConcurrencyLimiter({ limit: 2, lease: '30s' })
+ * const slot = await limiter.acquire('user:alice')
+ * if (slot.allowed) try { await work() } finally { await slot.release() }
+ */
+export class ConcurrencyLimiter {
+  readonly limit: number
+  readonly leaseMs: number
+  readonly store: ConcurrencyStore
+  readonly prefix: string
+  readonly #allowOnError: boolean
+  /** Every call to the store goes through here (the limiter's path: timeout and `onError`; no breaker). */
+  readonly #gateway: StoreGateway<ConcurrencyStore>
+  /** Releases the store failed, with when their leases run out by themselves (epoch ms): tried again. */
+  readonly #unreleased = new Map<LeaseRequest, number>()
+  #retryTimer: ReturnType<typeof setTimeout> | undefined
+  #retrying = false
+  #retryDelay = RELEASE_RETRY_FIRST_MS
+
+  constructor(options: ConcurrencyLimiterOptions) {
+    requireObject(options, 'options', '{ limit: 10 }')
+    rejectUnknownOptions(options, CONCURRENCY_LIMITER_OPTIONS, 'ConcurrencyLimiter')
+    const {
+      limit,
+      lease = CONCURRENCY_DEFAULTS.lease,
+      store = defaultMemoryStore(),
+      prefix = CONCURRENCY_DEFAULTS.prefix,
+      timeout = CONCURRENCY_DEFAULTS.timeout,
+      onStoreError = CONCURRENCY_DEFAULTS.onStoreError,
+      onError = throttledErrorLog(),
+    } = options
+    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)
+      throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', 'limit', limit, 'a positive whole number such as 10')
+    if (typeof store?.acquire !== 'function' || typeof store.release !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'store',
+        store,
+        'a store with acquire and release (MemoryStore, RedisStore)',
+      )
+    }
+    if (typeof prefix !== 'string' || prefix.length > 160 || /[{}]/.test(prefix)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'prefix',
+        prefix,
+        'a string of at most 160 characters without `{` or `}`',
+      )
+    }
+    if (onStoreError !== 'allow' && onStoreError !== 'deny')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+    if (typeof onError !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+    this.limit = limit
+    this.leaseMs = parseTimerDuration(lease, 'lease')
+    this.store = store
+    this.prefix = prefix
+    this.#allowOnError = onStoreError === 'allow'
+    this.#gateway = new StoreGateway(store, {
+      limiter: prefix,
+      role: 'store',
+      timeoutMs: parseTimerDuration(timeout, 'timeout'),
+      // Only acquire and release are reported through this gateway: the narrower context of this `onError`.
+      onError: guardedReporter(onError) as (error: unknown, context: FailureContext) => void,
+      circuitBreaker: false,
+    })
+  }
+
+  /** Takes a slot for `key` if one is free. Never rejects for a store failure (the failure policy answers). */
+  async acquire(key: string): Promise<ConcurrencyResult> {
+    if (typeof key !== 'string') {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_KEY',
+        `The key must be a string; received ${describeValue(key)}.`,
+        { option: 'key' },
+      )
+    }
+    const request: LeaseRequest = {
+      prefix: this.prefix,
+      key,
+      id: randomUUID(),
+      limit: this.limit,
+      leaseMs: this.leaseMs,
+    }
+    const started = Date.now()
+    const decision = await this.#gateway.acquire(request, (late) => {
+      // The lease was taken after all, perhaps after the release below reached the store: release it again.
+      if (late.allowed) void this.#release(request, started)
+    })
+    if (decision === undefined) {
+      // A lease may still have been taken: release it in the background when the policy lets the request in,
+      // and also when it refuses it, so that a late acquire never holds a slot until its lease expires.
+      void this.#release(request, started)
+      return this.#result(key, this.#allowOnError, 0, 'policy', async () => {})
+    }
+    let released = !decision.allowed
+    return this.#result(key, decision.allowed, decision.inFlight, 'store', async () => {
+      if (released) return
+      released = true
+      await this.#release(request, started)
+    })
+  }
+
+  /**
+   * Gives a lease back. When the store fails (a restart, a Cluster failover), the release is kept and tried again
+   * in the background until the store answers or the lease has run out by itself: removing a lease id is
+   * idempotent, so the slot comes back as soon as the store answers again, not when the lease expires. Resolves
+   * after the first attempt.
+   */
+  async #release(request: LeaseRequest, started: number): Promise<void> {
+    if (await this.#gateway.release(request)) return
+    this.#unreleased.set(request, started + this.leaseMs)
+    this.#retryLater()
+  }
+
+  #retryLater(): void {
+    if (this.#retryTimer !== undefined || this.#retrying || this.#unreleased.size === 0) return
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined
+      void this.#retryReleases()
+    }, this.#retryDelay)
+    // A process that ends meanwhile leaves its leases to run out in the store.
+    this.#retryTimer.unref?.()
+  }
+
+  /**
+   * One round of retries: one release first, as a probe (while the store still fails, a round costs one call and
+   * one `onError` report, however many releases wait); once it answers, all the others at once. The wait between
+   * rounds doubles while the store fails (RELEASE_RETRY_FIRST_MS to RELEASE_RETRY_MAX_MS).
+   */
+  async #retryReleases(): Promise<void> {
+    this.#retrying = true
+    try {
+      const now = Date.now()
+      const due: LeaseRequest[] = []
+      for (const [request, expires] of this.#unreleased) {
+        // Past its expiry the store has dropped the lease by itself.
+        if (now >= expires) this.#unreleased.delete(request)
+        else due.push(request)
+      }
+      const [probe, ...rest] = due
+      if (probe === undefined) return
+      if (!(await this.#gateway.release(probe))) {
+        this.#retryDelay = Math.min(this.#retryDelay * 2, RELEASE_RETRY_MAX_MS)
+        return
+      }
+      this.#unreleased.delete(probe)
+      this.#retryDelay = RELEASE_RETRY_FIRST_MS
+      const done = await Promise.all(rest.map((request) => this.#gateway.release(request)))
+      for (const [i, request] of rest.entries()) if (done[i]) this.#unreleased.delete(request)
+    } finally {
+      this.#retrying = false
+      this.#retryLater()
+    }
+  }
+
+  #result(
+    key: string,
+    allowed: boolean,
+    inFlight: number,
+    source: 'store' | 'policy',
+    release: () => Promise<void>,
+  ): ConcurrencyResult {
+    return {
+      allowed,
+      limit: this.limit,
+      remaining: Math.max(0, this.limit - inFlight),
+      inFlight,
+      key,
+      source,
+      release,
+    }
+  }
+}

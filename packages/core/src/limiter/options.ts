@@ -1,0 +1,355 @@
+import { type Penalty, type PenaltyOptions, parsePenalty } from '../algorithms/penalty.js'
+import { isRule } from '../algorithms/rule.js'
+import type { Rule } from '../algorithms/types.js'
+import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
+import type { RateLimitObserver } from '../observe.js'
+import { defaultMemoryStore } from '../stores/local/memory.js'
+import type { Store } from '../stores/types.js'
+import { type Duration, parseTimerDuration } from '../support/duration.js'
+import { invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { throttledErrorLog } from '../support/report.js'
+import type { BlockedCacheOptions } from './blocked-cache.js'
+import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
+
+/** Validates `rules`: one rule or a non-empty array of rules with distinct storage ids and policy names. */
+export function parseRules(rules: unknown): readonly Rule[] {
+  const list = Array.isArray(rules) ? rules : [rules]
+  if (list.length === 0)
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'rules', rules, 'a rule or a non-empty array of rules')
+  const ids = new Set<string>()
+  const names = new Set<string>()
+  list.forEach((rule: unknown, i) => {
+    if (!isRule(rule)) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        Array.isArray(rules) ? `rules[${i}]` : 'rules',
+        rule,
+        'a rule made by fixedWindow, slidingWindowLog, slidingWindowCounter, tokenBucket or gcra (a copy such as { ...rule } is not one: pass `name` to the factory instead)',
+      )
+    }
+    if (ids.has(rule.id)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_DUPLICATE_RULE',
+        `\`rules[${i}]\` repeats a ${rule.algorithm} rule with the same window; merge them or change one window.`,
+        { option: `rules[${i}]` },
+      )
+    }
+    ids.add(rule.id)
+    // RateLimit headers and problem details name policies: two rules with one name could not be told apart.
+    if (names.has(rule.name)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_DUPLICATE_RULE',
+        `\`rules[${i}].name\` repeats the policy name ${JSON.stringify(rule.name)}; give each rule its own \`name\`.`,
+        { option: `rules[${i}].name` },
+      )
+    }
+    names.add(rule.name)
+  })
+  return Object.freeze([...list])
+}
+
+/** What failed, for `onError`. */
+export interface FailureContext {
+  operation: 'consume' | 'peek' | 'refund' | 'settle' | 'fallback' | 'acquire' | 'release'
+  key: string
+  /**
+   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
+   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
+   */
+  scope?: string | number
+  /**
+   * The limiter's `name` (default: its namespace), so that a log line says which limiter failed. Set for every
+   * failure a limiter's store calls report.
+   */
+  limiter?: string
+}
+
+export interface RateLimiterOptions {
+  /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
+  rules: Rule | readonly Rule[]
+  /** Where state lives. @default new MemoryStore() */
+  store?: Store
+  /**
+   * Prepended to this limiter's namespace in the store (e.g. one per application sharing a Redis). Limiters
+   * with different rules never share counters; two with the same rules on one store need different prefixes
+   * or one `group`. See docs/counters.md. @default 'rw'
+   */
+  prefix?: string
+  /**
+   * Share one budget on purpose: every limiter of this group on one store counts into the same counters
+   * (they must have the same rules). @default none: the limiter counts on its own
+   */
+  group?: string
+  /** Longest wait for an asynchronous store before the failure policy answers instead. @default '250ms' */
+  timeout?: Duration
+  /**
+   * When the store fails or times out (and no `fallback` answers): `'allow'` lets the request through
+   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
+   */
+  onStoreError?: 'allow' | 'deny'
+  /**
+   * A decision shed by a store that bounds its waiting decisions (RedisStore's `maxWaiting`: a flood in this
+   * process): `'limit'` answers it as limited (429 with a `Retry-After` of about one round trip, `source: 'shed'`);
+   * `'fallback'` answers it as a store failure would (the `fallback` store, else `onStoreError`), though it is
+   * not one: no breaker counts it and `onError` does not receive it. @default 'limit'
+   */
+  onShed?: 'limit' | 'fallback'
+  /** A store that answers while the main one fails, e.g. `new MemoryStore()`: limits per process meanwhile. */
+  fallback?: Store
+  /**
+   * Receives every store failure. It cannot hurt a request: a throw or a rejection is caught and reported as a
+   * process warning (`RATEWINDOW_ONERROR_FAILED`). @default a throttled console.error per limiter: the first
+   * failure, then at most one line per 10 s while failures continue, with the count of those not written
+   * (docs/operations.md)
+   */
+  onError?: (error: unknown, context: FailureContext) => unknown
+  /**
+   * Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. Kept per failure
+   * scope (`store.scopeOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
+   * errors about one key's data (`WRONGTYPE`, a script error) never open it. The fallback store has one
+   * breaker of its own with the same settings. @default {}
+   */
+  circuitBreaker?: CircuitBreakerOptions | false
+  /**
+   * Remember denied keys until their `retryAfter` passes and answer them without a store call. Worth it with
+   * Redis under floods; uses local time, so leave it off when the store's clock is simulated. @default false
+   */
+  blockedCache?: BlockedCacheOptions | boolean
+  /** This limiter's name in observer events and metrics (`ratewindow.limiter`). @default its namespace */
+  name?: string
+  /**
+   * Shadow mode for every rule: decide and count, report `result.shadow` and the outcome `'shadow-limited'`,
+   * but let the request through (docs/rollout.md). A rule's own `shadow: true` does the same for one rule.
+   * @default false
+   */
+  shadow?: boolean
+  /** Callbacks for decisions, store calls and circuit breaker changes (docs/operations.md). @default none */
+  observer?: RateLimitObserver
+  /**
+   * Block a key that keeps being denied: after `after` denials within `within`, every request of the key is
+   * denied for `block` (each repeat `factor` times longer, up to `maxBlock`). Kept atomically beside the rule
+   * state by the store (MemoryStore, RedisStore); `reset` clears it. @default none
+   */
+  penalty?: PenaltyOptions
+}
+
+/** The limiter's option names other than `rules`: the middleware options share them (http/options.ts). */
+export const LIMITER_OPTION_FLAGS = {
+  store: true,
+  prefix: true,
+  group: true,
+  timeout: true,
+  onStoreError: true,
+  onShed: true,
+  fallback: true,
+  onError: true,
+  circuitBreaker: true,
+  blockedCache: true,
+  name: true,
+  shadow: true,
+  observer: true,
+  penalty: true,
+} as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
+const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
+const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
+const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
+const BLOCKED_CACHE_NAMES = namesOf<BlockedCacheOptions>({ maxKeys: true, clock: true })
+
+/** The defaults of `RateLimiter`, in one place. */
+export const LIMITER_DEFAULTS = {
+  prefix: 'rw',
+  timeout: '250ms',
+  onStoreError: 'allow',
+  onShed: 'limit',
+  circuitBreaker: {},
+  blockedCache: false,
+} as const satisfies Partial<RateLimiterOptions>
+
+/** `RateLimiterOptions` resolved: every default filled in, every value checked. */
+export interface LimiterConfig {
+  rules: readonly Rule[]
+  store: Store
+  prefix: string
+  group: string | undefined
+  /** Where this limiter's counters live in the store (see namespaces.ts). */
+  namespace: string
+  timeoutMs: number
+  allowOnError: boolean
+  /** `onShed: 'fallback'`: a shed decision is answered like a store failure. */
+  shedToFallback: boolean
+  fallback: Store | undefined
+  onError: (error: unknown, context: FailureContext) => unknown
+  circuitBreaker: CircuitBreakerOptions | false
+  blockedCache: BlockedCacheOptions | false
+  name: string
+  shadow: boolean
+  observer: RateLimitObserver | undefined
+  /** The parsed `penalty`, if any. */
+  penalty: Penalty | undefined
+}
+
+/** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
+export function resolveLimiterOptions(options: RateLimiterOptions, identity: Identity = {}): LimiterConfig {
+  requireObject(options, 'options', '{ rules: slidingWindowCounter(...) }')
+  rejectUnknownOptions(options, RATE_LIMITER_NAMES, 'RateLimiter')
+  const rules = parseRules(options.rules)
+  const {
+    store = defaultMemoryStore(),
+    prefix = LIMITER_DEFAULTS.prefix,
+    timeout = LIMITER_DEFAULTS.timeout,
+    onStoreError = LIMITER_DEFAULTS.onStoreError,
+    onShed = LIMITER_DEFAULTS.onShed,
+    fallback,
+    onError = throttledErrorLog(),
+    circuitBreaker = LIMITER_DEFAULTS.circuitBreaker,
+    blockedCache = LIMITER_DEFAULTS.blockedCache,
+  } = options
+  if (!isStore(store)) throw notAStore('store', store)
+  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'prefix',
+      prefix,
+      'a string of at most 64 characters without `{` or `}`',
+    )
+  }
+  const group = parseGroup(options.group)
+  if (onStoreError !== 'allow' && onStoreError !== 'deny') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
+  }
+  if (onShed !== 'limit' && onShed !== 'fallback') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onShed', onShed, "'limit' or 'fallback'")
+  }
+  if (fallback !== undefined && !isStore(fallback)) throw notAStore('fallback', fallback)
+  if (typeof onError !== 'function') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+  }
+  if (circuitBreaker !== false) {
+    if (typeof circuitBreaker !== 'object' || circuitBreaker === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'circuitBreaker',
+        circuitBreaker,
+        'an object like { failures: 5, cooldown: "2s" }, or false',
+      )
+    }
+    rejectUnknownOptions(circuitBreaker, CIRCUIT_BREAKER_NAMES, '`circuitBreaker`')
+  }
+  if (typeof blockedCache !== 'boolean') {
+    if (typeof blockedCache !== 'object' || blockedCache === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'blockedCache',
+        blockedCache,
+        'true, false, or an object like { maxKeys: 10000 }',
+      )
+    }
+    rejectUnknownOptions(blockedCache, BLOCKED_CACHE_NAMES, '`blockedCache`')
+  }
+  const { name, shadow = false, observer } = options
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 128)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'name',
+      name,
+      'a non-empty string of at most 128 characters',
+    )
+  }
+  if (typeof shadow !== 'boolean')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'shadow', shadow, 'true or false')
+  if (observer !== undefined) {
+    if (typeof observer !== 'object' || observer === null) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'observer',
+        observer,
+        'an object like { onDecision(event) {} }',
+      )
+    }
+    rejectUnknownOptions(observer, OBSERVER_NAMES, '`observer`')
+    for (const callback of OBSERVER_NAMES) {
+      const value = (observer as Record<string, unknown>)[callback]
+      if (value !== undefined && typeof value !== 'function') {
+        throw invalid('ERR_RATEWINDOW_INVALID_OPTION', `observer.${callback}`, value, 'a function')
+      }
+    }
+  }
+  const namespace = namespaceOf(prefix, rules, group, identity)
+  const penalty = parsePenalty(options.penalty)
+  if (penalty !== undefined) {
+    for (const [option, target] of [
+      ['store', store],
+      ['fallback', fallback],
+    ] as const) {
+      if (target !== undefined && target.penalties !== true) {
+        throw new RateLimitError(
+          'ERR_RATEWINDOW_INVALID_OPTION',
+          `\`penalty\` needs a store that keeps penalties beside the rule state (MemoryStore, RedisStore); the \`${option}\` (${target.constructor?.name ?? typeof target}) does not.`,
+          { option: 'penalty' },
+        )
+      }
+    }
+  }
+  return {
+    name: name ?? namespace,
+    shadow,
+    observer,
+    rules,
+    store,
+    prefix,
+    group,
+    namespace,
+    timeoutMs: parseTimerDuration(timeout, 'timeout'),
+    allowOnError: onStoreError === 'allow',
+    shedToFallback: onShed === 'fallback',
+    fallback,
+    onError,
+    circuitBreaker,
+    blockedCache: blockedCache === true ? {} : blockedCache,
+    penalty,
+  }
+}
+
+const USE_OURS =
+  'With ratewindow use `new RedisStore({ client })` from @ratewindow/core (or your adapter), which takes your Redis ' +
+  'client itself (ioredis, node-redis, iovalkey or Valkey GLIDE), or `new MemoryStore()`.'
+
+/**
+ * The error for a `store` or `fallback` that is not a Store: it names the library a peer's store comes from
+ * (the same class name, `RedisStore`, is easily imported from the wrong package) and what to use instead.
+ */
+function notAStore(option: string, value: unknown): RateLimitError {
+  const has = (name: string) =>
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Record<string, unknown>)[name] === 'function'
+  const from =
+    has('increment') && has('resetKey')
+      ? has('sendCommand') || 'sendCommand' in (value as object)
+        ? "rate-limit-redis's RedisStore, a store for express-rate-limit"
+        : 'a store for express-rate-limit (`increment`, `decrement`, `resetKey`)'
+      : has('incr') && has('child')
+        ? 'a store for @fastify/rate-limit (`incr`, `child`)'
+        : has('consume') && has('block') && has('penalty')
+          ? 'a rate-limiter-flexible limiter'
+          : value instanceof Map
+            ? "a Map (koa-ratelimit's memory `db`)"
+            : undefined
+  if (from === undefined)
+    return invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a Store such as new MemoryStore()')
+  return new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    `\`${option}\` is ${from}: its stores count differently and cannot decide for ratewindow. ${USE_OURS}`,
+    { option },
+  )
+}
+
+function isStore(value: unknown): value is Store {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Store).consume === 'function' &&
+    typeof (value as Store).peek === 'function'
+  )
+}

@@ -1,0 +1,104 @@
+import { blockedFor, type Penalty, type PenaltyState, recordDenial } from '../../algorithms/penalty.js'
+import type { Rule, RuleOutcome } from '../../algorithms/types.js'
+import type { Decision } from '../types.js'
+
+/**
+ * The all-or-nothing decision over in-process states, shared by in-process stores. The Redis script runs
+ * the same steps in Lua: advance every rule, check that every rule fits, then consume from all or none.
+ * @internal
+ */
+export function decideLocally(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  write: boolean,
+  penalty?: Penalty,
+  penaltyState?: PenaltyState,
+  /** Admitted but written elsewhere (SyncedStore's consume): reported as after the request. */
+  pending = false,
+  /** Reservation (`StoreRequest.reserve`): the longest wait a request over the limit may be given, ms. */
+  reserve?: number,
+): Decision {
+  // A blocked key is denied whatever its rules say, and its denials are not counted again.
+  let blocked = penaltyState === undefined ? 0 : blockedFor(penaltyState, now)
+  let allowed = blocked === 0
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.advance(states[i], now)
+    if (!logic.fits(states[i], now, cost)) allowed = false
+  }
+  const wait =
+    reserve !== undefined && write && blocked === 0 ? reservedWait(rules, states, now, cost, reserve) : 0
+  if (wait > 0) allowed = true
+  const outcomes: RuleOutcome[] = new Array(rules.length)
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    if (wait > 0) logic.reserve!(states[i], now, now + wait, cost)
+    else if (allowed && write) logic.consume(states[i], now, cost)
+    // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
+    // A peek reports the units free now, not what would be left after it (nothing is pending).
+    outcomes[i] = logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost)
+  }
+  if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
+    blocked = recordDenial(penalty, penaltyState, now)
+  }
+  if (wait > 0) return { allowed, now, outcomes, wait }
+  return blocked > 0 ? { allowed, now, outcomes, blocked } : { allowed, now, outcomes }
+}
+
+/**
+ * The wait of a reservation: the earliest time every rule admits the request (the largest of the rules' waits),
+ * when it is within `reserve` ms; 0 to decide as without one (admitted now, or denied). A rule set with an
+ * algorithm that cannot reserve never reserves.
+ * @internal
+ */
+export function reservedWait(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  reserve: number,
+): number {
+  let wait = 0
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    if (logic.wait === undefined || logic.reserve === undefined) return 0
+    wait = Math.max(wait, logic.wait(states[i], now, cost))
+  }
+  return wait <= reserve ? wait : 0
+}
+
+/**
+ * Charges as much of `cost` as every rule still admits (the largest k <= cost that fits all; "fits" only gets
+ * harder as k grows), for `RateLimiter.settle`. The Redis script's charge mode runs the same steps.
+ * @internal
+ */
+export function chargeLocally(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+): { charged: number; decision: Decision } {
+  let k = cost
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.advance(states[i], now)
+    if (logic.fits(states[i], now, k)) continue
+    let lo = 0
+    let hi = k - 1
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2)
+      if (logic.fits(states[i], now, mid)) lo = mid
+      else hi = mid - 1
+    }
+    k = lo
+  }
+  const outcomes: RuleOutcome[] = new Array(rules.length)
+  for (let i = 0; i < rules.length; i++) {
+    const logic = rules[i]!.logic
+    logic.consume(states[i], now, k)
+    outcomes[i] = logic.report(states[i], now, 0, 1)
+  }
+  return { charged: k, decision: { allowed: true, now, outcomes } }
+}

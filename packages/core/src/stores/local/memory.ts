@@ -1,0 +1,430 @@
+import { freshPenalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
+import type { Rule } from '../../algorithms/types.js'
+import { type Duration, parseTimerDuration } from '../../support/duration.js'
+import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
+import { sha256Base64url } from '../../support/hash.js'
+import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
+import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
+import { realClearTimeout, realSetImmediate, realSetTimeout } from '../../time/real-timers.js'
+import type {
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from '../types.js'
+import { chargeLocally, decideLocally } from './decide.js'
+
+export interface MemoryStoreOptions {
+  /**
+   * Current time in epoch ms. Inject one to drive time in tests and simulations. @default `Date.now()`, read at
+   * each call: the store follows the fake timers of a test (`vi.useFakeTimers()`), even when built before them
+   */
+  clock?: () => number
+  /**
+   * Most client keys held at once. Past it the least recently used key is evicted (its client starts
+   * afresh), so a flood of unique keys cannot exhaust memory. @default 100_000
+   */
+  maxKeys?: number
+  /** How often a background sweep drops expired keys (from the store's first use; the timer is unref'd); at most '24d'. @default '1m' */
+  sweepInterval?: Duration
+}
+
+interface Entry {
+  /** The table holding the entry (one per limiter namespace), and its key there. */
+  table: Map<string, Entry>
+  id: string
+  /** One state per rule, in rule order. */
+  states: unknown[]
+  /** The key's penalty state, when its limiter has a penalty. */
+  penalty: PenaltyState | undefined
+  /** When every state equals a fresh one again (ms, the store's clock). */
+  expiresAt: number
+  /** Neighbours in the recency list: `older` towards the least recently used end. */
+  older: Entry | undefined
+  newer: Entry | undefined
+}
+
+const MEMORY_STORE_OPTIONS = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
+/** `MemoryStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const MEMORY_STORE_DEFAULTS = {
+  maxKeys: 100_000,
+  sweepInterval: '1m',
+} as const satisfies MemoryStoreOptions
+const SWEEP_SLICE = 5_000
+/** Identifiers longer than this are hashed, so that a memory bound in keys is a bound in bytes too. */
+const MAX_RAW_KEY_LENGTH = 128
+
+/**
+ * The embedded default store: state in this process's memory, sized to each algorithm (two integers for the
+ * counters, a typed-array ring buffer for the log). Expired keys are dropped lazily and by an unref'd sweep;
+ * no timer per key.
+ *
+ * Single process only: every process (cluster worker, pod) counts on its own. Use `RedisStore` to share
+ * limits between processes.
+ */
+export class MemoryStore implements Store, ConcurrencyStore {
+  readonly penalties = true
+  readonly reservations = true
+  /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
+  readonly #leases = new Map<string, Map<string, number>>()
+  /**
+   * One table per namespace (rule set and limiter prefix), keyed by the identifier itself: no per-request key
+   * concatenation, and no long composite strings held per key.
+   */
+  readonly #tables = new WeakMap<readonly Rule[], Map<string, Map<string, Entry>>>()
+  readonly #allTables = new Set<Map<string, Entry>>()
+  readonly #bySignature = new Map<string, Map<string, Map<string, Entry>>>()
+  #size = 0
+  /**
+   * NOTE: recency is a doubly linked list through the entries, not Map re-insertion: deleting from the front
+   * of a Map leaves holes that every `keys().next()` walks over, which made eviction quadratic under floods.
+   */
+  #leastRecent: Entry | undefined
+  #mostRecent: Entry | undefined
+  readonly #clock: () => number
+  readonly #maxKeys: number
+  readonly #sweepMs: number
+  /**
+   * The background sweep, started by the store's first use (Workers forbid timers in global scope, where a store
+   * is usually made); null once closed.
+   */
+  #timer: ReturnType<typeof realSetTimeout> | undefined | null
+  #sweeping = false
+
+  constructor(options: MemoryStoreOptions = {}) {
+    rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
+    const {
+      clock = now,
+      maxKeys = MEMORY_STORE_DEFAULTS.maxKeys,
+      sweepInterval = MEMORY_STORE_DEFAULTS.sweepInterval,
+    } = options
+    if (typeof clock !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'maxKeys',
+        maxKeys,
+        'a positive whole number such as 100000',
+      )
+    }
+    this.#clock = clock
+    this.#maxKeys = maxKeys
+    this.#sweepMs = parseTimerDuration(sweepInterval, 'sweepInterval')
+  }
+
+  /** Sweeps every `sweepInterval` on real time (unref'd): a test's fake timers never run it nor are held up by it. */
+  #startSweeping(): void {
+    const tick = () => {
+      if (this.#timer === null) return
+      this.#sweepInSlices()
+      this.#sweepLeases()
+      this.#timer = realSetTimeout(tick, this.#sweepMs)
+    }
+    this.#timer = realSetTimeout(tick, this.#sweepMs)
+  }
+
+  /** Number of client keys held now (expired ones count until swept or touched). */
+  get size(): number {
+    return this.#size
+  }
+
+  consume(request: StoreRequest): Decision {
+    const now = this.#now()
+    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
+    if (request.penalty !== undefined) entry.penalty ??= freshPenalty()
+    const decision = decideLocally(
+      request.rules,
+      entry.states,
+      now,
+      request.cost,
+      true,
+      request.penalty,
+      entry.penalty,
+      false,
+      request.reserve,
+    )
+    this.#keep(entry, request, now)
+    return decision
+  }
+
+  peek(request: StoreRequest): Decision {
+    const now = this.#now()
+    const entry = this.#table(request).get(this.#key(request))
+    // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
+    const live = entry !== undefined && entry.expiresAt > now
+    const states = live ? structuredClone(entry.states) : request.rules.map((rule) => rule.logic.create())
+    const penalty = live && entry.penalty !== undefined ? { ...entry.penalty } : undefined
+    return decideLocally(request.rules, states, now, request.cost, false, request.penalty, penalty)
+  }
+
+  refund(request: RefundRequest): void {
+    const now = this.#now()
+    const entry = this.#table(request).get(this.#key(request))
+    if (entry === undefined || entry.expiresAt <= now) return
+    request.rules.forEach((rule, i) => {
+      rule.logic.advance(entry.states[i], now)
+      rule.logic.refund(entry.states[i], now, request.cost, request.at)
+    })
+    this.#keep(entry, request, now)
+  }
+
+  charge(request: StoreRequest): { charged: number } {
+    const now = this.#now()
+    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
+    const { charged } = chargeLocally(request.rules, entry.states, now, request.cost)
+    this.#keep(entry, request, now)
+    return { charged }
+  }
+
+  acquire(request: LeaseRequest): LeaseDecision {
+    const now = this.#now()
+    const id = `${request.prefix}\u0000${this.#key(request)}`
+    let leases = this.#leases.get(id)
+    if (leases === undefined) {
+      leases = new Map()
+      this.#leases.set(id, leases)
+    }
+    let nextExpiry = Number.POSITIVE_INFINITY
+    for (const [lease, expiresAt] of leases) {
+      if (expiresAt <= now) leases.delete(lease)
+      else nextExpiry = Math.min(nextExpiry, expiresAt)
+    }
+    const allowed = leases.size < request.limit
+    if (allowed) {
+      leases.set(request.id, now + request.leaseMs)
+      nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
+    }
+    if (leases.size === 0) this.#leases.delete(id)
+    return { allowed, inFlight: leases.size, nextExpiry: leases.size === 0 ? 0 : nextExpiry - now }
+  }
+
+  /** Drops expired leases of keys nobody asked about since (a key's own acquire drops its expired ones). */
+  #sweepLeases(): void {
+    const now = this.#clock()
+    if (!isTime(now)) return
+    for (const [id, leases] of this.#leases) {
+      for (const [lease, expiresAt] of leases) if (expiresAt <= now) leases.delete(lease)
+      if (leases.size === 0) this.#leases.delete(id)
+    }
+  }
+
+  release(request: Omit<LeaseRequest, 'limit'>): void {
+    const id = `${request.prefix}\u0000${this.#key(request)}`
+    const leases = this.#leases.get(id)
+    if (leases === undefined) return
+    leases.delete(request.id)
+    if (leases.size === 0) this.#leases.delete(id)
+  }
+
+  reset(target: StoreTarget): void {
+    const entry = this.#table(target).get(this.#key(target))
+    if (entry !== undefined) this.#remove(entry)
+  }
+
+  /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
+  sweep(): void {
+    const now = this.#now()
+    for (const table of this.#allTables)
+      for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
+  }
+
+  /**
+   * Forgets every count, block and lease, for every limiter on this store: e.g. in a test's `beforeEach`, so that
+   * each test starts with fresh counters on a store shared by the whole file. The store stays usable.
+   */
+  clear(): void {
+    this.#leases.clear()
+    for (const table of this.#allTables) table.clear()
+    this.#size = 0
+    this.#leastRecent = undefined
+    this.#mostRecent = undefined
+  }
+
+  /** Stops the background sweep and forgets everything (`clear`). Decisions after `close` still work. */
+  close(): void {
+    if (this.#timer) realClearTimeout(this.#timer)
+    this.#timer = null
+    this.clear()
+  }
+
+  /**
+   * The clock's reading, checked: NaN, an infinity or a negative time would compare false with every expiry
+   * and window, so that nothing is ever counted ("no limit"). Such a reading fails the decision instead, which
+   * the limiter reports to `onError` and answers by its failure policy.
+   */
+  #now(): number {
+    if (this.#timer === undefined) {
+      this.#startSweeping()
+      if (madeByDefault.has(this)) warnPerIsolate()
+    }
+    const now = this.#clock()
+    if (!isTime(now)) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `MemoryStore \`clock\` returned ${describeValue(now)}: expected epoch milliseconds, a finite number >= 0.`,
+        { option: 'clock' },
+      )
+    }
+    return now
+  }
+
+  /** The table of the target's namespace: its rule set (by storage ids) and limiter prefix. */
+  #table(target: StoreTarget): Map<string, Entry> {
+    let byPrefix = this.#tables.get(target.rules)
+    if (byPrefix === undefined) {
+      // Rule arrays with the same ids share state, so they must share tables.
+      const signature = target.rules.map((rule) => rule.id).join(',')
+      byPrefix = this.#bySignature.get(signature) ?? new Map()
+      this.#bySignature.set(signature, byPrefix)
+      this.#tables.set(target.rules, byPrefix)
+    }
+    let table = byPrefix.get(target.prefix)
+    if (table === undefined) {
+      table = new Map()
+      byPrefix.set(target.prefix, table)
+      this.#allTables.add(table)
+    }
+    return table
+  }
+
+  #key(target: { key: string }): string {
+    return target.key.length > MAX_RAW_KEY_LENGTH ? `#${sha256Base64url(target.key)}` : target.key
+  }
+
+  /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */
+  #take(table: Map<string, Entry>, id: string, rules: readonly Rule[], now: number): Entry {
+    let entry = table.get(id)
+    if (entry === undefined) {
+      if (this.#size >= this.#maxKeys && this.#leastRecent !== undefined) this.#remove(this.#leastRecent)
+      entry = {
+        table,
+        id,
+        states: rules.map((rule) => rule.logic.create()),
+        penalty: undefined,
+        expiresAt: 0,
+        older: undefined,
+        newer: undefined,
+      }
+      table.set(id, entry)
+      this.#size++
+      this.#append(entry)
+    } else if (entry.expiresAt <= now) {
+      entry.states = rules.map((rule) => rule.logic.create())
+      entry.penalty = undefined
+    }
+    return entry
+  }
+
+  /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
+  #keep(entry: Entry, { rules, penalty }: StoreRequest, now: number): void {
+    let ttl = 0
+    for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(entry.states[i], now))
+    if (penalty !== undefined && entry.penalty !== undefined)
+      ttl = Math.max(ttl, penaltyTtl(penalty, entry.penalty, now))
+    if (ttl <= 0) {
+      this.#remove(entry)
+      return
+    }
+    entry.expiresAt = now + ttl
+    if (entry !== this.#mostRecent) {
+      this.#unlink(entry)
+      this.#append(entry)
+    }
+  }
+
+  #remove(entry: Entry): void {
+    if (entry.table.get(entry.id) !== entry) return
+    entry.table.delete(entry.id)
+    this.#size--
+    this.#unlink(entry)
+  }
+
+  #append(entry: Entry): void {
+    entry.older = this.#mostRecent
+    entry.newer = undefined
+    if (this.#mostRecent !== undefined) this.#mostRecent.newer = entry
+    else this.#leastRecent = entry
+    this.#mostRecent = entry
+  }
+
+  #unlink(entry: Entry): void {
+    if (entry.older !== undefined) entry.older.newer = entry.newer
+    else if (this.#leastRecent === entry) this.#leastRecent = entry.newer
+    if (entry.newer !== undefined) entry.newer.older = entry.older
+    else if (this.#mostRecent === entry) this.#mostRecent = entry.older
+    entry.older = undefined
+    entry.newer = undefined
+  }
+
+  /** Sweeps in slices of SWEEP_SLICE keys, yielding to the event loop between slices. */
+  #sweepInSlices(): void {
+    if (this.#sweeping) return
+    this.#sweeping = true
+    const tables = [...this.#allTables].values()
+    let entries: Iterator<Entry> | undefined
+    const slice = () => {
+      const now = this.#clock()
+      // A clock gone wrong is reported by the next decision; the background sweep just stops.
+      if (!isTime(now)) {
+        this.#sweeping = false
+        return
+      }
+      for (let i = 0; i < SWEEP_SLICE; i++) {
+        const next = entries?.next()
+        if (next === undefined || next.done) {
+          const table = tables.next()
+          if (table.done) {
+            this.#sweeping = false
+            return
+          }
+          entries = table.value.values()
+          continue
+        }
+        if (next.value.expiresAt <= now) this.#remove(next.value)
+      }
+      realSetImmediate(slice)
+    }
+    slice()
+  }
+}
+
+/** The stores a limiter made because it was given none (`defaultMemoryStore`). */
+const madeByDefault = new WeakSet<MemoryStore>()
+let warnedPerIsolate = false
+
+/**
+ * @internal The MemoryStore a limiter makes when it is given no `store`. On Cloudflare Workers its first use
+ * warns, once per isolate, that it counts per isolate (not at module load: nothing runs there).
+ */
+export function defaultMemoryStore(): MemoryStore {
+  const store = new MemoryStore()
+  madeByDefault.add(store)
+  return store
+}
+
+function warnPerIsolate(): void {
+  if (warnedPerIsolate || !onCloudflareWorkers()) return
+  warnedPerIsolate = true
+  emitWarning(
+    'No `store` was given, so the default MemoryStore counts in this Workers isolate only: Cloudflare runs ' +
+      'many isolates (per location, and more under load), each with its own counters, so a client gets the ' +
+      'limit once per isolate. For one exact limit, use the Durable Object store of @ratewindow/cloudflare ' +
+      '(`store: new DurableObjectStore({ namespace: env.RATE_LIMITER })`); to count per isolate on purpose, ' +
+      'pass `store: new MemoryStore()`.',
+    'RATEWINDOW_PER_ISOLATE_STORE',
+  )
+}
+
+/** `Date.now()` looked up at each call, so that fake timers installed later apply (not a captured `Date.now`). */
+function now(): number {
+  return Date.now()
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
+}

@@ -1,0 +1,246 @@
+import {
+  fixedWindow,
+  gcra,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '../../algorithms/index.js'
+import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
+import type { AlgorithmName, Rule } from '../../algorithms/types.js'
+import { RateLimitError } from '../../support/errors.js'
+import { sha256Base64url } from '../../support/hash.js'
+import type {
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  StoreRequest,
+  StoreTarget,
+} from '../types.js'
+import { chargeLocally, decideLocally } from './decide.js'
+
+/**
+ * A rule as parameters, to cross a process boundary: `[algorithm, id, p0, p1, p2]` (the numbers the Redis script
+ * receives too). Rebuilt on the other side with the same factories, so both sides decide with one code.
+ */
+export type EncodedRule = readonly [algorithm: AlgorithmName, id: string, p0: number, p1: number, p2: number]
+
+/**
+ * A store call in plain data (JSON and structured clone carry it): for stores that decide in another process,
+ * such as the Durable Object store of `@ratewindow/cloudflare`. Make it with `encodeStoreRequest`, decide with
+ * `applyToKeyState` where the state lives.
+ */
+export interface EncodedStoreRequest {
+  prefix: string
+  key: string
+  rules: readonly EncodedRule[]
+  /** Whole units (0 for `reset`). */
+  cost: number
+  /** A refund's decision time (ms). */
+  at?: number
+  /** The limiter's penalty, as `[after, within, block, factor, maxBlock]` (ms). */
+  penalty?: readonly [number, number, number, number, number]
+}
+
+/**
+ * One client's state under one limiter, as a remote store keeps it: plain data (structured clone keeps it;
+ * typed arrays included), opaque to the store. Dropped once `expiresAt` (ms, the deciding side's clock) has passed.
+ */
+export interface KeyState {
+  /** One state per rule, in rule order. */
+  states: unknown[]
+  /** The penalty state, when the limiter has a penalty. */
+  penalty?: unknown
+  expiresAt: number
+}
+
+/** What `applyToKeyState` gives back: the answer, and the state to keep (`undefined`: delete it). */
+export interface KeyStateResult {
+  /** For `consume` and `peek`. */
+  decision?: Decision
+  /** For `charge`: the units charged. */
+  charged?: number
+  /** The new state to keep; `undefined` when nothing is left to keep (the key may be deleted). */
+  state: KeyState | undefined
+  /** Whether `state` differs from the one given: write it (or delete the key) when true. */
+  changed: boolean
+}
+
+/** Encodes a store call (`consume`, `peek`, `refund`, `charge` or `reset`) as plain data. */
+export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundRequest): EncodedStoreRequest {
+  const encoded: EncodedStoreRequest = {
+    prefix: request.prefix,
+    key: request.key,
+    rules: request.rules.map((rule) => {
+      const [p0, p1, p2] = rule.script.params
+      return [rule.algorithm, rule.id, p0, p1, p2] as const
+    }),
+    cost: (request as StoreRequest).cost ?? 0,
+  }
+  const { at } = request as RefundRequest
+  if (at !== undefined) encoded.at = at
+  const { penalty } = request
+  if (penalty !== undefined)
+    encoded.penalty = [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock]
+  return encoded
+}
+
+/**
+ * The name of the state a call addresses, unique per limiter prefix, rule set and client key (long keys are
+ * hashed): what `MemoryStore` keys its tables by.
+ */
+export function keyStateId(request: Pick<EncodedStoreRequest, 'prefix' | 'key' | 'rules'>): string {
+  const key = request.key.length > 128 ? `#${sha256Base64url(request.key)}` : request.key
+  return `${request.prefix}\u0000${request.rules.map((rule) => rule[1]).join(',')}\u0000${key}`
+}
+
+/** The rules rebuilt from their parameters, by the factories (validated there), cached per parameter set. */
+const rebuilt = new Map<string, Rule[]>()
+const MAX_REBUILT = 1_000
+
+function decodeRules(encoded: readonly EncodedRule[]): Rule[] {
+  const signature = encoded.map((rule) => rule.join(':')).join('|')
+  let rules = rebuilt.get(signature)
+  if (rules === undefined) {
+    rules = encoded.map(decodeRule)
+    if (rebuilt.size >= MAX_REBUILT) rebuilt.delete(rebuilt.keys().next().value!)
+    rebuilt.set(signature, rules)
+  }
+  return rules
+}
+
+function decodeRule([algorithm, , p0, p1, p2]: EncodedRule): Rule {
+  switch (algorithm) {
+    case 'fixed-window':
+      return fixedWindow({ limit: p0, window: p1 })
+    case 'sliding-window-log':
+      return slidingWindowLog({ limit: p0, window: p1 })
+    case 'sliding-window-counter':
+      return slidingWindowCounter({ limit: p0, window: p1 })
+    case 'token-bucket':
+      return tokenBucket({ capacity: p0, refillRate: p1, interval: p2 })
+    case 'gcra':
+      // The parameters are already reduced (scale and interval have no common divisor): the same logic.
+      return gcra({ limit: p0, window: p1, burst: p2 })
+    default:
+      throw new RateLimitError('ERR_RATEWINDOW_STORE', `Unknown algorithm in a store request: ${algorithm}`)
+  }
+}
+
+function decodePenalty(encoded: EncodedStoreRequest['penalty']): Penalty | undefined {
+  if (encoded === undefined) return undefined
+  const [after, within, block, factor, maxBlock] = encoded
+  return { after, within, block, factor, maxBlock, statusCode: undefined }
+}
+
+/**
+ * Runs one call on a client's stored state, exactly as `MemoryStore` decides (the same algorithm code, all rules
+ * at once, the penalty in the same step): `state` is what was stored (`undefined`: nothing), `now` the deciding
+ * side's time (ms). Synchronous and pure but for `state`, which it may change in place: run it where the state
+ * cannot change meanwhile (inside a Durable Object, between reading and writing the state).
+ */
+export function applyToKeyState(
+  operation: 'consume' | 'peek' | 'refund' | 'charge',
+  request: EncodedStoreRequest,
+  state: KeyState | undefined,
+  now: number,
+): KeyStateResult {
+  const rules = decodeRules(request.rules)
+  const penalty = decodePenalty(request.penalty)
+  const live = state !== undefined && state.expiresAt > now ? state : undefined
+  const fresh = (): KeyState => ({ states: rules.map((rule) => rule.logic.create()), expiresAt: 0 })
+  switch (operation) {
+    case 'peek': {
+      // A copy: the stored state stays as it was (a peeked time may lie ahead of a later call's).
+      const states = live ? structuredClone(live.states) : fresh().states
+      const penaltyState = live?.penalty === undefined ? undefined : { ...(live.penalty as PenaltyState) }
+      const decision = decideLocally(rules, states, now, request.cost, false, penalty, penaltyState)
+      return { decision, state, changed: false }
+    }
+    case 'consume': {
+      const next = live ?? fresh()
+      if (penalty !== undefined) next.penalty ??= freshPenalty()
+      const decision = decideLocally(
+        rules,
+        next.states,
+        now,
+        request.cost,
+        true,
+        penalty,
+        next.penalty as PenaltyState | undefined,
+      )
+      return { decision, ...keep(rules, penalty, next, now) }
+    }
+    case 'refund': {
+      if (live === undefined) return { state, changed: false }
+      const at = request.at ?? now
+      rules.forEach((rule, i) => {
+        rule.logic.advance(live.states[i], now)
+        rule.logic.refund(live.states[i], now, request.cost, at)
+      })
+      return keep(rules, penalty, live, now)
+    }
+    case 'charge': {
+      const next = live ?? fresh()
+      const { charged } = chargeLocally(rules, next.states, now, request.cost)
+      return { charged, ...keep(rules, penalty, next, now) }
+    }
+  }
+}
+
+/** The state's new expiry, or nothing to keep when every rule (and the penalty) is fresh again. */
+function keep(
+  rules: readonly Rule[],
+  penalty: Penalty | undefined,
+  state: KeyState,
+  now: number,
+): { state: KeyState | undefined; changed: true } {
+  let ttl = 0
+  for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(state.states[i], now))
+  if (penalty !== undefined && state.penalty !== undefined)
+    ttl = Math.max(ttl, penaltyTtl(penalty, state.penalty as PenaltyState, now))
+  if (ttl <= 0) return { state: undefined, changed: true }
+  state.expiresAt = now + ttl
+  return { state, changed: true }
+}
+
+/** A client's in-flight leases as a remote store keeps them: lease id → expiry (ms). */
+export type LeaseState = Record<string, number>
+
+/**
+ * An `acquire` on a client's stored leases, as `MemoryStore` does it: expired leases are dropped, and the new one
+ * is added when fewer than `limit` are held. Returns the answer and the leases to keep (`undefined`: none).
+ */
+export function acquireLease(
+  leases: LeaseState | undefined,
+  request: Pick<LeaseRequest, 'id' | 'limit' | 'leaseMs'>,
+  now: number,
+): { decision: LeaseDecision; leases: LeaseState | undefined } {
+  const held: LeaseState = {}
+  let count = 0
+  let nextExpiry = Number.POSITIVE_INFINITY
+  for (const id in leases) {
+    const expiresAt = leases[id]!
+    if (expiresAt <= now) continue
+    held[id] = expiresAt
+    count++
+    nextExpiry = Math.min(nextExpiry, expiresAt)
+  }
+  const allowed = count < request.limit
+  if (allowed) {
+    if (held[request.id] === undefined) count++
+    held[request.id] = now + request.leaseMs
+    nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
+  }
+  return {
+    decision: { allowed, inFlight: count, nextExpiry: count === 0 ? 0 : nextExpiry - now },
+    leases: count === 0 ? undefined : held,
+  }
+}
+
+/** A `release` on a client's stored leases: the leases to keep (`undefined`: none). */
+export function releaseLease(leases: LeaseState | undefined, id: string): LeaseState | undefined {
+  if (leases === undefined || leases[id] === undefined) return leases
+  const { [id]: _, ...rest } = leases
+  return Object.keys(rest).length === 0 ? undefined : rest
+}

@@ -1,0 +1,334 @@
+/**
+ * Grouping of Redis calls: while a call is in flight to a Redis node, the calls that arrive for that node wait
+ * for the end of the event loop's turn and go together, as one script execution per script and hash slot. No
+ * timer and no added latency when idle: a call is sent at once when nothing is in flight to its node.
+ */
+import { failureKind } from '../../gateway/circuit-breaker.js'
+import { RateLimitError } from '../../support/errors.js'
+import { fakeTimersHint, REAL_TIMERS, type Timers } from '../../time/real-timers.js'
+import { shedError } from '../call-bound.js'
+import type { CallReport } from '../types.js'
+
+/** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
+export const DEFAULT_MAX_WAITING = 50_000
+/** Decisions in one script execution, at most: a larger group is split into several calls of one flight. */
+export const DEFAULT_MAX_GROUP = 1_000
+/**
+ * Flights in flight to one node, at most: past it, what waits goes when the oldest flight is answered. Paired
+ * runs (docs/redis.md, "Grouped decisions") measured 1 flight at a time at 0.87 of the req/s of 2, 2 at 0.88 of
+ * 4, 4 at 0.95 of 16, 16 at 0.99 of 64: waiting for a reply before sending the next group costs more than it saves.
+ */
+export const DEFAULT_MAX_FLIGHTS = 16
+
+/** How a grouped call waits: the longest wait for its own flight, and where a late reply goes. */
+export interface Within<T> {
+  /** The longest wait for a sent call, ms; none when undefined (the client's own timeouts then bound it). */
+  timeoutMs?: number | undefined
+  late?: { arrive(value: T): void } | undefined
+  /** Filled in when the call is sent: how long it waited, and the size of its call. */
+  call?: CallReport | undefined
+}
+
+/** One call waiting to be sent: it joins the call of its `batch` (same script, same hash slot). */
+export interface Entry<P, T> {
+  /** Calls with the same batch go in one script execution. */
+  readonly batch: string
+  readonly payload: P
+  readonly timeoutMs: number | undefined
+  readonly late: { arrive(value: T): void } | undefined
+  /** Measured only when asked for: when it was queued (performance.now()), and where to report. */
+  readonly call: CallReport | undefined
+  readonly queued: number
+  resolve(value: T): void
+  reject(error: unknown): void
+  /** Set once answered (resolved, rejected, or timed out). */
+  done?: boolean
+}
+
+/** Sends one batch (entries of one script and slot, at most `maxGroup`) and answers one value per entry. */
+export type SendBatch<P, T> = (entries: readonly Entry<P, T>[]) => Promise<readonly T[]>
+
+/**
+ * Runs `send` (which sends several batches to the node of `first`) so that they go out together, e.g. in one
+ * write: `RedisScriptRunner.together`. Calls `send` once, synchronously.
+ */
+export type SendTogether<P> = (first: P, send: () => void) => void
+
+/** Calls sent together to one node, answered when all of its calls are. */
+interface Flight<T> {
+  readonly entries: readonly Entry<unknown, T>[]
+  ended: boolean
+  end(): void
+}
+
+/** The queue of one node. */
+interface NodeQueue<P, T> {
+  /** Flights sent and not yet answered, oldest first. */
+  flights: Set<Flight<T>>
+  waiting: Entry<P, T>[]
+  /** A flush of `waiting` is scheduled for the end of this turn of the event loop. */
+  flushing: boolean
+  /** The last flight's round trip, ms: the Retry-After of a shed decision. */
+  roundTripMs: number
+}
+
+export interface GroupStats {
+  /** Flights sent, script executions sent, and the entries they carried. */
+  flights: number
+  calls: number
+  entries: number
+  /** Entries refused because the waiting bound was full. */
+  shed: number
+  /** The largest number waiting for one node so far. */
+  peakWaiting: number
+}
+
+/**
+ * One queue per node of one client. An entry that finds nothing in flight to its node flies at once, alone. Entries
+ * that arrive while a flight is in flight wait for the end of the event loop's turn (an immediate, once per turn),
+ * when everything waiting goes in one flight; with `maxFlights` in flight, they wait for the oldest to end. A
+ * flight that times out or fails on the server answers every entry in flight to its node and every one waiting
+ * with the same error at once (one failure for breakers to count, and no second wait). A key's own error (a
+ * script error) answers only its call.
+ */
+export class RedisGroups<P, T> {
+  readonly #send: SendBatch<P, T>
+  readonly #maxWaiting: number
+  readonly #maxGroup: number
+  readonly #maxFlights: number
+  readonly #together: SendTogether<P> | undefined
+  readonly #timers: Timers
+  readonly #queues = new Map<string | number, NodeQueue<P, T>>()
+  readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
+
+  /** `maxWaiting` is the default bound: each call may pass its own (RedisStore's option) to `submit`. */
+  constructor(
+    send: SendBatch<P, T>,
+    options: {
+      maxWaiting?: number
+      maxGroup?: number
+      maxFlights?: number
+      /** How a flight of several batches to one node goes out together, if the client can. */
+      together?: SendTogether<P> | undefined
+      /**
+       * The timers of the timeouts and of the end-of-turn flush: real ones by default, even under a test's fake
+       * timers (real-timers.ts); a unit test of the timeouts passes its own.
+       */
+      timers?: Timers
+    } = {},
+  ) {
+    this.#timers = options.timers ?? REAL_TIMERS
+    this.#send = send
+    this.#maxWaiting = options.maxWaiting ?? DEFAULT_MAX_WAITING
+    this.#maxGroup = options.maxGroup ?? DEFAULT_MAX_GROUP
+    this.#maxFlights = options.maxFlights ?? DEFAULT_MAX_FLIGHTS
+    this.#together = options.together
+  }
+
+  /** Queues a call for `node`; sends it at once when nothing is in flight there. */
+  submit(
+    node: string | number,
+    batch: string,
+    payload: P,
+    within: Within<T> | undefined,
+    maxWaiting = this.#maxWaiting,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry: Entry<P, T> = {
+        batch,
+        payload,
+        timeoutMs: within?.timeoutMs,
+        late: within?.late,
+        call: within?.call,
+        queued: within?.call === undefined ? 0 : performance.now(),
+        resolve,
+        reject,
+      }
+      let queue = this.#queues.get(node)
+      if (queue === undefined) {
+        queue = { flights: new Set(), waiting: [], flushing: false, roundTripMs: 1 }
+        this.#queues.set(node, queue)
+      }
+      if (queue.flights.size === 0 && queue.waiting.length === 0) {
+        this.#fly(node, queue, [entry])
+        return
+      }
+      if (queue.waiting.length >= maxWaiting) {
+        this.stats.shed++
+        reject(shedError(queue.roundTripMs))
+        return
+      }
+      queue.waiting.push(entry)
+      if (queue.waiting.length > this.stats.peakWaiting) this.stats.peakWaiting = queue.waiting.length
+      this.#flushLater(node, queue)
+    })
+  }
+
+  /** Sends what waits for `node` at the end of this turn of the event loop, once, if a flight may go. */
+  #flushLater(node: string | number, queue: NodeQueue<P, T>): void {
+    if (queue.flushing || queue.flights.size >= this.#maxFlights) return
+    queue.flushing = true
+    this.#timers.setImmediate(() => {
+      queue.flushing = false
+      if (queue.waiting.length === 0 || queue.flights.size >= this.#maxFlights) return
+      const next = queue.waiting
+      queue.waiting = []
+      this.#fly(node, queue, next)
+    })
+  }
+
+  #fly(node: string | number, queue: NodeQueue<P, T>, entries: Entry<P, T>[]): void {
+    // Real time even under a test's fake timers (real-timers.ts).
+    const timers = this.#timers
+    /** Runs `f` after the event loop's next read of sockets. */
+    const afterRead = (f: () => void) => timers.setImmediate(f)
+    const started = performance.now()
+    const batches = this.#batches(entries)
+    this.stats.flights++
+    this.stats.calls += batches.length
+    this.stats.entries += entries.length
+    let open = batches.length
+    let timer: ReturnType<Timers['setTimeout']> | undefined
+    const flight: Flight<T> = {
+      entries,
+      ended: false,
+      /** Ends the flight: whatever waits goes at the end of this turn (unless a failure answered it). */
+      end: () => {
+        if (flight.ended) return
+        flight.ended = true
+        if (timer !== undefined) timers.clearTimeout(timer)
+        queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
+        queue.flights.delete(flight)
+        if (queue.waiting.length > 0) this.#flushLater(node, queue)
+        else if (queue.flights.size === 0 && this.#queues.size > 1 && this.#queues.get(node) === queue)
+          this.#queues.delete(node)
+      },
+    }
+    queue.flights.add(flight)
+    let timeoutMs: number | undefined
+    for (const entry of entries) {
+      if (entry.timeoutMs !== undefined && (timeoutMs === undefined || entry.timeoutMs < timeoutMs))
+        timeoutMs = entry.timeoutMs
+    }
+    /** No answer within the timeout: unless the reply is in (read by the poll phase that precedes immediates). */
+    const expire = () => {
+      if (flight.ended) return
+      failNode(
+        queue,
+        new RateLimitError(
+          'ERR_RATEWINDOW_STORE_TIMEOUT',
+          `Redis did not answer a call of ${entries.length} grouped decision${entries.length === 1 ? '' : 's'} within ${timeoutMs} ms.${fakeTimersHint()}`,
+        ),
+      )
+    }
+    // The clock counts time Redis had to answer, not time our own work kept the event loop busy:
+    // - it starts once the work that sent the flight is done (a burst of decisions made in one go, a flood);
+    // - a timer fires before the event loop reads sockets, so on expiry the reply may be in, unread: the check
+    //   waits for the next read of sockets (an immediate), not for more time;
+    // - the calls of a flight are answered one after another: each answer restarts the clock for the next, so a
+    //   large flight is not a slow server.
+    const arm = () => {
+      if (flight.ended || timeoutMs === undefined) return
+      if (timer !== undefined) timers.clearTimeout(timer)
+      const armed = timers.setTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
+      timer = armed
+    }
+    if (timeoutMs !== undefined) afterRead(arm)
+    const sendBatch = (batch: Entry<P, T>[]) => {
+      for (const entry of batch) {
+        if (entry.call !== undefined) {
+          entry.call.waitedMs = started - entry.queued
+          entry.call.groupSize = batch.length
+        }
+      }
+      let sent: Promise<readonly T[]>
+      try {
+        sent = this.#send(batch)
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      sent.then(
+        (values) => {
+          for (let i = 0; i < batch.length; i++) answer(batch[i]!, values[i], undefined)
+          if (--open === 0) flight.end()
+          else arm()
+        },
+        (error: unknown) => {
+          // A key's own error (a script error) answers its call; any other is the node's: see `failNode`.
+          if (failureKind(error) === 'key' || flight.ended) {
+            for (const entry of batch) answer(entry, undefined, error)
+          } else {
+            failNode(queue, error)
+          }
+          if (--open === 0) flight.end()
+          else arm()
+        },
+      )
+    }
+    if (batches.length === 1 || this.#together === undefined) {
+      for (const batch of batches) sendBatch(batch)
+      return
+    }
+    // Several calls to one node: written together where the client can (one write instead of one per call).
+    let next = 0
+    const sendAll = () => {
+      while (next < batches.length) sendBatch(batches[next++]!)
+    }
+    try {
+      this.#together(entries[0]!.payload, sendAll)
+    } catch {
+      // the client's own trouble: the batches it did not send go below, one by one
+    }
+    // A `together` that failed, or did not call `send`: whatever it did not send goes now, once.
+    sendAll()
+  }
+
+  /** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */
+  #batches(entries: Entry<P, T>[]): Entry<P, T>[][] {
+    if (entries.length === 1) return [entries]
+    const byBatch = new Map<string, Entry<P, T>[][]>()
+    const calls: Entry<P, T>[][] = []
+    for (const entry of entries) {
+      let chunks = byBatch.get(entry.batch)
+      if (chunks === undefined) {
+        chunks = []
+        byBatch.set(entry.batch, chunks)
+      }
+      let last = chunks[chunks.length - 1]
+      if (last === undefined || last.length >= this.#maxGroup) {
+        last = []
+        chunks.push(last)
+        calls.push(last)
+      }
+      last.push(entry)
+    }
+    return calls
+  }
+}
+
+/**
+ * The node failed (an error, or no answer to a sent call in time): every decision in flight to it and every one
+ * waiting gets `error` at once, the same object (one failure for breakers to count), and the flights end (their
+ * replies, if they come, still reach the entries' late hooks). Redis answers one connection's calls in order,
+ * so the calls sent after the failed one could not have been answered before it.
+ */
+function failNode<T>(queue: NodeQueue<unknown, T>, error: unknown): void {
+  const waiting = queue.waiting
+  queue.waiting = []
+  for (const flight of [...queue.flights]) {
+    for (const entry of flight.entries) answer(entry, undefined, error)
+    flight.end()
+  }
+  for (const entry of waiting) answer(entry, undefined, error)
+}
+
+/** Answers an entry once; a reply that comes after the entry was answered goes to its late hook. */
+function answer<P, T>(entry: Entry<P, T>, value: T | undefined, error: unknown): void {
+  if (entry.done) {
+    if (error === undefined) entry.late?.arrive(value as T)
+    return
+  }
+  entry.done = true
+  if (error === undefined) entry.resolve(value as T)
+  else entry.reject(error)
+}

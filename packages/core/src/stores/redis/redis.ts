@@ -1,0 +1,669 @@
+import type { Penalty } from '../../algorithms/penalty.js'
+import type { Rule, RuleOutcome } from '../../algorithms/types.js'
+import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
+import { sha1Hex, sha256Base64url } from '../../support/hash.js'
+import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
+import type {
+  CallBound,
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from '../types.js'
+import { batchArguments, batchReplies, batchScriptFor } from './batch-script.js'
+import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
+import { clusterSlot } from './cluster-slot.js'
+import { EvictionWatch } from './eviction.js'
+import {
+  DEFAULT_MAX_FLIGHTS,
+  DEFAULT_MAX_WAITING,
+  type Entry,
+  type GroupStats,
+  RedisGroups,
+  type Within,
+} from './groups.js'
+import { MODE, paramCount, type Script, scriptFor } from './script.js'
+
+export interface RedisStoreOptions {
+  /**
+   * A connected client, standalone or Cluster, recognised by its shape: ioredis 5/6 or iovalkey (`Redis`,
+   * `Cluster`), node-redis 5/6 (`createClient`, `createCluster`), Valkey GLIDE (`GlideClient`,
+   * `GlideClusterClient`); or a `RedisScriptRunner` for any other client. See docs/redis.md for settings that
+   * never hang a request.
+   */
+  client: RedisClient
+  /** Prepended to every key, e.g. to share a database between applications. @default '' */
+  prefix?: string
+  /**
+   * Client-side time in epoch ms, for tests and simulations. By default the script reads the Redis server's
+   * `TIME`, so clock skew between application servers cannot change a decision.
+   */
+  clock?: () => number
+  /**
+   * Decisions that may wait for one Redis node while a call is in flight to it (grouped decisions, docs/redis.md);
+   * past it a decision is shed: answered as limited without a store call (`ERR_RATEWINDOW_SHED`, outcome
+   * `'shed'`). Counted per client connection and node, which stores on one client share. @default 50000
+   */
+  maxWaiting?: number
+}
+
+/** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
+const HASH_CACHE_SIZE = 16_384
+const HASH_CACHE_KEY_LENGTH = 128
+const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
+  client: true,
+  prefix: true,
+  clock: true,
+  maxWaiting: true,
+})
+/** `RedisStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const REDIS_STORE_DEFAULTS = {
+  prefix: '',
+  maxWaiting: DEFAULT_MAX_WAITING,
+} as const satisfies Partial<RedisStoreOptions>
+const LEASE_MODE = { acquire: 0, release: 1 } as const
+/** The decision script's modes as arguments, rendered once. */
+const MODE_ARGS = Object.values(MODE).map(String)
+
+/**
+ * The lease logic, as a Lua function of one lease key and its arguments: mode, now (ms, or -1 for the server's
+ * TIME), lease id, limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires };
+ * release returns { 1, 0, 0 }.
+ */
+const LEASE_FUNCTION = `
+local function lease(key, mode, now, id, limit, leaseMs)
+  if mode == ${LEASE_MODE.release} then
+    redis.call('ZREM', key, id)
+    return { 1, 0, 0 }
+  end
+  if now < 0 then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
+  local n = redis.call('ZCARD', key)
+  local allowed = 0
+  if n < limit then
+    redis.call('ZADD', key, string.format('%.0f', now + leaseMs), id)
+    n = n + 1
+    allowed = 1
+  end
+  local next = 0
+  if n > 0 then
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    next = tonumber(first[2]) - now
+    -- The set lives as long as its latest lease.
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    redis.call('PEXPIRE', key, string.format('%.0f', math.max(1, tonumber(last[2]) - now)))
+  end
+  return { allowed, n, next }
+end
+`
+/** The lease script: KEYS[1] the sorted set; ARGV the five arguments of `lease`. */
+const LEASE_LUA = `${LEASE_FUNCTION}
+return lease(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+`
+/**
+ * Several lease calls of one hash slot in one execution, in arrival order (grouped like decisions): KEYS the sorted
+ * set of each call, one per call; ARGV five arguments per call. Returns the three numbers of each call in order.
+ */
+const LEASE_BATCH_LUA = `${LEASE_FUNCTION}
+local out = {}
+for i = 1, #KEYS do
+  local b = (i - 1) * 5
+  local r = lease(KEYS[i], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]))
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+  out[#out + 1] = r[3]
+end
+return out
+`
+const sha1Of = sha1Hex
+
+/** The key suffix of a client's penalty state, beside its rule keys. */
+const PENALTY_SUFFIX = 'pen'
+
+/**
+ * What the store sends for one rule set, rendered once: its script, the keys' suffixes, and the arguments after
+ * the mode, now and cost (the rules' parameters, then the penalty's).
+ */
+interface Prepared {
+  script: Script
+  /** The same decisions for a group of calls (batch-script.ts). */
+  batch: Script
+  /**
+   * What calls must share to go in one batch: the script and its shared arguments (the rules' parameters and
+   * the penalty's), which a batch sends once. Two limiters with the same algorithms but other limits differ.
+   */
+  batchKey: string
+  suffixes: string[]
+  args: string[]
+  penalty: Penalty | undefined
+}
+
+/** What lease calls send: they group like decisions, apart from them (their own batch script). */
+const LEASE_PREPARED: Prepared = {
+  script: Object.freeze({ lua: LEASE_LUA, sha1: sha1Of(LEASE_LUA) }),
+  batch: Object.freeze({ lua: LEASE_BATCH_LUA, sha1: sha1Of(LEASE_BATCH_LUA) }),
+  batchKey: 'lease',
+  suffixes: [],
+  args: [],
+  penalty: undefined,
+}
+
+/** The lease script's reply { allowed, in flight, ms until the earliest lease expires } as a `LeaseDecision`. */
+function toLeaseDecision(reply: number[]): LeaseDecision {
+  return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
+}
+
+/** One script call waiting for its group: the single-call script's keys and arguments. */
+interface Call {
+  readonly prepared: Prepared
+  readonly keys: string[]
+  readonly args: string[]
+}
+
+/** The groups of each client: every RedisStore on one client connection shares them (issue 18). */
+const GROUPS = new WeakMap<object, RedisGroups<Call, number[]>>()
+
+/**
+ * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster, through ioredis, iovalkey, node-redis or
+ * Valkey GLIDE. One round trip per decision: a single Lua script, run by EVALSHA (the source is sent only when
+ * the node answers NOSCRIPT), decides every rule of a request and writes them with their TTLs atomically.
+ *
+ * Keys are `<prefix><limiter prefix>{<hash of identifier>}:<rule id>`: the hash tag keeps all rules of one
+ * client in one Cluster slot, and hashing bounds key length and removes braces from hostile identifiers.
+ */
+export class RedisStore implements Store, ConcurrencyStore {
+  /**
+   * The Lua script run for a rule set (it holds only the algorithms those rules use) and its SHA1, e.g. to
+   * `SCRIPT LOAD` it ahead or to benchmark it.
+   */
+  static scriptFor(rules: readonly Rule[], options: { penalty?: boolean } = {}): Script {
+    return scriptFor(
+      rules.map((rule) => rule.script.code),
+      options.penalty === true,
+    )
+  }
+
+  readonly penalties = true
+  readonly reservations = true
+  /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
+  readonly boundsWait = true
+  readonly #runner: RedisScriptRunner
+  readonly #groups: RedisGroups<Call, number[]>
+  readonly #maxWaiting: number
+  readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
+  readonly #hashes = new Map<string, string>()
+  readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
+  readonly #prefix: string
+  readonly #clock: (() => number) | undefined
+  readonly #eviction: EvictionWatch
+
+  constructor(options: RedisStoreOptions) {
+    requireObject(options, 'options', '{ client: new Redis() }')
+    rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
+    const {
+      client,
+      prefix = REDIS_STORE_DEFAULTS.prefix,
+      clock,
+      maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
+    } = options
+    const runner = scriptRunnerFor(client)
+    if (runner === undefined) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'client',
+        client,
+        'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
+      )
+    }
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
+    }
+    if (clock !== undefined && typeof clock !== 'function') {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'clock',
+        clock,
+        'a function returning epoch ms, or undefined',
+      )
+    }
+    if (typeof maxWaiting !== 'number' || !Number.isSafeInteger(maxWaiting) || maxWaiting < 0) {
+      throw invalid(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        'maxWaiting',
+        maxWaiting,
+        'a whole number >= 0, e.g. 50000',
+      )
+    }
+    this.#runner = runner
+    this.#maxWaiting = maxWaiting
+    let groups = GROUPS.get(client)
+    if (groups === undefined) {
+      const together = runner.together?.bind(runner)
+      const scripts = new LoadedScripts(runner)
+      groups = new RedisGroups((entries) => sendGroup(runner, scripts, entries), {
+        // A Cluster client that cannot tell which node serves a slot groups per slot, one flight at a time: a
+        // call answered NOSCRIPT is sent again before the next flight to that slot goes (see LoadedScripts).
+        maxFlights: scripts.tracked ? DEFAULT_MAX_FLIGHTS : 1,
+        // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
+        together:
+          together &&
+          ((call: Call, send: () => void) => together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
+      })
+      GROUPS.set(client, groups)
+    }
+    this.#groups = groups
+    this.#prefix = prefix
+    this.#clock = clock
+    this.#eviction = new EvictionWatch(client)
+  }
+
+  /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */
+  keyFor(prefix: string, key: string, rule: Rule): string {
+    return `${this.#base(prefix, key)}${rule.id}`
+  }
+
+  /** The Redis key holding the penalty state of `key` under a limiter `prefix` (same hash tag as its rules). */
+  penaltyKeyFor(prefix: string, key: string): string {
+    return `${this.#base(prefix, key)}${PENALTY_SUFFIX}`
+  }
+
+  /**
+   * The failure scope of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
+   * from the client's slot table) or, when the client does not know it, the slot number; on a single server,
+   * `undefined` (one scope).
+   */
+  scopeOf(target: StoreTarget): string | number | undefined {
+    if (!this.#runner.cluster) return undefined
+    const slot = clusterSlot(this.#base(target.prefix, target.key))
+    return this.#runner.nodeOf?.(slot) ?? slot
+  }
+
+  /**
+   * Decides and records. While a call is in flight to the key's node, the decision waits and goes with the others
+   * that arrive in the next call (docs/redis.md); `within` (given by the limiter) bounds the wait once sent.
+   */
+  consume(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    if (request.reserve !== undefined) return this.#decide(request, MODE.reserve, request.reserve, within)
+    return this.#decide(request, MODE.consume, 0, within)
+  }
+
+  peek(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    return this.#decide(request, MODE.peek, 0, within)
+  }
+
+  /** How many flights, calls and decisions went to Redis so far on this client, and how many were shed. */
+  get groupStats(): Readonly<GroupStats> {
+    return this.#groups.stats
+  }
+
+  async refund(request: RefundRequest, within?: CallBound): Promise<void> {
+    const reply = await this.#run(request, MODE.refund, request.at, within)
+    const [repaired] = repairedRules(request, reply[2])
+    // A refund has no decision to carry the notice: fail it, so that the limiter reports it to onError.
+    if (repaired !== undefined) throw repaired
+  }
+
+  async charge(
+    request: StoreRequest,
+    within?: CallBound,
+  ): Promise<{ charged: number; notices?: readonly Error[] }> {
+    const reply = await this.#run(request, MODE.charge, 0, within)
+    const notices = repairedRules(request, reply[2 + 3 * request.rules.length])
+    return notices.length > 0 ? { charged: reply[0]!, notices } : { charged: reply[0]! }
+  }
+
+  /**
+   * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
+   * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
+   */
+  async acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
+    const late = within?.late
+    // A late lease reaches the limiter as a `LeaseDecision`, for its release.
+    const bound: Within<number[]> | undefined = within && {
+      timeoutMs: within.timeoutMs,
+      call: within.call,
+      late: late && { arrive: (reply) => late.arrive(toLeaseDecision(reply)) },
+    }
+    const reply = await this.#lease(
+      request.prefix,
+      request.key,
+      [
+        String(LEASE_MODE.acquire),
+        String(this.#now()),
+        request.id,
+        String(request.limit),
+        String(request.leaseMs),
+      ],
+      bound,
+    )
+    return toLeaseDecision(reply)
+  }
+
+  async release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Promise<void> {
+    await this.#lease(
+      request.prefix,
+      request.key,
+      [String(LEASE_MODE.release), String(this.#now()), request.id, '0', '0'],
+      within && { timeoutMs: within.timeoutMs, call: within.call },
+    )
+  }
+
+  /** The Redis key (a sorted set) holding the in-flight leases of `key` under a limiter `prefix`. */
+  leaseKeyFor(prefix: string, key: string): string {
+    return `${this.#base(prefix, key)}cc`
+  }
+
+  /**
+   * Queues a lease script call for its node, grouped like decisions (lease calls of one slot in one execution,
+   * apart from decisions); `within` bounds the wait once sent.
+   */
+  #lease(
+    prefix: string,
+    key: string,
+    args: string[],
+    within: Within<number[]> | undefined,
+  ): Promise<number[]> {
+    const leaseKey = this.leaseKeyFor(prefix, key)
+    return this.#submit(leaseKey, LEASE_PREPARED, [leaseKey], args, within)
+  }
+
+  /** Queues one script call for the node of `key` (its hash slot on a Cluster). */
+  #submit(
+    key: string,
+    prepared: Prepared,
+    keys: string[],
+    args: string[],
+    within: Within<number[]> | undefined,
+  ): Promise<number[]> {
+    const runner = this.#runner
+    // One node on a single server; on a Cluster, calls of one slot go together, and the slots of a node fly together.
+    const slot = runner.cluster ? clusterSlot(key) : 0
+    const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
+    return this.#groups.submit(
+      node,
+      slot === 0 ? prepared.batchKey : `${slot}:${prepared.batchKey}`,
+      { prepared, keys, args },
+      within,
+      this.#maxWaiting,
+    )
+  }
+
+  async reset(target: StoreTarget): Promise<void> {
+    const base = this.#base(target.prefix, target.key)
+    // The penalty key goes too, whether or not the limiter still has a penalty: a reset clears a block.
+    await this.#runner.del([...target.rules.map((rule) => `${base}${rule.id}`), `${base}${PENALTY_SUFFIX}`])
+  }
+
+  #base(prefix: string, key: string): string {
+    // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
+    // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
+    // bookkeeping, and a flood of one-off keys costs one hash each, as before.
+    // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
+    let hash = this.#hashes.get(key)
+    if (hash === undefined) {
+      hash = sha256Base64url(key).slice(0, 22)
+      if (key.length <= HASH_CACHE_KEY_LENGTH) {
+        if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
+        this.#hashes.set(key, hash)
+      }
+    }
+    return `${this.#prefix}${prefix}{${hash}}:`
+  }
+
+  /**
+   * PERF (issue 12): one `then` on the client's promise, not three `async` layers (each cost microtask turns on
+   * every request). A synchronous throw on the way (a bad key, a client that throws) still rejects.
+   */
+  #decide(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<Decision> {
+    try {
+      return this.#run(request, mode, at, within).then((reply) => this.#toDecision(request, reply))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  #toDecision(request: StoreRequest, reply: number[]): Decision {
+    const outcomes: RuleOutcome[] = new Array(request.rules.length)
+    for (let i = 0; i < outcomes.length; i++) {
+      outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
+    }
+    // A reservation answers 1 + its wait (ms) in place of 1.
+    const first = reply[0]!
+    const decision: Decision = { allowed: first >= 1, now: reply[1]!, outcomes }
+    if (first > 1) decision.wait = first - 1
+    const blocked = request.penalty === undefined ? 0 : reply[3 + 3 * outcomes.length]!
+    if (blocked > 0) decision.blocked = blocked
+    // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
+    const mask = reply[2 + 3 * outcomes.length]
+    const evicted = this.#eviction.poll()
+    if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
+    return decision
+  }
+
+  /**
+   * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
+   * next group. May throw before queueing (a bad clock): callers catch.
+   */
+  #run(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<number[]> {
+    const { rules, penalty } = request
+    const prepared = this.#prepare(rules, penalty)
+    const base = this.#base(request.prefix, request.key)
+    const { suffixes } = prepared
+    const keys: string[] = new Array(suffixes.length)
+    for (let i = 0; i < suffixes.length; i++) keys[i] = `${base}${suffixes[i]}`
+    const args = [
+      MODE_ARGS[mode]!,
+      this.#clock === undefined ? '-1' : String(this.#now()),
+      request.cost === 1 ? '1' : String(request.cost),
+    ]
+    for (const arg of prepared.args) args.push(arg)
+    if (mode === MODE.refund || mode === MODE.reserve) args.push(String(at))
+    return this.#submit(
+      base,
+      prepared,
+      keys,
+      args,
+      // Without a late hook, the bound is only its timeout, the same for both types.
+      within?.late === undefined
+        ? (within as Within<number[]> | undefined)
+        : this.#lateDecision(request, within.timeoutMs, within.late, within.call),
+    )
+  }
+
+  /** A bound whose late reply reaches the limiter as a decision. */
+  #lateDecision(
+    request: StoreRequest,
+    timeoutMs: number,
+    late: NonNullable<CallBound['late']>,
+    call: CallBound['call'],
+  ): Within<number[]> {
+    return {
+      timeoutMs,
+      late: { arrive: (reply) => late.arrive(this.#toDecision(request, reply)) },
+      call,
+    }
+  }
+
+  /**
+   * The rule set's script, key suffixes and rendered arguments, built on first use. Cached per rule array (the
+   * limiter passes the same one on every request) and, with a penalty, per penalty object.
+   */
+  #prepare(rules: readonly Rule[], penalty: Penalty | undefined): Prepared {
+    let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
+    if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
+      const args = rules.flatMap((rule) =>
+        rule.script.params.slice(0, paramCount(rule.script.code)).map(String),
+      )
+      const suffixes = rules.map((rule) => rule.id)
+      if (penalty !== undefined) {
+        suffixes.push(PENALTY_SUFFIX)
+        for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
+          args.push(String(value))
+      }
+      const script = RedisStore.scriptFor(rules, { penalty: penalty !== undefined })
+      prepared = {
+        script,
+        batch: batchScriptFor(
+          rules.map((rule) => rule.script.code),
+          penalty !== undefined,
+        ),
+        batchKey: `${script.sha1}:${args.join(',')}`,
+        suffixes,
+        args,
+        penalty,
+      }
+      if (penalty === undefined) this.#prepared.set(rules, prepared)
+      else this.#preparedWithPenalty.set(rules, prepared)
+    }
+    return prepared
+  }
+
+  #now(): number {
+    if (this.#clock === undefined) return -1
+    const now = Math.floor(this.#clock())
+    if (!Number.isSafeInteger(now) || now < 0) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `\`clock\` returned ${now}: expected epoch milliseconds.`,
+      )
+    }
+    return now
+  }
+}
+
+/** The script's `repaired` bit mask (see script.ts) as one notice per repaired rule. */
+function repairedRules(request: StoreRequest, mask: number | undefined): RateLimitError[] {
+  const errors: RateLimitError[] = []
+  if (!mask) return errors
+  request.rules.forEach((rule, i) => {
+    if (Math.floor(mask / 2 ** i) % 2 === 1) {
+      errors.push(
+        new RateLimitError(
+          'ERR_RATEWINDOW_STORE',
+          `Repaired the Redis key of rule ${rule.name} (${rule.algorithm}) for this client: it held another type, unreadable content or no TTL, and was rewritten from a fresh state (or given its TTL). Check what else writes under the store's prefix.`,
+        ),
+      )
+    }
+  })
+  if (request.penalty !== undefined && Math.floor(mask / 2 ** request.rules.length) % 2 === 1) {
+    errors.push(
+      new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        "Repaired the Redis penalty key for this client: it held another type or unreadable content, and was rewritten from a fresh state. Check what else writes under the store's prefix.",
+      ),
+    )
+  }
+  return errors
+}
+
+/**
+ * Sends one group of calls (one script and slot) and answers each call's reply. One call goes as the
+ * single-decision script, exactly as without grouping.
+ */
+function sendGroup(
+  runner: RedisScriptRunner,
+  scripts: LoadedScripts,
+  entries: readonly Entry<Call, number[]>[],
+): Promise<number[][]> {
+  const runScript = (script: Script, keys: readonly string[], args: readonly string[]) =>
+    scripts.run(script, keys, args)
+  if (entries.length === 1) {
+    const { prepared, keys, args } = entries[0]!.payload
+    return runScript(prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
+  }
+  const { prepared } = entries[0]!.payload
+  if (prepared === LEASE_PREPARED) {
+    const keys: string[] = []
+    const args: string[] = []
+    for (const entry of entries) {
+      keys.push(entry.payload.keys[0]!)
+      for (const arg of entry.payload.args) args.push(arg)
+    }
+    return runScript(prepared.batch, keys, args).then((reply) => {
+      const numbers = checkReply(runner, reply)
+      return entries.map((_, i) => numbers.slice(3 * i, 3 * i + 3))
+    })
+  }
+  const { keys, args } = batchArguments(
+    entries.map((entry) => entry.payload),
+    prepared.args.length,
+  )
+  return runScript(prepared.batch, keys, args).then((reply) => {
+    if (!Array.isArray(reply)) checkReply(runner, reply)
+    const replies = batchReplies(reply as unknown[], entries.length)
+    for (const each of replies) checkReply(runner, each)
+    return replies
+  })
+}
+
+/**
+ * Which scripts each node of one client is known to hold, so that calls keep their order (issue 18). Several
+ * calls may be in flight to a node at once; if one of them were answered NOSCRIPT and sent again as EVAL, a later
+ * call with a script the node does hold (the same rule set's grouped script, say) would run before it, out of
+ * order. So a script goes by EVAL (which loads it) until the node has answered one call of it, and by EVALSHA
+ * after. When a node loses its scripts (restart, failover, SCRIPT FLUSH), EVALSHA is answered NOSCRIPT and sent
+ * again as EVAL, in the order those answers come. A Cluster client without `nodeOf` cannot say which node a call
+ * goes to: its calls go by EVALSHA first, one flight per slot at a time (`tracked` is false).
+ */
+class LoadedScripts {
+  readonly #runner: RedisScriptRunner
+  /** `node \n sha1` of the scripts each node answered. Bounded by rule sets × nodes. */
+  readonly #loaded = new Set<string>()
+  /** Whether the node of each call is known (standalone, or a Cluster client with `nodeOf`). */
+  readonly tracked: boolean
+
+  constructor(runner: RedisScriptRunner) {
+    this.#runner = runner
+    this.tracked = !runner.cluster || typeof runner.nodeOf === 'function'
+  }
+
+  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const runner = this.#runner
+    // On a Cluster, the node that serves the keys' slot as the client last saw it (unknown: EVAL, not recorded).
+    const node = !runner.cluster ? '' : this.tracked ? runner.nodeOf!(clusterSlot(keys[0]!)) : undefined
+    const id = node === undefined ? undefined : `${node}\n${script.sha1}`
+    const loaded = this.#loaded
+    if (this.tracked && (id === undefined || !loaded.has(id))) {
+      return attempt(() => runner.eval(script.lua, keys, args)).then((reply) => {
+        if (id !== undefined) loaded.add(id)
+        return reply
+      })
+    }
+    return attempt(() => runner.evalSha(script.sha1, keys, args)).catch((error: unknown) => {
+      // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
+      // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
+      if (!isNoScript(error)) throw error
+      if (id !== undefined) loaded.delete(id)
+      return runner.eval(script.lua, keys, args).then((reply) => {
+        if (id !== undefined) loaded.add(id)
+        return reply
+      })
+    })
+  }
+}
+
+/** A call of a client that may throw instead of rejecting: a rejected promise either way. */
+function attempt(send: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return Promise.resolve(send())
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+function checkReply(runner: RedisScriptRunner, reply: unknown): number[] {
+  if (!Array.isArray(reply) || reply.length < 2) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_STORE',
+      `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
+    )
+  }
+  return reply.map(Number)
+}

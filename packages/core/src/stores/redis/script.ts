@@ -1,0 +1,217 @@
+import { ALGORITHMS_BY_CODE } from '../../algorithms/index.js'
+import { PENALTY_LUA } from '../../algorithms/penalty.js'
+import type { LuaRule, LuaTwin } from '../../algorithms/types.js'
+import { sha1Hex } from '../../support/hash.js'
+
+/** @internal Modes of the decision script. */
+export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4 } as const
+
+/**
+ * Rules whose variables are Lua locals; the state of rules past these lives in a table (Lua allows 200 locals per
+ * function, and a rule takes up to 13).
+ */
+const LOCAL_RULES = 10
+
+/**
+ * @internal The script behind RedisStore calls: all rules of a request, whatever their algorithms, decided
+ * and written atomically in one round trip. It is generated for one sequence of algorithms (the rule set's, in
+ * order): every rule's code is written inline with variables of its own, so that a call defines no functions
+ * and builds no tables but its reply (issue 12: the script that defined every algorithm as a table of closures
+ * on each call cost Redis 1.8× the CPU of an INCR script per decision).
+ *
+ * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
+ * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle: consume as much of `cost` as every rule still
+ *          admits, never more; the reply's first number is the units charged instead of `allowed`), 4 reserve
+ *          (consume; a request over the limit that every rule admits within the wait given last is charged for
+ *          its slot, and the reply's first number is 1 + that wait in ms)
+ * ARGV[2]  now in epoch ms, or -1 to read the server's TIME
+ * ARGV[3]  cost, whole units
+ * then     each rule's parameters (`Rule.script.params`, as many as its algorithm's twin takes), in rule order
+ * then     with a penalty: after, within, block, factor, maxBlock (the last key is the penalty state, same hash tag)
+ * last     refund only: the `at` (epoch ms) of the decision being refunded; reserve only: the longest wait (ms)
+ *
+ * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
+ * then `repaired`, then with a penalty how long the key stays blocked (ms) }. A refund returns
+ * { 1, now, repaired }.
+ * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
+ * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
+ * and got one on a request that wrote nothing (a peek, a denial). The store reports it (RedisStore:
+ * `Decision.notices`); the decision stands.
+ * NOTE: numbers concatenated into strings go through num(): Lua's default number formatting keeps 14 digits only.
+ * A number passed to redis.call as it is keeps 17 digits (Redis 6.2, `%.17g`) or its shortest exact form (7.0 and
+ * later, and Valkey): exact for the whole numbers below 2^53 the algorithms compute, and cheaper than formatting.
+ */
+export function decisionScript(codes: readonly number[], penalty = false): string {
+  const n = codes.length
+  const twins = codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua)
+  let arg = 3
+  const rules: LuaRule[] = twins.map((twin, index) => {
+    const i = index + 1
+    const v = (name: string) => (i <= LOCAL_RULES ? `${name}_${i}` : `R.${name}_${i}`)
+    const params = Array.from({ length: twin.params }, (_, j) => v(`p${j}`))
+    return { key: `KEYS[${i}]`, params, v }
+  })
+  const declare = (twin: LuaTwin, r: LuaRule, i: number) => {
+    const names = [...r.params, ...twin.state.map(r.v)]
+    const values = r.params.map(() => `tonumber(ARGV[${++arg}])`)
+    return i <= LOCAL_RULES
+      ? `local ${names.join(', ')} = ${values.join(', ')}\n`
+      : `${r.params.map((name, j) => `${name} = ${values[j]}`).join('\n')}\n`
+  }
+  const each = (body: (twin: LuaTwin, r: LuaRule, i: number) => string) =>
+    twins.map((twin, index) => body(twin, rules[index]!, index + 1)).join('')
+  const bit = (i: number) => 2 ** (i - 1)
+
+  const load = each(
+    (twin, r, i) => `${declare(twin, r, i)}${twin.load(r)}if ${r.v('broken')} then
+  -- Unreadable: forget it, so that the key is rewritten from the fresh state load left.
+  redis.call('DEL', ${r.key})
+  repaired = repaired + ${bit(i)}
+end
+if not (${twin.fits(r, 'cost')}) then allowed = false end
+`,
+  )
+  const penaltyArgs = arg
+  // Reservation: the largest of the rules' waits; an algorithm that cannot reserve makes it infinite.
+  const waits = each((twin, r) => twin.wait?.(r, 'cost') ?? 'w = math.huge\n')
+  const charge = each(
+    (twin, r) => `if not (${twin.fits(r, 'k')}) then
+  local lo, hi = 0, k - 1
+  while lo < hi do
+    local mid = math.ceil((lo + hi) / 2)
+    if ${twin.fits(r, 'mid')} then lo = mid else hi = mid - 1 end
+  end
+  k = lo
+end
+`,
+  )
+  const reply = [
+    'first',
+    'now',
+    ...rules.flatMap((r) => [r.v('remaining'), r.v('reset'), r.v('retry')]),
+    'repaired',
+    ...(penalty ? ['blocked'] : []),
+  ]
+  // NOTE: the mode stays a string (compared with constants: Lua interns strings, so that is one pointer compare),
+  // and the usual `now` (-1) and cost (1) are recognised the same way: tonumber parses text on every call.
+  const body = `local mode, now, cost, server = ARGV[1], -1, 1, ARGV[2] == '-1'
+if ARGV[3] ~= '1' then cost = tonumber(ARGV[3]) end
+if server then
+  local time = redis.call('TIME')
+  now = time[1] * 1000 + math.floor(time[2] / 1000)
+else
+  now = tonumber(ARGV[2])
+end
+local allowed, repaired = true, 0
+${n > LOCAL_RULES ? 'local R = {}\n' : ''}${load}${
+  penalty
+    ? `-- A read that tolerates a key of another type: returns the reply and whether the key is broken.
+local function read(...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then return nil, true end
+  return reply, false
+end
+${PENALTY_LUA}local P, pen, blocked = nil, nil, 0
+do
+  local base = ${penaltyArgs}
+  P = { after = tonumber(ARGV[base + 1]), within = tonumber(ARGV[base + 2]), block = tonumber(ARGV[base + 3]),
+    factor = tonumber(ARGV[base + 4]), maxBlock = tonumber(ARGV[base + 5]) }
+  pen = loadPenalty(KEYS[${n + 1}])
+  if pen.broken then
+    redis.call('DEL', pen.key)
+    repaired = repaired + ${bit(n + 1)}
+  end
+  -- A blocked key is denied whatever its rules say, and its denials are not counted again.
+  blocked = math.max(0, pen['until'] - now)
+  if blocked > 0 then allowed = false end
+end
+`
+    : ''
+}
+local wait = 0
+if mode == '${MODE.reserve}'${penalty ? ' and blocked == 0' : ''} then
+  local w = 0
+${waits}  if w > 0 and w <= tonumber(ARGV[#ARGV]) then wait, allowed = w, true end
+end
+if mode == '${MODE.refund}' then
+  local at = tonumber(ARGV[#ARGV])
+${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  return { 1, now, repaired }
+end
+
+if mode == '${MODE.charge}' then
+  -- The largest k <= cost that every rule admits ("fits" only gets harder as k grows): a settled cost is
+  -- charged up to the quota left, never below zero.
+  local k = cost
+${charge}  allowed, cost = true, k
+end
+
+-- Admitted: retry tells when a cost-1 request passes next (the reset headers' value at remaining 0).
+local pending, denied = 0, 1
+if not allowed then denied = cost end
+if wait > 0 then
+  local reserveAt = now + wait
+${each((twin, r) => (twin.reserve === undefined ? '' : `${twin.reserve(r, 'cost', 'reserveAt')}${twin.persist(r, false)}`))}elseif allowed and (mode == '${MODE.consume}' or mode == '${MODE.charge}' or mode == '${MODE.reserve}') then
+${each((twin, r) => `${twin.consume(r, 'cost')}${twin.persist(r, true)}`)}else
+  -- A peek reports the units free now: nothing is pending.
+  -- Repair a key found without a TTL (written by hand, or PERSISTed): it must not live forever. A key in a
+  -- format of an older version is rewritten in the current one.
+${each(
+  (
+    twin,
+    r,
+    i,
+  ) => `if ${twin.state.includes('convert') ? `${r.v('convert')} or ` : ''}redis.call('PTTL', ${r.key}) == -1 then
+${twin.persist(r, false)}if not (${r.v('broken')}${twin.state.includes('convert') ? ` or ${r.v('convert')}` : ''}) then repaired = repaired + ${bit(i)} end
+end
+`,
+)}end
+local remaining, reset, retry
+${each(
+  (twin, r, i) =>
+    `${twin.report(r, 'pending', 'denied')}${i <= LOCAL_RULES ? 'local ' : ''}${r.v('remaining')}, ${r.v('reset')}, ${r.v('retry')} = remaining, reset, retry\n`,
+)}${
+  penalty
+    ? `if not allowed and blocked == 0 and (mode == '${MODE.consume}' or mode == '${MODE.reserve}') then
+  blocked = recordDenial(P, pen, now)
+  persistPenalty(P, pen, now)
+elseif pen.loaded and not pen.broken and redis.call('PTTL', pen.key) == -1 then
+  persistPenalty(P, pen, now)
+end
+`
+    : ''
+}local first = allowed and 1 or 0
+if mode == '${MODE.charge}' then first = cost end
+if wait > 0 then first = 1 + wait end
+return { ${reply.join(', ')} }
+`
+  // The helper is defined (a closure per call) only in scripts that use it.
+  return body.includes('num(') ? `local function num(n) return string.format('%.0f', n) end\n${body}` : body
+}
+
+export interface Script {
+  readonly lua: string
+  readonly sha1: string
+}
+
+const scripts = new Map<string, Script>()
+
+/**
+ * The script for a sequence of algorithm codes, in rule order (and a penalty, or none), built once per distinct
+ * sequence.
+ */
+export function scriptFor(codes: Iterable<number>, penalty = false): Script {
+  const list = [...codes]
+  const key = `${list.join(',')}${penalty ? '+p' : ''}`
+  let script = scripts.get(key)
+  if (script === undefined) {
+    const lua = decisionScript(list, penalty)
+    script = Object.freeze({ lua, sha1: sha1Hex(lua) })
+    scripts.set(key, script)
+  }
+  return script
+}
+
+/** @internal How many parameters the script takes for a rule of algorithm `code`. */
+export function paramCount(code: number): number {
+  return ALGORITHMS_BY_CODE.get(code)!.lua.params
+}

@@ -1,0 +1,76 @@
+import type { Rule } from '../../algorithms/types.js'
+
+/**
+ * @internal Counts of one rule in two adjacent fixed windows: `curr` in window `win`, `prev` in `win − 1`. The
+ * shape of the shared state in Redis, of a process's view of it, and of its unsent deltas alike.
+ */
+export interface WindowCounts {
+  win: number
+  curr: number
+  prev: number
+}
+
+export const emptyCounts = (): WindowCounts => ({ win: Number.NEGATIVE_INFINITY, curr: 0, prev: 0 })
+
+/**
+ * Adds `count` units counted in window `win` to `counts`, keeping the two newest windows only: a window two
+ * behind the newest no longer weighs on a sliding window counter's (or a fixed window's) decision.
+ */
+export function addCounts(counts: WindowCounts, win: number, count: number): void {
+  if (count === 0) return
+  if (win === counts.win) counts.curr += count
+  else if (win === counts.win - 1) counts.prev += count
+  else if (win > counts.win) {
+    counts.prev = win === counts.win + 1 ? counts.curr : 0
+    counts.curr = count
+    counts.win = win
+  }
+}
+
+/** Empties `counts` in place. */
+export function clearCounts(counts: WindowCounts): void {
+  counts.win = Number.NEGATIVE_INFINITY
+  counts.curr = 0
+  counts.prev = 0
+}
+
+/** Adds every count of `from` to `into`. */
+export function mergeCounts(into: WindowCounts, from: WindowCounts): void {
+  addCounts(into, from.win - 1, from.prev)
+  addCounts(into, from.win, from.curr)
+}
+
+/** Units of `counts` in window `win`. */
+const currAt = (counts: WindowCounts, win: number): number => (counts.win === win ? counts.curr : 0)
+
+/** Units of `counts` in window `win − 1`. */
+const prevAt = (counts: WindowCounts, win: number): number =>
+  counts.win === win ? counts.prev : counts.win === win - 1 ? counts.curr : 0
+
+/**
+ * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the three
+ * counts a process knows of (the shared view, the sent and the unsent ones), as seen from window `win`, never
+ * below zero. Called on every decision: no allocation.
+ */
+export type StateWriter = (
+  state: unknown,
+  win: number,
+  view: WindowCounts,
+  sent: WindowCounts,
+  unsent: WindowCounts,
+) => void
+
+/** @internal The algorithms whose state is counts per fixed window, and so can be synchronised by deltas. */
+export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
+  'sliding-window-counter': (state, win, view, sent, unsent) => {
+    const target = state as WindowCounts
+    target.win = win
+    target.curr = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+    target.prev = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win))
+  },
+  'fixed-window': (state, win, view, sent, unsent) => {
+    const target = state as { win: number; count: number }
+    target.win = win
+    target.count = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+  },
+}
