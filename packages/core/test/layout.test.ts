@@ -58,8 +58,6 @@ const KNOWN_OVERSIZE: Record<string, number> = {
   'packages/core/src/stores/redis/redis.ts RedisStore': 359,
   'packages/core/src/stores/synced/synced.ts': 747,
   'packages/core/src/stores/synced/synced.ts SyncedStore': 576,
-  'packages/testing/src/conformance.ts': 1048,
-  'packages/testing/src/conformance.ts describeStoreConformance': 881,
 }
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
