@@ -26,6 +26,7 @@ import Koa2 from 'koa2'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
+import { honoErrorsAsJson } from '../support/hono-app.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
 import {
   type TestApp as App,
@@ -33,7 +34,6 @@ import {
   expressErrorsAsJson,
   fastifyErrorsAsJson,
   honoAddress,
-  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
   serveHono,

@@ -16,10 +16,12 @@ import express5 from 'express'
 import express4 from 'express4'
 import fastify5, { type FastifyReply } from 'fastify'
 import fastify4 from 'fastify4'
-import { type Context, Hono } from 'hono'
+import type { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualClock } from '../support/clock.js'
+import { honoTestApp } from '../support/hono-app.js'
+import { countedWork, parking } from '../support/parked.js'
 import { standaloneClient } from '../support/redis.js'
 import { NEST_MAJOR, nestFramework } from './nest-harness.js'
 
@@ -44,20 +46,19 @@ export function storesOnClock(name: string): [string, (clock: ManualClock) => St
 }
 
 /** Requests parked in GET /hold until the test lets them go. */
-const held: (() => void)[] = []
+const held = parking()
 
 /** Resolves when `count` requests are parked in GET /hold (bounded: fails after 5 s). */
 export async function waitForHeld(count: number): Promise<void> {
-  for (let i = 0; i < 500 && held.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 10))
-  if (held.length < count) throw new Error(`only ${held.length} of ${count} requests reached /hold`)
+  for (let i = 0; i < 500 && held.waiting < count; i++)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  if (held.waiting < count) throw new Error(`only ${held.waiting} of ${count} requests reached /hold`)
 }
 
 /** Lets every parked GET /hold request answer. */
 export function releaseHeld(): void {
-  for (const resolve of held.splice(0)) resolve()
+  held.releaseAll()
 }
-
-const hold = () => new Promise<void>((resolve) => held.push(resolve))
 
 /** A started test app: its base URL and how to stop it. */
 export interface TestApp {
@@ -127,31 +128,27 @@ export interface RunningApp {
  * (200 once `workRoute.finish()` is called, ending its response even when the client left), GET /limited (the
  * per-route limit), GET /state (the result the adapter exposed on the request, as JSON), GET /settle?n= (settles
  * the request's actual cost at n, answers what `settle` did), GET /hold (answers 200 "held" once the test calls
- * `releaseHeld`).
+ * `releaseHeld`). Hono's app is test/support/hono-app.ts's, which the runtime suite serves too.
  */
 export interface Framework {
   name: string
   start(spec: AppSpec): Promise<RunningApp>
 }
 
-const waiting: (() => void)[] = []
+const slow = parking()
 
 /** GET /slow answers only when the test calls `slowRoute.release()`: to disconnect while a handler runs. */
 export const slowRoute = {
   /** Handlers of /slow running now. */
   get running(): number {
-    return waiting.length
+    return slow.waiting
   },
   release(): void {
-    for (const resume of waiting.splice(0)) resume()
+    slow.releaseAll()
   },
 }
 
-const untilReleased = () => new Promise<void>((resolve) => waiting.push(resolve))
-
-const working: (() => void)[] = []
-let workStarted = 0
-let workPeak = 0
+const work = countedWork()
 
 /**
  * GET /work: a handler that keeps working after its client left, and ends its response (answers "done")
@@ -160,30 +157,30 @@ let workPeak = 0
 export const workRoute = {
   /** Handlers of /work running now. */
   get running(): number {
-    return working.length
+    return work.count.running
   },
   /** Handlers of /work started so far. */
   get started(): number {
-    return workStarted
+    return work.count.started
   },
   /** The most handlers of /work that ran at once since `reset`. */
   get peak(): number {
-    return workPeak
+    return work.count.peak
   },
   reset(): void {
-    workPeak = working.length
+    work.count.peak = work.count.running
   },
   finish(): void {
-    for (const resume of working.splice(0)) resume()
+    work.finish()
   },
 }
 
-const work = () =>
-  new Promise<void>((resolve) => {
-    workStarted++
-    working.push(resolve)
-    workPeak = Math.max(workPeak, working.length)
-  })
+/** GET /hold, /slow and /work of every framework's app: each waits here until the test lets it go. */
+const PARKED = {
+  hold: () => held.wait(),
+  slow: () => slow.wait(),
+  work: (signal?: AbortSignal) => work.run(signal),
+}
 
 async function listen(server: Server): Promise<RunningApp> {
   if (!server.listening) server.listen(0, '127.0.0.1')
@@ -204,11 +201,11 @@ function expressFramework(name: string, create: typeof express5): Framework {
         response.status(500).send('failed')
       })
       app.get('/slow', async (_request, response) => {
-        await untilReleased()
+        await PARKED.slow()
         if (!response.destroyed) response.send('late')
       })
       app.get('/work', async (_request, response) => {
-        await work()
+        await PARKED.work()
         response.send('done') // also when the client left: the handler ends its response
       })
       app.get('/limited', ...(route ? [expressRateLimit(route)] : []), (_request, response) => {
@@ -218,7 +215,7 @@ function expressFramework(name: string, create: typeof express5): Framework {
         response.json(request.rateLimit ?? null)
       })
       app.get('/hold', async (_request, response) => {
-        await hold()
+        await PARKED.hold()
         response.send('held')
       })
       app.get('/settle', async (request, response) => {
@@ -246,7 +243,7 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       })
       app.use(async (ctx, next) => {
         if (ctx.path !== '/hold') return next()
-        await hold()
+        await PARKED.hold()
         ctx.body = 'held'
       })
       app.use(async (ctx, next) => {
@@ -255,10 +252,10 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       })
       app.use(async (ctx) => {
         if (ctx.path === '/slow') {
-          await untilReleased()
+          await PARKED.slow()
           ctx.body = 'late'
         } else if (ctx.path === '/work') {
-          await work()
+          await PARKED.work()
           ctx.body = 'done'
         } else if (ctx.path === '/fail') {
           ctx.status = 500
@@ -285,17 +282,17 @@ function fastifyFramework(name: string, create: typeof fastify5): Framework {
       app.get('/', async () => 'ok')
       app.get('/fail', async (_request, reply) => reply.code(500).send('failed'))
       app.get('/slow', async () => {
-        await untilReleased()
+        await PARKED.slow()
         return 'late'
       })
       app.get('/work', async () => {
-        await work()
+        await PARKED.work()
         return 'done'
       })
       app.get('/limited', { config: route ? { ratewindow: route } : {} }, async () => 'limited route')
       app.get('/state', async (request) => request.rateLimit)
       app.get('/hold', async () => {
-        await hold()
+        await PARKED.hold()
         return 'held'
       })
       app.get(
@@ -320,11 +317,6 @@ export function headerOf(request: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
 
-/** Hono error handler: a thrown error answers 500 with its code (or message) as JSON. */
-export function honoErrorsAsJson(error: ErrorWithCode, c: Context): Response {
-  return c.json({ error: error.code ?? error.message }, 500)
-}
-
 /**
  * The client address options of a Hono test app: the socket's (`@hono/node-server`), and X-Forwarded-For from
  * the one proxy at 127.0.0.1 as the other frameworks trust it (`'every-hop'`: any address).
@@ -340,35 +332,18 @@ export async function serveHono(app: Hono<RateLimitEnv>): Promise<RunningApp> {
   return listen(server)
 }
 
+/** The harness's routes (test/support/hono-app.ts), with `@hono/node-server`'s client address. */
 function honoFramework(name: string): Framework {
   return {
     name,
     async start({ global, route, trustProxy = true }) {
       const address = honoAddress(trustProxy)
-      const app = new Hono<RateLimitEnv>()
-      app.onError(honoErrorsAsJson)
-      if (global) app.use(honoRateLimit({ ...address, ...global }))
-      app.get('/', (c) => c.text('ok'))
-      app.get('/fail', (c) => c.text('failed', 500))
-      app.get('/slow', async (c) => {
-        await untilReleased()
-        return c.text('late')
+      const limiter = (options: CommonOptions) => honoRateLimit({ ...address, ...options })
+      const app = honoTestApp({
+        global: global && limiter(global),
+        route: route && limiter(route),
+        parked: PARKED,
       })
-      app.get('/work', async (c) => {
-        await work()
-        return c.text('done')
-      })
-      const limited = (c: Context) => c.text('limited route')
-      if (route) app.get('/limited', honoRateLimit({ ...address, ...route }), limited)
-      else app.get('/limited', limited)
-      app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
-      app.get('/hold', async (c) => {
-        await hold()
-        return c.text('held')
-      })
-      app.get('/settle', async (c) =>
-        c.json((await c.get('rateLimit')?.settle?.(Number(c.req.query('n')))) ?? null),
-      )
       return serveHono(app)
     },
   }
@@ -390,9 +365,8 @@ export const FRAMEWORKS: Framework[] = [
  * under vitest.nest11.config.ts.
  */
 function NEST_FRAMEWORKS(): Framework[] {
-  const routes = { untilReleased, work, hold }
   return [
-    nestFramework(`Nest ${NEST_MAJOR} on Express`, 'express', routes),
-    nestFramework(`Nest ${NEST_MAJOR} on Fastify`, 'fastify', routes),
+    nestFramework(`Nest ${NEST_MAJOR} on Express`, 'express', PARKED),
+    nestFramework(`Nest ${NEST_MAJOR} on Fastify`, 'fastify', PARKED),
   ]
 }

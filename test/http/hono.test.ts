@@ -10,7 +10,8 @@ import { type RateLimitEnv, type RateLimitResult, rateLimit } from '@ratewindow/
 import { Hono } from 'hono'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { honoErrorsAsJson, type RunningApp, serveHono } from './harness.js'
+import { honoErrorsAsJson } from '../support/hono-app.js'
+import { type RunningApp, serveHono } from './harness.js'
 
 let app: RunningApp | undefined
 afterEach(async () => {

@@ -45,7 +45,7 @@ export const NEST_MAJOR = process.env.NEST_MAJOR ?? '12'
 
 /** What the harness shares with its Nest apps: the parked routes and how to wait for a listening server. */
 export interface HarnessRoutes {
-  untilReleased(): Promise<void>
+  slow(): Promise<void>
   work(): Promise<void>
   hold(): Promise<void>
 }
@@ -112,7 +112,7 @@ export function nestModule(platform: NestPlatformName, spec: AppSpec, routes: Ha
 
     @Get('slow')
     async slow() {
-      await routes.untilReleased()
+      await routes.slow()
       return 'late'
     }
 

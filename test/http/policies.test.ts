@@ -25,6 +25,7 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
+import { honoErrorsAsJson } from '../support/hono-app.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
 import {
   type TestApp as App,
@@ -33,7 +34,6 @@ import {
   fastifyErrorsAsJson,
   headerOf,
   honoAddress,
-  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
   serveHono,

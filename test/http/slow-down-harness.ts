@@ -18,12 +18,12 @@ import fastify4 from 'fastify4'
 import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
+import { honoErrorsAsJson } from '../support/hono-app.js'
 import type { ManualTimers } from '../support/timers.js'
 import {
   expressErrorsAsJson,
   fastifyErrorsAsJson,
   honoAddress,
-  honoErrorsAsJson,
   koaErrorsAsJson,
   listening,
   serveHono,

@@ -176,6 +176,8 @@ function workerdRuntime(): Start {
   beforeAll(async () => {
     const worker = await bundleWorker(join(import.meta.dirname, 'suite-worker.ts'), project!.dir, [
       'suite-scenarios.ts',
+      '../support/hono-app.ts',
+      '../support/parked.ts',
     ])
     mf = new Miniflare({
       modules: [{ type: 'ESModule', path: 'worker.js', contents: worker }],

@@ -13,11 +13,9 @@
  *   calls and GET /work handlers; `GET /held/:id`, `POST /release/:id`: requests parked in GET /hold;
  *   `POST /finish/:id`: lets the GET /work handlers answer; `POST /close/:id`.
  *
- * App routes, as in test/http/harness.ts: GET / and /other ("ok", the `shared` limiter if any), /fail (500),
- * /limited (the `route` limiter), /a, /b, /c, /login (the `routes` limiters), /state, /hold, /work, /settle?n=,
- * POST /reset/:key and /reset-me (the `shared` limiter's handle, else the global one's). The client address is
- * the runtime's (`getConnInfo`), and X-Forwarded-For from 127.0.0.1 (`trustProxy`), as the Node matrix trusts one
- * local proxy.
+ * App routes: those of test/http/harness.ts's Hono app, from the same builder (test/support/hono-app.ts), with the
+ * scenario's limiters on them. The client address is the runtime's (`getConnInfo`), and X-Forwarded-For from
+ * 127.0.0.1 (`trustProxy`), as the Node matrix trusts one local proxy.
  */
 import type { DecisionEvent, Store } from '@ratewindow/core'
 import {
@@ -25,16 +23,16 @@ import {
   fixedWindow,
   type HonoRateLimitOptions,
   type HonoSlowDownOptions,
-  type RateLimitEnv,
   type RateLimitMiddleware,
   rateLimit,
-  type SlowDownEnv,
   slidingWindowCounter,
   slidingWindowLog,
   slowDown,
   tokenBucket,
 } from '@ratewindow/hono'
 import { type Context, Hono } from 'hono'
+import { type HonoTestApp, honoTestApp } from '../support/hono-app.js'
+import { type CountedWork, countedWork, type Park, type Parking, parking } from '../support/parked.js'
 
 type Options = HonoRateLimitOptions
 /** An app's fetch handler, as Hono's `app.fetch` (the Workers runtime passes its bindings and context). */
@@ -266,13 +264,13 @@ export const SCENARIOS: Record<string, (kit: Kit) => Spec> = {
 
 interface Instance {
   clock: { now: number; read(): number }
-  /** GET /work: handlers started, running now, most at once, and those whose client left while they ran. */
-  work: { started: number; running: number; peak: number; aborted: number }
-  working: (() => void)[]
+  /** GET /work's handlers: what they did, and `finish` to let them return. */
+  work: CountedWork
   decisions: unknown[]
   errors: unknown[]
   calls: { count: number }
-  held: (() => void)[]
+  /** Requests parked in GET /hold. */
+  held: Parking
   limiters: RateLimitMiddleware[]
   slowDowns: { close(): void }[]
   close(): Promise<void>
@@ -291,7 +289,7 @@ export interface Launcher {
    * (the control's) resolves. Unset: awaits it. workerd cancels a request that awaits nothing of its own (it would
    * "never generate a response"), so the Worker waits on a timer of the request's own until then.
    */
-  park?(released: Promise<void>): Promise<void>
+  park?: Park
   /** What the program records of app `id` besides the decisions (GET /record/:id): the Worker, its `waitUntil` calls. */
   record?(id: string): Record<string, unknown>
 }
@@ -300,7 +298,7 @@ export interface Launcher {
 export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): Promise<void> } {
   const instances = new Map<string, Instance>()
   let instanceCount = 0
-  const park = launcher.park ?? ((released: Promise<void>) => released)
+  const { park } = launcher
 
   async function start(scenario: string, storeKind: string, clockStart: number | undefined) {
     const build = SCENARIOS[scenario]
@@ -312,9 +310,8 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
       decisions: [],
       errors: [],
       calls: { count: 0 },
-      held: [],
-      work: { started: 0, running: 0, peak: 0, aborted: 0 },
-      working: [],
+      held: parking(park),
+      work: countedWork(park),
       limiters: [],
       slowDowns: [],
       close: async () => {},
@@ -359,31 +356,10 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
       instance.limiters.push(made)
       return made
     }
-    const app = new Hono<RateLimitEnv>()
-    app.onError((error, c) => c.json({ error: (error as { code?: string }).code ?? error.message }, 500))
-    const global = spec.global && limiter(spec.global)
-    if (global) app.use(global)
-    const shared = spec.shared && limiter(spec.shared)
-    const resetting = shared ?? global
-    const ok = (c: Context) => c.text('ok')
-    for (const path of ['/', '/other']) {
-      if (shared) app.get(path, shared, ok)
-      else app.get(path, ok)
-    }
-    app.get('/fail', (c) => c.text('failed', 500))
-    if (spec.route) app.get('/limited', limiter(spec.route), (c) => c.text('limited route'))
-    else app.get('/limited', (c) => c.text('limited route'))
-    for (const path of ['/a', '/b', '/c', '/login'] as const) {
-      const options = spec.routes?.[path]
-      const answer = (c: Context) => c.text(`ok ${path}`)
-      if (options) app.get(path, limiter(options), answer)
-      else app.get(path, answer)
-    }
-    app.get('/state', (c) => c.json(c.get('rateLimit') ?? null))
-    if (spec.slow) {
-      // The delays run on a timer of 0 ms whatever their length, so that the suite takes no wall time; the app's
-      // driven clock is the queue's clock (the waiting itself is test/http/slow-down.test.ts's, on driven timers).
-      const slow = slowDown({
+    // The delays run on a timer of 0 ms whatever their length, so that the suite takes no wall time; the app's
+    // driven clock is the queue's clock (the waiting itself is test/http/slow-down.test.ts's, on driven timers).
+    const slowDownOf = (options: HonoSlowDownOptions) => {
+      const made = slowDown({
         getConnInfo: launcher.getConnInfo,
         trustProxy: '127.0.0.1',
         timers: {
@@ -391,46 +367,32 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
           setTimeout: (run) => setTimeout(run, 0),
           clearTimeout: (t) => clearTimeout(t as never),
         },
-        ...spec.slow,
+        ...options,
       })
-      instance.slowDowns.push(slow)
-      const info = (c: Context<SlowDownEnv>) => c.get('slowDown') ?? null
-      app.get('/slow', slow, (c) => c.json(info(c as unknown as Context<SlowDownEnv>)))
-      app.get('/slow-fail', slow, (c) => c.json(info(c as unknown as Context<SlowDownEnv>), 500))
+      instance.slowDowns.push(made)
+      return made
     }
-    app.get('/hold', async (c) => {
-      await park(new Promise<void>((resolve) => instance.held.push(resolve)))
-      return c.text('held')
-    })
-    // Keeps working after its client left (the request's signal aborts), and answers once the test says so.
-    app.get('/work', async (c) => {
-      const { work } = instance
-      work.started++
-      work.peak = Math.max(work.peak, ++work.running)
-      let running = true
-      c.req.raw.signal.addEventListener('abort', () => {
-        if (running) work.aborted++
-      })
-      await park(new Promise<void>((resolve) => instance.working.push(resolve)))
-      running = false
-      work.running--
-      return c.text('done')
-    })
-    app.get('/settle', async (c) =>
-      c.json((await c.get('rateLimit')?.settle?.(Number(c.req.query('n')))) ?? null),
-    )
-    app.post('/reset/:key', async (c) => {
-      await resetting!.resetKey(c.req.param('key'))
-      return c.text('reset')
-    })
-    app.post('/reset-me', async (c) => {
-      await resetting!.reset(c)
-      return c.text('reset')
+    const global = spec.global && limiter(spec.global)
+    const shared = spec.shared && limiter(spec.shared)
+    const route = spec.route && limiter(spec.route)
+    const routes: HonoTestApp['routes'] = {}
+    for (const path of ['/a', '/b', '/c', '/login'] as const) {
+      const options = spec.routes?.[path]
+      if (options) routes[path] = limiter(options)
+    }
+    const app = honoTestApp({
+      global,
+      shared,
+      route,
+      routes,
+      slowDown: spec.slow && slowDownOf(spec.slow),
+      parked: { hold: () => instance.held.wait(), work: (signal) => instance.work.run(signal) },
     })
     const id = String(++instanceCount)
     const server = await launcher.serve(app.fetch as Fetch, id)
     instance.close = async () => {
-      for (const resolve of [...instance.held.splice(0), ...instance.working.splice(0)]) resolve()
+      instance.held.releaseAll()
+      instance.work.finish()
       await server.close()
       for (const made of [...instance.limiters, ...instance.slowDowns]) made.close()
       await (store as { close?(): unknown }).close?.()
@@ -457,15 +419,21 @@ export function suiteControl(launcher: Launcher): { control: Hono; closeAll(): P
   })
   control.get('/record/:id', (c) => {
     const { decisions, errors, calls, work } = instanceOf(c)
-    return c.json({ decisions, errors, calls: calls.count, work, ...launcher.record?.(c.req.param('id')) })
+    return c.json({
+      decisions,
+      errors,
+      calls: calls.count,
+      work: work.count,
+      ...launcher.record?.(c.req.param('id')),
+    })
   })
   control.post('/finish/:id', (c) => {
-    for (const resolve of instanceOf(c).working.splice(0)) resolve()
+    instanceOf(c).work.finish()
     return c.json({ finished: true })
   })
-  control.get('/held/:id', (c) => c.json({ held: instanceOf(c).held.length }))
+  control.get('/held/:id', (c) => c.json({ held: instanceOf(c).held.waiting }))
   control.post('/release/:id', (c) => {
-    for (const resolve of instanceOf(c).held.splice(0)) resolve()
+    instanceOf(c).held.releaseAll()
     return c.json({ released: true })
   })
   control.post('/close/:id', async (c) => {

@@ -3,9 +3,10 @@
  * packages (project.ts), for workerd through miniflare with no compatibility flag (no `nodejs_compat`): what runs
  * is what a Workers user deploys.
  */
-import { copyFileSync } from 'node:fs'
-import { basename, dirname, join } from 'node:path'
+import { copyFileSync, mkdirSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { build as bundle } from 'esbuild'
+import { root } from './project.js'
 
 /**
  * The compatibility date of every Worker the tests run (no compatibility flags): a date sets the runtime's
@@ -15,13 +16,19 @@ export const COMPATIBILITY_DATE = '2025-09-01'
 
 /**
  * Bundles `entry` (a Worker module, copied into the project first so that its imports resolve there and not in
- * the workspace, with the `modules` it imports by relative path, from the same directory) against the project's
+ * the workspace, with the `modules` it imports by relative path, named from the entry's directory, e.g.
+ * `../support/hono-app.ts`; each copy keeps its path from the repository root) against the project's
  * `node_modules`, as wrangler bundles a Worker.
  */
 export async function bundleWorker(entry: string, project: string, modules: string[] = []): Promise<string> {
-  const copy = join(project, basename(entry))
-  copyFileSync(entry, copy)
-  for (const module of modules) copyFileSync(join(dirname(entry), module), join(project, module))
+  const copyIntoProject = (file: string) => {
+    const copy = join(project, relative(root, file))
+    mkdirSync(dirname(copy), { recursive: true })
+    copyFileSync(file, copy)
+    return copy
+  }
+  const copy = copyIntoProject(entry)
+  for (const module of modules) copyIntoProject(join(dirname(entry), module))
   const result = await bundle({
     entryPoints: [copy],
     absWorkingDir: project,
