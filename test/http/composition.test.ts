@@ -14,29 +14,25 @@ import {
 } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
-import { rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
 import fastify4 from 'fastify4'
-import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { honoErrorsAsJson } from '../support/hono-app.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
 import {
   type TestApp as App,
   type CommonOptions,
   expressErrorsAsJson,
   fastifyErrorsAsJson,
-  honoAddress,
   koaErrorsAsJson,
   listening,
-  serveHono,
+  startHono,
 } from './harness.js'
 import { NEST_MAJOR, nestPathsModule, startNest } from './nest-harness.js'
 
@@ -121,20 +117,11 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
   }
 }
 
+/** The Hono test app of harness.ts: `/`'s own limiter is its `shared` one. */
 function honoAdapter(name: string): Adapter {
   return {
     name,
-    async start({ global, routes = {} }) {
-      const app = new Hono<RateLimitEnv>()
-      app.onError(honoErrorsAsJson)
-      if (global) app.use(honoRateLimit({ ...honoAddress(), ...global }))
-      for (const path of PATHS) {
-        const route = routes[path]
-        if (route) app.get(path, honoRateLimit({ ...honoAddress(), ...route }), (c) => c.text(`ok ${path}`))
-        else app.get(path, (c) => c.text(`ok ${path}`))
-      }
-      return serveHono(app)
-    },
+    start: ({ global, routes: { '/': root, ...routes } = {} }) => startHono({ global, shared: root, routes }),
   }
 }
 

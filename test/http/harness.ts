@@ -20,7 +20,7 @@ import type { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualClock } from '../support/clock.js'
-import { honoTestApp } from '../support/hono-app.js'
+import { type HonoPath, honoTestApp } from '../support/hono-app.js'
 import { countedWork, parking } from '../support/parked.js'
 import { standaloneClient } from '../support/redis.js'
 import { NEST_MAJOR, nestFramework } from './nest-harness.js'
@@ -332,21 +332,27 @@ export async function serveHono(app: Hono<RateLimitEnv>): Promise<RunningApp> {
   return listen(server)
 }
 
-/** The harness's routes (test/support/hono-app.ts), with `@hono/node-server`'s client address. */
-function honoFramework(name: string): Framework {
-  return {
-    name,
-    async start({ global, route, trustProxy = true }) {
-      const address = honoAddress(trustProxy)
-      const limiter = (options: CommonOptions) => honoRateLimit({ ...address, ...options })
-      const app = honoTestApp({
-        global: global && limiter(global),
-        route: route && limiter(route),
-        parked: PARKED,
-      })
-      return serveHono(app)
-    },
-  }
+/** The Hono test app's limiters: the harness's, and the composition and policy tests' `routes` and `shared`. */
+export interface HonoSpec extends AppSpec {
+  routes?: Partial<Record<HonoPath, CommonOptions>>
+  shared?: CommonOptions
+}
+
+/**
+ * The Hono test app (test/support/hono-app.ts) on `@hono/node-server`: its limiters made from `spec` with the
+ * socket's client address (`honoAddress`), its parked routes the harness's.
+ */
+export async function startHono({ global, route, routes = {}, shared, trustProxy = true }: HonoSpec) {
+  const address = honoAddress(trustProxy)
+  const limiter = (options: CommonOptions) => honoRateLimit({ ...address, ...options })
+  const app = honoTestApp({
+    global: global && limiter(global),
+    shared: shared && limiter(shared),
+    route: route && limiter(route),
+    routes: Object.fromEntries(Object.entries(routes).map(([path, options]) => [path, limiter(options)])),
+    parked: PARKED,
+  })
+  return serveHono(app)
 }
 
 export const FRAMEWORKS: Framework[] = [
@@ -356,7 +362,7 @@ export const FRAMEWORKS: Framework[] = [
   koaFramework('Koa 2', Koa2 as unknown as typeof Koa3),
   fastifyFramework('Fastify 5', fastify5),
   fastifyFramework('Fastify 4', fastify4 as unknown as typeof fastify5),
-  honoFramework('Hono 4 on Node'),
+  { name: 'Hono 4 on Node', start: startHono },
   ...NEST_FRAMEWORKS(),
 ]
 

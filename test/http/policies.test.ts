@@ -14,18 +14,15 @@ import {
 } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
-import { rateLimit as honoRateLimit, type RateLimitEnv } from '@ratewindow/hono'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
 import fastify4 from 'fastify4'
-import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { honoErrorsAsJson } from '../support/hono-app.js'
 import { clusterClient, standaloneClient } from '../support/redis.js'
 import {
   type TestApp as App,
@@ -33,10 +30,9 @@ import {
   expressErrorsAsJson,
   fastifyErrorsAsJson,
   headerOf,
-  honoAddress,
   koaErrorsAsJson,
   listening,
-  serveHono,
+  startHono,
 } from './harness.js'
 import { NEST_MAJOR, nestPoliciesModule, startNest } from './nest-harness.js'
 
@@ -136,26 +132,9 @@ function fastifyAdapter(name: string, create: typeof fastify5): Adapter {
   }
 }
 
+/** The Hono test app of harness.ts: its `shared` limiter is on GET / and /other, and its reset routes use it. */
 function honoAdapter(name: string): Adapter {
-  return {
-    name,
-    async start(options) {
-      const app = new Hono<RateLimitEnv>()
-      app.onError(honoErrorsAsJson)
-      const limiter = honoRateLimit({ ...honoAddress(), ...options })
-      app.get('/', limiter, (c) => c.text('ok'))
-      app.get('/other', limiter, (c) => c.text('ok'))
-      app.post('/reset/:key', async (c) => {
-        await limiter.resetKey(c.req.param('key'))
-        return c.text('reset')
-      })
-      app.post('/reset-me', async (c) => {
-        await limiter.reset(c)
-        return c.text('reset')
-      })
-      return serveHono(app)
-    },
-  }
+  return { name, start: (options) => startHono({ shared: options }) }
 }
 
 /** The global guard on GET / and /other; the resets through `RateWindowService` (nest-harness.ts). */
