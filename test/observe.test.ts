@@ -3,21 +3,19 @@
  * mode, each produced by a real scenario (a killed redis-server, a SIGSTOP stall, a key of the wrong type).
  */
 import {
-  type BreakerEvent,
   combineObservers,
-  type DecisionEvent,
   fixedWindow,
   MemoryStore,
   RateLimitError,
   RateLimiter,
   RedisStore,
-  type StoreCallEvent,
   slidingWindowCounter,
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { until } from './support/connections.js'
+import { recorder } from './support/recorder.js'
 import { standaloneClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
 
@@ -30,23 +28,6 @@ afterAll(() => {
   process.off('unhandledRejection', onUnhandled)
   expect(unhandled).toEqual([])
 })
-
-function recorder() {
-  const decisions: DecisionEvent[] = []
-  const calls: StoreCallEvent[] = []
-  const breakers: BreakerEvent[] = []
-  return {
-    decisions,
-    calls,
-    breakers,
-    observer: {
-      onDecision: (event: DecisionEvent) => void decisions.push(event),
-      onStoreCall: (event: StoreCallEvent) => void calls.push(event),
-      onBreaker: (event: BreakerEvent) => void breakers.push(event),
-    },
-    outcomes: () => decisions.map((event) => `${event.outcome}/${event.source}`),
-  }
-}
 
 let prefixes = 0
 const prefix = () => `obs${++prefixes}`
@@ -377,10 +358,7 @@ describe('events with Redis faults', () => {
     } finally {
       await server.restart()
     }
-    const outcomes = (name: string) =>
-      seen.decisions
-        .filter((event) => event.limiter === name)
-        .map((event) => `${event.outcome}/${event.source}`)
+    const outcomes = (name: string) => seen.outcomes(name)
     expect(outcomes('open')).toEqual([
       'allowed/store',
       'failed-open/policy',

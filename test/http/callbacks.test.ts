@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http'
 import { MemoryStore } from '@ratewindow/core'
 import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { recorder } from '../support/recorder.js'
 import { type AppSpec, type CommonOptions, FRAMEWORKS, type RunningApp, slowRoute } from './harness.js'
 
 const unhandled: unknown[] = []
@@ -65,14 +66,9 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
   })
 
   it('`requestWasSuccessful` that throws: the response stands, the request counts, onError hears of it', async () => {
-    const errors: unknown[] = []
+    const { errors, onError } = recorder()
     const url = await start({
-      global: {
-        limit: 2,
-        skipFailedRequests: true,
-        requestWasSuccessful: throwing,
-        onError: (error) => errors.push(error),
-      },
+      global: { limit: 2, skipFailedRequests: true, requestWasSuccessful: throwing, onError },
     })
     await request(url).get('/fail').expect(500)
     await request(url).get('/fail').expect(500)

@@ -18,6 +18,7 @@ import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis/groups.js'
 import { FRAMEWORKS } from '../http/harness.js'
+import { recorder } from '../support/recorder.js'
 import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
 
 const unhandled: unknown[] = []
@@ -87,14 +88,14 @@ describe('a Cluster master dies (3 masters, no replica) under load', () => {
 
     const setups = []
     for (const policy of ['allow', 'deny'] as const) {
-      const errors: unknown[] = []
+      const { errors, onError } = recorder()
       const limiter = new RateLimiter({
         rules,
         store,
         prefix: `faults-${policy}`,
         onStoreError: policy,
         timeout: '1s', // generous: a slow healthy answer on a busy machine must not count as a fault
-        onError: (error) => errors.push(error),
+        onError,
       })
       // PER_MASTER clients per master, found by asking the Cluster which slot each key is in.
       const keys = new Map<number, string[]>()
@@ -200,12 +201,12 @@ describe('standalone redis-server', () => {
       request.key === 'broken'
         ? (client.eval("return redis.call('GET', KEYS[1])", 1, 'faults:a-list') as never)
         : store.consume(request)
-    const errors: unknown[] = []
+    const { errors, onError } = recorder()
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 5, window: '1h' }),
       store: failing,
       prefix: 'replyerror',
-      onError: (error) => errors.push(error),
+      onError,
       circuitBreaker: { failures: 3, cooldown: '1m' },
     })
     for (let i = 0; i < 10; i++) expect((await limiter.limit('broken')).source).toBe('policy')
@@ -287,14 +288,14 @@ describe('standalone redis-server', () => {
     const hung = standaloneClient(stalled.port)
     await once(hung, 'ready')
     const process_ = await pid(stalled)
-    const errors: { code?: string; operation: string }[] = []
+    const { reports: errors, onError } = recorder()
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 5, window: '1m' }),
       store: new RedisStore({ client: hung }),
       fallback: new RedisStore({ client: hung, prefix: 'fallback:' }),
       onStoreError: 'deny',
       timeout: '100ms',
-      onError: (error, { operation }) => errors.push({ code: (error as { code?: string }).code, operation }),
+      onError,
     })
     process.kill(process_, 'SIGSTOP')
     try {

@@ -8,6 +8,7 @@ import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type CommonOptions, FRAMEWORKS, type RunningApp } from '../http/harness.js'
 import { until } from '../support/connections.js'
+import { recorder } from '../support/recorder.js'
 import { CLIENT_FAMILIES, type Connected } from '../support/redis-clients.js'
 import { RedisServer } from '../support/redis-server.js'
 
@@ -53,7 +54,7 @@ describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framewo
   let server: RedisServer
   let connected: Connected | undefined
   let app: RunningApp | undefined
-  const errors: unknown[] = []
+  const { errors, onError, clear } = recorder()
 
   beforeAll(async () => {
     server = await RedisServer.start()
@@ -61,7 +62,7 @@ describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framewo
   afterEach(async () => {
     await app?.close()
     await connected?.close()
-    errors.length = 0
+    clear()
   })
   afterAll(async () => {
     await server.stop()
@@ -78,7 +79,7 @@ describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framewo
         window: '1m',
         store: new RedisStore({ client: connected.client }),
         timeout: '200ms',
-        onError: (error) => errors.push(error),
+        onError,
         ...options,
       },
     })
