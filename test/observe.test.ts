@@ -18,14 +18,10 @@ import { until } from './support/connections.js'
 import { recorder } from './support/recorder.js'
 import { standaloneClient } from './support/redis.js'
 import { RedisServer } from './support/redis-server.js'
+import { unhandledRejections } from './support/unhandled.js'
 
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-beforeAll(() => {
-  process.on('unhandledRejection', onUnhandled)
-})
+const unhandled = unhandledRejections()
 afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
   expect(unhandled).toEqual([])
 })
 

@@ -5,18 +5,12 @@
 import { request as httpRequest } from 'node:http'
 import { MemoryStore } from '@ratewindow/core'
 import request from 'supertest'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { recorder } from '../support/recorder.js'
+import { unhandledRejections } from '../support/unhandled.js'
 import { type AppSpec, type CommonOptions, FRAMEWORKS, type RunningApp, slowRoute } from './harness.js'
 
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-beforeAll(() => {
-  process.on('unhandledRejection', onUnhandled)
-})
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
-})
+const unhandled = unhandledRejections()
 
 const boom = () => Object.assign(new Error('callback failed'), { code: 'CALLBACK_FAILED' })
 const throwing = () => {

@@ -20,14 +20,10 @@ import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis/groups
 import { FRAMEWORKS } from '../http/harness.js'
 import { recorder } from '../support/recorder.js'
 import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
+import { unhandledRejections } from '../support/unhandled.js'
 
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-beforeAll(() => {
-  process.on('unhandledRejection', onUnhandled)
-})
+const unhandled = unhandledRejections()
 afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
   expect(unhandled).toEqual([])
 })
 

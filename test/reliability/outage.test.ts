@@ -11,6 +11,7 @@ import { until } from '../support/connections.js'
 import { recorder } from '../support/recorder.js'
 import { CLIENT_FAMILIES, type Connected } from '../support/redis-clients.js'
 import { RedisServer } from '../support/redis-server.js'
+import { unhandledRejections } from '../support/unhandled.js'
 
 const ADAPTERS = FRAMEWORKS.filter((framework) =>
   ['Express 5', 'Koa 3', 'Fastify 5'].includes(framework.name),
@@ -24,15 +25,7 @@ const CASES = CLIENT_FAMILIES.flatMap((family, i) =>
     framework,
   })),
 )
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-
-beforeAll(() => {
-  process.on('unhandledRejection', onUnhandled)
-})
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
-})
+const unhandled = unhandledRejections()
 
 /** True when the store (not the failure policy) answered: only then are RateLimit figures sent. */
 const fromStore = (response: request.Response) => response.headers['ratelimit-limit'] !== undefined
