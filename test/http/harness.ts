@@ -20,6 +20,7 @@ import type { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import type { ManualClock } from '../support/clock.js'
+import { until } from '../support/connections.js'
 import { type HonoPath, honoTestApp } from '../support/hono-app.js'
 import { countedWork, parking } from '../support/parked.js'
 import { standaloneClient } from '../support/redis.js'
@@ -49,10 +50,14 @@ export function storesOnClock(name: string): [string, (clock: ManualClock) => St
 const held = parking()
 
 /** Resolves when `count` requests are parked in GET /hold (bounded: fails after 5 s). */
-export async function waitForHeld(count: number): Promise<void> {
-  for (let i = 0; i < 500 && held.waiting < count; i++)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  if (held.waiting < count) throw new Error(`only ${held.waiting} of ${count} requests reached /hold`)
+export function waitForHeld(count: number): Promise<void> {
+  return until(
+    () => held.waiting >= count,
+    () => `${count} requests reach GET /hold (${held.waiting} did)`,
+    {
+      every: 10,
+    },
+  )
 }
 
 /** Lets every parked GET /hold request answer. */
