@@ -8,14 +8,14 @@ import {
 } from '@ratewindow/core'
 import { parseList } from 'structured-headers'
 import request from 'supertest'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { until } from '../support/connections.js'
 import {
   type AppSpec,
+  appPerTest,
   FRAMEWORKS,
   headerOf,
-  type RunningApp,
   releaseHeld,
   storesOnClock,
   waitForHeld,
@@ -35,15 +35,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
   // Nest 11's Express adapter sends an error body as application/json whatever type was set (packages/nestjs/README.md).
   const problemType =
     framework.name === 'Nest 11 on Express' ? /^application\/json/ : /^application\/problem\+json/
-  let app: RunningApp | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
-  const start = async (spec: AppSpec) => {
-    app = await framework.start(spec)
-    return app.url
-  }
+  const { start, close } = appPerTest((spec: AppSpec) => framework.start(spec))
 
   describe.each(stores)('with the %s', (_, makeStore) => {
     it('admits the limit, then answers 429 with truthful draft-6 headers and a JSON body', async () => {
@@ -150,7 +142,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
         'shadow-limited:burst',
         'limited:hourly',
       ])
-      await app!.close()
+      await close()
       // The same rules enforcing: one option changed; the burst rule now refuses.
       clock.advance(3_600_000)
       const url2 = await start({ global: { rules: rules(false), store, group: 'rollout' } })
@@ -227,8 +219,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
         clock.advance(5_000)
         await request(url).get('/').expect(403)
         expect(outcomes).toEqual(['allowed', 'limited', 'blocked', 'blocked'])
-        await app?.close()
-        app = undefined
+        await close()
       }
     })
 
@@ -371,7 +362,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     expect(draft7.headers['x-ratelimit-limit']).toBe('5')
     expect(draft7.headers['x-ratelimit-remaining']).toBe('4')
     expect(Number(draft7.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000)
-    await app!.close()
+    await close()
     url = await start({
       global: {
         limit: 5,
@@ -384,7 +375,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     expect(draft8.headers['ratelimit-policy']).toMatch(/^"5-per-1m";q=5;w=60;pk=:[A-Za-z0-9+/]{16}:$/)
     expect(draft8.headers['ratelimit']).toMatch(/^"5-per-1m";r=4;t=\d+;pk=:[A-Za-z0-9+/]{16}:$/)
     expect(JSON.stringify(draft8.headers)).not.toContain('127.0.0.1')
-    await app!.close()
+    await close()
     url = await start({ global: { limit: 1, headers: false } })
     const none = await request(url).get('/').expect(200)
     expect(Object.keys(none.headers).filter((name) => name.includes('ratelimit'))).toEqual([])
@@ -414,7 +405,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect(text.text).toBe('slow down')
       expect(text.headers['content-type']).toMatch(/^text\/plain/)
     }
-    await app!.close()
+    await close()
     url = await start({
       global: { limit: 1, message: (_request, result) => ({ wait: result.retryAfter > 0 }) },
     })
@@ -437,7 +428,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     expect((await request(url).get('/').expect(200)).headers['ratelimit-remaining']).toBe('3')
     await request(url).get('/').expect(200)
     await request(url).get('/').expect(429)
-    await app!.close()
+    await close()
     url = await start({ global: { limit: 5, cost: (req: unknown) => Number(headerOf(req, 'x-cost') ?? 1) } })
     expect((await request(url).get('/').set('X-Cost', '4').expect(200)).headers['ratelimit-remaining']).toBe(
       '1',
@@ -466,7 +457,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     await request(url).get('/').expect(200)
     await request(url).get('/').expect(200)
     await request(url).get('/').expect(429)
-    await app!.close()
+    await close()
     url = await start({ global: { limit: 2, skipSuccessfulRequests: true } })
     for (let i = 0; i < 4; i++) await request(url).get('/').expect(200)
     await request(url).get('/fail').expect(500)

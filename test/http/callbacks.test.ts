@@ -8,7 +8,14 @@ import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { recorder } from '../support/recorder.js'
 import { unhandledRejections } from '../support/unhandled.js'
-import { type AppSpec, type CommonOptions, FRAMEWORKS, type RunningApp, slowRoute } from './harness.js'
+import {
+  type AppSpec,
+  appPerTest,
+  type CommonOptions,
+  connectionsClosed,
+  FRAMEWORKS,
+  slowRoute,
+} from './harness.js'
 
 const unhandled = unhandledRejections()
 
@@ -29,19 +36,16 @@ const FAILING: [string, (fail: () => never | Promise<never>) => CommonOptions, n
 ]
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
-  let app: RunningApp | undefined
+  // Added before appPerTest's afterEach, so it runs after the app closed (after-hooks run in reverse order).
   afterEach(async () => {
-    slowRoute.release()
-    await app?.close()
-    app = undefined
     // Let any stray rejection surface before checking.
     await new Promise((resolve) => setImmediate(resolve))
     expect(unhandled).toEqual([])
   })
-  const start = async (spec: AppSpec) => {
-    app = await framework.start(spec)
-    return app.url
-  }
+  const { start, app } = appPerTest(
+    (spec: AppSpec) => framework.start(spec),
+    () => slowRoute.release(),
+  )
 
   describe.each([
     ['throws', throwing],
@@ -85,23 +89,10 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
         }
         whenRunning()
       })
-      await connectionsClosed(app!)
+      await connectionsClosed(app()!)
       slowRoute.release() // the handler finishes after the client left
     }
     // Both were admitted and ran their handler; neither was refunded, so the limit holds.
     await request(url).get('/').expect(429)
   })
 })
-
-/** Resolves once the server holds no connection: it has seen the client go. */
-function connectionsClosed(app: RunningApp): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = () =>
-      app.server.getConnections((error, count) => {
-        if (error) reject(error)
-        else if (count === 0) resolve()
-        else setImmediate(check)
-      })
-    check()
-  })
-}

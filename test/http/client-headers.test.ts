@@ -1,9 +1,9 @@
 import got from 'got'
 import ky from 'ky'
 import { parseRateLimit } from 'ratelimit-header-parser'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { type CommonOptions, FRAMEWORKS, type RunningApp, storesOnClock } from './harness.js'
+import { type AppSpec, appPerTest, type CommonOptions, FRAMEWORKS, storesOnClock } from './harness.js'
 
 const stores = storesOnClock('client-headers')
 
@@ -38,11 +38,7 @@ const styles: [string, Pick<CommonOptions, 'headers' | 'legacyHeaders'>, 'second
 ]
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
-  let app: RunningApp | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
+  const { start, close } = appPerTest((spec: AppSpec) => framework.start(spec))
 
   describe.each(stores)('%s', (_, makeStore) => {
     it.each(clients)(
@@ -50,12 +46,12 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       async (_, send) => {
         for (const [style, options, reset] of styles) {
           const clock = new ManualClock(1_700_000_000_000)
-          app = await framework.start({
+          const url = await start({
             global: { limit: 3, window: '10s', ...options, store: makeStore(clock) },
           })
           /** The parsed headers of one request, with the announced wait in whole seconds from the store's now. */
           const get = async () => {
-            const answer = await send(`${app!.url}/`)
+            const answer = await send(`${url}/`)
             const parsed = parseRateLimit(answer.headers, { reset })
             expect(parsed, style).toBeDefined()
             const wait = Math.round(
@@ -81,8 +77,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
           expect((await get()).status, style).toBe(429)
           clock.set(third.at + third.wait * 1000)
           expect((await get()).status, style).toBe(200)
-          await app.close()
-          app = undefined
+          await close()
         }
       },
     )

@@ -4,14 +4,7 @@
  * and option names brought from the peer libraries. Every adapter and framework version.
  */
 import Router from '@koa/router'
-import {
-  type DecisionEvent,
-  MemoryStore,
-  RedisStore,
-  type Store,
-  slidingWindowLog,
-  tokenBucket,
-} from '@ratewindow/core'
+import { type DecisionEvent, MemoryStore, type Store, slidingWindowLog, tokenBucket } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
@@ -23,16 +16,17 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
-import { clusterClient, standaloneClient } from '../support/redis.js'
+import { describe, expect, it } from 'vitest'
 import {
   type TestApp as App,
+  appPerTest,
   type CommonOptions,
   expressErrorsAsJson,
   fastifyErrorsAsJson,
   koaErrorsAsJson,
   listening,
   startHono,
+  testStores,
 } from './harness.js'
 import { NEST_MAJOR, nestPathsModule, startNest } from './nest-harness.js'
 
@@ -147,17 +141,11 @@ const ADAPTERS: Adapter[] = [
 /** Fastify's route options, and Nest's `@RateLimit()`, merge over the global ones: one limiter per route. */
 const mergesRoutes = (adapter: Adapter) => /^(Fastify|Nest)/.test(adapter.name)
 
-let stores = 0
+const make = testStores('comp')
 const STORES: [string, () => Store][] = [
-  ['one MemoryStore', () => new MemoryStore()],
-  [
-    'one RedisStore',
-    () => new RedisStore({ client: standaloneClient(), prefix: `comp${process.pid}x${stores++}:` }),
-  ],
-  [
-    'one RedisStore on a Cluster',
-    () => new RedisStore({ client: clusterClient(), prefix: `comp${process.pid}x${stores++}:` }),
-  ],
+  ['one MemoryStore', make.memory],
+  ['one RedisStore', make.redis],
+  ['one RedisStore on a Cluster', make.cluster],
 ]
 
 const statuses = async (url: string, path: string, times: number) => {
@@ -167,15 +155,7 @@ const statuses = async (url: string, path: string, times: number) => {
 }
 
 describe.each(ADAPTERS)('$name', (adapter) => {
-  let app: App | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
-  const start = async (spec: Spec) => {
-    app = await adapter.start(spec)
-    return app.url
-  }
+  const { start } = appPerTest((spec: Spec) => adapter.start(spec))
 
   it("labels a route limiter's decisions with the framework's route pattern, and a global one's where known", async () => {
     const routes: (string | undefined)[] = []

@@ -4,30 +4,23 @@
  * than `limit` handlers running at once, in every adapter and framework version, on memory and on Redis.
  */
 
-import { MemoryStore, RedisStore, type Store } from '@ratewindow/core'
+import { MemoryStore } from '@ratewindow/core'
 import request from 'supertest'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { open, until } from '../support/connections.js'
-import { standaloneClient } from '../support/redis.js'
-import { type AppSpec, FRAMEWORKS, type RunningApp, slowRoute, workRoute } from './harness.js'
+import {
+  type AppSpec,
+  appPerTest,
+  connectionsClosed,
+  FRAMEWORKS,
+  type RunningApp,
+  slowRoute,
+  storesOnClock,
+  workRoute,
+} from './harness.js'
 
-let storeCount = 0
-const stores: [string, () => Store][] = [
-  ['memory store', () => new MemoryStore()],
-  ['Redis store', () => new RedisStore({ client: standaloneClient(), prefix: `ccdrop${storeCount++}:` })],
-]
-
-/** Resolves once the server holds no connection: it has seen every client go. */
-function connectionsClosed(app: RunningApp): Promise<void> {
-  return until(
-    () =>
-      new Promise<boolean>((resolve, reject) =>
-        app.server.getConnections((error, count) => (error ? reject(error) : resolve(count === 0))),
-      ),
-    'the server saw every client go',
-  )
-}
+const stores = storesOnClock('ccdrop')
 
 /**
  * `rounds` rounds of 10 requests to GET /work that close their connections once each was decided (answered
@@ -49,17 +42,17 @@ async function disconnectingRounds(app: RunningApp, rounds: number): Promise<num
 }
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
-  let app: RunningApp | undefined
   beforeEach(() => workRoute.reset())
-  afterEach(async () => {
-    workRoute.finish()
-    slowRoute.release()
-    await app?.close()
-    app = undefined
-  })
+  const tested = appPerTest(
+    (spec: AppSpec) => framework.start(spec),
+    () => {
+      workRoute.finish()
+      slowRoute.release()
+    },
+  )
   const start = async (spec: AppSpec) => {
-    app = await framework.start(spec)
-    return app
+    await tested.start(spec)
+    return tested.app()!
   }
 
   it('a handler that returns after its client left frees the slot; on Express only by ending the response, else after its lease', async () => {

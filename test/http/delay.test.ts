@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ManualClock } from '../support/clock.js'
 import { open } from '../support/connections.js'
 import { standaloneClient } from '../support/redis.js'
-import { FRAMEWORKS, type RunningApp, releaseHeld, storesOnClock } from './harness.js'
+import { type AppSpec, appPerTest, FRAMEWORKS, releaseHeld, storesOnClock } from './harness.js'
 
 /** The stores of the HTTP tests, on the faked `Date.now()`. */
 const stores = storesOnClock('delay').map(
@@ -53,20 +53,20 @@ afterEach(() => {
 })
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
-  let app: RunningApp | undefined
-  afterEach(async () => {
-    releaseHeld()
-    // A test that failed may leave a request waiting: let it go, so that the server can close.
-    await vi.advanceTimersByTimeAsync(10_000)
-    await app?.close()
-    app = undefined
-  })
+  const tested = appPerTest(
+    (spec: AppSpec) => framework.start(spec),
+    async () => {
+      releaseHeld()
+      // A test that failed may leave a request waiting: let it go, so that the server can close.
+      await vi.advanceTimersByTimeAsync(10_000)
+    },
+  )
 
   describe.each(stores)('with the %s', (_, makeStore) => {
     /** An app limited to 1 request per second (GCRA, no burst) that waits up to `delay.max`. */
     async function start(more: Partial<HttpRateLimitOptions<unknown>> = {}) {
       const events: DecisionEvent[] = []
-      app = await framework.start({
+      const url = await tested.start({
         global: {
           algorithm: 'gcra',
           limit: 1,
@@ -78,7 +78,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
         },
       })
       const delayed = () => events.filter((event) => event.outcome === 'delayed')
-      return { url: app.url, events, delayed }
+      return { url, events, delayed }
     }
 
     it('a request over the limit waits for its slot, then is served as admitted: remaining 0, no Retry-After', async () => {
@@ -144,7 +144,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       let connections = -1
       await until(() => {
         // Answered on a later turn: the condition reads the previous turn's count.
-        app!.server.getConnections((_, count) => {
+        tested.app()!.server.getConnections((_, count) => {
           connections = count
         })
         return connections === 0

@@ -19,30 +19,37 @@ import fastify4 from 'fastify4'
 import type { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
+import { afterEach } from 'vitest'
 import type { ManualClock } from '../support/clock.js'
 import { until } from '../support/connections.js'
 import { type HonoPath, honoTestApp } from '../support/hono-app.js'
 import { countedWork, parking } from '../support/parked.js'
-import { standaloneClient } from '../support/redis.js'
+import { clusterClient, standaloneClient } from '../support/redis.js'
 import { NEST_MAJOR, nestFramework } from './nest-harness.js'
 
 let storeCount = 0
 /**
- * The stores an HTTP test runs on, both on the test's driven clock: memory, and Redis (the shared server, a fresh
- * prefix per store, named after the test file).
+ * The stores of the HTTP tests, each made fresh: memory, Redis (the shared server) and Redis Cluster (the shared
+ * one), each Redis store with a prefix of its own named after the test file. On `clock` when given (the test's
+ * driven clock), else on real time (Redis: the server's).
  */
-export function storesOnClock(name: string): [string, (clock: ManualClock) => Store][] {
+export function testStores(name: string) {
+  const prefix = () => `${name}${process.pid}x${storeCount++}:`
+  return {
+    memory: (clock?: ManualClock): Store => new MemoryStore({ clock: clock?.read }),
+    redis: (clock?: ManualClock): Store =>
+      new RedisStore({ client: standaloneClient(), clock: clock?.read, prefix: prefix() }),
+    cluster: (clock?: ManualClock): Store =>
+      new RedisStore({ client: clusterClient(), clock: clock?.read, prefix: prefix() }),
+  }
+}
+
+/** The stores an HTTP test runs on, on the test's driven clock when given: memory, and Redis (`testStores`). */
+export function storesOnClock(name: string): [string, (clock?: ManualClock) => Store][] {
+  const make = testStores(name)
   return [
-    ['memory store', (clock) => new MemoryStore({ clock: clock.read })],
-    [
-      'Redis store',
-      (clock) =>
-        new RedisStore({
-          client: standaloneClient(),
-          clock: clock.read,
-          prefix: `${name}${process.pid}x${storeCount++}:`,
-        }),
-    ],
+    ['memory store', make.memory],
+    ['Redis store', make.redis],
   ]
 }
 
@@ -78,6 +85,46 @@ export async function listening(server: Server, close?: () => Promise<void>): Pr
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: close ?? (() => new Promise((resolve) => server.close(() => resolve()))),
   }
+}
+
+/**
+ * One app per test, closed after it: `start(spec)` starts the test's app through `startApp` and answers its URL,
+ * `app()` is the app running, and `close()` closes it before the test ends (to start another). After each test,
+ * `beforeClose` runs first (to let parked requests go). Call it in a `describe`: it adds an `afterEach`.
+ */
+export function appPerTest<Spec, App extends TestApp = RunningApp>(
+  startApp: (spec: Spec) => Promise<App>,
+  beforeClose?: () => unknown,
+): { start(spec: Spec): Promise<string>; app(): App | undefined; close(): Promise<void> } {
+  let app: App | undefined
+  const close = async () => {
+    const running = app
+    app = undefined
+    await running?.close()
+  }
+  afterEach(async () => {
+    await beforeClose?.()
+    await close()
+  })
+  return {
+    async start(spec) {
+      app = await startApp(spec)
+      return app.url
+    },
+    app: () => app,
+    close,
+  }
+}
+
+/** Resolves once the server holds no connection: it has seen every client go (bounded, see `until`). */
+export function connectionsClosed(app: RunningApp): Promise<void> {
+  return until(
+    () =>
+      new Promise<boolean>((resolve, reject) =>
+        app.server.getConnections((error, count) => (error ? reject(error) : resolve(count === 0))),
+      ),
+    'the server saw every client go',
+  )
 }
 
 type ErrorWithCode = Error & { code?: string }

@@ -9,21 +9,14 @@ import { MemoryStore } from '@ratewindow/core'
 import { type RateLimitEnv, type RateLimitResult, rateLimit } from '@ratewindow/hono'
 import { Hono } from 'hono'
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { honoErrorsAsJson } from '../support/hono-app.js'
-import { type RunningApp, serveHono } from './harness.js'
+import { appPerTest, serveHono } from './harness.js'
 
-let app: RunningApp | undefined
-afterEach(async () => {
-  await app?.close()
-  app = undefined
-})
-
-async function start(hono: Hono<RateLimitEnv>): Promise<string> {
+const { start } = appPerTest((hono: Hono<RateLimitEnv>) => {
   hono.onError(honoErrorsAsJson)
-  app = await serveHono(hono)
-  return app.url
-}
+  return serveHono(hono)
+})
 
 describe('@ratewindow/hono', () => {
   it('refuses to guess the client address: getConnInfo, clientIp or key is required, named in the error', () => {

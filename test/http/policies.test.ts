@@ -7,7 +7,6 @@ import {
   AccessList,
   fixedWindow,
   MemoryStore,
-  RedisStore,
   type Store,
   slidingWindowCounter,
   tokenBucket,
@@ -22,10 +21,10 @@ import fastify4 from 'fastify4'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
-import { clusterClient, standaloneClient } from '../support/redis.js'
+import { describe, expect, it } from 'vitest'
 import {
   type TestApp as App,
+  appPerTest,
   type CommonOptions,
   expressErrorsAsJson,
   fastifyErrorsAsJson,
@@ -33,6 +32,7 @@ import {
   koaErrorsAsJson,
   listening,
   startHono,
+  testStores,
 } from './harness.js'
 import { NEST_MAJOR, nestPoliciesModule, startNest } from './nest-harness.js'
 
@@ -154,14 +154,11 @@ const ADAPTERS: Adapter[] = [
   nestAdapter(`Nest ${NEST_MAJOR} on Fastify`, 'fastify'),
 ]
 
-let stores = 0
+const make = testStores('pol')
 const STORES: [string, () => Store][] = [
-  ['memory', () => new MemoryStore()],
-  ['Redis', () => new RedisStore({ client: standaloneClient(), prefix: `pol${process.pid}x${stores++}:` })],
-  [
-    'Redis Cluster',
-    () => new RedisStore({ client: clusterClient(), prefix: `pol${process.pid}x${stores++}:` }),
-  ],
+  ['memory', make.memory],
+  ['Redis', make.redis],
+  ['Redis Cluster', make.cluster],
 ]
 
 /** A store that counts the calls reaching it. */
@@ -187,15 +184,7 @@ const statuses = async (url: string, times: number, headers: Record<string, stri
 }
 
 describe.each(ADAPTERS)('$name', (adapter) => {
-  let app: App | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
-  const start = async (options: CommonOptions) => {
-    app = await adapter.start(options)
-    return app.url
-  }
+  const { start } = appPerTest((options: CommonOptions) => adapter.start(options))
 
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('resets one key through the handle, leaving other keys counted', async () => {
@@ -291,15 +280,7 @@ describe.each([
 })
 
 describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
-  let app: App | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
-  const start = async (options: CommonOptions) => {
-    app = await adapter.start(options)
-    return app.url
-  }
+  const { start } = appPerTest((options: CommonOptions) => adapter.start(options))
   const from = (ip: string) => ({ 'x-forwarded-for': ip })
 
   it('IPv6 entries (a bogon list, ::/0) deny and allow IPv6 clients only; a dotted IPv4-mapped network is IPv4', async () => {
@@ -390,15 +371,7 @@ describe.each(ADAPTERS)('$name: allow and deny lists', (adapter) => {
 })
 
 describe.each(ADAPTERS)('$name: rules resolved per request', (adapter) => {
-  let app: App | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
-  const start = async (options: CommonOptions) => {
-    app = await adapter.start(options)
-    return app.url
-  }
+  const { start } = appPerTest((options: CommonOptions) => adapter.start(options))
   const header = headerOf
   const key = (request: unknown) => header(request, 'x-user') ?? 'anonymous'
   // Built once: resolving a plan is one lookup.

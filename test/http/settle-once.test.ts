@@ -8,9 +8,9 @@ import { rateLimit } from '@ratewindow/express'
 import express5 from 'express'
 import express4 from 'express4'
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { listening, storesOnClock, type TestApp } from './harness.js'
+import { appPerTest, listening, storesOnClock } from './harness.js'
 
 const stores = storesOnClock('settle')
 
@@ -18,11 +18,9 @@ describe.each([
   ['Express 5', express5],
   ['Express 4', express4 as unknown as typeof express5],
 ])('%s', (_, create) => {
-  let app: TestApp | undefined
-  afterEach(async () => {
-    await app?.close()
-    app = undefined
-  })
+  const { start } = appPerTest((server: ReturnType<typeof create>) =>
+    listening(server.listen(0, '127.0.0.1')),
+  )
 
   it.each(stores)(
     'with the %s: skipFailedRequests and a settle from a finish listener give a failed request back once',
@@ -51,8 +49,7 @@ describe.each([
         })
         response.status(500).send('failed')
       })
-      app = await listening(server.listen(0, '127.0.0.1'))
-      const { url } = app
+      const url = await start(server)
       // 16 of 24 used by two served requests.
       await request(url).get('/').expect(200)
       await request(url).get('/').expect(200)

@@ -4,16 +4,9 @@
  */
 import type { DecisionEvent } from '@ratewindow/core'
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import {
-  type AppSpec,
-  FRAMEWORKS,
-  type RunningApp,
-  releaseHeld,
-  storesOnClock,
-  waitForHeld,
-} from './harness.js'
+import { type AppSpec, appPerTest, FRAMEWORKS, releaseHeld, storesOnClock, waitForHeld } from './harness.js'
 
 const stores = storesOnClock('shc')
 
@@ -34,16 +27,7 @@ const rateLimitHeadersOf = (headers: Record<string, unknown>) =>
   RATE_LIMIT_HEADERS.filter((name) => headers[name] !== undefined)
 
 describe.each(FRAMEWORKS)('$name', (framework) => {
-  let app: RunningApp | undefined
-  afterEach(async () => {
-    releaseHeld()
-    await app?.close()
-    app = undefined
-  })
-  const start = async (spec: AppSpec) => {
-    app = await framework.start(spec)
-    return app.url
-  }
+  const { start } = appPerTest((spec: AppSpec) => framework.start(spec), releaseHeld)
 
   describe.each(stores)('with the %s', (_, makeStore) => {
     it('penalty on a shadow limiter: the block is reported as shadow-limited and every request passes, without headers', async () => {
