@@ -17,6 +17,7 @@ import express4 from 'express4'
 import fastify5, { type FastifyReply } from 'fastify'
 import fastify4 from 'fastify4'
 import type { Hono } from 'hono'
+import type { Cluster, Redis } from 'ioredis'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import { afterEach } from 'vitest'
@@ -28,19 +29,50 @@ import { clusterClient, standaloneClient } from '../support/redis.js'
 import { NEST_MAJOR, nestFramework } from './nest-harness.js'
 
 let storeCount = 0
+/** The Redis clients of test stores still connecting: `appPerTest`'s `start` waits for them (`storesConnected`). */
+const connecting = new Set<Promise<void>>()
+
+/**
+ * `client`, whose connection `storesConnected` waits for. A fresh ioredis client holds the store's first call
+ * until its handshake is done (connect, CLIENT SETINFO, the INFO ready check), and the limiter's `timeout` (250 ms
+ * by default) counts that handshake too: on a loaded machine the first request of a test got the store failure
+ * instead of its answer. An application's client is connected before its traffic comes; a test's is too.
+ * Event-driven, not polled: it must not wait on a test's fake timers.
+ */
+function connectsBeforeUse<Client extends Redis | Cluster>(client: Client): Client {
+  const pending = new Promise<void>((resolve) => {
+    const done = () => {
+      client.off('ready', done)
+      client.off('end', done)
+      connecting.delete(pending)
+      resolve()
+    }
+    client.on('ready', done)
+    client.on('end', done)
+  })
+  connecting.add(pending)
+  return client
+}
+
+/** Resolves once the Redis clients of the stores made so far are connected (or closed). */
+export async function storesConnected(): Promise<void> {
+  await Promise.all(connecting)
+}
+
 /**
  * The stores of the HTTP tests, each made fresh: memory, Redis (the shared server) and Redis Cluster (the shared
  * one), each Redis store with a prefix of its own named after the test file. On `clock` when given (the test's
- * driven clock), else on real time (Redis: the server's).
+ * driven clock), else on real time (Redis: the server's). A Redis store's client is connecting once it is made:
+ * `appPerTest`'s `start` waits until it is connected (`storesConnected`).
  */
 export function testStores(name: string) {
   const prefix = () => `${name}${process.pid}x${storeCount++}:`
   return {
     memory: (clock?: ManualClock): Store => new MemoryStore({ clock: clock?.read }),
     redis: (clock?: ManualClock): Store =>
-      new RedisStore({ client: standaloneClient(), clock: clock?.read, prefix: prefix() }),
+      new RedisStore({ client: connectsBeforeUse(standaloneClient()), clock: clock?.read, prefix: prefix() }),
     cluster: (clock?: ManualClock): Store =>
-      new RedisStore({ client: clusterClient(), clock: clock?.read, prefix: prefix() }),
+      new RedisStore({ client: connectsBeforeUse(clusterClient()), clock: clock?.read, prefix: prefix() }),
   }
 }
 
@@ -89,8 +121,9 @@ export async function listening(server: Server, close?: () => Promise<void>): Pr
 
 /**
  * One app per test, closed after it: `start(spec)` starts the test's app through `startApp` and answers its URL,
- * `app()` is the app running, and `close()` closes it before the test ends (to start another). After each test,
- * `beforeClose` runs first (to let parked requests go). Call it in a `describe`: it adds an `afterEach`.
+ * `app()` is the app running, and `close()` closes it before the test ends (to start another). The app starts once
+ * the Redis clients of the spec's stores are connected (`storesConnected`). After each test, `beforeClose` runs
+ * first (to let parked requests go). Call it in a `describe`: it adds an `afterEach`.
  */
 export function appPerTest<Spec, App extends TestApp = RunningApp>(
   startApp: (spec: Spec) => Promise<App>,
@@ -108,6 +141,8 @@ export function appPerTest<Spec, App extends TestApp = RunningApp>(
   })
   return {
     async start(spec) {
+      // The spec's stores are made by now: their Redis clients connect before the first request comes.
+      await storesConnected()
       app = await startApp(spec)
       return app.url
     },
