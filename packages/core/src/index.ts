@@ -19,11 +19,11 @@ export {
   type Defer,
   type EngineScope,
   type FrameworkBinding,
-  type HttpDecision,
-  HttpRateLimiter,
   socketClosed,
   type TrackedResponse,
-} from './http/engine.js'
+} from './http/binding.js'
+export type { HttpDecision } from './http/decision.js'
+export { HttpRateLimiter } from './http/engine.js'
 export {
   type HeaderFormat,
   type HeaderOptions,

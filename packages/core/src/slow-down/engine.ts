@@ -10,13 +10,9 @@
 import { fixedWindow } from '../algorithms/index.js'
 import { MAX_PRODUCT } from '../algorithms/rule.js'
 import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
-import {
-  type Defer,
-  type FrameworkBinding,
-  type HttpDecision,
-  HttpRateLimiter,
-  type TrackedResponse,
-} from '../http/engine.js'
+import type { Defer, FrameworkBinding, TrackedResponse } from '../http/binding.js'
+import type { HttpDecision } from '../http/decision.js'
+import { HttpRateLimiter } from '../http/engine.js'
 import type { FailureContext } from '../limiter/options.js'
 import type { DecisionEvent, DecisionOutcome, RateLimitObserver } from '../observe.js'
 import type { Awaitable, Store } from '../stores/types.js'

@@ -1,0 +1,109 @@
+/**
+ * What an adapter hands the HTTP engine: its framework (`FrameworkBinding`), where the engine sits
+ * (`EnginePlacement`), and the narrow part of a response and a socket the engine reads. No Node types: Node's
+ * `ServerResponse` and `Socket` fit these shapes.
+ */
+
+/** What an adapter tells the engine about its framework. */
+export interface FrameworkBinding<Req> {
+  /** Framework name, for messages. */
+  name: string
+  /** The client address as the framework sees it (after its trust-proxy rules). */
+  clientIp(request: Req): string | undefined
+  /**
+   * Whether the request carries `X-Forwarded-For` although the framework does not trust proxies; `undefined`
+   * when it carries none. The engine asks until the first request that carries one, then never again.
+   */
+  untrustedForwardedFor(request: Req): boolean | undefined
+  /** How to enable trust-proxy in this framework, for the warning. */
+  trustProxyHint: string
+  /**
+   * Whether the framework trusts every proxy hop (any client can then choose its key with X-Forwarded-For):
+   * Express `trust proxy` true, Koa `proxy` without `maxIpsCount`, Fastify `trustProxy: true`. Asked on a
+   * middleware's first request only.
+   */
+  permissiveTrustProxy?(request: Req): boolean
+  /** How to trust only your own proxies, for the warning. */
+  permissiveTrustProxyHint?: string
+  /** The route pattern of the request (`'/users/:id'`) where the framework knows it, for observer events. */
+  route?(request: Req): string | undefined
+  /** Option names the adapter adds to the shared ones, e.g. `handler`. */
+  options?: readonly string[]
+  /**
+   * Calls `listener` once when the client of `request` disconnects (at once when it already has), and returns
+   * how to stop listening: a request waiting for its slot (`delay`) then gives the slot back. Adapters on Node
+   * listen to the socket's `close` (`socketClosed`); without it, a waiting request keeps its slot.
+   */
+  onClose?(request: Req, listener: () => void): () => void
+  /**
+   * Sets headers on the response `target` the adapter passed to `followSettle` (its response, context or reply),
+   * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
+   */
+  writeHeaders?(target: unknown, headers: Record<string, string>): void
+}
+
+/** Where an engine sits, from its adapter: the third argument of `new HttpRateLimiter`. */
+export interface EnginePlacement {
+  /** What scopes its counters besides the rules, e.g. `'GET /login'` for a Fastify route limiter. */
+  scope?: string
+  /** Names the options object in messages. @default 'rateLimit()' */
+  where?: string
+  /** The superseded warning's advice for two engines meant to serve (see `Identity.sharing`). */
+  sharing?: string
+}
+
+/** The public name of `EnginePlacement`, kept for adapters built against it. */
+export type EngineScope = EnginePlacement
+
+/**
+ * The part of a response the engine reads to decide a refund: Node's `ServerResponse` fits, without core's
+ * public types depending on Node's.
+ */
+export interface TrackedResponse {
+  readonly statusCode: number
+  /** True once the whole response was handed to the operating system. */
+  readonly writableFinished: boolean
+  /** True once the application called `end()`: its handler ended the response, sent or not. */
+  readonly writableEnded?: boolean
+  /** Whether the connection is gone already (a closed response emits no more events). */
+  readonly destroyed?: boolean
+  once(event: 'finish' | 'close', listener: () => void): unknown
+}
+
+/**
+ * Hands the engine's work after the response (a refund, a slot's release) to the runtime, e.g. a Worker's
+ * `executionCtx.waitUntil`, which would otherwise stop it once the response is sent. The promise never rejects.
+ */
+export type Defer = (work: Promise<unknown>) => void
+
+/** The part of a Node socket `socketClosed` uses (core's types do not depend on Node's). */
+export interface ClosableSocket {
+  readonly destroyed?: boolean
+  once(event: 'close', listener: () => void): unknown
+  removeListener(event: 'close', listener: () => void): unknown
+}
+
+/**
+ * `FrameworkBinding.onClose` for a Node socket: `listener` runs once when it closes (at once, on a microtask, when
+ * it is closed already); the answer stops listening.
+ */
+export function socketClosed(socket: ClosableSocket | undefined, listener: () => void): () => void {
+  if (socket === undefined) return () => {}
+  if (socket.destroyed === true) {
+    queueMicrotask(listener)
+    return () => {}
+  }
+  socket.once('close', listener)
+  return () => {
+    socket.removeListener('close', listener)
+  }
+}
+
+/** The framework's route of the request, for observer events; none without `route`, or when it throws. */
+export function routeOf<Req>(binding: FrameworkBinding<Req>, request: Req): string | undefined {
+  try {
+    return binding.route?.(request)
+  } catch {
+    return undefined
+  }
+}
