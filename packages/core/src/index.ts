@@ -60,13 +60,8 @@ export {
   type StoreErrorKind,
 } from './observe.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
-export {
-  SLOW_DOWN_DEFAULTS,
-  type SlowDownDecision,
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownOptions,
-} from './slow-down/engine.js'
+export { type SlowDownDecision, SlowDownEngine, type SlowDownInfo } from './slow-down/engine.js'
+export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/local/memory.js'
 export {
   acquireLease,

@@ -51,6 +51,22 @@ export interface DecisionEvent {
   result: RateLimitResult
 }
 
+/**
+ * The event of one decision, the same shape from every limiter (`RateLimiter`, `slowDown()`): `rule` is the
+ * reported rule's name, and `route` is set only when known.
+ */
+export function decisionEvent(
+  limiter: string,
+  rule: string,
+  outcome: DecisionOutcome,
+  result: RateLimitResult,
+  route: string | undefined,
+): DecisionEvent {
+  const event: DecisionEvent = { limiter, rule, outcome, source: result.source, result }
+  if (route !== undefined) event.route = route
+  return event
+}
+
 /** Where a store call went and why it failed. */
 export type StoreErrorKind = 'timeout' | 'key' | 'scope'
 

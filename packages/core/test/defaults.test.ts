@@ -11,7 +11,7 @@ import { DELAY_DEFAULTS } from '../src/http/options.js'
 import { BLOCKED_CACHE_DEFAULTS } from '../src/limiter/blocked-cache.js'
 import { CONCURRENCY_DEFAULTS } from '../src/limiter/concurrency.js'
 import { WAIT_DEFAULTS } from '../src/limiter/limiter.js'
-import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/engine.js'
+import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/options.js'
 import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory.js'
 import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/redis.js'
 import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced/synced.js'
@@ -24,7 +24,7 @@ const CLASSES: [string, string, Record<string, unknown>][] = [
   ['CircuitBreakerOptions', 'gateway/circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
   ['BlockedCacheOptions', 'limiter/blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
   ['PenaltyOptions', 'algorithms/penalty.ts', PENALTY_DEFAULTS],
-  ['SlowDownOptions<Args extends unknown[]>', 'slow-down/engine.ts', SLOW_DOWN_DEFAULTS],
+  ['SlowDownOptions<Args extends unknown[]>', 'slow-down/options.ts', SLOW_DOWN_DEFAULTS],
   ['WaitOptions', 'limiter/limiter.ts', WAIT_DEFAULTS],
   ['DelayOptions', 'http/options.ts', DELAY_DEFAULTS],
 ]

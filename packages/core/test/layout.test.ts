@@ -51,7 +51,6 @@ const MAX_UNIT_LINES = 350
 const KNOWN_OVERSIZE: Record<string, number> = {
   'packages/core/src/limiter/limiter.ts': 660,
   'packages/core/src/limiter/limiter.ts RateLimiter': 524,
-  'packages/core/src/slow-down/engine.ts': 605,
   'packages/core/src/stores/redis/redis.ts': 669,
   'packages/core/src/stores/redis/redis.ts RedisStore': 359,
   'packages/core/src/stores/synced/synced.ts': 747,
