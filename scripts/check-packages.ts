@@ -8,7 +8,8 @@
  * program against each tarball. Part of `pnpm test:all` (`pnpm check:packages`).
  *
  * Every project installs once, in parallel, from npm's cache where it can (`--prefer-offline`); the checks then
- * reuse the installs. `KEEP=1` keeps the work directory for a look afterwards.
+ * reuse the installs. `KEEP=1` keeps the work directory for a look afterwards; `--timings` (`pnpm check:packages
+ * --timings`) ends with a table of where the time went.
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -806,37 +807,84 @@ const MODES = {
  */
 const KNOWN_FAILURES = new Map<string, string>()
 
+/** What a step does, for the `--timings` table. */
+type Kind =
+  | 'metadata'
+  | 'pack'
+  | 'built-in scan'
+  | 'npm install'
+  | 'tsc 5.9'
+  | 'tsc 7'
+  | 'program run'
+  | 'test suite'
+  | 'workerd bundle+run'
+  | 'no @types/node'
+
 interface Outcome {
+  kind: Kind
   name: string
   ok: boolean
   detail?: string
-  ms: number
+  /** Start and end, in ms since the script started (performance.now()). */
+  start: number
+  end: number
 }
 const outcomes: Outcome[] = []
 
-async function step(name: string, action: () => Promise<unknown>): Promise<void> {
-  const started = performance.now()
+async function step(kind: Kind, name: string, action: () => Promise<unknown>): Promise<void> {
+  const start = performance.now()
   const known = KNOWN_FAILURES.get(name)
+  const record = (ok: boolean, detail?: string) =>
+    outcomes.push({ kind, name, ok, detail, start, end: performance.now() })
   try {
     await action()
     if (known) {
-      outcomes.push({ name, ok: false, detail: 'passes now: delete it from KNOWN_FAILURES', ms: 0 })
+      record(false, 'passes now: delete it from KNOWN_FAILURES')
       console.log(`  ✗ ${name}: a known failure (${known}) passes now: delete it from KNOWN_FAILURES`)
       return
     }
-    outcomes.push({ name, ok: true, ms: performance.now() - started })
+    record(true)
     console.log(`  ✓ ${name}`)
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string; message: string }
     const detail = [e.stdout, e.stderr].filter(Boolean).join('\n').trim() || e.message
     if (known) {
-      outcomes.push({ name, ok: true, ms: performance.now() - started })
+      record(true)
       console.log(`  ✓ ${name} fails as known: ${known}`)
       return
     }
-    outcomes.push({ name, ok: false, detail, ms: performance.now() - started })
+    record(false, detail)
     console.log(`  ✗ ${name}\n${detail.replace(/^/gm, '      ')}`)
   }
+}
+
+/**
+ * `--timings`: per kind of step, how many ran, their summed and longest seconds, and the wall-clock span from the
+ * first start to the last end (steps overlap when they run concurrently), then the slowest steps.
+ */
+function printTimings(total: number): void {
+  const s = (ms: number) => (ms / 1000).toFixed(1)
+  const kinds = [...new Set(outcomes.map((outcome) => outcome.kind))]
+  const rows = kinds.map((kind) => {
+    const of = outcomes.filter((outcome) => outcome.kind === kind)
+    const durations = of.map((outcome) => outcome.end - outcome.start)
+    const span = Math.max(...of.map((o) => o.end)) - Math.min(...of.map((o) => o.start))
+    return [
+      kind,
+      String(of.length),
+      s(durations.reduce((a, b) => a + b, 0)),
+      s(Math.max(...durations)),
+      s(span),
+    ]
+  })
+  const table = [['kind', 'steps', 'sum s', 'max s', 'wall s'], ...rows]
+  const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)))
+  console.log('\ntimings (wall s: first start to last end of that kind; kinds overlap)')
+  for (const row of table)
+    console.log(`  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ')}`)
+  console.log(`  total ${s(total)} s; slowest steps:`)
+  for (const outcome of [...outcomes].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, 15))
+    console.log(`  ${s(outcome.end - outcome.start).padStart(6)}  ${outcome.name}`)
 }
 
 async function npmInstall(dir: string, specs: string[]): Promise<void> {
@@ -883,18 +931,18 @@ function checkMetadata(): void {
 async function main(): Promise<void> {
   const started = performance.now()
   console.log(`Packed tarballs, checked as users install them (in ${work})`)
-  await step('package.json metadata (repository, homepage, bugs, keywords, license)', async () =>
+  await step('metadata', 'package.json metadata (repository, homepage, bugs, keywords, license)', async () =>
     checkMetadata(),
   )
 
   const tarballDir = join(work, 'tarballs')
   mkdirSync(tarballDir)
-  await run(
-    'pnpm',
-    ['-r', '--filter', './packages/*', 'exec', 'pnpm', 'pack', '--pack-destination', tarballDir],
-    {
-      cwd: root,
-    },
+  await step('pack', 'pnpm pack every package', () =>
+    run(
+      'pnpm',
+      ['-r', '--filter', './packages/*', 'exec', 'pnpm', 'pack', '--pack-destination', tarballDir],
+      { cwd: root },
+    ),
   )
   const tarballs = Object.fromEntries(
     packages.map((name) => {
@@ -908,22 +956,26 @@ async function main(): Promise<void> {
   // Core, the Hono adapter and the Durable Object store load on Workers without nodejs_compat: their packed
   // builds import no Node module and use no unguarded Node global (scripts/web-standard.ts).
   for (const name of ['core', 'hono', 'cloudflare'] as const) {
-    await step(`@ratewindow/${name} tarball: no Node built-in import, no unguarded Node global`, async () => {
-      const unpacked = join(work, `${name}-unpacked`)
-      mkdirSync(unpacked)
-      await run('tar', ['-xzf', tarballs[name], '-C', unpacked])
-      const problems: string[] = []
-      for (const file of ['index.js', 'index.cjs']) {
-        const { uses, gone } = unexcusedUses(
-          readFileSync(join(unpacked, 'package', 'dist', file), 'utf8'),
-          file,
-        )
-        if (uses.length > 0) problems.push(describeUses(`dist/${file}`, uses))
-        for (const each of gone)
-          problems.push(`dist/${file} no longer imports ${each}: delete it from KNOWN_NODE_IMPORTS`)
-      }
-      if (problems.length > 0) throw new Error(problems.join('\n'))
-    })
+    await step(
+      'built-in scan',
+      `@ratewindow/${name} tarball: no Node built-in import, no unguarded Node global`,
+      async () => {
+        const unpacked = join(work, `${name}-unpacked`)
+        mkdirSync(unpacked)
+        await run('tar', ['-xzf', tarballs[name], '-C', unpacked])
+        const problems: string[] = []
+        for (const file of ['index.js', 'index.cjs']) {
+          const { uses, gone } = unexcusedUses(
+            readFileSync(join(unpacked, 'package', 'dist', file), 'utf8'),
+            file,
+          )
+          if (uses.length > 0) problems.push(describeUses(`dist/${file}`, uses))
+          for (const each of gone)
+            problems.push(`dist/${file} no longer imports ${each}: delete it from KNOWN_NODE_IMPORTS`)
+        }
+        if (problems.length > 0) throw new Error(problems.join('\n'))
+      },
+    )
   }
 
   // TypeScript itself is installed once beside the projects; `typescript7` is the native port (npm `typescript@7`).
@@ -932,7 +984,7 @@ async function main(): Promise<void> {
   writeFileSync(join(tools, 'package.json'), '{ "private": true }\n')
   const installs = [
     () =>
-      step('install TypeScript 5.9 and 7', () =>
+      step('npm install', 'install TypeScript 5.9 and 7', () =>
         npmInstall(tools, ['typescript@5.9', 'typescript7@npm:typescript@7']),
       ),
     ...projects.map((project) => () => {
@@ -940,6 +992,7 @@ async function main(): Promise<void> {
       mkdirSync(dir)
       writeFileSync(join(dir, 'package.json'), `{ "name": "check-${project.name}", "private": true }\n`)
       return step(
+        'npm install',
         `install ${project.name}: ${[...project.tarballs.map((t) => `@ratewindow/${t}.tgz`), ...project.dependencies].join(' ')}`,
         () => npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...project.dependencies]),
       )
@@ -997,6 +1050,7 @@ async function main(): Promise<void> {
             const skipLibCheck = version === '5.9' && !project.noNodeTypes ? ['--skipLibCheck'] : []
             checks.push(() =>
               step(
+                version === '5.9' ? 'tsc 5.9' : 'tsc 7',
                 `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${program}`,
                 () => run(process.execPath, [tsc[version], '-p', config, ...skipLibCheck], { cwd: sub }),
               ),
@@ -1007,7 +1061,7 @@ async function main(): Promise<void> {
     for (const [file, source] of Object.entries(project.runs)) {
       writeFileSync(join(dir, file), source)
       checks.push(() =>
-        step(`run ${project.name} ${file}`, async () => {
+        step('program run', `run ${project.name} ${file}`, async () => {
           const { stdout } = await run(process.execPath, [file], { cwd: dir, timeout: 30_000 })
           if (stdout.trim() !== 'ok') throw new Error(`expected "ok", printed ${JSON.stringify(stdout)}`)
         }),
@@ -1016,7 +1070,7 @@ async function main(): Promise<void> {
     for (const suite of project.suites ?? []) {
       for (const [file, source] of Object.entries(suite.files)) writeFileSync(join(dir, file), source)
       checks.push(() =>
-        step(`test ${project.name} with ${suite.name}`, () =>
+        step('test suite', `test ${project.name} with ${suite.name}`, () =>
           run(process.execPath, suite.command, { cwd: dir, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }),
         ),
       )
@@ -1024,6 +1078,7 @@ async function main(): Promise<void> {
     if (project.name === 'cloudflare-workers') {
       checks.push(() =>
         step(
+          'workerd bundle+run',
           'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat)',
           () => runInWorkerd(dir),
         ),
@@ -1031,7 +1086,7 @@ async function main(): Promise<void> {
     }
     if (project.noNodeTypes) {
       checks.push(() =>
-        step(`${project.name} installs no @types/node`, async () => {
+        step('no @types/node', `${project.name} installs no @types/node`, async () => {
           const types = join(dir, 'node_modules', '@types')
           let entries: string[] = []
           try {
@@ -1050,6 +1105,7 @@ async function main(): Promise<void> {
   console.log(
     `\npack ${seconds(packed - started)}, install ${seconds(installed - packed)}, checks ${seconds(done - installed)}, total ${seconds(done - started)}`,
   )
+  if (process.argv.includes('--timings')) printTimings(done - started)
   console.log(`package checks: ${outcomes.length - failed.length} passed, ${failed.length} failed`)
   if (process.env.KEEP !== '1') rmSync(work, { recursive: true, force: true })
   if (failed.length > 0) {
