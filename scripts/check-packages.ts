@@ -937,12 +937,9 @@ async function main(): Promise<void> {
 
   const tarballDir = join(work, 'tarballs')
   mkdirSync(tarballDir)
+  // One pnpm packs them all (the same tarballs, byte for byte, as a `pnpm pack` in each package).
   await step('pack', 'pnpm pack every package', () =>
-    run(
-      'pnpm',
-      ['-r', '--filter', './packages/*', 'exec', 'pnpm', 'pack', '--pack-destination', tarballDir],
-      { cwd: root },
-    ),
+    run('pnpm', ['-r', '--filter', './packages/*', 'pack', '--pack-destination', tarballDir], { cwd: root }),
   )
   const tarballs = Object.fromEntries(
     packages.map((name) => {
