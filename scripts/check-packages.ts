@@ -3,18 +3,20 @@
  * projects (one per framework version), then typecheck small programs in ESM and CommonJS projects under
  * moduleResolution node16, nodenext and bundler, strict, with TypeScript 7 (the native port, skipLibCheck off, so
  * the packages' own .d.ts files are checked too) and TypeScript 5.9 (skipLibCheck on, as most projects set it,
- * node16 and bundler; every mode with skipLibCheck off for the core-only project, which must compile with no
- * @types/node at all), and run a tiny ESM and CJS
+ * node16 and bundler; every mode with skipLibCheck off for the projects with no @types/node: core alone, core with
+ * otel, Workers), and run a tiny ESM and CJS
  * program against each tarball. Part of `pnpm test:all` (`pnpm check:packages`).
  *
  * Every project installs once, in parallel, from npm's cache where it can (`--prefer-offline`); the checks then
- * reuse the installs. `KEEP=1` keeps the work directory for a look afterwards; `--timings` (`pnpm check:packages
- * --timings`) ends with a table of where the time went.
+ * reuse the installs (its ESM and CJS sub-projects share it). Each typecheck has its own tsconfig (one program,
+ * one set of options); a project's typechecks run in one `tsc -b` per TypeScript version, and each config alone
+ * with `tsc -p` when that fails, so that each failure is named. `KEEP=1` keeps the work directory for a look
+ * afterwards; `--timings` (`pnpm check:packages --timings`) ends with a table of where the time went.
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { build as bundle } from 'esbuild'
@@ -821,70 +823,154 @@ type Kind =
   | 'no @types/node'
 
 interface Outcome {
-  kind: Kind
   name: string
   ok: boolean
   detail?: string
-  /** Start and end, in ms since the script started (performance.now()). */
-  start: number
-  end: number
 }
 const outcomes: Outcome[] = []
 
-async function step(kind: Kind, name: string, action: () => Promise<unknown>): Promise<void> {
+/** Timed work for `--timings`: each step, and each batched typecheck as a whole. */
+interface Span {
+  kind: Kind
+  name: string
+  /** Start and end, in ms (performance.now()). */
+  start: number
+  end: number
+}
+const spans: Span[] = []
+
+async function timed<T>(kind: Kind, name: string, action: () => Promise<T>): Promise<T> {
   const start = performance.now()
-  const known = KNOWN_FAILURES.get(name)
-  const record = (ok: boolean, detail?: string) =>
-    outcomes.push({ kind, name, ok, detail, start, end: performance.now() })
   try {
-    await action()
-    if (known) {
-      record(false, 'passes now: delete it from KNOWN_FAILURES')
-      console.log(`  ✗ ${name}: a known failure (${known}) passes now: delete it from KNOWN_FAILURES`)
-      return
-    }
-    record(true)
-    console.log(`  ✓ ${name}`)
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string }
-    const detail = [e.stdout, e.stderr].filter(Boolean).join('\n').trim() || e.message
-    if (known) {
-      record(true)
-      console.log(`  ✓ ${name} fails as known: ${known}`)
-      return
-    }
-    record(false, detail)
-    console.log(`  ✗ ${name}\n${detail.replace(/^/gm, '      ')}`)
+    return await action()
+  } finally {
+    spans.push({ kind, name, start, end: performance.now() })
   }
 }
 
+/** What a failed action printed, or its message. */
+function detailOf(error: unknown): string {
+  const e = error as { stdout?: string; stderr?: string; message?: string }
+  return [e?.stdout, e?.stderr].filter(Boolean).join('\n').trim() || e?.message || String(error)
+}
+
+/** Records one check's outcome (`failure`: what it printed; none when it passed), KNOWN_FAILURES applied. */
+function report(name: string, failure?: string): void {
+  const known = KNOWN_FAILURES.get(name)
+  if (failure === undefined && known) {
+    outcomes.push({ name, ok: false, detail: 'passes now: delete it from KNOWN_FAILURES' })
+    console.log(`  ✗ ${name}: a known failure (${known}) passes now: delete it from KNOWN_FAILURES`)
+  } else if (failure === undefined) {
+    outcomes.push({ name, ok: true })
+    console.log(`  ✓ ${name}`)
+  } else if (known) {
+    outcomes.push({ name, ok: true })
+    console.log(`  ✓ ${name} fails as known: ${known}`)
+  } else {
+    outcomes.push({ name, ok: false, detail: failure })
+    console.log(`  ✗ ${name}\n${failure.replace(/^/gm, '      ')}`)
+  }
+}
+
+/** Runs one check and reports it; true when its action succeeded (before KNOWN_FAILURES). */
+async function step(kind: Kind, name: string, action: () => Promise<unknown>): Promise<boolean> {
+  let failure: string | undefined
+  try {
+    await timed(kind, name, action)
+  } catch (error) {
+    failure = detailOf(error) || 'failed'
+  }
+  report(name, failure)
+  return failure === undefined
+}
+
+/** One typecheck: a tsconfig in a project's `esm` or `cjs` sub-project, its own program and options. */
+interface Typecheck {
+  name: string
+  system: 'esm' | 'cjs'
+  config: string
+}
+
 /**
- * `--timings`: per kind of step, how many ran, their summed and longest seconds, and the wall-clock span from the
- * first start to the last end (steps overlap when they run concurrently), then the slowest steps.
+ * Typechecks a project's configs with one compiler in one `tsc -b --force` (build mode parses the files the
+ * configs share once, and starts the compiler once): each config is still its own program with its own options,
+ * and the run fails if any has an error, as `tsc -p` of each would. When it fails, each config runs alone with
+ * `tsc -p`, so that every failure is reported under its own check's name.
+ */
+async function typecheck(kind: Kind, tsc: string, dir: string, checks: Typecheck[]): Promise<void> {
+  if (checks.length === 0) return
+  const batch = `${kind} -b ${basename(dir)} (${checks.length} configs)`
+  let failure: string | undefined
+  try {
+    await timed(kind, batch, () =>
+      run(process.execPath, [tsc, '-b', '--force', ...checks.map((c) => `${c.system}/${c.config}`)], {
+        cwd: dir,
+        maxBuffer: 16 * 1024 * 1024,
+      }),
+    )
+  } catch (error) {
+    failure = detailOf(error) || 'failed'
+  }
+  if (failure === undefined) {
+    for (const check of checks) report(check.name)
+    return
+  }
+  let passedAlone = 0
+  for (const check of checks)
+    if (
+      await step(kind, check.name, () =>
+        run(process.execPath, [tsc, '-p', check.config], {
+          cwd: join(dir, check.system),
+          maxBuffer: 16 * 1024 * 1024,
+        }),
+      )
+    )
+      passedAlone++
+  if (passedAlone === checks.length) report(`${batch}: each config passes alone, the batch failed`, failure)
+}
+
+/** Runs `tasks` with at most `limit` at once. */
+async function pool<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const index = next++
+        results[index] = await tasks[index]!()
+      }
+    }),
+  )
+  return results
+}
+
+/**
+ * `--timings`: per kind of work, how many ran, their summed and longest seconds, and the wall-clock span from the
+ * first start to the last end (work runs concurrently, so kinds overlap), then the slowest.
  */
 function printTimings(total: number): void {
   const s = (ms: number) => (ms / 1000).toFixed(1)
-  const kinds = [...new Set(outcomes.map((outcome) => outcome.kind))]
+  const kinds = [...new Set(spans.map((span) => span.kind))]
   const rows = kinds.map((kind) => {
-    const of = outcomes.filter((outcome) => outcome.kind === kind)
-    const durations = of.map((outcome) => outcome.end - outcome.start)
-    const span = Math.max(...of.map((o) => o.end)) - Math.min(...of.map((o) => o.start))
+    const of = spans.filter((span) => span.kind === kind)
+    const durations = of.map((span) => span.end - span.start)
+    const wall = Math.max(...of.map((span) => span.end)) - Math.min(...of.map((span) => span.start))
     return [
       kind,
       String(of.length),
       s(durations.reduce((a, b) => a + b, 0)),
       s(Math.max(...durations)),
-      s(span),
+      s(wall),
     ]
   })
-  const table = [['kind', 'steps', 'sum s', 'max s', 'wall s'], ...rows]
+  const table = [['kind', 'runs', 'sum s', 'max s', 'wall s'], ...rows]
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)))
   console.log('\ntimings (wall s: first start to last end of that kind; kinds overlap)')
   for (const row of table)
     console.log(`  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ')}`)
-  console.log(`  total ${s(total)} s; slowest steps:`)
-  for (const outcome of [...outcomes].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, 15))
-    console.log(`  ${s(outcome.end - outcome.start).padStart(6)}  ${outcome.name}`)
+  console.log(`  total ${s(total)} s; slowest:`)
+  for (const span of [...spans].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, 15))
+    console.log(`  ${s(span.end - span.start).padStart(6)}  ${span.name}`)
 }
 
 async function npmInstall(dir: string, specs: string[]): Promise<void> {
@@ -903,21 +989,6 @@ async function npmInstall(dir: string, specs: string[]): Promise<void> {
   )
 }
 
-/** Runs `tasks` with at most `limit` at once. */
-async function pool<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const results: T[] = []
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
-      while (next < tasks.length) {
-        const index = next++
-        results[index] = await tasks[index]!()
-      }
-    }),
-  )
-  return results
-}
-
 function checkMetadata(): void {
   for (const name of packages) {
     const manifest = JSON.parse(readFileSync(join(root, 'packages', name, 'package.json'), 'utf8'))
@@ -926,6 +997,98 @@ function checkMetadata(): void {
     if (manifest.repository?.directory !== `packages/${name}`)
       throw new Error(`packages/${name}/package.json: repository.directory must be "packages/${name}"`)
   }
+}
+
+type Version = '5.9' | '7'
+
+/**
+ * Writes a project's programs, tsconfigs and run files into `dir`; returns its typechecks per TypeScript version
+ * and its other checks.
+ */
+function prepare(
+  project: Project,
+  dir: string,
+): { typechecks: Record<Version, Typecheck[]>; checks: (() => Promise<unknown>)[] } {
+  const typechecks: Record<Version, Typecheck[]> = { '5.9': [], '7': [] }
+  const checks: (() => Promise<unknown>)[] = []
+  for (const system of ['esm', 'cjs'] as const) {
+    const sub = join(dir, system)
+    mkdirSync(sub)
+    writeFileSync(
+      join(sub, 'package.json'),
+      system === 'esm' ? '{ "type": "module" }\n' : '{ "type": "commonjs" }\n',
+    )
+    for (const [file, source] of Object.entries(project.programs)) writeFileSync(join(sub, file), source)
+    for (const [resolution, module] of Object.entries(MODES[system]))
+      for (const program of Object.keys(project.programs))
+        for (const version of project.typescripts) {
+          // With skipLibCheck, nodenext adds nothing to node16 here; TypeScript 7 checks both in full.
+          if (version === '5.9' && resolution === 'nodenext' && !project.noNodeTypes) continue
+          if (project.skip?.({ system, resolution, version, program })) continue
+          // One config per check, complete in itself (`tsc -p` it to see one check alone, with KEEP=1).
+          const config = `tsconfig.${resolution}.${program.replace(/\.ts$/, '')}.typescript-${version}.json`
+          const compilerOptions = {
+            target: 'ES2022',
+            lib: ['ES2023'],
+            module,
+            moduleResolution: resolution,
+            strict: true,
+            noEmit: true,
+            skipLibCheck: version === '5.9' && !project.noNodeTypes,
+            esModuleInterop: true,
+            types: project.noNodeTypes ? [] : ['node'],
+            ...(project.decorators ? { experimentalDecorators: true, emitDecoratorMetadata: true } : {}),
+          }
+          writeFileSync(
+            join(sub, config),
+            `${JSON.stringify({ compilerOptions, files: [program] }, null, 2)}\n`,
+          )
+          typechecks[version].push({
+            name: `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${program}`,
+            system,
+            config,
+          })
+        }
+  }
+  for (const [file, source] of Object.entries(project.runs)) {
+    writeFileSync(join(dir, file), source)
+    checks.push(() =>
+      step('program run', `run ${project.name} ${file}`, async () => {
+        const { stdout } = await run(process.execPath, [file], { cwd: dir, timeout: 30_000 })
+        if (stdout.trim() !== 'ok') throw new Error(`expected "ok", printed ${JSON.stringify(stdout)}`)
+      }),
+    )
+  }
+  for (const suite of project.suites ?? []) {
+    for (const [file, source] of Object.entries(suite.files)) writeFileSync(join(dir, file), source)
+    checks.push(() =>
+      step('test suite', `test ${project.name} with ${suite.name}`, () =>
+        run(process.execPath, suite.command, { cwd: dir, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }),
+      ),
+    )
+  }
+  if (project.name === 'cloudflare-workers') {
+    checks.push(() =>
+      step(
+        'workerd bundle+run',
+        'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat)',
+        () => runInWorkerd(dir),
+      ),
+    )
+  }
+  if (project.noNodeTypes) {
+    checks.push(() =>
+      step('no @types/node', `${project.name} installs no @types/node`, async () => {
+        const types = join(dir, 'node_modules', '@types')
+        let entries: string[] = []
+        try {
+          entries = readdirSync(types)
+        } catch {}
+        if (entries.length > 0) throw new Error(`node_modules/@types holds ${entries.join(', ')}`)
+      }),
+    )
+  }
+  return { typechecks, checks }
 }
 
 async function main(): Promise<void> {
@@ -998,101 +1161,17 @@ async function main(): Promise<void> {
   await pool(4, installs)
   const installed = performance.now()
 
-  const tsc = {
+  const tsc: Record<Version, string> = {
     '5.9': join(tools, 'node_modules', 'typescript', 'bin', 'tsc'),
     '7': join(tools, 'node_modules', 'typescript7', 'bin', 'tsc'),
   }
-  const checks: (() => Promise<void>)[] = []
+  const checks: (() => Promise<unknown>)[] = []
   for (const project of projects) {
     const dir = join(work, project.name)
-    for (const system of ['esm', 'cjs'] as const) {
-      const sub = join(dir, system)
-      mkdirSync(sub)
-      writeFileSync(
-        join(sub, 'package.json'),
-        system === 'esm' ? '{ "type": "module" }\n' : '{ "type": "commonjs" }\n',
-      )
-      for (const [file, source] of Object.entries(project.programs)) writeFileSync(join(sub, file), source)
-      for (const [resolution, module] of Object.entries(MODES[system]))
-        for (const program of Object.keys(project.programs)) {
-          const config = `tsconfig.${resolution}.${program}.json`
-          writeFileSync(
-            join(sub, config),
-            `${JSON.stringify(
-              {
-                compilerOptions: {
-                  target: 'ES2022',
-                  lib: ['ES2023'],
-                  module,
-                  moduleResolution: resolution,
-                  strict: true,
-                  noEmit: true,
-                  skipLibCheck: false,
-                  esModuleInterop: true,
-                  types: project.noNodeTypes ? [] : ['node'],
-                  ...(project.decorators
-                    ? { experimentalDecorators: true, emitDecoratorMetadata: true }
-                    : {}),
-                },
-                files: [program],
-              },
-              null,
-              2,
-            )}\n`,
-          )
-          for (const version of project.typescripts) {
-            // With skipLibCheck, nodenext adds nothing to node16 here; TypeScript 7 checks both in full.
-            if (version === '5.9' && resolution === 'nodenext' && !project.noNodeTypes) continue
-            if (project.skip?.({ system, resolution, version, program })) continue
-            const skipLibCheck = version === '5.9' && !project.noNodeTypes ? ['--skipLibCheck'] : []
-            checks.push(() =>
-              step(
-                version === '5.9' ? 'tsc 5.9' : 'tsc 7',
-                `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${program}`,
-                () => run(process.execPath, [tsc[version], '-p', config, ...skipLibCheck], { cwd: sub }),
-              ),
-            )
-          }
-        }
-    }
-    for (const [file, source] of Object.entries(project.runs)) {
-      writeFileSync(join(dir, file), source)
-      checks.push(() =>
-        step('program run', `run ${project.name} ${file}`, async () => {
-          const { stdout } = await run(process.execPath, [file], { cwd: dir, timeout: 30_000 })
-          if (stdout.trim() !== 'ok') throw new Error(`expected "ok", printed ${JSON.stringify(stdout)}`)
-        }),
-      )
-    }
-    for (const suite of project.suites ?? []) {
-      for (const [file, source] of Object.entries(suite.files)) writeFileSync(join(dir, file), source)
-      checks.push(() =>
-        step('test suite', `test ${project.name} with ${suite.name}`, () =>
-          run(process.execPath, suite.command, { cwd: dir, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }),
-        ),
-      )
-    }
-    if (project.name === 'cloudflare-workers') {
-      checks.push(() =>
-        step(
-          'workerd bundle+run',
-          'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat)',
-          () => runInWorkerd(dir),
-        ),
-      )
-    }
-    if (project.noNodeTypes) {
-      checks.push(() =>
-        step('no @types/node', `${project.name} installs no @types/node`, async () => {
-          const types = join(dir, 'node_modules', '@types')
-          let entries: string[] = []
-          try {
-            entries = readdirSync(types)
-          } catch {}
-          if (entries.length > 0) throw new Error(`node_modules/@types holds ${entries.join(', ')}`)
-        }),
-      )
-    }
+    const prepared = prepare(project, dir)
+    for (const version of ['5.9', '7'] as const)
+      checks.push(() => typecheck(`tsc ${version}`, tsc[version], dir, prepared.typechecks[version]))
+    checks.push(...prepared.checks)
   }
   await pool(2, checks)
   const done = performance.now()
