@@ -7,15 +7,17 @@
  * otel, Workers), and run a tiny ESM and CJS
  * program against each tarball. Part of `pnpm test:all` (`pnpm check:packages`).
  *
- * Every project installs once, in parallel, from npm's cache where it can (`--prefer-offline`); the checks then
- * reuse the installs (its ESM and CJS sub-projects share it). Each typecheck has its own tsconfig (one program,
+ * Every project installs once from npm's cache where it can (`--prefer-offline`); its ESM and CJS sub-projects
+ * share that install. Installs and checks run concurrently, at most one install and one check per core at a time,
+ * and a project's checks start as soon as its install is done. Each typecheck has its own tsconfig (one program,
  * one set of options); a project's typechecks run in one `tsc -b` per TypeScript version, and each config alone
  * with `tsc -p` when that fails, so that each failure is named. `KEEP=1` keeps the work directory for a look
  * afterwards; `--timings` (`pnpm check:packages --timings`) ends with a table of where the time went.
  */
 import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { availableParallelism, tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -26,6 +28,8 @@ import { describeUses, unexcusedUses } from './web-standard.js'
 const run = promisify(execFile)
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-packages-'))
+/** `KEEP=1`: the work directory stays for a look. */
+const keep = process.env.KEEP === '1'
 const packages = [
   'core',
   'express',
@@ -821,6 +825,7 @@ type Kind =
   | 'test suite'
   | 'workerd bundle+run'
   | 'no @types/node'
+  | 'remove'
 
 interface Outcome {
   name: string
@@ -929,19 +934,21 @@ async function typecheck(kind: Kind, tsc: string, dir: string, checks: Typecheck
   if (passedAlone === checks.length) report(`${batch}: each config passes alone, the batch failed`, failure)
 }
 
-/** Runs `tasks` with at most `limit` at once. */
-async function pool<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const results: T[] = []
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
-      while (next < tasks.length) {
-        const index = next++
-        results[index] = await tasks[index]!()
-      }
-    }),
-  )
-  return results
+/** Runs at most `size` tasks at once; the others wait in order. */
+function limiter(size: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0
+  const waiting: (() => void)[] = []
+  return async (task) => {
+    if (active < size) active++
+    else await new Promise<void>((resolve) => waiting.push(resolve)) // the slot is handed over
+    try {
+      return await task()
+    } finally {
+      const next = waiting.shift()
+      if (next) next()
+      else active--
+    }
+  }
 }
 
 /**
@@ -1138,52 +1145,63 @@ async function main(): Promise<void> {
     )
   }
 
+  // Installs and checks overlap: a project's checks start once its own install (and, for its typechecks, the
+  // TypeScript install) is done. At most one install and one check per core run at once.
+  const cores = availableParallelism()
+  const installSlot = limiter(cores)
+  const checkSlot = limiter(cores)
+
   // TypeScript itself is installed once beside the projects; `typescript7` is the native port (npm `typescript@7`).
   const tools = join(work, 'tools')
   mkdirSync(tools)
   writeFileSync(join(tools, 'package.json'), '{ "private": true }\n')
-  const installs = [
-    () =>
-      step('npm install', 'install TypeScript 5.9 and 7', () =>
-        npmInstall(tools, ['typescript@5.9', 'typescript7@npm:typescript@7']),
-      ),
-    ...projects.map((project) => () => {
-      const dir = join(work, project.name)
-      mkdirSync(dir)
-      writeFileSync(join(dir, 'package.json'), `{ "name": "check-${project.name}", "private": true }\n`)
-      return step(
-        'npm install',
-        `install ${project.name}: ${[...project.tarballs.map((t) => `@ratewindow/${t}.tgz`), ...project.dependencies].join(' ')}`,
-        () => npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...project.dependencies]),
-      )
-    }),
-  ]
-  await pool(4, installs)
-  const installed = performance.now()
-
+  const toolsInstalled = installSlot(() =>
+    step('npm install', 'install TypeScript 5.9 and 7', () =>
+      npmInstall(tools, ['typescript@5.9', 'typescript7@npm:typescript@7']),
+    ),
+  )
   const tsc: Record<Version, string> = {
     '5.9': join(tools, 'node_modules', 'typescript', 'bin', 'tsc'),
     '7': join(tools, 'node_modules', 'typescript7', 'bin', 'tsc'),
   }
-  const checks: (() => Promise<unknown>)[] = []
-  for (const project of projects) {
-    const dir = join(work, project.name)
-    const prepared = prepare(project, dir)
-    for (const version of ['5.9', '7'] as const)
-      checks.push(() => typecheck(`tsc ${version}`, tsc[version], dir, prepared.typechecks[version]))
-    checks.push(...prepared.checks)
-  }
-  await pool(2, checks)
+
+  await Promise.all(
+    projects.map(async (project) => {
+      const dir = join(work, project.name)
+      mkdirSync(dir)
+      writeFileSync(join(dir, 'package.json'), `{ "name": "check-${project.name}", "private": true }\n`)
+      const { typechecks, checks } = prepare(project, dir)
+      await installSlot(() =>
+        step(
+          'npm install',
+          `install ${project.name}: ${[...project.tarballs.map((t) => `@ratewindow/${t}.tgz`), ...project.dependencies].join(' ')}`,
+          () => npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...project.dependencies]),
+        ),
+      )
+      await Promise.all([
+        ...(['5.9', '7'] as const).map(async (version) => {
+          await toolsInstalled
+          await checkSlot(() => typecheck(`tsc ${version}`, tsc[version], dir, typechecks[version]))
+        }),
+        ...checks.map((check) => checkSlot(check)),
+      ])
+      // Thousands of files: removed while other projects are still checked, not all at the end.
+      if (!keep)
+        await timed('remove', `remove ${project.name}`, () => rm(dir, { recursive: true, force: true }))
+    }),
+  )
+  if (!keep)
+    await timed('remove', 'remove the tools and tarballs', () => rm(work, { recursive: true, force: true }))
   const done = performance.now()
 
   const failed = outcomes.filter((outcome) => !outcome.ok)
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
   console.log(
-    `\npack ${seconds(packed - started)}, install ${seconds(installed - packed)}, checks ${seconds(done - installed)}, total ${seconds(done - started)}`,
+    `\npack ${seconds(packed - started)}, installs and checks ${seconds(done - packed)}, total ${seconds(done - started)}`,
   )
   if (process.argv.includes('--timings')) printTimings(done - started)
   console.log(`package checks: ${outcomes.length - failed.length} passed, ${failed.length} failed`)
-  if (process.env.KEEP !== '1') rmSync(work, { recursive: true, force: true })
+  if (keep) console.log(`kept ${work}`)
   if (failed.length > 0) {
     console.log(`failed:\n${failed.map((outcome) => `  ${outcome.name}`).join('\n')}`)
     process.exitCode = 1
