@@ -902,16 +902,24 @@ interface Typecheck {
  * and the run fails if any has an error, as `tsc -p` of each would. When it fails, each config runs alone with
  * `tsc -p`, so that every failure is reported under its own check's name.
  */
-async function typecheck(kind: Kind, tsc: string, dir: string, checks: Typecheck[]): Promise<void> {
+async function typecheck(version: Version, tsc: string, dir: string, checks: Typecheck[]): Promise<void> {
   if (checks.length === 0) return
+  const kind = `tsc ${version}` as const
   const batch = `${kind} -b ${basename(dir)} (${checks.length} configs)`
+  // TypeScript 7 checks with several threads by default; here, where one check per core runs already, one thread
+  // each gives the same diagnostics for about a third less CPU.
+  const flags = version === '7' ? ['--singleThreaded'] : []
   let failure: string | undefined
   try {
     await timed(kind, batch, () =>
-      run(process.execPath, [tsc, '-b', '--force', ...checks.map((c) => `${c.system}/${c.config}`)], {
-        cwd: dir,
-        maxBuffer: 16 * 1024 * 1024,
-      }),
+      run(
+        process.execPath,
+        [tsc, '-b', '--force', ...flags, ...checks.map((c) => `${c.system}/${c.config}`)],
+        {
+          cwd: dir,
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      ),
     )
   } catch (error) {
     failure = detailOf(error) || 'failed'
@@ -924,7 +932,7 @@ async function typecheck(kind: Kind, tsc: string, dir: string, checks: Typecheck
   for (const check of checks)
     if (
       await step(kind, check.name, () =>
-        run(process.execPath, [tsc, '-p', check.config], {
+        run(process.execPath, [tsc, '-p', check.config, ...flags], {
           cwd: join(dir, check.system),
           maxBuffer: 16 * 1024 * 1024,
         }),
@@ -1181,7 +1189,7 @@ async function main(): Promise<void> {
       await Promise.all([
         ...(['5.9', '7'] as const).map(async (version) => {
           await toolsInstalled
-          await checkSlot(() => typecheck(`tsc ${version}`, tsc[version], dir, typechecks[version]))
+          await checkSlot(() => typecheck(version, tsc[version], dir, typechecks[version]))
         }),
         ...checks.map((check) => checkSlot(check)),
       ])
