@@ -1,4 +1,3 @@
-import { freshPenalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
@@ -16,7 +15,19 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
-import { chargeLocally, decideLocally } from './decide.js'
+import {
+  acquireLeaseIn,
+  chargeKey,
+  consumeKey,
+  dropExpiredLeases,
+  freshStates,
+  type KeyStateData,
+  keepKey,
+  liveAt,
+  peekKey,
+  refundKey,
+} from './key-state.js'
+import { type Linked, RecencyList } from './recency.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -33,19 +44,11 @@ export interface MemoryStoreOptions {
   sweepInterval?: Duration
 }
 
-interface Entry {
+/** A client's state (the per-key steps of key-state.ts run on it), where it is held, and its place in recency. */
+interface Entry extends KeyStateData, Linked<Entry> {
   /** The table holding the entry (one per limiter namespace), and its key there. */
   table: Map<string, Entry>
   id: string
-  /** One state per rule, in rule order. */
-  states: unknown[]
-  /** The key's penalty state, when its limiter has a penalty. */
-  penalty: PenaltyState | undefined
-  /** When every state equals a fresh one again (ms, the store's clock). */
-  expiresAt: number
-  /** Neighbours in the recency list: `older` towards the least recently used end. */
-  older: Entry | undefined
-  newer: Entry | undefined
 }
 
 const MEMORY_STORE_OPTIONS = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
@@ -83,8 +86,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
    * NOTE: recency is a doubly linked list through the entries, not Map re-insertion: deleting from the front
    * of a Map leaves holes that every `keys().next()` walks over, which made eviction quadratic under floods.
    */
-  #leastRecent: Entry | undefined
-  #mostRecent: Entry | undefined
+  readonly #recency = new RecencyList<Entry>()
   readonly #clock: () => number
   readonly #maxKeys: number
   readonly #sweepMs: number
@@ -136,47 +138,29 @@ export class MemoryStore implements Store, ConcurrencyStore {
   consume(request: StoreRequest): Decision {
     const now = this.#now()
     const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
-    if (request.penalty !== undefined) entry.penalty ??= freshPenalty()
-    const decision = decideLocally(
-      request.rules,
-      entry.states,
-      now,
-      request.cost,
-      true,
-      request.penalty,
-      entry.penalty,
-      false,
-      request.reserve,
-    )
+    const decision = consumeKey(request.rules, entry, now, request.cost, request.penalty, request.reserve)
     this.#keep(entry, request, now)
     return decision
   }
 
   peek(request: StoreRequest): Decision {
     const now = this.#now()
-    const entry = this.#table(request).get(this.#key(request))
-    // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
-    const live = entry !== undefined && entry.expiresAt > now
-    const states = live ? structuredClone(entry.states) : request.rules.map((rule) => rule.logic.create())
-    const penalty = live && entry.penalty !== undefined ? { ...entry.penalty } : undefined
-    return decideLocally(request.rules, states, now, request.cost, false, request.penalty, penalty)
+    const entry = liveAt(this.#table(request).get(this.#key(request)), now)
+    return peekKey(request.rules, entry, now, request.cost, request.penalty)
   }
 
   refund(request: RefundRequest): void {
     const now = this.#now()
-    const entry = this.#table(request).get(this.#key(request))
-    if (entry === undefined || entry.expiresAt <= now) return
-    request.rules.forEach((rule, i) => {
-      rule.logic.advance(entry.states[i], now)
-      rule.logic.refund(entry.states[i], now, request.cost, request.at)
-    })
+    const entry = liveAt(this.#table(request).get(this.#key(request)), now)
+    if (entry === undefined) return
+    refundKey(request.rules, entry, now, request.cost, request.at)
     this.#keep(entry, request, now)
   }
 
   charge(request: StoreRequest): { charged: number } {
     const now = this.#now()
     const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
-    const { charged } = chargeLocally(request.rules, entry.states, now, request.cost)
+    const charged = chargeKey(request.rules, entry, now, request.cost)
     this.#keep(entry, request, now)
     return { charged }
   }
@@ -189,18 +173,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
       leases = new Map()
       this.#leases.set(id, leases)
     }
-    let nextExpiry = Number.POSITIVE_INFINITY
-    for (const [lease, expiresAt] of leases) {
-      if (expiresAt <= now) leases.delete(lease)
-      else nextExpiry = Math.min(nextExpiry, expiresAt)
-    }
-    const allowed = leases.size < request.limit
-    if (allowed) {
-      leases.set(request.id, now + request.leaseMs)
-      nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
-    }
+    const decision = acquireLeaseIn(leases, request, now)
     if (leases.size === 0) this.#leases.delete(id)
-    return { allowed, inFlight: leases.size, nextExpiry: leases.size === 0 ? 0 : nextExpiry - now }
+    return decision
   }
 
   /** Drops expired leases of keys nobody asked about since (a key's own acquire drops its expired ones). */
@@ -208,7 +183,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const now = this.#clock()
     if (!isTime(now)) return
     for (const [id, leases] of this.#leases) {
-      for (const [lease, expiresAt] of leases) if (expiresAt <= now) leases.delete(lease)
+      dropExpiredLeases(leases, now)
       if (leases.size === 0) this.#leases.delete(id)
     }
   }
@@ -241,8 +216,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
     this.#leases.clear()
     for (const table of this.#allTables) table.clear()
     this.#size = 0
-    this.#leastRecent = undefined
-    this.#mostRecent = undefined
+    this.#recency.clear()
   }
 
   /** Stops the background sweep and forgets everything (`clear`). Decisions after `close` still work. */
@@ -300,11 +274,12 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #take(table: Map<string, Entry>, id: string, rules: readonly Rule[], now: number): Entry {
     let entry = table.get(id)
     if (entry === undefined) {
-      if (this.#size >= this.#maxKeys && this.#leastRecent !== undefined) this.#remove(this.#leastRecent)
+      const oldest = this.#recency.leastRecent
+      if (this.#size >= this.#maxKeys && oldest !== undefined) this.#remove(oldest)
       entry = {
         table,
         id,
-        states: rules.map((rule) => rule.logic.create()),
+        states: freshStates(rules),
         penalty: undefined,
         expiresAt: 0,
         older: undefined,
@@ -312,9 +287,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
       }
       table.set(id, entry)
       this.#size++
-      this.#append(entry)
-    } else if (entry.expiresAt <= now) {
-      entry.states = rules.map((rule) => rule.logic.create())
+      this.#recency.touch(entry)
+    } else if (liveAt(entry, now) === undefined) {
+      entry.states = freshStates(rules)
       entry.penalty = undefined
     }
     return entry
@@ -322,43 +297,15 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
   #keep(entry: Entry, { rules, penalty }: StoreRequest, now: number): void {
-    let ttl = 0
-    for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(entry.states[i], now))
-    if (penalty !== undefined && entry.penalty !== undefined)
-      ttl = Math.max(ttl, penaltyTtl(penalty, entry.penalty, now))
-    if (ttl <= 0) {
-      this.#remove(entry)
-      return
-    }
-    entry.expiresAt = now + ttl
-    if (entry !== this.#mostRecent) {
-      this.#unlink(entry)
-      this.#append(entry)
-    }
+    if (keepKey(rules, penalty, entry, now)) this.#recency.touch(entry)
+    else this.#remove(entry)
   }
 
   #remove(entry: Entry): void {
     if (entry.table.get(entry.id) !== entry) return
     entry.table.delete(entry.id)
     this.#size--
-    this.#unlink(entry)
-  }
-
-  #append(entry: Entry): void {
-    entry.older = this.#mostRecent
-    entry.newer = undefined
-    if (this.#mostRecent !== undefined) this.#mostRecent.newer = entry
-    else this.#leastRecent = entry
-    this.#mostRecent = entry
-  }
-
-  #unlink(entry: Entry): void {
-    if (entry.older !== undefined) entry.older.newer = entry.newer
-    else if (this.#leastRecent === entry) this.#leastRecent = entry.newer
-    if (entry.newer !== undefined) entry.newer.older = entry.older
-    else if (this.#mostRecent === entry) this.#mostRecent = entry.older
-    entry.older = undefined
-    entry.newer = undefined
+    this.#recency.remove(entry)
   }
 
   /** Sweeps in slices of SWEEP_SLICE keys, yielding to the event loop between slices. */

@@ -6,7 +6,8 @@ export interface Linked<T> {
 
 /**
  * @internal Least-recently-used order through the items themselves (a doubly linked list): O(1) to touch, to
- * remove and to find the oldest, with no holes left behind in a Map (see MemoryStore's note).
+ * remove and to find the oldest, with no holes left behind in a Map (see MemoryStore's note). The recency of
+ * MemoryStore's and SyncedStore's keys.
  */
 export class RecencyList<T extends Linked<T>> {
   #leastRecent: T | undefined
@@ -27,6 +28,13 @@ export class RecencyList<T extends Linked<T>> {
     this.#mostRecent = item
   }
 
+  /** Forgets every item at once (their own links are left as they are: the caller drops them too). */
+  clear(): void {
+    this.#leastRecent = undefined
+    this.#mostRecent = undefined
+  }
+
+  /** Takes `item` out of the list (nothing happens if it is not in it). */
   remove(item: T): void {
     if (item.older !== undefined) item.older.newer = item.newer
     else if (this.#leastRecent === item) this.#leastRecent = item.newer

@@ -5,7 +5,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '../../algorithms/index.js'
-import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
+import type { Penalty } from '../../algorithms/penalty.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
 import { sha256Base64url } from '../../support/hash.js'
@@ -17,7 +17,17 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
-import { chargeLocally, decideLocally } from './decide.js'
+import {
+  acquireLeaseIn,
+  chargeKey,
+  consumeKey,
+  freshStates,
+  type KeyStateData,
+  keepKey,
+  liveAt,
+  peekKey,
+  refundKey,
+} from './key-state.js'
 
 /**
  * A rule as parameters, to cross a process boundary: `[algorithm, id, p0, p1, p2]` (the numbers the Redis script
@@ -134,10 +144,10 @@ function decodePenalty(encoded: EncodedStoreRequest['penalty']): Penalty | undef
 }
 
 /**
- * Runs one call on a client's stored state, exactly as `MemoryStore` decides (the same algorithm code, all rules
- * at once, the penalty in the same step): `state` is what was stored (`undefined`: nothing), `now` the deciding
- * side's time (ms). Synchronous and pure but for `state`, which it may change in place: run it where the state
- * cannot change meanwhile (inside a Durable Object, between reading and writing the state).
+ * Runs one call on a client's stored state, exactly as `MemoryStore` decides (the same per-key steps, key-state.ts:
+ * all rules at once, the penalty in the same step): `state` is what was stored (`undefined`: nothing), `now` the
+ * deciding side's time (ms). Synchronous and pure but for `state`, which it may change in place: run it where the
+ * state cannot change meanwhile (inside a Durable Object, between reading and writing the state).
  */
 export function applyToKeyState(
   operation: 'consume' | 'peek' | 'refund' | 'charge',
@@ -147,95 +157,62 @@ export function applyToKeyState(
 ): KeyStateResult {
   const rules = decodeRules(request.rules)
   const penalty = decodePenalty(request.penalty)
-  const live = state !== undefined && state.expiresAt > now ? state : undefined
-  const fresh = (): KeyState => ({ states: rules.map((rule) => rule.logic.create()), expiresAt: 0 })
+  // The stored penalty state is the one `consumeKey` wrote: opaque to the store, not to the steps.
+  const live = liveAt(state as KeyStateData | undefined, now)
   switch (operation) {
-    case 'peek': {
-      // A copy: the stored state stays as it was (a peeked time may lie ahead of a later call's).
-      const states = live ? structuredClone(live.states) : fresh().states
-      const penaltyState = live?.penalty === undefined ? undefined : { ...(live.penalty as PenaltyState) }
-      const decision = decideLocally(rules, states, now, request.cost, false, penalty, penaltyState)
-      return { decision, state, changed: false }
-    }
+    case 'peek':
+      // The stored state stays as it was (a peeked time may lie ahead of a later call's).
+      return { decision: peekKey(rules, live, now, request.cost, penalty), state, changed: false }
     case 'consume': {
-      const next = live ?? fresh()
-      if (penalty !== undefined) next.penalty ??= freshPenalty()
-      const decision = decideLocally(
-        rules,
-        next.states,
-        now,
-        request.cost,
-        true,
-        penalty,
-        next.penalty as PenaltyState | undefined,
-      )
-      return { decision, ...keep(rules, penalty, next, now) }
+      const next = live ?? fresh(rules)
+      const decision = consumeKey(rules, next, now, request.cost, penalty)
+      return { decision, ...kept(rules, penalty, next, now) }
     }
     case 'refund': {
       if (live === undefined) return { state, changed: false }
-      const at = request.at ?? now
-      rules.forEach((rule, i) => {
-        rule.logic.advance(live.states[i], now)
-        rule.logic.refund(live.states[i], now, request.cost, at)
-      })
-      return keep(rules, penalty, live, now)
+      refundKey(rules, live, now, request.cost, request.at ?? now)
+      return kept(rules, penalty, live, now)
     }
     case 'charge': {
-      const next = live ?? fresh()
-      const { charged } = chargeLocally(rules, next.states, now, request.cost)
-      return { charged, ...keep(rules, penalty, next, now) }
+      const next = live ?? fresh(rules)
+      const charged = chargeKey(rules, next, now, request.cost)
+      return { charged, ...kept(rules, penalty, next, now) }
     }
   }
 }
 
-/** The state's new expiry, or nothing to keep when every rule (and the penalty) is fresh again. */
-function keep(
+/** A fresh state to store (no penalty field until a penalty is kept: the stored shape stays as small as it was). */
+function fresh(rules: readonly Rule[]): KeyStateData {
+  return { states: freshStates(rules), expiresAt: 0 }
+}
+
+/** The state to keep after a step that changed it: with its new expiry, or nothing when all of it is fresh again. */
+function kept(
   rules: readonly Rule[],
   penalty: Penalty | undefined,
-  state: KeyState,
+  state: KeyStateData,
   now: number,
 ): { state: KeyState | undefined; changed: true } {
-  let ttl = 0
-  for (let i = 0; i < rules.length; i++) ttl = Math.max(ttl, rules[i]!.logic.ttl(state.states[i], now))
-  if (penalty !== undefined && state.penalty !== undefined)
-    ttl = Math.max(ttl, penaltyTtl(penalty, state.penalty as PenaltyState, now))
-  if (ttl <= 0) return { state: undefined, changed: true }
-  state.expiresAt = now + ttl
-  return { state, changed: true }
+  return { state: keepKey(rules, penalty, state, now) ? state : undefined, changed: true }
 }
 
 /** A client's in-flight leases as a remote store keeps them: lease id → expiry (ms). */
 export type LeaseState = Record<string, number>
 
 /**
- * An `acquire` on a client's stored leases, as `MemoryStore` does it: expired leases are dropped, and the new one
- * is added when fewer than `limit` are held. Returns the answer and the leases to keep (`undefined`: none).
+ * An `acquire` on a client's stored leases, as `MemoryStore` does it (the same step, key-state.ts): expired leases
+ * are dropped, and the new one is added when fewer than `limit` are held. Returns the answer and the leases to
+ * keep (`undefined`: none).
  */
 export function acquireLease(
   leases: LeaseState | undefined,
   request: Pick<LeaseRequest, 'id' | 'limit' | 'leaseMs'>,
   now: number,
 ): { decision: LeaseDecision; leases: LeaseState | undefined } {
-  const held: LeaseState = {}
-  let count = 0
-  let nextExpiry = Number.POSITIVE_INFINITY
-  for (const id in leases) {
-    const expiresAt = leases[id]!
-    if (expiresAt <= now) continue
-    held[id] = expiresAt
-    count++
-    nextExpiry = Math.min(nextExpiry, expiresAt)
-  }
-  const allowed = count < request.limit
-  if (allowed) {
-    if (held[request.id] === undefined) count++
-    held[request.id] = now + request.leaseMs
-    nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
-  }
-  return {
-    decision: { allowed, inFlight: count, nextExpiry: count === 0 ? 0 : nextExpiry - now },
-    leases: count === 0 ? undefined : held,
-  }
+  const held = new Map<string, number>()
+  for (const id in leases) held.set(id, leases[id]!)
+  const decision = acquireLeaseIn(held, request, now)
+  return { decision, leases: held.size === 0 ? undefined : Object.fromEntries(held) }
 }
 
 /** A `release` on a client's stored leases: the leases to keep (`undefined`: none). */
