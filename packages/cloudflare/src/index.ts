@@ -1,22 +1,19 @@
 import {
-  acquireLease,
-  applyToKeyState,
   type ConcurrencyStore,
   type Decision,
-  type EncodedStoreRequest,
   encodeStoreRequest,
   invalid,
-  type KeyState,
-  keyStateId,
   type LeaseDecision,
   type LeaseRequest,
-  type LeaseState,
   namesOf,
   RateLimitError,
   type RefundRequest,
+  type RemoteAnswer,
+  type RemoteCall,
   rejectUnknownOptions,
-  releaseLease,
+  remoteShardOf,
   requireObject,
+  runRemoteCall,
   type Store,
   type StoreRequest,
   type StoreTarget,
@@ -59,36 +56,9 @@ export interface DurableObjectStateLike {
   readonly storage: DurableObjectStorageLike
 }
 
-/** One call to an object, as the store sends it (JSON). */
-type Call =
-  | {
-      op: 'consume' | 'peek' | 'refund' | 'charge' | 'reset'
-      request: EncodedStoreRequest
-      /** The store's `clock`, when one is set (tests); otherwise the object's own time. */
-      now?: number
-    }
-  | { op: 'acquire'; prefix: string; key: string; id: string; limit: number; leaseMs: number; now?: number }
-  | { op: 'release'; prefix: string; key: string; id: string }
-
-/** One answer, in the order of the calls. */
-type Answer =
-  | { decision: Decision }
-  | { charged: number }
-  | { lease: LeaseDecision }
-  | { done: true }
-  | { error: string }
-
-/** Leases as the object stores them: with the expiry of the last one, for the sweep. */
-interface StoredLeases {
-  leases: LeaseState
-  expiresAt: number
-}
-
 /** How often the object drops expired state from its storage (Durable Object alarm). */
 const SWEEP_MS = 5 * 60_000
 const SWEEP_PAGE = 500
-const STATE = 's:'
-const LEASES = 'l:'
 
 /**
  * The Durable Object that keeps rate limit state: re-export it from your Worker and bind it (wrangler config
@@ -107,14 +77,14 @@ export class RateLimiterObject {
 
   /** Answers a batch of calls from `DurableObjectStore` (POST, JSON), in order. */
   async fetch(request: { text(): Promise<string> }): Promise<ResponseLike> {
-    let calls: Call[]
+    let calls: RemoteCall[]
     try {
-      calls = JSON.parse(await request.text()) as Call[]
+      calls = JSON.parse(await request.text()) as RemoteCall[]
       if (!Array.isArray(calls)) throw new TypeError('expected an array of calls')
     } catch (error) {
       return new Response(`ratewindow: unreadable request: ${(error as Error).message}`, { status: 400 })
     }
-    const answers: Answer[] = []
+    const answers: RemoteAnswer[] = []
     for (const call of calls) {
       try {
         answers.push(await this.#run(call))
@@ -126,49 +96,13 @@ export class RateLimiterObject {
   }
 
   /**
-   * One call: read the state, decide, write it back. No other call of this object runs between the read and
-   * the write (the runtime's input gate holds other events while storage is read).
+   * One call: read the state, decide, write it back (core's remote-store kit). No other call of this object runs
+   * between the read and the write (the runtime's input gate holds other events while storage is read).
    */
-  async #run(call: Call): Promise<Answer> {
+  #run(call: RemoteCall): Promise<RemoteAnswer> {
     if (call.op !== 'peek' && call.op !== 'release' && call.op !== 'reset' && call.now === undefined)
       this.#armSweep()
-    switch (call.op) {
-      case 'reset':
-        await this.#storage.delete(STATE + keyStateId(call.request))
-        return { done: true }
-      case 'acquire': {
-        const id = LEASES + keyStateId({ prefix: call.prefix, key: call.key, rules: [] })
-        const stored = (await this.#storage.get(id)) as StoredLeases | undefined
-        const now = call.now ?? Date.now()
-        const { decision, leases } = acquireLease(stored?.leases, call, now)
-        if (leases === undefined) {
-          if (stored !== undefined) void this.#storage.delete(id)
-        } else void this.#storage.put(id, { leases, expiresAt: Math.max(...Object.values(leases)) })
-        return { lease: decision }
-      }
-      case 'release': {
-        const id = LEASES + keyStateId({ prefix: call.prefix, key: call.key, rules: [] })
-        const stored = (await this.#storage.get(id)) as StoredLeases | undefined
-        if (stored === undefined) return { done: true }
-        const leases = releaseLease(stored.leases, call.id)
-        if (leases === undefined) void this.#storage.delete(id)
-        else void this.#storage.put(id, { leases, expiresAt: Math.max(...Object.values(leases)) })
-        return { done: true }
-      }
-      default: {
-        const id = STATE + keyStateId(call.request)
-        const stored = (await this.#storage.get(id)) as KeyState | undefined
-        const result = applyToKeyState(call.op, call.request, stored, call.now ?? Date.now())
-        if (result.changed) {
-          // Not awaited: the runtime's output gate holds the answer until the write is durable.
-          if (result.state === undefined) void this.#storage.delete(id)
-          else void this.#storage.put(id, result.state)
-        }
-        if (result.decision !== undefined) return { decision: result.decision }
-        if (result.charged !== undefined) return { charged: result.charged }
-        return { done: true }
-      }
-    }
+    return runRemoteCall(call, this.#storage, () => Date.now())
   }
 
   /** Makes sure an alarm will sweep expired state (once per object instance; not for a store's test clock). */
@@ -238,8 +172,8 @@ export const DURABLE_OBJECT_STORE_DEFAULTS = {
 } as const satisfies Partial<DurableObjectStoreOptions>
 
 interface Pending {
-  calls: Call[]
-  settle: { resolve(answer: Answer): void; reject(error: unknown): void }[]
+  calls: RemoteCall[]
+  settle: { resolve(answer: RemoteAnswer): void; reject(error: unknown): void }[]
 }
 
 /**
@@ -317,7 +251,7 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
 
   async acquire(request: LeaseRequest): Promise<LeaseDecision> {
     const { prefix, key, id, limit, leaseMs } = request
-    const call: Call = { op: 'acquire', prefix, key, id, limit, leaseMs }
+    const call: RemoteCall = { op: 'acquire', prefix, key, id, limit, leaseMs }
     if (this.#clock !== undefined) call.now = this.#clock()
     const answer = await this.#send(request, call)
     if (!('lease' in answer)) throw unexpected(answer)
@@ -333,33 +267,26 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     return this.#indexOf(target)
   }
 
-  #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge', request: StoreRequest): Call {
-    const call: Call = { op, request: encodeStoreRequest(request) }
+  #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge', request: StoreRequest): RemoteCall {
+    const call: RemoteCall = { op, request: encodeStoreRequest(request) }
     if (this.#clock !== undefined) call.now = this.#clock()
     return call
   }
 
-  #decision(answer: Answer): Decision {
+  #decision(answer: RemoteAnswer): Decision {
     if (!('decision' in answer)) throw unexpected(answer)
     return answer.decision
   }
 
-  /** FNV-1a over the prefix and key: which of the objects holds them. */
+  /** Which of the objects holds the prefix and key (core's shard hash). */
   #indexOf(target: { prefix: string; key: string }): number {
-    if (this.#objects === 1) return 0
-    const text = `${target.prefix}\u0000${target.key}`
-    let hash = 0x811c9dc5
-    for (let i = 0; i < text.length; i++) {
-      hash ^= text.charCodeAt(i)
-      hash = Math.imul(hash, 0x01000193)
-    }
-    return (hash >>> 0) % this.#objects
+    return remoteShardOf(target, this.#objects)
   }
 
   /** Queues a call for its object; the calls of one turn go in one request. */
-  #send(target: { prefix: string; key: string }, call: Call): Promise<Answer> {
+  #send(target: { prefix: string; key: string }, call: RemoteCall): Promise<RemoteAnswer> {
     const index = this.#indexOf(target)
-    return new Promise<Answer>((resolve, reject) => {
+    return new Promise<RemoteAnswer>((resolve, reject) => {
       let pending = this.#pending.get(index)
       if (pending === undefined) {
         pending = { calls: [], settle: [] }
@@ -374,7 +301,7 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
   async #flush(index: number): Promise<void> {
     const pending = this.#pending.get(index)!
     this.#pending.delete(index)
-    let answers: Answer[]
+    let answers: RemoteAnswer[]
     try {
       const namespace = this.#namespace()
       let ids = this.#ids.get(namespace)
@@ -388,7 +315,7 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
         .fetch('https://ratewindow.invalid/', { method: 'POST', body: JSON.stringify(pending.calls) })
       const text = await response.text()
       if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.slice(0, 200)}`)
-      answers = JSON.parse(text) as Answer[]
+      answers = JSON.parse(text) as RemoteAnswer[]
       if (!Array.isArray(answers) || answers.length !== pending.calls.length)
         throw new Error('the object answered a different number of calls')
     } catch (error) {
@@ -423,7 +350,7 @@ function isNamespace(value: unknown): value is DurableObjectNamespaceLike {
   )
 }
 
-function unexpected(answer: Answer): RateLimitError {
+function unexpected(answer: RemoteAnswer): RateLimitError {
   return new RateLimitError(
     'ERR_RATEWINDOW_STORE',
     `DurableObjectStore: unexpected answer ${JSON.stringify(answer).slice(0, 200)}`,

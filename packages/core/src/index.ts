@@ -76,6 +76,14 @@ export {
   releaseLease,
 } from './stores/local/remote.js'
 export {
+  type RemoteAnswer,
+  type RemoteCall,
+  type RemoteStateStorage,
+  remoteShardOf,
+  runRemoteCall,
+  type StoredLeases,
+} from './stores/local/remote-call.js'
+export {
   glideRunner,
   ioredisRunner,
   nodeRedisRunner,
