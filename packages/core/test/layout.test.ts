@@ -53,8 +53,6 @@ const KNOWN_OVERSIZE: Record<string, number> = {
   'packages/core/src/limiter/limiter.ts RateLimiter': 524,
   'packages/core/src/stores/redis/redis.ts': 669,
   'packages/core/src/stores/redis/redis.ts RedisStore': 359,
-  'packages/core/src/stores/synced/synced.ts': 747,
-  'packages/core/src/stores/synced/synced.ts SyncedStore': 576,
 }
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
