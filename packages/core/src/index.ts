@@ -47,7 +47,7 @@ export {
   type ConcurrencyResult,
 } from './limiter/concurrency.js'
 export { type LimitOptions, RateLimiter, WaitExceededError, type WaitOptions } from './limiter/limiter.js'
-export { type FailureContext, LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
+export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
 export {
   type BreakerEvent,
   type BreakerState,
@@ -55,6 +55,7 @@ export {
   DECISION_OUTCOMES,
   type DecisionEvent,
   type DecisionOutcome,
+  type FailureContext,
   type RateLimitObserver,
   type StoreCallEvent,
   type StoreErrorKind,

@@ -67,6 +67,22 @@ export function decisionEvent(
   return event
 }
 
+/** What failed, for `onError`. */
+export interface FailureContext {
+  operation: 'consume' | 'peek' | 'refund' | 'settle' | 'fallback' | 'acquire' | 'release'
+  key: string
+  /**
+   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
+   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
+   */
+  scope?: string | number
+  /**
+   * The limiter's `name` (default: its namespace), so that a log line says which limiter failed. Set for every
+   * failure a limiter's store calls report.
+   */
+  limiter?: string
+}
+
 /** Where a store call went and why it failed. */
 export type StoreErrorKind = 'timeout' | 'key' | 'scope'
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { failureKind } from '../src/gateway/circuit-breaker.js'
 import { type Decision, fixedWindow, RateLimiter, type StoreRequest, type StoreTarget } from '../src/index.js'
+import { failureKind } from '../src/stores/failure-kind.js'
 import { CountingStore } from './support/counting-store.js'
 
 afterEach(() => {

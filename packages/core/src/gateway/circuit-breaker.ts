@@ -83,27 +83,6 @@ export class CircuitBreaker {
   }
 }
 
-/** Where a failure belongs: `'key'` for an error about one key's data, `'scope'` for the server or shard. */
-export type FailureKind = 'key' | 'scope'
-
-/**
- * Classifies a store error. Key errors are Redis replies about one key's data: `WRONGTYPE`, or a runtime error
- * raised inside the rate limit script (the script reads only the request's own keys). They prove that the
- * server answered, so they never open a circuit breaker. Custom stores may set `kind: 'key'` on an error.
- * Everything else (timeouts, connection errors, `CLUSTERDOWN`, `OOM`, `BUSY`, `LOADING`, `READONLY`, a client
- * that throws) belongs to the store or its shard.
- */
-export function failureKind(error: unknown): FailureKind {
-  if (typeof error !== 'object' || error === null) return 'scope'
-  if ((error as { kind?: unknown }).kind === 'key') return 'key'
-  const message = (error as { message?: unknown }).message
-  if (typeof message !== 'string') return 'scope'
-  if (message.startsWith('WRONGTYPE')) return 'key'
-  // Redis 6.2: "ERR Error running script (call to f_…): @user_script:…"; 7+: "ERR user_script:1: …".
-  if (/^ERR (Error running script|user_script:)/.test(message)) return 'key'
-  return 'scope'
-}
-
 /** Most breakers kept at once: one per Cluster slot at worst. Past it the oldest is forgotten. */
 export const MAX_SCOPES = 16_384
 

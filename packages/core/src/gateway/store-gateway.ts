@@ -4,9 +4,9 @@
  * refund of charges that arrive after their decision timed out. A fallback store is a second gateway.
  */
 
-import type { FailureContext } from '../limiter/options.js'
-import type { BreakerEvent, StoreCallEvent } from '../observe.js'
+import type { BreakerEvent, FailureContext, StoreCallEvent } from '../observe.js'
 import { isShed, LateReply } from '../stores/call-bound.js'
+import { failureKind } from '../stores/failure-kind.js'
 import type {
   Awaitable,
   CallBound,
@@ -24,7 +24,7 @@ import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
 import { emitWarning } from '../support/runtime.js'
 import { fakeTimersHint, realClearTimeout, realSetTimeout } from '../time/real-timers.js'
-import { type CircuitBreakerOptions, failureKind, ScopedBreakers } from './circuit-breaker.js'
+import { type CircuitBreakerOptions, ScopedBreakers } from './circuit-breaker.js'
 
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
 export const WHOLE_STORE = ''

@@ -1,4 +1,5 @@
 import { StoreGateway } from '../gateway/store-gateway.js'
+import type { FailureContext } from '../observe.js'
 import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { ConcurrencyStore, LeaseRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
@@ -6,7 +7,7 @@ import { describeValue, invalid, RateLimitError, requireObject } from '../suppor
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
 import { randomUUID } from '../support/runtime.js'
-import { type FailureContext, LIMITER_DEFAULTS } from './options.js'
+import { LIMITER_DEFAULTS } from './options.js'
 
 export interface ConcurrencyLimiterOptions {
   /** Most requests in flight at once per key: a positive whole number. */

@@ -3,10 +3,11 @@
  * for the end of the event loop's turn and go together, as one script execution per script and hash slot. No
  * timer and no added latency when idle: a call is sent at once when nothing is in flight to its node.
  */
-import { failureKind } from '../../gateway/circuit-breaker.js'
+
 import { RateLimitError } from '../../support/errors.js'
 import { fakeTimersHint, REAL_TIMERS, type Timers } from '../../time/real-timers.js'
 import { shedError } from '../call-bound.js'
+import { failureKind } from '../failure-kind.js'
 import type { CallReport } from '../types.js'
 
 /** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
