@@ -46,8 +46,9 @@ export {
   type ConcurrencyLimiterOptions,
   type ConcurrencyResult,
 } from './limiter/concurrency.js'
-export { type LimitOptions, RateLimiter, WaitExceededError, type WaitOptions } from './limiter/limiter.js'
+export { type LimitOptions, RateLimiter } from './limiter/limiter.js'
 export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
+export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
   type BreakerEvent,
   type BreakerState,

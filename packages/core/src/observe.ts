@@ -1,4 +1,5 @@
-import type { DecisionSource, RateLimitResult } from './result.js'
+import type { Rule } from './algorithms/types.js'
+import type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 import { guardedObserver } from './support/report.js'
 
 /**
@@ -81,6 +82,45 @@ export interface FailureContext {
    * failure a limiter's store calls report.
    */
   limiter?: string
+}
+
+/**
+ * The event of one decision of a limiter (`limit()`, `wait()`, the HTTP engine's), its outcome read from the
+ * result, and the rule it reports (for `'shadow-limited'`, the shadow rule that would have refused longest).
+ */
+export function outcomeEvent(
+  limiter: string,
+  result: RateLimitResult,
+  route: string | undefined,
+): DecisionEvent {
+  const outcome: DecisionOutcome =
+    result.delay !== undefined
+      ? 'delayed'
+      : result.shadow
+        ? 'shadow-limited'
+        : result.source === 'shed'
+          ? 'shed'
+          : result.source === 'policy'
+            ? result.allowed
+              ? 'failed-open'
+              : 'failed-closed'
+            : result.allowed
+              ? 'allowed'
+              : result.blocked !== undefined
+                ? 'blocked'
+                : 'limited'
+  const rule = result.shadow ? wouldLimit(result).name : result.rule.name
+  return decisionEvent(limiter, rule, outcome, result, route)
+}
+
+/** The shadow rule that would have refused a shadow-limited request longest. */
+function wouldLimit(result: RateLimitResult): Rule {
+  let blocking: RuleResult | undefined
+  for (const outcome of result.rules) {
+    if (!outcome.allowed && (blocking === undefined || outcome.retryAfter > blocking.retryAfter))
+      blocking = outcome
+  }
+  return (blocking ?? result).rule
 }
 
 /** Where a store call went and why it failed. */

@@ -10,7 +10,7 @@ import { CIRCUIT_BREAKER_DEFAULTS } from '../src/gateway/circuit-breaker.js'
 import { DELAY_DEFAULTS } from '../src/http/options.js'
 import { BLOCKED_CACHE_DEFAULTS } from '../src/limiter/blocked-cache.js'
 import { CONCURRENCY_DEFAULTS } from '../src/limiter/concurrency.js'
-import { WAIT_DEFAULTS } from '../src/limiter/limiter.js'
+import { WAIT_DEFAULTS } from '../src/limiter/wait.js'
 import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/options.js'
 import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory.js'
 import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/redis.js'
@@ -25,7 +25,7 @@ const CLASSES: [string, string, Record<string, unknown>][] = [
   ['BlockedCacheOptions', 'limiter/blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
   ['PenaltyOptions', 'algorithms/penalty.ts', PENALTY_DEFAULTS],
   ['SlowDownOptions<Args extends unknown[]>', 'slow-down/options.ts', SLOW_DOWN_DEFAULTS],
-  ['WaitOptions', 'limiter/limiter.ts', WAIT_DEFAULTS],
+  ['WaitOptions', 'limiter/wait.ts', WAIT_DEFAULTS],
   ['DelayOptions', 'http/options.ts', DELAY_DEFAULTS],
 ]
 

@@ -2,25 +2,18 @@ import type { Penalty } from '../algorithms/penalty.js'
 import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
 import type { Rule } from '../algorithms/types.js'
 import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
-import type { DecisionEvent } from '../observe.js'
-import {
-  policyResult,
-  type RateLimitResult,
-  type RuleResult,
-  type SettleResult,
-  shedResult,
-  shiftRemaining,
-  toResult,
-} from '../result.js'
+import { type DecisionEvent, outcomeEvent } from '../observe.js'
+import { policyResult, type RateLimitResult, type SettleResult, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from '../stores/types.js'
-import { type Duration, parseTimerDuration } from '../support/duration.js'
-import { describeValue, invalid, RateLimitError, requireObject } from '../support/errors.js'
-import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { describeValue, invalid, RateLimitError } from '../support/errors.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
-import { WaitQueue, type WaitSignal } from '../time/wait-queue.js'
+import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
+import { GiveBackLedger } from './give-back.js'
 import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
+import { ShadowRules } from './shadow.js'
+import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -28,22 +21,6 @@ export interface LimitOptions {
   /** The route, for observer events only (adapters pass the framework's route pattern). */
   route?: string
 }
-
-/** Options of `RateLimiter.wait` and `RateLimiter.schedule`. */
-export interface WaitOptions {
-  /**
-   * Longest wait for a slot: when the earliest admission time is further away, `wait` rejects at once
-   * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. @default '1m'
-   */
-  maxWait?: Duration
-  /** Aborts the wait (an `AbortSignal`): it rejects with the signal's reason and the reserved slot is given back. */
-  signal?: WaitSignal
-  /** Whole units the call costs. @default 1 */
-  cost?: number
-}
-
-/** `WaitOptions`' defaults, in one place (the `@default` tags above say the same). */
-export const WAIT_DEFAULTS = { maxWait: '1m', cost: 1 } as const satisfies WaitOptions
 
 /**
  * Applies rules to client identifiers through a store.
@@ -67,12 +44,8 @@ export class RateLimiter {
   readonly name: string
   /** The `shadow` option: every rule counts and reports, none refuses. */
   readonly shadow: boolean
-  /** Rules that enforce (not in shadow mode); empty for a shadow limiter. */
-  readonly #enforcing: readonly Rule[]
-  /** The rules in shadow mode when others enforce: decided by a store call of their own. */
-  readonly #shadowRules: readonly Rule[]
-  /** Whether every rule is in shadow mode (the limiter's `shadow`, or each rule's). */
-  readonly #allShadow: boolean
+  /** The rules by mode: enforcing, in shadow mode beside them, or all in shadow mode (shadow.ts). */
+  readonly #modes: ShadowRules
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
@@ -85,12 +58,10 @@ export class RateLimiter {
   readonly #claim: NamespaceClaim
   /** The superseded warning's advice (`Identity.sharing`). */
   readonly #sharing: string | undefined
-  /** Results being settled or refunded: their calls run one after the other (see `#giveBack`). */
-  readonly #givingBack = new WeakMap<object, GiveBack>()
-  /** Why this limiter cannot reserve slots (`wait()`, `delay`), or undefined when it can. */
-  readonly #cannotReserve: string | undefined
+  /** Refunds and settlements of this limiter's results, once per result (give-back.ts). */
+  readonly #ledger: GiveBackLedger
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
-  readonly waiting = new WaitQueue()
+  readonly waiting: SlotWaits
   /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
    */
@@ -104,13 +75,7 @@ export class RateLimiter {
     this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
     this.name = config.name
     this.shadow = config.shadow
-    const enforcing = config.shadow ? [] : this.rules.filter((rule) => !rule.shadow)
-    this.#allShadow = enforcing.length === 0
-    this.#enforcing = Object.freeze(enforcing)
-    this.#shadowRules =
-      this.#allShadow || enforcing.length === this.rules.length
-        ? []
-        : Object.freeze(this.rules.filter((rule) => rule.shadow))
+    this.#modes = new ShadowRules(this.rules, config.shadow)
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
@@ -131,7 +96,15 @@ export class RateLimiter {
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#sharing = identity.sharing
     this.#claim = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
-    this.#cannotReserve = cannotReserve(this.store, this.#allShadow ? this.rules : this.#enforcing)
+    const modes = this.#modes
+    this.waiting = new SlotWaits(this.store, modes.allShadow ? this.rules : modes.enforcing)
+    this.#ledger = new GiveBackLedger({
+      store: this.#store,
+      fallback: this.#fallback,
+      rules: modes,
+      blocked: this.#blocked,
+      request: (key, cost) => this.#request(key, cost),
+    })
   }
 
   /**
@@ -139,11 +112,7 @@ export class RateLimiter {
    * fixed window, the sliding window counter) or a store that does not (SyncedStore).
    */
   checkReservations(option: string): void {
-    if (this.#cannotReserve !== undefined) {
-      throw new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', `\`${option}\`: ${this.#cannotReserve}`, {
-        option,
-      })
-    }
+    this.waiting.check(option)
   }
 
   /**
@@ -159,42 +128,8 @@ export class RateLimiter {
    * const api = new RateLimiter({ rules: gcra({ limit: 5000, window: '1h' }), store: new RedisStore({ client }) })
    * await api.wait('github') // then call the API
    */
-  async wait(key: string, options: WaitOptions = {}): Promise<RateLimitResult> {
-    requireObject(options, 'options', "{ maxWait: '30s', signal }")
-    rejectUnknownOptions(options, WAIT_OPTIONS, 'wait')
-    const { maxWait = WAIT_DEFAULTS.maxWait, signal, cost = WAIT_DEFAULTS.cost } = options
-    // 0: never wait (a slot free now, or a rejection).
-    const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
-    if (signal !== undefined && !isSignal(signal))
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
-    this.checkReservations('wait')
-    if (signal?.aborted) throw signal.reason
-    const result = await this.limitNow(key, { cost }, maxWaitMs)
-    if (!result.allowed) {
-      if (result.source === 'policy') {
-        throw new RateLimitError(
-          'ERR_RATEWINDOW_STORE',
-          "The store failed and `onStoreError` is 'deny': no slot could be reserved.",
-        )
-      }
-      throw new WaitExceededError(result, maxWaitMs)
-    }
-    const delay = result.delay ?? 0
-    if (delay === 0 || result.shadow === true) {
-      if (signal?.aborted) {
-        await this.refund(result)
-        throw signal.reason
-      }
-      return result
-    }
-    try {
-      await this.waitForSlot(result, signal)
-    } catch (reason) {
-      // Aborted while waiting: the slot goes back, so that the next caller may take it.
-      await this.refund(result)
-      throw reason
-    }
-    return result
+  wait(key: string, options?: WaitOptions): Promise<RateLimitResult> {
+    return waitFor(this, key, options)
   }
 
   /**
@@ -202,10 +137,7 @@ export class RateLimiter {
    * signal's reason on abort (the caller gives the slot back).
    */
   waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
-    const delay = result.delay ?? 0
-    // Only the store's answers share its clock (a fallback store keeps its own).
-    if (result.source !== 'store') return this.waiting.wait(delay, signal)
-    return this.waiting.waitForSlot(result.at, delay, signal)
+    return this.waiting.forSlot(result, signal)
   }
 
   /**
@@ -214,10 +146,8 @@ export class RateLimiter {
    * \`fn\`; a rejection of \`fn\` passes through (its slot stays spent).
    * @example await api.schedule('github', () => fetch('https://api.github.com/repos/octocat/hello-world'))
    */
-  async schedule<T>(key: string, fn: () => T | PromiseLike<T>, options?: WaitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fn', fn, 'a function')
-    await this.wait(key, options)
-    return fn()
+  schedule<T>(key: string, fn: () => T | PromiseLike<T>, options?: WaitOptions): Promise<T> {
+    return schedule(this, key, fn, options)
   }
 
   /**
@@ -255,7 +185,6 @@ export class RateLimiter {
   limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group, this.#sharing)
     const request = this.#request(key, options?.cost)
-    const mixed = this.#shadowRules.length > 0
     const route = options?.route
     const cached = this.#blocked?.get(key, request.cost)
     // A reservation asks the store unless the cached denial lasts longer than it may wait (a slot is never
@@ -264,98 +193,49 @@ export class RateLimiter {
       cached !== undefined &&
       (reserve === undefined || cached.retryAfter > reserve || cached.blocked !== undefined)
     )
-      return this.#finishLimit(request, cached, mixed, route)
+      return this.#finishLimit(request, cached, route)
     // A reservation (`reserve`: the longest wait, ms) goes to the rules that enforce; shadow rules decide now.
-    const sent = mixed ? { ...request, rules: this.#enforcing } : request
+    const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
     const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume')
-    if (decided instanceof Promise)
-      return decided.then((result) => this.#afterStore(request, result, mixed, route))
-    return this.#afterStore(request, decided, mixed, route)
+    if (decided instanceof Promise) return decided.then((result) => this.#afterStore(request, result, route))
+    return this.#afterStore(request, decided, route)
   }
 
   #afterStore(
     request: StoreRequest,
     result: RateLimitResult,
-    mixed: boolean,
     route: string | undefined,
   ): Awaitable<RateLimitResult> {
     if (!result.allowed && result.source === 'store') this.#blocked?.set(request.key, result)
-    return this.#finishLimit(request, result, mixed, route)
+    return this.#finishLimit(request, result, route)
   }
 
   /** Shadow rules and observers, after the enforcing decision. */
   #finishLimit(
     request: StoreRequest,
     result: RateLimitResult,
-    mixed: boolean,
     route: string | undefined,
   ): Awaitable<RateLimitResult> {
-    if (mixed) {
-      return this.#addShadowRules(request, result, 'consume').then((withShadow) =>
-        this.#reported(withShadow, route),
-      )
+    if (this.#modes.mixed) {
+      return this.#modes
+        .add(request, result, (shadow) => this.#decide(shadow, 'consume'))
+        .then((withShadow) => this.#reported(withShadow, route))
     }
-    if (this.#allShadow && !result.allowed)
-      return this.#reported({ ...result, allowed: true, retryAfter: 0, shadow: true }, route)
-    // Shadow mode reserves and reports the slot as enforcing would, but nothing waits for it.
-    if (this.#allShadow && result.delay !== undefined)
-      return this.#reported({ ...result, shadow: true }, route)
-    return this.#reported(result, route)
+    return this.#reported(this.#modes.letThrough(result, true), route)
   }
 
   #reported(result: RateLimitResult, route: string | undefined): RateLimitResult {
-    if (this.#onDecision !== undefined) this.#reportDecision(result, route)
+    if (this.#onDecision !== undefined) this.#onDecision(outcomeEvent(this.name, result, route))
     return result
-  }
-
-  /**
-   * Shadow rules next to enforcing ones are decided by a second store call, made only when the enforcing rules
-   * admitted the request (a refused request counts nowhere, as with all rules together). Their denial marks the
-   * result `shadow`; `rules` then lists every rule in rule order. A store failure of the shadow call is
-   * reported to `onError` and changes nothing.
-   */
-  async #addShadowRules(
-    request: StoreRequest,
-    enforced: RateLimitResult,
-    operation: 'consume' | 'peek',
-  ): Promise<RateLimitResult> {
-    if (!enforced.allowed || enforced.source === 'policy') return enforced
-    // A penalty follows the enforcing rules only: shadow denials neither count towards it nor see its block.
-    const { penalty: _, ...unpenalised } = request
-    const shadow = await this.#decide({ ...unpenalised, rules: this.#shadowRules }, operation)
-    if (shadow.source === 'policy' || shadow.source === 'shed') return enforced
-    let e = 0
-    let h = 0
-    const rules: RuleResult[] = this.rules.map((rule) =>
-      rule.shadow ? shadow.rules[h++]! : enforced.rules[e++]!,
-    )
-    return shadow.allowed ? { ...enforced, rules } : { ...enforced, rules, shadow: true }
-  }
-
-  /** The rule sets that have counters of their own in the store: two when shadow and enforcing rules mix. */
-  #ruleSets(): readonly (readonly Rule[])[] {
-    return this.#shadowRules.length > 0 ? [this.#enforcing, this.#shadowRules] : [this.rules]
   }
 
   /** The result `limit` would give now, without consuming anything. */
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
-    if (this.#shadowRules.length === 0) {
-      const result = await this.#decide(request, 'peek')
-      return this.#allShadow && !result.allowed
-        ? { ...result, allowed: true, retryAfter: 0, shadow: true }
-        : result
-    }
-    const enforced = await this.#decide({ ...request, rules: this.#enforcing }, 'peek')
-    return this.#addShadowRules(request, enforced, 'peek')
-  }
-
-  /**
-   * A shadow limiter's shadow-limited request was refused by its rules, so nothing was charged: there is nothing
-   * to give back (refund) or to settle either way.
-   */
-  #chargedNothing(result: Pick<RateLimitResult, 'shadow'>): boolean {
-    return this.#allShadow && result.shadow === true
+    const modes = this.#modes
+    if (!modes.mixed) return modes.letThrough(await this.#decide(request, 'peek'), false)
+    const enforced = await this.#decide({ ...request, rules: modes.enforcing }, 'peek')
+    return modes.add(request, enforced, (shadow) => this.#decide(shadow, 'peek'))
   }
 
   /**
@@ -367,31 +247,7 @@ export class RateLimiter {
   refund(
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
   ): Promise<void> {
-    if (!result.allowed || result.cost === 0 || result.source === 'policy') return Promise.resolve()
-    if (this.#chargedNothing(result)) return Promise.resolve()
-    try {
-      this.#request(result.key, result.cost)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return this.#giveBack(result, (state) => this.#refund(result, state))
-  }
-
-  async #refund(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source' | 'shadow'>,
-    state: GiveBack,
-  ): Promise<void> {
-    if (state.refunded) return
-    // Marked before the store call: a refund that times out may still be applied by the store later.
-    state.refunded = true
-    if (result.cost === 0) return
-    const request = this.#request(result.key, result.cost)
-    this.#blocked?.delete(result.key)
-    const gateway = result.source === 'fallback' ? this.#fallback : this.#store
-    if (gateway === undefined) return
-    // Shadow rules next to enforcing ones counted the request only when they admitted it.
-    const sets = this.#shadowRules.length > 0 && result.shadow ? [this.#enforcing] : this.#ruleSets()
-    for (const rules of sets) await gateway.refund({ ...request, rules, at: result.at })
+    return this.#ledger.refund(result)
   }
 
   /**
@@ -414,55 +270,7 @@ export class RateLimiter {
     if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
       throw invalid('ERR_RATEWINDOW_INVALID_COST', 'actualCost', actualCost, 'a whole number >= 0')
     }
-    if (!result.allowed || result.source === 'policy' || this.#chargedNothing(result))
-      return { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
-    checkKey(result.key)
-    return this.#giveBack(result, (state) => this.#settle(result, actualCost, state))
-  }
-
-  async #settle(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source'> &
-      Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
-    actualCost: number,
-    state: GiveBack,
-  ): Promise<SettleResult> {
-    const none = { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
-    // Refunded already: nothing of it is charged any more, and nothing more is.
-    if (state.refunded || actualCost === result.cost) return none
-    const gateway = result.source === 'fallback' ? this.#fallback : this.#store
-    if (gateway === undefined) return none
-    const base = this.#request(result.key, 0)
-    this.#blocked?.delete(result.key)
-    if (actualCost < result.cost) {
-      const refunded = result.cost - actualCost
-      const done = await gateway.refund({ ...base, cost: refunded, at: result.at })
-      result.cost = actualCost
-      shiftRemaining(result, refunded)
-      return done ? { charged: 0, refunded, uncharged: 0 } : none
-    }
-    const extra = actualCost - result.cost
-    const charged = await gateway.charge({ ...base, cost: extra })
-    if (charged === undefined) return none
-    result.cost += charged
-    shiftRemaining(result, -charged)
-    return { charged, refunded: 0, uncharged: extra - charged }
-  }
-
-  /**
-   * Runs `call` (a settle or a refund of `result`) after the calls on the same result that came before it, so
-   * that each sees what the previous left (`result.cost`, whether it was refunded): two concurrent calls never
-   * give back the same units twice.
-   */
-  #giveBack<T>(result: object, call: (state: GiveBack) => Promise<T>): Promise<T> {
-    let state = this.#givingBack.get(result)
-    if (state === undefined) {
-      state = { tail: undefined, refunded: false }
-      this.#givingBack.set(result, state)
-    }
-    const own = state
-    const next = own.tail === undefined ? call(own) : own.tail.then(() => call(own))
-    own.tail = next.then(ignore, ignore)
-    return next
+    return this.#ledger.settle(result, actualCost)
   }
 
   /**
@@ -475,38 +283,10 @@ export class RateLimiter {
     const resets = [this.#store, this.#fallback].flatMap((gateway) =>
       gateway === undefined
         ? []
-        : this.#ruleSets().map((rules) => gateway.reset({ prefix: this.namespace, key, rules })),
+        : this.#modes.ruleSets().map((rules) => gateway.reset({ prefix: this.namespace, key, rules })),
     )
     await Promise.all(resets)
     this.#blocked?.delete(key)
-  }
-
-  #reportDecision(result: RateLimitResult, route: string | undefined): void {
-    const outcome =
-      result.delay !== undefined
-        ? 'delayed'
-        : result.shadow
-          ? 'shadow-limited'
-          : result.source === 'shed'
-            ? 'shed'
-            : result.source === 'policy'
-              ? result.allowed
-                ? 'failed-open'
-                : 'failed-closed'
-              : result.allowed
-                ? 'allowed'
-                : result.blocked !== undefined
-                  ? 'blocked'
-                  : 'limited'
-    const event: DecisionEvent = {
-      limiter: this.name,
-      rule: result.shadow ? wouldLimit(result).name : result.rule.name,
-      outcome,
-      source: result.source,
-      result,
-    }
-    if (route !== undefined) event.route = route
-    this.#onDecision!(event)
   }
 
   /**
@@ -575,76 +355,6 @@ export class RateLimiter {
       ? { prefix: this.namespace, key, rules: this.rules, cost }
       : { prefix: this.namespace, key, rules: this.rules, cost, penalty: this.penalty }
   }
-}
-
-/** What one result has been through: its pending settle/refund calls, and whether it was refunded. */
-interface GiveBack {
-  /** Settles when the last call on the result has. */
-  tail: Promise<void> | undefined
-  refunded: boolean
-}
-
-const ignore = (): void => {}
-
-const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true })
-
-/**
- * `wait()` could not reserve a slot within `maxWait` (`ERR_RATEWINDOW_WAIT_EXCEEDED`): nothing was reserved.
- * `retryAfter` says when the call would pass if nothing else arrived; `result` is the limiter's whole answer.
- */
-export class WaitExceededError extends RateLimitError {
-  readonly retryAfter: number
-  readonly result: RateLimitResult
-
-  constructor(result: RateLimitResult, maxWaitMs: number) {
-    super(
-      'ERR_RATEWINDOW_WAIT_EXCEEDED',
-      result.blocked !== undefined
-        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved.`
-        : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`,
-      { option: 'maxWait' },
-    )
-    this.retryAfter = result.retryAfter
-    this.result = result
-  }
-}
-
-function isSignal(value: unknown): value is WaitSignal {
-  const signal = value as WaitSignal | null
-  return (
-    typeof signal === 'object' &&
-    signal !== null &&
-    typeof signal.aborted === 'boolean' &&
-    typeof signal.addEventListener === 'function' &&
-    typeof signal.removeEventListener === 'function'
-  )
-}
-
-/** Why `rules` on `store` cannot reserve slots, or undefined when they can. */
-function cannotReserve(store: Store, rules: readonly Rule[]): string | undefined {
-  const rule = rules.find((each) => each.logic.wait === undefined || each.logic.reserve === undefined)
-  if (rule !== undefined) {
-    return `rule ${rule.name} is a ${rule.algorithm}, which cannot reserve a slot: its next window admits a whole burst of \`limit\` at once at the boundary, so the earliest admission of a waiting request is either that burst or a guess. Use gcra({ limit, window }) (evenly spaced, exact slots), tokenBucket or slidingWindowLog.`
-  }
-  if (store.reservations !== true) {
-    const name = store.constructor?.name ?? 'a custom store'
-    const why =
-      name === 'SyncedStore'
-        ? ' SyncedStore cannot: its counts reach the other processes only at its next sync, so a slot reserved here could be given there too.'
-        : ''
-    return `the store (${name}) cannot reserve slots (\`reservations\` is not true).${why} Use RedisStore or MemoryStore.`
-  }
-  return undefined
-}
-
-/** The shadow rule that would have refused a shadow-limited request longest. */
-function wouldLimit(result: RateLimitResult): Rule {
-  let blocking: RuleResult | undefined
-  for (const outcome of result.rules) {
-    if (!outcome.allowed && (blocking === undefined || outcome.retryAfter > blocking.retryAfter))
-      blocking = outcome
-  }
-  return (blocking ?? result).rule
 }
 
 function checkKey(key: unknown): asserts key is string {

@@ -1,0 +1,182 @@
+/**
+ * Waiting for a slot: `RateLimiter.wait` and `schedule` (and the HTTP `delay` option, through `SlotWaits`). A
+ * wait reserves its slot in the store in the same atomic step that decides it, then waits for that slot on the
+ * limiter's one timer (time/wait-queue.ts); `WaitExceededError` says why a slot could not be reserved in time.
+ */
+import type { Rule } from '../algorithms/types.js'
+import type { RateLimitResult } from '../result.js'
+import type { Awaitable, Store } from '../stores/types.js'
+import { type Duration, parseTimerDuration } from '../support/duration.js'
+import { invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { WaitQueue, type WaitSignal } from '../time/wait-queue.js'
+
+/** Options of `RateLimiter.wait` and `RateLimiter.schedule`. */
+export interface WaitOptions {
+  /**
+   * Longest wait for a slot: when the earliest admission time is further away, `wait` rejects at once
+   * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. @default '1m'
+   */
+  maxWait?: Duration
+  /** Aborts the wait (an `AbortSignal`): it rejects with the signal's reason and the reserved slot is given back. */
+  signal?: WaitSignal
+  /** Whole units the call costs. @default 1 */
+  cost?: number
+}
+
+/** `WaitOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const WAIT_DEFAULTS = { maxWait: '1m', cost: 1 } as const satisfies WaitOptions
+
+const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true })
+
+/**
+ * `wait()` could not reserve a slot within `maxWait` (`ERR_RATEWINDOW_WAIT_EXCEEDED`): nothing was reserved.
+ * `retryAfter` says when the call would pass if nothing else arrived; `result` is the limiter's whole answer.
+ */
+export class WaitExceededError extends RateLimitError {
+  readonly retryAfter: number
+  readonly result: RateLimitResult
+
+  constructor(result: RateLimitResult, maxWaitMs: number) {
+    super(
+      'ERR_RATEWINDOW_WAIT_EXCEEDED',
+      result.blocked !== undefined
+        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved.`
+        : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`,
+      { option: 'maxWait' },
+    )
+    this.retryAfter = result.retryAfter
+    this.result = result
+  }
+}
+
+/**
+ * @internal One limiter's waits for reserved slots: whether its rules and store can reserve at all, and the
+ * requests waiting now (`wait()` and the HTTP `delay`), on one timer for all.
+ */
+export class SlotWaits {
+  /** Why the limiter cannot reserve slots, or undefined when it can. */
+  readonly #cannotReserve: string | undefined
+  readonly #queue = new WaitQueue()
+
+  /** `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode). */
+  constructor(store: Store, rules: readonly Rule[]) {
+    this.#cannotReserve = cannotReserve(store, rules)
+  }
+
+  /** Requests waiting now. */
+  get size(): number {
+    return this.#queue.size
+  }
+
+  /** Throws, naming `option`, when the limiter cannot reserve slots. */
+  check(option: string): void {
+    if (this.#cannotReserve !== undefined) {
+      throw new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', `\`${option}\`: ${this.#cannotReserve}`, {
+        option,
+      })
+    }
+  }
+
+  /**
+   * Waits for the reserved slot of `result` (one with `delay`), under the one timer; rejects with the signal's
+   * reason on abort (the caller gives the slot back).
+   */
+  forSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
+    const delay = result.delay ?? 0
+    // Only the store's answers share its clock (a fallback store keeps its own).
+    if (result.source !== 'store') return this.#queue.wait(delay, signal)
+    return this.#queue.waitForSlot(result.at, delay, signal)
+  }
+}
+
+/** What a wait needs of its limiter. */
+export interface Reserving {
+  checkReservations(option: string): void
+  limitNow(key: string, options?: { cost?: number }, reserve?: number): Awaitable<RateLimitResult>
+  waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void>
+  refund(result: RateLimitResult): Promise<void>
+}
+
+/** `RateLimiter.wait`: reserves a slot within `maxWait` and waits for it, giving it back on abort. */
+export async function waitFor(
+  limiter: Reserving,
+  key: string,
+  options: WaitOptions = {},
+): Promise<RateLimitResult> {
+  requireObject(options, 'options', "{ maxWait: '30s', signal }")
+  rejectUnknownOptions(options, WAIT_OPTIONS, 'wait')
+  const { maxWait = WAIT_DEFAULTS.maxWait, signal, cost = WAIT_DEFAULTS.cost } = options
+  // 0: never wait (a slot free now, or a rejection).
+  const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
+  if (signal !== undefined && !isSignal(signal))
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
+  limiter.checkReservations('wait')
+  if (signal?.aborted) throw signal.reason
+  const result = await limiter.limitNow(key, { cost }, maxWaitMs)
+  if (!result.allowed) {
+    if (result.source === 'policy') {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        "The store failed and `onStoreError` is 'deny': no slot could be reserved.",
+      )
+    }
+    throw new WaitExceededError(result, maxWaitMs)
+  }
+  const delay = result.delay ?? 0
+  if (delay === 0 || result.shadow === true) {
+    if (signal?.aborted) {
+      await limiter.refund(result)
+      throw signal.reason
+    }
+    return result
+  }
+  try {
+    await limiter.waitForSlot(result, signal)
+  } catch (reason) {
+    // Aborted while waiting: the slot goes back, so that the next caller may take it.
+    await limiter.refund(result)
+    throw reason
+  }
+  return result
+}
+
+/** `RateLimiter.schedule`: runs `fn` once `waitFor` resolves. */
+export async function schedule<T>(
+  limiter: Reserving,
+  key: string,
+  fn: () => T | PromiseLike<T>,
+  options?: WaitOptions,
+): Promise<T> {
+  if (typeof fn !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'fn', fn, 'a function')
+  await waitFor(limiter, key, options)
+  return fn()
+}
+
+function isSignal(value: unknown): value is WaitSignal {
+  const signal = value as WaitSignal | null
+  return (
+    typeof signal === 'object' &&
+    signal !== null &&
+    typeof signal.aborted === 'boolean' &&
+    typeof signal.addEventListener === 'function' &&
+    typeof signal.removeEventListener === 'function'
+  )
+}
+
+/** Why `rules` on `store` cannot reserve slots, or undefined when they can. */
+function cannotReserve(store: Store, rules: readonly Rule[]): string | undefined {
+  const rule = rules.find((each) => each.logic.wait === undefined || each.logic.reserve === undefined)
+  if (rule !== undefined) {
+    return `rule ${rule.name} is a ${rule.algorithm}, which cannot reserve a slot: its next window admits a whole burst of \`limit\` at once at the boundary, so the earliest admission of a waiting request is either that burst or a guess. Use gcra({ limit, window }) (evenly spaced, exact slots), tokenBucket or slidingWindowLog.`
+  }
+  if (store.reservations !== true) {
+    const name = store.constructor?.name ?? 'a custom store'
+    const why =
+      name === 'SyncedStore'
+        ? ' SyncedStore cannot: its counts reach the other processes only at its next sync, so a slot reserved here could be given there too.'
+        : ''
+    return `the store (${name}) cannot reserve slots (\`reservations\` is not true).${why} Use RedisStore or MemoryStore.`
+  }
+  return undefined
+}
