@@ -7,6 +7,7 @@ import { describeValue, invalid, RateLimitError, requireObject } from '../suppor
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
 import { randomUUID } from '../support/runtime.js'
+import { type DelayTimers, PLATFORM_TIMERS, unref } from '../time/timers.js'
 import { LIMITER_DEFAULTS } from './options.js'
 
 export interface ConcurrencyLimiterOptions {
@@ -86,7 +87,12 @@ export class ConcurrencyLimiter {
   readonly #gateway: StoreGateway<ConcurrencyStore>
   /** Releases the store failed, with when their leases run out by themselves (epoch ms): tried again. */
   readonly #unreleased = new Map<LeaseRequest, number>()
-  #retryTimer: ReturnType<typeof setTimeout> | undefined
+  /**
+   * The clock of lease expiries and the timer of the retries: the application's time (a test's fake timers drive
+   * the retries), as before the timers had one family.
+   */
+  readonly #timers: DelayTimers = PLATFORM_TIMERS
+  #retryTimer: unknown
   #retrying = false
   #retryDelay = RELEASE_RETRY_FIRST_MS
 
@@ -155,7 +161,7 @@ export class ConcurrencyLimiter {
       limit: this.limit,
       leaseMs: this.leaseMs,
     }
-    const started = Date.now()
+    const started = this.#timers.now()
     const decision = await this.#gateway.acquire(request, (late) => {
       // The lease was taken after all, perhaps after the release below reached the store: release it again.
       if (late.allowed) void this.#release(request, started)
@@ -188,12 +194,12 @@ export class ConcurrencyLimiter {
 
   #retryLater(): void {
     if (this.#retryTimer !== undefined || this.#retrying || this.#unreleased.size === 0) return
-    this.#retryTimer = setTimeout(() => {
+    this.#retryTimer = this.#timers.setTimeout(() => {
       this.#retryTimer = undefined
       void this.#retryReleases()
     }, this.#retryDelay)
     // A process that ends meanwhile leaves its leases to run out in the store.
-    this.#retryTimer.unref?.()
+    unref(this.#retryTimer)
   }
 
   /**
@@ -204,7 +210,7 @@ export class ConcurrencyLimiter {
   async #retryReleases(): Promise<void> {
     this.#retrying = true
     try {
-      const now = Date.now()
+      const now = this.#timers.now()
       const due: LeaseRequest[] = []
       for (const [request, expires] of this.#unreleased) {
         // Past its expiry the store has dropped the lease by itself.

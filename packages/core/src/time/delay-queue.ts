@@ -5,23 +5,10 @@
  * out of the heap at once, so nothing of it stays behind.
  */
 
-/** The timers a delay runs on: the platform's by default, a test's driven ones otherwise. */
-export interface DelayTimers {
-  /** The time now, ms (epoch or any steady origin: only differences matter). */
-  now(): number
-  setTimeout(callback: () => void, ms: number): unknown
-  clearTimeout(timer: unknown): void
-}
+import type { DelayTimers } from './timers.js'
 
-/**
- * The platform's timers, looked up at each call: a test's fake timers (`vi.useFakeTimers()`) drive them, as they
- * drive express-slow-down's. Unlike the store's waits (real-timers.ts), a delay is the application's time.
- */
-export const PLATFORM_TIMERS: DelayTimers = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (timer) => clearTimeout(timer as Parameters<typeof clearTimeout>[0]),
-}
+// slow-down/ and its tests import the delay's timers from here.
+export { type DelayTimers, PLATFORM_TIMERS } from './timers.js'
 
 /** The longest a platform timer can wait (a signed 32-bit ms count); a longer delay re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1

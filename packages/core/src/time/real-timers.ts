@@ -9,6 +9,8 @@
  * vitest and jest use, keeps the original of each faked function on its clock as `_<name>`.
  */
 
+import { type Timers, unref } from './timers.js'
+
 type Timer = { unref?: () => unknown }
 
 function original<F>(current: F, name: string): F {
@@ -23,19 +25,12 @@ const timers = globalThis as unknown as {
   setImmediate?: (callback: () => void) => unknown
 }
 
-/** The timers a component waits with: real ones (below), or a test's own. */
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): Timer
-  clearTimeout(timer: Timer | undefined): void
-  setImmediate(callback: () => void): void
-}
-
 /** `setTimeout` on real time, unref'd where the platform can (a pending wait never keeps a process alive). */
 export const realSetTimeout: (callback: () => void, ms: number) => Timer = (() => {
   const set = original(timers.setTimeout, 'setTimeout')
   return (callback, ms) => {
     const timer = set(callback, ms)
-    timer?.unref?.()
+    unref(timer)
     return timer
   }
 })()
@@ -65,8 +60,15 @@ export function fakeTimersHint(): string {
   return ` Fake timers replace ${faked.join(' and ')} in this process: a Redis client that schedules its writes with them (node-redis uses setImmediate) sends nothing while they are faked. Fake only the clock, e.g. vi.useFakeTimers({ toFake: ['Date'] }) or jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }) (docs/testing.md).`
 }
 
-/** The real timers as one object. */
+/** The platform's steady clock as it was when this module loaded (ms from any origin). */
+const realNow: () => number = (() => {
+  const clock = globalThis.performance
+  return typeof clock?.now === 'function' ? clock.now.bind(clock) : () => Date.now()
+})()
+
+/** The real timers as one `Timers` (timers.ts). */
 export const REAL_TIMERS: Timers = {
+  now: realNow,
   setTimeout: realSetTimeout,
   clearTimeout: realClearTimeout,
   setImmediate: realSetImmediate,

@@ -1,4 +1,5 @@
-import { DelayQueue, PLATFORM_TIMERS } from './delay-queue.js'
+import { DelayQueue } from './delay-queue.js'
+import { PLATFORM_TIMERS } from './timers.js'
 
 /**
  * The part of an `AbortSignal` a wait uses: core's public types depend neither on Node's nor on the DOM's (an

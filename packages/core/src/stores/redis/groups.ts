@@ -5,7 +5,8 @@
  */
 
 import { RateLimitError } from '../../support/errors.js'
-import { fakeTimersHint, REAL_TIMERS, type Timers } from '../../time/real-timers.js'
+import { fakeTimersHint, REAL_TIMERS } from '../../time/real-timers.js'
+import type { Timers } from '../../time/timers.js'
 import { shedError } from '../call-bound.js'
 import { failureKind } from '../failure-kind.js'
 import type { CallReport } from '../types.js'
@@ -98,7 +99,7 @@ export class RedisGroups<P, T> {
   readonly #maxGroup: number
   readonly #maxFlights: number
   readonly #together: SendTogether<P> | undefined
-  readonly #timers: Timers
+  readonly #timers: Pick<Timers, 'setTimeout' | 'clearTimeout' | 'setImmediate'>
   readonly #queues = new Map<string | number, NodeQueue<P, T>>()
   readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
 
@@ -115,7 +116,7 @@ export class RedisGroups<P, T> {
        * The timers of the timeouts and of the end-of-turn flush: real ones by default, even under a test's fake
        * timers (real-timers.ts); a unit test of the timeouts passes its own.
        */
-      timers?: Timers
+      timers?: Pick<Timers, 'setTimeout' | 'clearTimeout' | 'setImmediate'>
     } = {},
   ) {
     this.#timers = options.timers ?? REAL_TIMERS
