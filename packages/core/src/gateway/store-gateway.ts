@@ -1,7 +1,8 @@
 /**
- * The one path from a limiter to a store: every call (consume, peek, refund, charge, reset, acquire, release) goes
- * through a `StoreGateway`, which owns its timeout, the circuit breakers, `onError` and observer reporting, and the
- * refund of charges that arrive after their decision timed out. A fallback store is a second gateway.
+ * A rate limiter's path to its store: every call (consume, peek, refund, charge, reset) goes through a
+ * `StoreGateway`, which owns the circuit breakers, observer reporting, and the refund of charges that arrive after
+ * their decision timed out; each call is one bounded store call (store-call.ts: timeout, `onError`). A fallback
+ * store is a second gateway. ConcurrencyLimiter's acquire and release go through lease-gateway.ts.
  */
 
 import type { BreakerEvent, FailureContext, StoreCallEvent } from '../observe.js'
@@ -9,12 +10,8 @@ import { isShed, LateReply } from '../stores/call-bound.js'
 import { failureKind } from '../stores/failure-kind.js'
 import type {
   Awaitable,
-  CallBound,
   CallReport,
-  ConcurrencyStore,
   Decision,
-  LeaseDecision,
-  LeaseRequest,
   RefundRequest,
   Store,
   StoreRequest,
@@ -23,14 +20,11 @@ import type {
 import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
 import { emitWarning } from '../support/runtime.js'
-import { fakeTimersHint, realClearTimeout, realSetTimeout } from '../time/real-timers.js'
 import { type CircuitBreakerOptions, ScopedBreakers } from './circuit-breaker.js'
+import { StoreCall, type StoreCallOptions, type StoreRole } from './store-call.js'
 
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
 export const WHOLE_STORE = ''
-
-/** The store's place behind a limiter: its main store, or the fallback that answers while the main one fails. */
-export type StoreRole = 'store' | 'fallback'
 
 /**
  * A decision the store did not give: it failed, timed out, or its breaker is open. The failure was reported
@@ -50,14 +44,7 @@ export class StoreFailure {
   ) {}
 }
 
-export interface StoreGatewayOptions {
-  /** The limiter's name, in observer events. */
-  limiter: string
-  role: StoreRole
-  /** Longest wait for one call, ms. */
-  timeoutMs: number
-  /** Receives every failure; guarded already (it cannot throw into a request). */
-  onError: (error: unknown, context: FailureContext) => void
+export interface StoreGatewayOptions extends StoreCallOptions {
   /** One breaker per failure scope, or none. */
   circuitBreaker: CircuitBreakerOptions | false
   /** Guarded observer callbacks, if any. */
@@ -65,13 +52,12 @@ export interface StoreGatewayOptions {
   onBreaker?: ((event: BreakerEvent) => void) | undefined
 }
 
-/** Calls one store for one limiter (a `Store`, or a `ConcurrencyStore` for the concurrency limiter). */
-export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
-  readonly store: S
+/** Calls one store for one rate limiter. */
+export class StoreGateway {
+  readonly store: Store
   readonly role: StoreRole
-  readonly #limiter: string
-  readonly #timeoutMs: number
-  readonly #onError: (error: unknown, context: FailureContext) => void
+  /** Each call's bound and `onError` reporting. */
+  readonly #call: StoreCall
   readonly #breakers: ScopedBreakers | undefined
   readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
   readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
@@ -83,14 +69,10 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
   /** When the last shed warning was written (one per 10 s at most). */
   #shedWarned = Number.NEGATIVE_INFINITY
 
-  constructor(store: S, options: StoreGatewayOptions) {
+  constructor(store: Store, options: StoreGatewayOptions) {
     this.store = store
     this.role = options.role
-    this.#limiter = options.limiter
-    this.#timeoutMs = options.timeoutMs
-    const { onError, limiter } = options
-    // Every failure names its limiter, so that a log line says which one failed.
-    this.#onError = (error, context) => onError(error, { ...context, limiter })
+    this.#call = new StoreCall(store, options)
     this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
     this.#onStoreCall = options.onStoreCall
     this.#onBreaker = options.onBreaker
@@ -101,11 +83,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
    * Synchronous (no promise) when the store answers synchronously, else a native `Promise`; never throws or
    * rejects for a store fault.
    */
-  decide(
-    this: StoreGateway<Store>,
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-  ): Awaitable<Decision | StoreFailure> {
+  decide(request: StoreRequest, operation: 'consume' | 'peek'): Awaitable<Decision | StoreFailure> {
     const breakers = this.#breakers
     // While no scope has failed, the healthy path computes no scope at all.
     const known = breakers === undefined || breakers.idle ? undefined : this.scopeOf(request)
@@ -119,7 +97,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
       const call = this.#onStoreCall === undefined ? undefined : { waitedMs: 0, groupSize: 0 }
       let sent: Promise<Decision>
       try {
-        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#timeoutMs, late, call }))
+        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#call.timeoutMs, late, call }))
       } catch (error) {
         sent = Promise.reject(error)
       }
@@ -137,7 +115,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
       return this.#failed(request, operation, error, undefined, started, known)
     }
     const sent = pending
-    return withTimeout(sent, this.#timeoutMs, `${this.role}.${operation}`).then(
+    return this.#call.bound(sent, operation).then(
       (decision) => this.#answered(request, operation, decision, started, known),
       (error: unknown) => this.#failed(request, operation, error, sent, started, known),
     )
@@ -152,7 +130,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
    * Gives a charge back after its decision timed out, once the store applies it, if it does: for a request that
    * was refused after all (the failure policy's `'deny'`, or a denial by the fallback).
    */
-  refundLate(this: StoreGateway<Store>, failure: StoreFailure, request: StoreRequest): void {
+  refundLate(failure: StoreFailure, request: StoreRequest): void {
     const { late } = failure
     if (late === undefined || request.cost === 0) return
     const refund = (decision: Decision) => {
@@ -164,12 +142,12 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
   }
 
   /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
-  async refund(this: StoreGateway<Store>, request: RefundRequest): Promise<boolean> {
+  async refund(request: RefundRequest): Promise<boolean> {
     try {
-      await this.#call('refund', (within) => this.store.refund(request, within), true)
+      await this.#call.run('refund', (within) => this.store.refund(request, within), true)
       return true
     } catch (error) {
-      this.#onError(error, { operation: 'refund', key: request.key })
+      this.#call.report(error, { operation: 'refund', key: request.key })
       return false
     }
   }
@@ -178,7 +156,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
    * Charges as much of `request.cost` as the rules still admit (settle). Resolves the units charged, or undefined
    * when the store failed or cannot charge (reported, never thrown).
    */
-  async charge(this: StoreGateway<Store>, request: StoreRequest): Promise<number | undefined> {
+  async charge(request: StoreRequest): Promise<number | undefined> {
     const store = this.store
     try {
       if (typeof store.charge !== 'function') {
@@ -187,72 +165,28 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
           'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
         )
       }
-      const { charged, notices } = await this.#call(
+      const { charged, notices } = await this.#call.run(
         'charge',
         (within) => store.charge!(request, within),
         true,
       )
       if (notices != null)
-        for (const notice of notices) this.#onError(notice, { operation: 'settle', key: request.key })
+        for (const notice of notices) this.#call.report(notice, { operation: 'settle', key: request.key })
       return charged
     } catch (error) {
-      this.#onError(error, { operation: 'settle', key: request.key })
+      this.#call.report(error, { operation: 'settle', key: request.key })
       return undefined
     }
   }
 
   /** Forgets a client's state. Rejects with the store's error, or `ERR_RATEWINDOW_STORE_TIMEOUT`. */
-  reset(this: StoreGateway<Store>, target: StoreTarget): Promise<void> {
-    return this.#call('reset', () => this.store.reset(target))
-  }
-
-  /**
-   * Takes a lease, or resolves undefined when the store failed (reported). A call that timed out may still be
-   * applied by the store later (a Cluster client retrying it on the promoted replica), after the release sent for
-   * it: `onLate` receives that late lease, so that the limiter releases it again.
-   */
-  async acquire(
-    this: StoreGateway<ConcurrencyStore>,
-    request: LeaseRequest,
-    onLate: (decision: LeaseDecision) => void,
-  ): Promise<LeaseDecision | undefined> {
-    const late = new LateReply<LeaseDecision>()
-    let sent: PromiseLike<LeaseDecision> = late
-    try {
-      return await this.#call(
-        'acquire',
-        (within) => {
-          const pending = this.store.acquire(request, within && { ...within, late })
-          if (isThenable(pending) && within === undefined) sent = pending
-          return pending
-        },
-        true,
-      )
-    } catch (error) {
-      this.#onError(error, { operation: 'acquire', key: request.key })
-      // A late rejection was reported already, as the timeout.
-      sent.then(onLate, () => {})
-      return undefined
-    }
-  }
-
-  /** Gives a lease back. Resolves true when the store did; a failure is reported, never thrown. */
-  async release(
-    this: StoreGateway<ConcurrencyStore>,
-    request: Omit<LeaseRequest, 'limit'>,
-  ): Promise<boolean> {
-    try {
-      await this.#call('release', (within) => this.store.release(request, within), true)
-      return true
-    } catch (error) {
-      this.#onError(error, { operation: 'release', key: request.key })
-      return false
-    }
+  reset(target: StoreTarget): Promise<void> {
+    return this.#call.run('reset', () => this.store.reset(target))
   }
 
   /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
   scopeOf(target: StoreTarget): string | number {
-    const store = this.store as Store
+    const store = this.store
     if (typeof store.scopeOf !== 'function') return WHOLE_STORE
     try {
       const scope = store.scopeOf(target)
@@ -260,27 +194,6 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     } catch {
       return WHOLE_STORE
     }
-  }
-
-  /**
-   * One store call outside decisions: a synchronous throw becomes a rejection, and the wait is bounded: by the
-   * store itself for the calls it groups (`grouped`, when the store has `boundsWait`), else by a timer here.
-   */
-  #call<T>(
-    operation: string,
-    run: (within: CallBound | undefined) => Awaitable<T>,
-    grouped = false,
-  ): Promise<T> {
-    const bounded = grouped && this.store.boundsWait === true
-    let pending: Awaitable<T>
-    try {
-      pending = run(bounded ? { timeoutMs: this.#timeoutMs } : undefined)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return isThenable(pending) && !bounded
-      ? withTimeout(pending, this.#timeoutMs, `${this.role}.${operation}`)
-      : Promise.resolve(pending)
   }
 
   #answered(
@@ -297,7 +210,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     // `!= null`: a store written in JavaScript may answer `notices: null`.
     if (notices != null) {
       const context = this.#context(operation, request.key, WHOLE_STORE)
-      for (const notice of notices) this.#onError(notice, context)
+      for (const notice of notices) this.#call.report(notice, context)
     }
     return decision
   }
@@ -320,7 +233,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
       if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
       else if (this.#firstTime(error)) this.#breaker(scope, (each) => each.failure(scope))
     }
-    this.#onError(error, this.#context(operation, request.key, scope))
+    this.#call.report(error, this.#context(operation, request.key, scope))
     return new StoreFailure(scope, operation === 'consume' ? pending : undefined)
   }
 
@@ -339,7 +252,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
       this.#shedWarned = now
       try {
         emitWarning(
-          `Decisions of limiter ${this.#limiter} are being shed (answered as limited): more were waiting for one Redis node than its \`maxWaiting\`.`,
+          `Decisions of limiter ${this.#call.limiter} are being shed (answered as limited): more were waiting for one Redis node than its \`maxWaiting\`.`,
           'RATEWINDOW_SHED',
         )
       } catch {
@@ -357,7 +270,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
 
   #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown, call?: CallReport): void {
     const event: StoreCallEvent = {
-      limiter: this.#limiter,
+      limiter: this.#call.limiter,
       store: this.role,
       operation,
       durationMs: performance.now() - started,
@@ -386,32 +299,7 @@ export class StoreGateway<S extends Store | ConcurrencyStore = Store> {
     const from = breakers.state(scope)
     const value = change(breakers)
     const to = breakers.state(scope)
-    if (from !== to) this.#onBreaker({ limiter: this.#limiter, store: this.role, scope, from, to })
+    if (from !== to) this.#onBreaker({ limiter: this.#call.limiter, store: this.role, scope, from, to })
     return value
   }
-}
-
-/** Settles like `pending`, or rejects with ERR_RATEWINDOW_STORE_TIMEOUT after `ms`. Never leaves a rejection unhandled. */
-export function withTimeout<T>(pending: PromiseLike<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    // Real time even under a test's fake timers: the store answers in real time (real-timers.ts).
-    const timer = realSetTimeout(() => {
-      reject(
-        new RateLimitError(
-          'ERR_RATEWINDOW_STORE_TIMEOUT',
-          `${what} took longer than ${ms} ms.${fakeTimersHint()}`,
-        ),
-      )
-    }, ms)
-    Promise.resolve(pending).then(
-      (value) => {
-        realClearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        realClearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
 }

@@ -1,4 +1,4 @@
-import { StoreGateway } from '../gateway/store-gateway.js'
+import { LeaseGateway } from '../gateway/lease-gateway.js'
 import type { FailureContext } from '../observe.js'
 import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { ConcurrencyStore, LeaseRequest } from '../stores/types.js'
@@ -83,8 +83,8 @@ export class ConcurrencyLimiter {
   readonly store: ConcurrencyStore
   readonly prefix: string
   readonly #allowOnError: boolean
-  /** Every call to the store goes through here (the limiter's path: timeout and `onError`; no breaker). */
-  readonly #gateway: StoreGateway<ConcurrencyStore>
+  /** Every call to the store goes through here (acquire and release: timeout and `onError`; no breaker). */
+  readonly #gateway: LeaseGateway
   /** Releases the store failed, with when their leases run out by themselves (epoch ms): tried again. */
   readonly #unreleased = new Map<LeaseRequest, number>()
   /**
@@ -135,13 +135,12 @@ export class ConcurrencyLimiter {
     this.store = store
     this.prefix = prefix
     this.#allowOnError = onStoreError === 'allow'
-    this.#gateway = new StoreGateway(store, {
+    this.#gateway = new LeaseGateway(store, {
       limiter: prefix,
       role: 'store',
       timeoutMs: parseTimerDuration(timeout, 'timeout'),
       // Only acquire and release are reported through this gateway: the narrower context of this `onError`.
       onError: guardedReporter(onError) as (error: unknown, context: FailureContext) => void,
-      circuitBreaker: false,
     })
   }
 
