@@ -7,6 +7,7 @@ import { describeValue, invalid, RateLimitError, requireObject } from '../suppor
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
 import { randomUUID } from '../support/runtime.js'
+import { fnOption, oneOf, prefixOption, wholeNumber } from '../support/validators.js'
 import { type DelayTimers, PLATFORM_TIMERS, unref } from '../time/timers.js'
 import { LIMITER_DEFAULTS } from './options.js'
 
@@ -108,8 +109,11 @@ export class ConcurrencyLimiter {
       onStoreError = CONCURRENCY_DEFAULTS.onStoreError,
       onError = throttledErrorLog(),
     } = options
-    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)
-      throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', 'limit', limit, 'a positive whole number such as 10')
+    wholeNumber(limit, 'limit', {
+      min: 1,
+      allowed: 'a positive whole number such as 10',
+      code: 'ERR_RATEWINDOW_INVALID_LIMIT',
+    })
     if (typeof store?.acquire !== 'function' || typeof store.release !== 'function') {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',
@@ -118,18 +122,9 @@ export class ConcurrencyLimiter {
         'a store with acquire and release (MemoryStore, RedisStore)',
       )
     }
-    if (typeof prefix !== 'string' || prefix.length > 160 || /[{}]/.test(prefix)) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'prefix',
-        prefix,
-        'a string of at most 160 characters without `{` or `}`',
-      )
-    }
-    if (onStoreError !== 'allow' && onStoreError !== 'deny')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
-    if (typeof onError !== 'function')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
+    prefixOption(prefix, 160)
+    oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
+    fnOption(onError, 'onError')
     this.limit = limit
     this.leaseMs = parseTimerDuration(lease, 'lease')
     this.store = store

@@ -5,8 +5,9 @@ import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
 import { policyResult, type RateLimitResult, type SettleResult, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from '../stores/types.js'
-import { describeValue, invalid, RateLimitError } from '../support/errors.js'
+import { describeValue, RateLimitError } from '../support/errors.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
+import { wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
@@ -267,9 +268,7 @@ export class RateLimiter {
       Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
     actualCost: number,
   ): Promise<SettleResult> {
-    if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
-      throw invalid('ERR_RATEWINDOW_INVALID_COST', 'actualCost', actualCost, 'a whole number >= 0')
-    }
+    wholeNumber(actualCost, 'actualCost', { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' })
     return this.#ledger.settle(result, actualCost)
   }
 
@@ -341,9 +340,7 @@ export class RateLimiter {
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
     checkKey(key)
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw invalid('ERR_RATEWINDOW_INVALID_COST', 'cost', cost, 'a whole number >= 0')
-    }
+    wholeNumber(cost, 'cost', { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' })
     if (cost > this.maxCost) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',

@@ -9,6 +9,7 @@ import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { throttledErrorLog } from '../support/report.js'
+import { fnOption, oneOf, prefixOption } from '../support/validators.js'
 import type { BlockedCacheOptions } from './blocked-cache.js'
 import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
 
@@ -193,25 +194,12 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     blockedCache = LIMITER_DEFAULTS.blockedCache,
   } = options
   if (!isStore(store)) throw notAStore('store', store)
-  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'prefix',
-      prefix,
-      'a string of at most 64 characters without `{` or `}`',
-    )
-  }
+  prefixOption(prefix, 64)
   const group = parseGroup(options.group)
-  if (onStoreError !== 'allow' && onStoreError !== 'deny') {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onStoreError', onStoreError, "'allow' or 'deny'")
-  }
-  if (onShed !== 'limit' && onShed !== 'fallback') {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onShed', onShed, "'limit' or 'fallback'")
-  }
+  oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
+  oneOf(onShed, 'onShed', ['limit', 'fallback'])
   if (fallback !== undefined && !isStore(fallback)) throw notAStore('fallback', fallback)
-  if (typeof onError !== 'function') {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onError', onError, 'a function')
-  }
+  fnOption(onError, 'onError')
   if (circuitBreaker !== false) {
     if (typeof circuitBreaker !== 'object' || circuitBreaker === null) {
       throw invalid(
@@ -257,9 +245,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     rejectUnknownOptions(observer, OBSERVER_NAMES, '`observer`')
     for (const callback of OBSERVER_NAMES) {
       const value = (observer as Record<string, unknown>)[callback]
-      if (value !== undefined && typeof value !== 'function') {
-        throw invalid('ERR_RATEWINDOW_INVALID_OPTION', `observer.${callback}`, value, 'a function')
-      }
+      if (value !== undefined) fnOption(value, `observer.${callback}`)
     }
   }
   const namespace = namespaceOf(prefix, rules, group, identity)

@@ -3,6 +3,7 @@ import type { Rule, RuleOutcome } from '../../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
 import { sha1Hex, sha256Base64url } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
+import { prefixOption } from '../../support/validators.js'
 import type {
   CallBound,
   ConcurrencyStore,
@@ -222,9 +223,7 @@ export class RedisStore implements Store, ConcurrencyStore {
         'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
       )
     }
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
-    }
+    prefixOption(prefix)
     if (clock !== undefined && typeof clock !== 'function') {
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',

@@ -4,6 +4,7 @@ import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
 import { sha256Base64url } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { throttledErrorLog } from '../../support/report.js'
+import { prefixOption } from '../../support/validators.js'
 import { type RedisClient, type RedisScriptRunner, scriptRunnerFor } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from '../types.js'
@@ -124,8 +125,7 @@ export class SyncedStore implements Store {
         'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
       )
     }
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix))
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string without `{` or `}`')
+    prefixOption(prefix)
     if (maxPending !== undefined && (!Number.isSafeInteger(maxPending) || maxPending < 1))
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxPending', maxPending, 'a positive whole number')
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)

@@ -1,0 +1,64 @@
+/**
+ * The small checks options share, beside `rejectUnknownOptions` (option-names.ts) and `invalid` (errors.ts): each
+ * throws the standard "`option` must be …; received …" error, so that one rule is written, and worded, once.
+ */
+import { invalid, type RateLimitErrorCode } from './errors.js'
+
+/**
+ * A key prefix: a string without `{` or `}` (a brace would break the Redis Cluster hash tag of the keys), of at
+ * most `maxLength` characters when given. The option is `prefix`.
+ */
+export function prefixOption(value: unknown, maxLength?: number): asserts value is string {
+  if (
+    typeof value !== 'string' ||
+    (maxLength !== undefined && value.length > maxLength) ||
+    /[{}]/.test(value)
+  ) {
+    const allowed =
+      maxLength === undefined
+        ? 'a string without `{` or `}`'
+        : `a string of at most ${maxLength} characters without \`{\` or \`}\``
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', value, allowed)
+  }
+}
+
+/** One of `choices`, written `'a' or 'b'` in the error. */
+export function oneOf<T extends string>(
+  value: unknown,
+  option: string,
+  choices: readonly T[],
+): asserts value is T {
+  if (!choices.includes(value as T)) {
+    const quoted = choices.map((choice) => `'${choice}'`)
+    const allowed =
+      quoted.length === 1 ? quoted[0]! : `${quoted.slice(0, -1).join(', ')} or ${quoted[quoted.length - 1]}`
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, allowed)
+  }
+}
+
+/** A function. */
+export function fnOption(value: unknown, option: string): asserts value is (...args: never[]) => unknown {
+  if (typeof value !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a function')
+}
+
+/**
+ * A whole number (a safe integer) of at least `min`. `allowed` words the rule in the error (default: `a whole
+ * number >= 0`, `a positive whole number`, or `a whole number >= min`); `code` is the error's (default
+ * `ERR_RATEWINDOW_INVALID_OPTION`).
+ */
+export function wholeNumber(
+  value: unknown,
+  option: string,
+  rule: { min: number; allowed?: string; code?: RateLimitErrorCode },
+): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < rule.min) {
+    const allowed =
+      rule.allowed ??
+      (rule.min === 0
+        ? 'a whole number >= 0'
+        : rule.min === 1
+          ? 'a positive whole number'
+          : `a whole number >= ${rule.min}`)
+    throw invalid(rule.code ?? 'ERR_RATEWINDOW_INVALID_OPTION', option, value, allowed)
+  }
+}
