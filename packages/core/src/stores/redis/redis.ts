@@ -105,14 +105,14 @@ local function lease(key, mode, now, id, limit, leaseMs)
 end
 `
 /** The lease script: KEYS[1] the sorted set; ARGV the five arguments of `lease`. */
-const LEASE_LUA = `${LEASE_FUNCTION}
+export const LEASE_LUA = `${LEASE_FUNCTION}
 return lease(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
 `
 /**
  * Several lease calls of one hash slot in one execution, in arrival order (grouped like decisions): KEYS the sorted
  * set of each call, one per call; ARGV five arguments per call. Returns the three numbers of each call in order.
  */
-const LEASE_BATCH_LUA = `${LEASE_FUNCTION}
+export const LEASE_BATCH_LUA = `${LEASE_FUNCTION}
 local out = {}
 for i = 1, #KEYS do
   local b = (i - 1) * 5
