@@ -47,13 +47,7 @@ export class LeaseGateway {
   }
 
   /** Gives a lease back. Resolves true when the store did; a failure is reported, never thrown. */
-  async release(request: Omit<LeaseRequest, 'limit'>): Promise<boolean> {
-    try {
-      await this.#call.run('release', (within) => this.store.release(request, within), true)
-      return true
-    } catch (error) {
-      this.#call.report(error, { operation: 'release', key: request.key })
-      return false
-    }
+  release(request: Omit<LeaseRequest, 'limit'>): Promise<boolean> {
+    return this.#call.givesBack('release', request.key, (within) => this.store.release(request, within))
   }
 }

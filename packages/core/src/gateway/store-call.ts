@@ -67,6 +67,24 @@ export class StoreCall {
     return isThenable(pending) && !bounded ? this.bound(pending, operation) : Promise.resolve(pending)
   }
 
+  /**
+   * Runs a call that gives something back (a refund, a release) as `run` does, grouped when the store groups:
+   * resolves true when the store did it, false when it failed (reported, never thrown).
+   */
+  async givesBack(
+    operation: 'refund' | 'release',
+    key: string,
+    run: (within: CallBound | undefined) => Awaitable<void>,
+  ): Promise<boolean> {
+    try {
+      await this.run(operation, run, true)
+      return true
+    } catch (error) {
+      this.report(error, { operation, key })
+      return false
+    }
+  }
+
   /** Settles like `pending`, or rejects with `ERR_RATEWINDOW_STORE_TIMEOUT` after the limiter's `timeout`. */
   bound<T>(pending: PromiseLike<T>, operation: string): Promise<T> {
     return withTimeout(pending, this.timeoutMs, `${this.role}.${operation}`)

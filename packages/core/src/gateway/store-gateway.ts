@@ -142,14 +142,8 @@ export class StoreGateway {
   }
 
   /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
-  async refund(request: RefundRequest): Promise<boolean> {
-    try {
-      await this.#call.run('refund', (within) => this.store.refund(request, within), true)
-      return true
-    } catch (error) {
-      this.#call.report(error, { operation: 'refund', key: request.key })
-      return false
-    }
+  refund(request: RefundRequest): Promise<boolean> {
+    return this.#call.givesBack('refund', request.key, (within) => this.store.refund(request, within))
   }
 
   /**
