@@ -66,10 +66,14 @@ const realNow: () => number = (() => {
   return typeof clock?.now === 'function' ? clock.now.bind(clock) : () => Date.now()
 })()
 
-/** The real timers as one `Timers` (timers.ts). */
+/**
+ * The real timers as one `Timers` (timers.ts). NOTE: called as methods of this object, so each calls the platform's
+ * function without a `this` of its own: workerd refuses a `clearTimeout` called on another object (Illegal
+ * invocation), and a store call whose timer cannot be cleared would never answer before its timeout.
+ */
 export const REAL_TIMERS: Timers = {
-  now: realNow,
-  setTimeout: realSetTimeout,
-  clearTimeout: realClearTimeout,
-  setImmediate: realSetImmediate,
+  now: () => realNow(),
+  setTimeout: (callback, ms) => realSetTimeout(callback, ms),
+  clearTimeout: (timer) => realClearTimeout(timer as Timer | undefined),
+  setImmediate: (callback) => realSetImmediate(callback),
 }
