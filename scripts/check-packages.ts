@@ -1173,8 +1173,12 @@ async function main(): Promise<void> {
     '7': join(tools, 'node_modules', 'typescript7', 'bin', 'tsc'),
   }
 
+  // The longest installs first (more packages asked for, roughly more to install), so that the last install to
+  // end, and the checks waiting on it, are short ones.
+  const specs = (project: Project) => project.tarballs.length + project.dependencies.length
+  const byInstall = [...projects].sort((a, b) => specs(b) - specs(a))
   await Promise.all(
-    projects.map(async (project) => {
+    byInstall.map(async (project) => {
       const dir = join(work, project.name)
       mkdirSync(dir)
       writeFileSync(join(dir, 'package.json'), `{ "name": "check-${project.name}", "private": true }\n`)
