@@ -32,10 +32,7 @@ function run(step: Step): Promise<Step> {
   const started = performance.now()
   console.log(`▶ ${step.script}`)
   return new Promise((resolve) => {
-    const child = spawn('pnpm', ['run', '--silent', step.script], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
-    })
+    const child = spawn('pnpm', ['run', '--silent', step.script], { stdio: ['ignore', 'pipe', 'pipe'] })
     const output: Buffer[] = []
     child.stdout.on('data', (chunk: Buffer) => output.push(chunk))
     child.stderr.on('data', (chunk: Buffer) => output.push(chunk))
