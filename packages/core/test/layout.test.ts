@@ -44,8 +44,7 @@ const MAX_UNIT_LINES = 350
  * the list. Issue 31's later milestones empty it.
  */
 const KNOWN_OVERSIZE: Record<string, number> = {
-  'packages/core/src/stores/redis/redis.ts': 668,
-  'packages/core/src/stores/redis/redis.ts RedisStore': 357,
+  'packages/core/src/stores/redis/redis.ts': 660,
 }
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))

@@ -16,7 +16,7 @@ import type {
   StoreTarget,
 } from '../types.js'
 import { batchArguments, batchReplies, batchScriptFor } from './batch-script.js'
-import { isNoScript, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from './clients/index.js'
+import { clientOption, isNoScript, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './eviction.js'
 import {
@@ -214,15 +214,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       clock,
       maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
     } = options
-    const runner = scriptRunnerFor(client)
-    if (runner === undefined) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'client',
-        client,
-        'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
-      )
-    }
+    const runner = clientOption(client)
     prefixOption(prefix)
     if (clock !== undefined && typeof clock !== 'function') {
       throw invalid(

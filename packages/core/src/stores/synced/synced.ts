@@ -5,7 +5,7 @@ import { sha256Base64url } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { throttledErrorLog } from '../../support/report.js'
 import { prefixOption } from '../../support/validators.js'
-import { type RedisClient, type RedisScriptRunner, scriptRunnerFor } from '../redis/clients/index.js'
+import { clientOption, type RedisClient, type RedisScriptRunner } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
 import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from '../types.js'
 import { Departures } from './departures.js'
@@ -116,15 +116,7 @@ export class SyncedStore implements Store {
       maxStale = SYNCED_STORE_DEFAULTS.maxStale,
       maxKeys = SYNCED_STORE_DEFAULTS.maxKeys,
     } = options
-    const commands = scriptRunnerFor(client)
-    if (commands === undefined) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'client',
-        client,
-        'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
-      )
-    }
+    const commands = clientOption(client)
     prefixOption(prefix)
     if (maxPending !== undefined && (!Number.isSafeInteger(maxPending) || maxPending < 1))
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxPending', maxPending, 'a positive whole number')

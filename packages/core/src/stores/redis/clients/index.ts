@@ -1,3 +1,4 @@
+import { invalid } from '../../../support/errors.js'
 import { type GlideLike, glideRunner, isGlideClient } from './glide.js'
 import { type IoredisLike, ioredisRunner, isIoredisClient } from './ioredis.js'
 import { isNodeRedisClient, type NodeRedisLike, nodeRedisRunner } from './node-redis.js'
@@ -18,4 +19,16 @@ export function scriptRunnerFor(client: unknown): RedisScriptRunner | undefined 
   if (isGlideClient(client)) return glideRunner(client)
   if (isNodeRedisClient(client)) return nodeRedisRunner(client)
   return undefined
+}
+
+/** The runner for a store's `client` option, or the error naming what the option takes (RedisStore, SyncedStore). */
+export function clientOption(client: unknown): RedisScriptRunner {
+  const runner = scriptRunnerFor(client)
+  if (runner !== undefined) return runner
+  throw invalid(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    'client',
+    client,
+    'an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, a Valkey GLIDE client, or a RedisScriptRunner',
+  )
 }
