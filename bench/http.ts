@@ -20,6 +20,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
+import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
@@ -101,12 +102,13 @@ export async function startServer(
   cpus?: string,
 ): Promise<Server> {
   const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const { name, benchDir } = buildOf(variant)
   // Without the source condition the packages resolve to their built dist, as users get them.
   const child: ChildProcess = spawn(
     process.execPath,
-    [...flags, '--import', 'tsx', 'http-server.ts', framework, variant, path],
+    [...flags, '--import', 'tsx', 'http-server.ts', framework, name, path],
     {
-      cwd: import.meta.dirname,
+      cwd: benchDir,
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
       env: { ...process.env, REDIS_URL: redisUrl },
     },
@@ -121,6 +123,18 @@ export async function startServer(
     child.kill()
     throw error
   }
+}
+
+/**
+ * `<variant>@before` runs the variant from an earlier checkout, built and installed, whose root is in
+ * `BENCH_BEFORE` (for a paired before/after run of a change: `git worktree add ../before <commit>`, then
+ * `pnpm install && pnpm build` there); any other variant runs from this checkout.
+ */
+export function buildOf(variant: string): { name: string; benchDir: string } {
+  if (!variant.endsWith('@before')) return { name: variant, benchDir: import.meta.dirname }
+  const root = process.env.BENCH_BEFORE
+  if (!root) throw new Error(`bench: ${variant} needs BENCH_BEFORE, the root of the earlier checkout`)
+  return { name: variant.slice(0, -'@before'.length), benchDir: resolve(root, 'bench') }
 }
 
 /**

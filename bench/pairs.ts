@@ -20,7 +20,8 @@
  * `@hono/node-server` against the header floor and hono-rate-limiter.
  *
  * Run alone: pnpm --filter @ratewindow/bench pairs [-- --rounds 5 --duration 2 --frameworks fastify --keys 1]
- * Other pairs: `--pairs ratewindow:floor-key,floor-key:floor-headers`.
+ * Other pairs: `--pairs ratewindow:floor-key,floor-key:floor-headers`. Before/after a change: `--pairs
+ * ratewindow:ratewindow@before` with `BENCH_BEFORE=<root of the earlier checkout>` (see `buildOf` in http.ts).
  */
 import { spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
@@ -101,7 +102,7 @@ export function checkPairs(frameworks: readonly string[], pairs: readonly [strin
       if (pair.length !== 2 || pair.some((side) => !side))
         throw new Error(`pairs: ${pair.join(':')} is not a pair (write configuration:reference)`)
       for (const side of pair)
-        if (!known.includes(side.replace(/-x4$/, '')))
+        if (!known.includes(side.replace(/@before$/, '').replace(/-x4$/, '')))
           throw new Error(
             `pairs: ${framework} has no configuration ${side} (it has ${known.join(', ')}, each also as <name>-x4)`,
           )
