@@ -1,7 +1,7 @@
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
-import { sha1Hex, sha256Base64url } from '../../support/hash.js'
+import { sha256Base64url } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { prefixOption } from '../../support/validators.js'
 import type {
@@ -15,19 +15,22 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
-import { batchArguments, batchReplies, batchScriptFor } from './batch-script.js'
-import { clientOption, isNoScript, type RedisClient, type RedisScriptRunner } from './clients/index.js'
+import { batchScriptFor } from './batch-script.js'
+import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './eviction.js'
 import {
   DEFAULT_MAX_FLIGHTS,
   DEFAULT_MAX_WAITING,
-  type Entry,
   type GroupStats,
   RedisGroups,
   type Within,
 } from './groups.js'
+import { LEASE_MODE, toLeaseDecision } from './lease-script.js'
+import { LoadedScripts } from './loaded-scripts.js'
+import { repairedRules } from './repaired.js'
 import { MODE, paramCount, type Script, scriptFor } from './script.js'
+import { LEASE_PREPARED, type Prepared, type ScriptCall, sendGroup } from './send-group.js'
 
 export interface RedisStoreOptions {
   /**
@@ -66,110 +69,14 @@ export const REDIS_STORE_DEFAULTS = {
   prefix: '',
   maxWaiting: DEFAULT_MAX_WAITING,
 } as const satisfies Partial<RedisStoreOptions>
-const LEASE_MODE = { acquire: 0, release: 1 } as const
 /** The decision script's modes as arguments, rendered once. */
 const MODE_ARGS = Object.values(MODE).map(String)
-
-/**
- * The lease logic, as a Lua function of one lease key and its arguments: mode, now (ms, or -1 for the server's
- * TIME), lease id, limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires };
- * release returns { 1, 0, 0 }.
- */
-const LEASE_FUNCTION = `
-local function lease(key, mode, now, id, limit, leaseMs)
-  if mode == ${LEASE_MODE.release} then
-    redis.call('ZREM', key, id)
-    return { 1, 0, 0 }
-  end
-  if now < 0 then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
-  local n = redis.call('ZCARD', key)
-  local allowed = 0
-  if n < limit then
-    redis.call('ZADD', key, string.format('%.0f', now + leaseMs), id)
-    n = n + 1
-    allowed = 1
-  end
-  local next = 0
-  if n > 0 then
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    next = tonumber(first[2]) - now
-    -- The set lives as long as its latest lease.
-    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    redis.call('PEXPIRE', key, string.format('%.0f', math.max(1, tonumber(last[2]) - now)))
-  end
-  return { allowed, n, next }
-end
-`
-/** The lease script: KEYS[1] the sorted set; ARGV the five arguments of `lease`. */
-export const LEASE_LUA = `${LEASE_FUNCTION}
-return lease(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
-`
-/**
- * Several lease calls of one hash slot in one execution, in arrival order (grouped like decisions): KEYS the sorted
- * set of each call, one per call; ARGV five arguments per call. Returns the three numbers of each call in order.
- */
-export const LEASE_BATCH_LUA = `${LEASE_FUNCTION}
-local out = {}
-for i = 1, #KEYS do
-  local b = (i - 1) * 5
-  local r = lease(KEYS[i], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]))
-  out[#out + 1] = r[1]
-  out[#out + 1] = r[2]
-  out[#out + 1] = r[3]
-end
-return out
-`
-const sha1Of = sha1Hex
 
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
 
-/**
- * What the store sends for one rule set, rendered once: its script, the keys' suffixes, and the arguments after
- * the mode, now and cost (the rules' parameters, then the penalty's).
- */
-interface Prepared {
-  script: Script
-  /** The same decisions for a group of calls (batch-script.ts). */
-  batch: Script
-  /**
-   * What calls must share to go in one batch: the script and its shared arguments (the rules' parameters and
-   * the penalty's), which a batch sends once. Two limiters with the same algorithms but other limits differ.
-   */
-  batchKey: string
-  suffixes: string[]
-  args: string[]
-  penalty: Penalty | undefined
-}
-
-/** What lease calls send: they group like decisions, apart from them (their own batch script). */
-const LEASE_PREPARED: Prepared = {
-  script: Object.freeze({ lua: LEASE_LUA, sha1: sha1Of(LEASE_LUA) }),
-  batch: Object.freeze({ lua: LEASE_BATCH_LUA, sha1: sha1Of(LEASE_BATCH_LUA) }),
-  batchKey: 'lease',
-  suffixes: [],
-  args: [],
-  penalty: undefined,
-}
-
-/** The lease script's reply { allowed, in flight, ms until the earliest lease expires } as a `LeaseDecision`. */
-function toLeaseDecision(reply: number[]): LeaseDecision {
-  return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
-}
-
-/** One script call waiting for its group: the single-call script's keys and arguments. */
-interface Call {
-  readonly prepared: Prepared
-  readonly keys: string[]
-  readonly args: string[]
-}
-
 /** The groups of each client: every RedisStore on one client connection shares them (issue 18). */
-const GROUPS = new WeakMap<object, RedisGroups<Call, number[]>>()
+const GROUPS = new WeakMap<object, RedisGroups<ScriptCall, number[]>>()
 
 /**
  * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster, through ioredis, iovalkey, node-redis or
@@ -196,7 +103,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
   readonly boundsWait = true
   readonly #runner: RedisScriptRunner
-  readonly #groups: RedisGroups<Call, number[]>
+  readonly #groups: RedisGroups<ScriptCall, number[]>
   readonly #maxWaiting: number
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #hashes = new Map<string, string>()
@@ -245,7 +152,8 @@ export class RedisStore implements Store, ConcurrencyStore {
         // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
         together:
           together &&
-          ((call: Call, send: () => void) => together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
+          ((call: ScriptCall, send: () => void) =>
+            together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
       })
       GROUPS.set(client, groups)
     }
@@ -527,134 +435,4 @@ export class RedisStore implements Store, ConcurrencyStore {
     }
     return now
   }
-}
-
-/** The script's `repaired` bit mask (see script.ts) as one notice per repaired rule. */
-function repairedRules(request: StoreRequest, mask: number | undefined): RateLimitError[] {
-  const errors: RateLimitError[] = []
-  if (!mask) return errors
-  request.rules.forEach((rule, i) => {
-    if (Math.floor(mask / 2 ** i) % 2 === 1) {
-      errors.push(
-        new RateLimitError(
-          'ERR_RATEWINDOW_STORE',
-          `Repaired the Redis key of rule ${rule.name} (${rule.algorithm}) for this client: it held another type, unreadable content or no TTL, and was rewritten from a fresh state (or given its TTL). Check what else writes under the store's prefix.`,
-        ),
-      )
-    }
-  })
-  if (request.penalty !== undefined && Math.floor(mask / 2 ** request.rules.length) % 2 === 1) {
-    errors.push(
-      new RateLimitError(
-        'ERR_RATEWINDOW_STORE',
-        "Repaired the Redis penalty key for this client: it held another type or unreadable content, and was rewritten from a fresh state. Check what else writes under the store's prefix.",
-      ),
-    )
-  }
-  return errors
-}
-
-/**
- * Sends one group of calls (one script and slot) and answers each call's reply. One call goes as the
- * single-decision script, exactly as without grouping.
- */
-function sendGroup(
-  runner: RedisScriptRunner,
-  scripts: LoadedScripts,
-  entries: readonly Entry<Call, number[]>[],
-): Promise<number[][]> {
-  const runScript = (script: Script, keys: readonly string[], args: readonly string[]) =>
-    scripts.run(script, keys, args)
-  if (entries.length === 1) {
-    const { prepared, keys, args } = entries[0]!.payload
-    return runScript(prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
-  }
-  const { prepared } = entries[0]!.payload
-  if (prepared === LEASE_PREPARED) {
-    const keys: string[] = []
-    const args: string[] = []
-    for (const entry of entries) {
-      keys.push(entry.payload.keys[0]!)
-      for (const arg of entry.payload.args) args.push(arg)
-    }
-    return runScript(prepared.batch, keys, args).then((reply) => {
-      const numbers = checkReply(runner, reply)
-      return entries.map((_, i) => numbers.slice(3 * i, 3 * i + 3))
-    })
-  }
-  const { keys, args } = batchArguments(
-    entries.map((entry) => entry.payload),
-    prepared.args.length,
-  )
-  return runScript(prepared.batch, keys, args).then((reply) => {
-    if (!Array.isArray(reply)) checkReply(runner, reply)
-    const replies = batchReplies(reply as unknown[], entries.length)
-    for (const each of replies) checkReply(runner, each)
-    return replies
-  })
-}
-
-/**
- * Which scripts each node of one client is known to hold, so that calls keep their order (issue 18). Several
- * calls may be in flight to a node at once; if one of them were answered NOSCRIPT and sent again as EVAL, a later
- * call with a script the node does hold (the same rule set's grouped script, say) would run before it, out of
- * order. So a script goes by EVAL (which loads it) until the node has answered one call of it, and by EVALSHA
- * after. When a node loses its scripts (restart, failover, SCRIPT FLUSH), EVALSHA is answered NOSCRIPT and sent
- * again as EVAL, in the order those answers come. A Cluster client without `nodeOf` cannot say which node a call
- * goes to: its calls go by EVALSHA first, one flight per slot at a time (`tracked` is false).
- */
-class LoadedScripts {
-  readonly #runner: RedisScriptRunner
-  /** `node \n sha1` of the scripts each node answered. Bounded by rule sets × nodes. */
-  readonly #loaded = new Set<string>()
-  /** Whether the node of each call is known (standalone, or a Cluster client with `nodeOf`). */
-  readonly tracked: boolean
-
-  constructor(runner: RedisScriptRunner) {
-    this.#runner = runner
-    this.tracked = !runner.cluster || typeof runner.nodeOf === 'function'
-  }
-
-  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    const runner = this.#runner
-    // On a Cluster, the node that serves the keys' slot as the client last saw it (unknown: EVAL, not recorded).
-    const node = !runner.cluster ? '' : this.tracked ? runner.nodeOf!(clusterSlot(keys[0]!)) : undefined
-    const id = node === undefined ? undefined : `${node}\n${script.sha1}`
-    const loaded = this.#loaded
-    if (this.tracked && (id === undefined || !loaded.has(id))) {
-      return attempt(() => runner.eval(script.lua, keys, args)).then((reply) => {
-        if (id !== undefined) loaded.add(id)
-        return reply
-      })
-    }
-    return attempt(() => runner.evalSha(script.sha1, keys, args)).catch((error: unknown) => {
-      // NOTE: NOSCRIPT is the only failure retried: the node did not run the script (restarted, promoted, new, or
-      // flushed), and EVAL loads it there. After any other failure, a timeout above all, the script may have run.
-      if (!isNoScript(error)) throw error
-      if (id !== undefined) loaded.delete(id)
-      return runner.eval(script.lua, keys, args).then((reply) => {
-        if (id !== undefined) loaded.add(id)
-        return reply
-      })
-    })
-  }
-}
-
-/** A call of a client that may throw instead of rejecting: a rejected promise either way. */
-function attempt(send: () => Promise<unknown>): Promise<unknown> {
-  try {
-    return Promise.resolve(send())
-  } catch (error) {
-    return Promise.reject(error)
-  }
-}
-
-function checkReply(runner: RedisScriptRunner, reply: unknown): number[] {
-  if (!Array.isArray(reply) || reply.length < 2) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_STORE',
-      `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
-    )
-  }
-  return reply.map(Number)
 }
