@@ -3,11 +3,11 @@ import type { FailureContext } from '../observe.js'
 import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { ConcurrencyStore, LeaseRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
-import { describeValue, invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { invalid, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
 import { randomUUID } from '../support/runtime.js'
-import { fnOption, oneOf, prefixOption, wholeNumber } from '../support/validators.js'
+import { fnOption, keyArgument, oneOf, prefixOption, wholeNumber } from '../support/validators.js'
 import { type DelayTimers, PLATFORM_TIMERS, unref } from '../time/timers.js'
 import { LIMITER_DEFAULTS } from './options.js'
 
@@ -141,13 +141,7 @@ export class ConcurrencyLimiter {
 
   /** Takes a slot for `key` if one is free. Never rejects for a store failure (the failure policy answers). */
   async acquire(key: string): Promise<ConcurrencyResult> {
-    if (typeof key !== 'string') {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_KEY',
-        `The key must be a string; received ${describeValue(key)}.`,
-        { option: 'key' },
-      )
-    }
+    keyArgument(key)
     const request: LeaseRequest = {
       prefix: this.prefix,
       key,

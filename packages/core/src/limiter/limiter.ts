@@ -5,9 +5,9 @@ import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
 import { policyResult, type RateLimitResult, type SettleResult, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from '../stores/types.js'
-import { describeValue, RateLimitError } from '../support/errors.js'
+import { RateLimitError } from '../support/errors.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
-import { wholeNumber } from '../support/validators.js'
+import { keyArgument, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
@@ -277,7 +277,7 @@ export class RateLimiter {
    * `ERR_RATEWINDOW_STORE_TIMEOUT` when a store takes longer than `timeout`.
    */
   async reset(key: string): Promise<void> {
-    checkKey(key)
+    keyArgument(key)
     this.#blocked?.delete(key)
     const resets = [this.#store, this.#fallback].flatMap((gateway) =>
       gateway === undefined
@@ -339,7 +339,7 @@ export class RateLimiter {
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
-    checkKey(key)
+    keyArgument(key)
     wholeNumber(cost, 'cost', { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' })
     if (cost > this.maxCost) {
       throw new RateLimitError(
@@ -351,17 +351,5 @@ export class RateLimiter {
     return this.penalty === undefined
       ? { prefix: this.namespace, key, rules: this.rules, cost }
       : { prefix: this.namespace, key, rules: this.rules, cost, penalty: this.penalty }
-  }
-}
-
-function checkKey(key: unknown): asserts key is string {
-  if (typeof key !== 'string') {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_KEY',
-      `The key must be a string; received ${describeValue(key)}.`,
-      {
-        option: 'key',
-      },
-    )
   }
 }

@@ -2,7 +2,7 @@
  * The small checks options share, beside `rejectUnknownOptions` (option-names.ts) and `invalid` (errors.ts): each
  * throws the standard "`option` must be …; received …" error, so that one rule is written, and worded, once.
  */
-import { invalid, type RateLimitErrorCode } from './errors.js'
+import { describeValue, invalid, RateLimitError, type RateLimitErrorCode } from './errors.js'
 
 /**
  * A key prefix: a string without `{` or `}` (a brace would break the Redis Cluster hash tag of the keys), of at
@@ -19,6 +19,19 @@ export function prefixOption(value: unknown, maxLength?: number): asserts value 
         ? 'a string without `{` or `}`'
         : `a string of at most ${maxLength} characters without \`{\` or \`}\``
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', value, allowed)
+  }
+}
+
+/** A client key given to a limiter's method: a string (the error names the argument `key`). */
+export function keyArgument(key: unknown): asserts key is string {
+  if (typeof key !== 'string') {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_KEY',
+      `The key must be a string; received ${describeValue(key)}.`,
+      {
+        option: 'key',
+      },
+    )
   }
 }
 
