@@ -208,8 +208,8 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   return { hook, run, sent, engine }
 }
 
-/** Where an engine belongs, for scoped resets. */
-interface EngineScope {
+/** Where an engine belongs (its route, registration and name), for scoped resets. */
+interface EngineMembership {
   /** `'POST /login'` for a route's own limiter; undefined for a registration's global one. */
   route: string | undefined
   registration: FastifyInstance
@@ -220,7 +220,7 @@ const SCOPE_NAMES = ['route', 'registration', 'name']
 
 /** The decoration: the engines of every registration, until their server closes. */
 class Handle implements RateLimitHandle {
-  readonly engines = new Map<HttpRateLimiter<FastifyRequest>, EngineScope>()
+  readonly engines = new Map<HttpRateLimiter<FastifyRequest>, EngineMembership>()
 
   async resetKey(key: string, scope?: ResetScope): Promise<void> {
     await Promise.all(this.#select(scope).map((engine) => engine.resetKey(key)))
