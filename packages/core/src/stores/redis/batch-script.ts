@@ -3,8 +3,7 @@
  * rule set (one decision script) that waited for one node and one hash slot, decided one after another in arrival
  * order, exactly as the single-decision script decides them one call at a time.
  */
-import { sha1Hex } from '../../support/hash.js'
-import { decisionScript, type Script } from './script.js'
+import { decisionScript, type Script, scriptCache } from './script.js'
 
 /**
  * KEYS     the key sets of the clients in the group, one after another, `keysPerCall` keys each (a client's rule
@@ -134,19 +133,8 @@ return out
 `
 }
 
-const scripts = new Map<string, Script>()
-
 /** The batch script of the decision script for these algorithm codes (and a penalty, or none), built once. */
-export function batchScriptFor(codes: readonly number[], penalty: boolean): Script {
-  const key = `${codes.join(',')}${penalty ? '+p' : ''}`
-  let script = scripts.get(key)
-  if (script === undefined) {
-    const lua = batchScript(codes, penalty)
-    script = Object.freeze({ lua, sha1: sha1Hex(lua) })
-    scripts.set(key, script)
-  }
-  return script
-}
+export const batchScriptFor: (codes: readonly number[], penalty: boolean) => Script = scriptCache(batchScript)
 
 /** One call of a group: its client's keys, and its own mode, now, cost and refund `at`. */
 export interface BatchCall {

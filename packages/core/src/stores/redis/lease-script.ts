@@ -1,6 +1,5 @@
-import { sha1Hex } from '../../support/hash.js'
 import type { LeaseDecision } from '../types.js'
-import type { Script } from './script.js'
+import { type Script, scriptOf } from './script.js'
 
 /** The lease script's modes, its first argument. */
 export const LEASE_MODE = { acquire: 0, release: 1 } as const
@@ -60,11 +59,8 @@ return out
 `
 
 /** The lease scripts with their SHA1s, hashed once: RedisStore sends them, script-table.ts pins them. */
-export const LEASE_SCRIPT: Script = Object.freeze({ lua: LEASE_LUA, sha1: sha1Hex(LEASE_LUA) })
-export const LEASE_BATCH_SCRIPT: Script = Object.freeze({
-  lua: LEASE_BATCH_LUA,
-  sha1: sha1Hex(LEASE_BATCH_LUA),
-})
+export const LEASE_SCRIPT: Script = scriptOf(LEASE_LUA)
+export const LEASE_BATCH_SCRIPT: Script = scriptOf(LEASE_BATCH_LUA)
 
 export /** The lease script's reply { allowed, in flight, ms until the earliest lease expires } as a `LeaseDecision`. */
 function toLeaseDecision(reply: number[]): LeaseDecision {

@@ -193,22 +193,35 @@ export interface Script {
   readonly sha1: string
 }
 
-const scripts = new Map<string, Script>()
+/** A Lua text with its SHA1, the identity EVALSHA runs it by: every script the stores send is hashed here. */
+export function scriptOf(lua: string): Script {
+  return Object.freeze({ lua, sha1: sha1Hex(lua) })
+}
 
 /**
- * The script for a sequence of algorithm codes, in rule order (and a penalty, or none), built once per distinct
- * sequence.
+ * Scripts built from a sequence of algorithm codes (and a penalty, or none) by `build`, each built and hashed
+ * once per distinct sequence.
  */
-export function scriptFor(codes: Iterable<number>, penalty = false): Script {
-  const list = [...codes]
-  const key = `${list.join(',')}${penalty ? '+p' : ''}`
-  let script = scripts.get(key)
-  if (script === undefined) {
-    const lua = decisionScript(list, penalty)
-    script = Object.freeze({ lua, sha1: sha1Hex(lua) })
-    scripts.set(key, script)
+export function scriptCache(
+  build: (codes: readonly number[], penalty: boolean) => string,
+): (codes: readonly number[], penalty: boolean) => Script {
+  const scripts = new Map<string, Script>()
+  return (codes, penalty) => {
+    const key = `${codes.join(',')}${penalty ? '+p' : ''}`
+    let script = scripts.get(key)
+    if (script === undefined) {
+      script = scriptOf(build(codes, penalty))
+      scripts.set(key, script)
+    }
+    return script
   }
-  return script
+}
+
+const decisionScripts = scriptCache(decisionScript)
+
+/** The script for a sequence of algorithm codes, in rule order (and a penalty, or none), built once per sequence. */
+export function scriptFor(codes: Iterable<number>, penalty = false): Script {
+  return decisionScripts([...codes], penalty)
 }
 
 /** @internal How many parameters the script takes for a rule of algorithm `code`. */

@@ -1,5 +1,5 @@
-import { sha1Hex } from '../../support/hash.js'
 import { isNoScript, type RedisScriptRunner } from '../redis/clients/runner.js'
+import { scriptOf } from '../redis/script.js'
 
 /**
  * @internal The one script behind `SyncedStore`: adds a process's unflushed counts to the shared window counters
@@ -82,10 +82,7 @@ export interface SyncScript {
 }
 
 /** @internal */
-export const SYNC_SCRIPT: SyncScript = Object.freeze({
-  lua: SYNC_LUA,
-  sha1: sha1Hex(SYNC_LUA),
-})
+export const SYNC_SCRIPT: SyncScript = scriptOf(SYNC_LUA)
 
 /**
  * @internal How `SyncedStore` sends a script: the smallest contract, so that another client can stand in.
