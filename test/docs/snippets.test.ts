@@ -1,9 +1,9 @@
 /**
- * Docs that run: every code block of README.md, packages/* /README.md, docs/*.md and examples/* /README.md is
- * checked (conventions in CONTRIBUTING.md). TypeScript blocks typecheck under the repository's strict settings
- * against the workspace sources; `run` blocks execute and the values their comments show are asserted; `serve`
- * blocks and examples start on a free loopback port and must answer the annotated statuses; JSON blocks parse;
- * `pnpm <script>` commands name scripts that exist.
+ * Docs that run: every code block of README.md, packages/* /README.md, docs/*.md, docs/from/*.md and
+ * examples/* /README.md is checked (conventions in CONTRIBUTING.md). TypeScript blocks typecheck under the
+ * repository's strict settings against the workspace sources; `run` blocks execute and the values their comments
+ * show are asserted; `serve` blocks and examples start on a free loopback port and must answer the annotated
+ * statuses; JSON blocks parse; `pnpm <script>` commands name scripts that exist.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -155,9 +155,12 @@ describe('servers start and answer the statuses their docs promise', () => {
         env.REDIS_URL = `redis://127.0.0.1:${redis.port}`
       }
       const preload = pathToFileURL(join(import.meta.dirname, 'listen-on-free-port.mjs')).href
+      // tsx's ESM loader alone: with its CommonJS hook too, a CommonJS package that requires an ES module (such as
+      // @nestjs/throttler requiring Nest 12's @nestjs/core) gets a second copy of it, and Nest cannot inject the
+      // first copy's classes into the second's; Node's own require() of ES modules shares one, as in production.
       const child = spawn(
         process.execPath,
-        ['--conditions=@ratewindow/source', '--import', 'tsx', '--import', preload, file],
+        ['--conditions=@ratewindow/source', '--import', 'tsx/esm', '--import', preload, file],
         { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
       )
       children.add(child)

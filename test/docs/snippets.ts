@@ -41,7 +41,10 @@ export interface Snippet {
   serve?: ServeCheck
 }
 
-/** Every doc whose code blocks are checked: README.md, packages/* /README.md, docs/*.md, examples/* /README.md. */
+/**
+ * Every doc whose code blocks are checked: README.md, packages/* /README.md, docs/*.md, docs/from/*.md (the guides
+ * from the peer libraries), examples/* /README.md.
+ */
 export function docFiles(): string[] {
   const inDir = (dir: string, pick: (name: string) => boolean) =>
     readdirSync(join(root, dir))
@@ -63,6 +66,7 @@ export function docFiles(): string[] {
     'README.md',
     ...readmes('packages'),
     ...inDir('docs', (name) => name.endsWith('.md')),
+    ...inDir('docs/from', (name) => name.endsWith('.md')),
     ...readmes('examples'),
   ]
 }
