@@ -289,6 +289,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
     ['koa-ratelimit', { limit: 2, whitelist: () => false }, 'whitelist', '`allowList'],
     ['koa-ratelimit', { limit: 2, blacklist: () => false }, 'blacklist', '`denyList: (ctx) => boolean`'],
     ['koa-ratelimit', { limit: 2, driver: 'memory', db: new Map() }, 'driver', '`store'],
+    // Koa's error handling drops the headers set before a throw unless they are passed with it.
+    ['koa-ratelimit', { limit: 2, throw: true }, 'throw', '{ headers: ctx.response.headers }'],
   ])('refuses %s option names with the name to use: %j', async (_, options, name, use) => {
     const expected = { code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: name }
     const error = await adapter.start({ global: options as CommonOptions }).catch((caught: unknown) => caught)

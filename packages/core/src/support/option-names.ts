@@ -53,7 +53,11 @@ const PEER_NAMES = {
   ban: { from: FRL, use: '`penalty: { after, within, block }` (blocks a key denied repeatedly)' },
   errorResponseBuilder: { from: FRL, use: '`message: (request, result) => body` or `handler`' },
   errorMessage: { from: KRL, use: '`message`' },
-  throw: { from: KRL, use: '`handler: (ctx) => ctx.throw(429)`' },
+  throw: {
+    from: KRL,
+    // Koa's error handling drops the headers set before a throw (RateLimit-*, Retry-After) unless passed with it.
+    use: "`handler: (ctx) => ctx.throw(429, 'Too many requests', { headers: ctx.response.headers })`",
+  },
   onLimitReached: { from: ERL, use: '`handler` (called for each denied request)' },
   onExceeded: { from: FRL, use: '`handler` (called for each denied request)' },
   onExceeding: { from: FRL, use: '`handler` (denied requests) or read `request.rateLimit`' },
