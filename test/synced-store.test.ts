@@ -131,6 +131,21 @@ describe.each(
     expect((await limitB.limit('k')).allowed).toBe(false)
   })
 
+  it('peek in a fresh process reads the shared count first (regression: it reported 10 of 10 free while Redis held 10 used)', async () => {
+    const client = await connectClient()
+    const clock = new ManualClock(START)
+    const [a, b] = processes(2, client, clock, 5)
+    const p = prefix()
+    const limitA = new RateLimiter({ rules: rule, store: a!, prefix: p })
+    for (let i = 0; i < 10; i++) expect((await limitA.limit('k')).allowed).toBe(true)
+    await a!.sync()
+    // B has never read 'k': its peek asks Redis before answering, and what it read stays for its decisions.
+    const limitB = new RateLimiter({ rules: rule, store: b!, prefix: p })
+    expect(await limitB.peek('k', { cost: 0 })).toMatchObject({ remaining: 0, source: 'store' })
+    expect((await limitB.peek('k')).allowed).toBe(false)
+    expect((await limitB.limit('k')).allowed).toBe(false)
+  })
+
   it("propagates: after each process's next sync, every process sees every other's counts", async () => {
     const clock = new ManualClock(START)
     const [a, b] = processes(2, await connectClient(), clock, 100)

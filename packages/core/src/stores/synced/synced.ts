@@ -177,6 +177,9 @@ export class SyncedStore implements Store {
     const entry = this.#entryFor(request)
     if (entry === undefined) return this.#failure.exact().peek(request)
     this.#failure.checkReachable()
+    // A key this process has not read from Redis yet: its empty view would report the whole limit free.
+    if (entry.syncedAt === Number.NEGATIVE_INFINITY)
+      return this.#afterSync(entry, () => decideFromView(entry, this.#loop.now(), request.cost, false))
     this.#loop.markDirty(entry)
     return decideFromView(entry, this.#loop.now(), request.cost, false)
   }
@@ -276,7 +279,23 @@ export class SyncedStore implements Store {
    * acknowledges what is pending and reads the shared counts, then decides. Under many concurrent requests for one
    * key each round trip admits up to `maxPending` of them; the limiter's `timeout` bounds the wait.
    */
-  async #consumeAfterSync(entry: SyncEntry, request: StoreRequest): Promise<Decision> {
+  #consumeAfterSync(entry: SyncEntry, request: StoreRequest): Promise<Decision> {
+    return this.#afterSync(entry, () => {
+      const decision = decideFromView(entry, this.#loop.now(), request.cost, true)
+      if (!decision.allowed) return decision
+      if (entry.unacked === 0 || entry.unacked + request.cost <= entry.maxPending) {
+        this.#record(entry, decision.now, request.cost)
+        return decision
+      }
+      return undefined
+    })
+  }
+
+  /**
+   * Waits for the round trip that sends what is pending for the key and reads its shared counts, then answers by
+   * `decide`; again while `decide` has no answer yet (undefined: past `maxPending` still).
+   */
+  async #afterSync(entry: SyncEntry, decide: () => Decision | undefined): Promise<Decision> {
     // Evicted meanwhile, the entry stays the key's (departing) while requests wait on it: it decides them.
     entry.waiting++
     try {
@@ -284,12 +303,8 @@ export class SyncedStore implements Store {
         entry.dirty = false
         await this.#loop.flush(entry)
         this.#failure.checkReachable()
-        const decision = decideFromView(entry, this.#loop.now(), request.cost, true)
-        if (!decision.allowed) return decision
-        if (entry.unacked === 0 || entry.unacked + request.cost <= entry.maxPending) {
-          this.#record(entry, decision.now, request.cost)
-          return decision
-        }
+        const decision = decide()
+        if (decision !== undefined) return decision
       }
     } finally {
       entry.waiting--
