@@ -4,6 +4,7 @@
  * limiter's failure policy, and the alarm's sweep of expired state. (Decisions themselves run in workerd:
  * conformance.test.ts.)
  */
+import { createHash } from 'node:crypto'
 import {
   type DurableObjectNamespaceLike,
   type DurableObjectStorageLike,
@@ -92,6 +93,18 @@ describe('DurableObjectStore calls', () => {
     expect(requests.length).toBe(new Set(requests).size)
     expect(new Set(requests).size).toBeGreaterThan(1)
     expect(new Set(keys.map((key) => store.scopeOf({ prefix: 'rw', key }))).size).toBe(requests.length)
+  })
+
+  it('no identifier reaches the state of a long one by spelling its hashed form (regression: `#<sha256>` was an alias)', async () => {
+    const { namespace } = localNamespace()
+    // One object: the alias and the identifier it imitates meet in the same storage.
+    const store = new DurableObjectStore({ namespace, objects: 1 })
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 3, window: '1m' }), store })
+    const victim = `user:${'v'.repeat(200)}`
+    const alias = `#${createHash('sha256').update(victim).digest('base64url')}`
+    for (let i = 0; i < 3; i++) expect((await limiter.limit(alias)).allowed).toBe(true)
+    expect((await limiter.limit(alias)).allowed).toBe(false)
+    expect((await limiter.limit(victim)).remaining).toBe(2)
   })
 
   it('an object that fails rejects with ERR_RATEWINDOW_STORE, and the limiter answers by its failure policy', async () => {

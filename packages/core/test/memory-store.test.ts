@@ -6,6 +6,7 @@ import {
   slidingWindowCounter,
   slidingWindowLog,
 } from '../src/index.js'
+import { sha256Base64url } from '../src/support/hash.js'
 
 describe('MemoryStore', () => {
   it('holds at most maxKeys keys and evicts the least recently used', async () => {
@@ -44,6 +45,22 @@ describe('MemoryStore', () => {
     await limiter.limit(long)
     expect((await limiter.limit(long)).allowed).toBe(false)
     expect((await limiter.limit(`${long}y`)).allowed).toBe(true)
+  })
+
+  it('no identifier reaches the counter of a long one by spelling its hashed form (regression: `#<sha256>` was an alias)', async () => {
+    const store = new MemoryStore()
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 3, window: '1m' }), store })
+    const victim = `user:${'v'.repeat(200)}`
+    const alias = `#${sha256Base64url(victim)}`
+    // The alias spends the victim's budget no more than the victim spends the alias's.
+    const aliasAnswers = []
+    for (let i = 0; i < 3; i++) aliasAnswers.push((await limiter.limit(alias)).allowed)
+    expect(aliasAnswers).toEqual([true, true, true])
+    expect((await limiter.limit(victim)).remaining).toBe(2)
+    expect((await limiter.peek(alias)).remaining).toBe(0)
+    // A short identifier starting with `#` keeps a counter of its own, apart from every other spelling.
+    expect((await limiter.limit('#short')).remaining).toBe(2)
+    expect((await limiter.limit('short')).remaining).toBe(2)
   })
 
   it('grows the log ring buffer up to the limit and keeps order across wrap-around', async () => {

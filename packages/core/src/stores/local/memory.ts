@@ -1,7 +1,6 @@
 import type { Rule } from '../../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
-import { sha256Base64url } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
 import { realClearTimeout, realSetImmediate, realSetTimeout } from '../../time/real-timers.js'
@@ -15,6 +14,7 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
+import { storedClientId } from './client-id.js'
 import {
   acquireLeaseIn,
   chargeKey,
@@ -58,8 +58,6 @@ export const MEMORY_STORE_DEFAULTS = {
   sweepInterval: '1m',
 } as const satisfies MemoryStoreOptions
 const SWEEP_SLICE = 5_000
-/** Identifiers longer than this are hashed, so that a memory bound in keys is a bound in bytes too. */
-const MAX_RAW_KEY_LENGTH = 128
 
 /**
  * The embedded default store: state in this process's memory, sized to each algorithm (two integers for the
@@ -267,7 +265,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   #key(target: { key: string }): string {
-    return target.key.length > MAX_RAW_KEY_LENGTH ? `#${sha256Base64url(target.key)}` : target.key
+    return storedClientId(target.key)
   }
 
   /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */

@@ -8,7 +8,6 @@ import {
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
-import { sha256Base64url } from '../../support/hash.js'
 import type {
   Decision,
   LeaseDecision,
@@ -17,6 +16,7 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
+import { storedClientId } from './client-id.js'
 import {
   acquireLeaseIn,
   chargeKey,
@@ -96,11 +96,11 @@ export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundR
 }
 
 /**
- * The name of the state a call addresses, unique per limiter prefix, rule set and client key (long keys are
- * hashed): what `MemoryStore` keys its tables by.
+ * The name of the state a call addresses, unique per limiter prefix, rule set and client key (the key as
+ * `MemoryStore` holds it: `storedClientId`).
  */
 export function keyStateId(request: Pick<EncodedStoreRequest, 'prefix' | 'key' | 'rules'>): string {
-  const key = request.key.length > 128 ? `#${sha256Base64url(request.key)}` : request.key
+  const key = storedClientId(request.key)
   return `${request.prefix}\u0000${request.rules.map((rule) => rule[1]).join(',')}\u0000${key}`
 }
 
