@@ -35,6 +35,7 @@ app.get('/runtime', (c) =>
     userAgent: (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent,
     process: typeof (globalThis as { process?: unknown }).process,
     Buffer: typeof (globalThis as { Buffer?: unknown }).Buffer,
+    WeakRef: typeof (globalThis as { WeakRef?: unknown }).WeakRef,
   }),
 )
 app.get('/state', (c) => c.json(state))

@@ -15,6 +15,12 @@ import { root } from './project.js'
 export const COMPATIBILITY_DATE = '2025-09-01'
 
 /**
+ * A compatibility date before 2025-05-05, when Workers turned on `WeakRef` and `FinalizationRegistry` (the
+ * `enable_weak_ref` flag): Workers deployed with such a date still run without them.
+ */
+export const DATE_WITHOUT_WEAKREF = '2025-04-01'
+
+/**
  * Bundles `entry` (a Worker module, copied into the project first so that its imports resolve there and not in
  * the workspace, with the `modules` it imports by relative path, named from the entry's directory, e.g.
  * `../support/hono-app.ts`; each copy keeps its path from the repository root) against the project's

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runtimeProject } from './project.js'
-import { bundleWorker, COMPATIBILITY_DATE } from './workerd-support.js'
+import { bundleWorker, COMPATIBILITY_DATE, DATE_WITHOUT_WEAKREF } from './workerd-support.js'
 
 let mf: Miniflare
 let removeProject = () => {}
@@ -44,6 +44,14 @@ beforeAll(async () => {
         name: 'app',
         modules: [{ type: 'ESModule', path: 'worker.js', contents: app }],
         compatibilityDate: COMPATIBILITY_DATE,
+        compatibilityFlags: [],
+      },
+      {
+        // The test app again, on a compatibility date without WeakRef (issue 32, item 12).
+        name: 'old',
+        routes: ['old.test/*'],
+        modules: [{ type: 'ESModule', path: 'worker.js', contents: app }],
+        compatibilityDate: DATE_WITHOUT_WEAKREF,
         compatibilityFlags: [],
       },
       {
@@ -82,8 +90,8 @@ interface Answer {
   body: string
 }
 
-async function ask(path: string, ip = '203.0.113.7'): Promise<Answer> {
-  const response = await mf.dispatchFetch(`http://worker.test${path}`, {
+async function ask(path: string, ip = '203.0.113.7', host = 'worker.test'): Promise<Answer> {
+  const response = await mf.dispatchFetch(`http://${host}${path}`, {
     headers: { 'CF-Connecting-IP': ip },
   })
   const headers = Object.fromEntries(
@@ -103,7 +111,20 @@ describe('@ratewindow/hono on workerd (Cloudflare Workers), without nodejs_compa
       userAgent: 'Cloudflare-Workers',
       process: 'undefined',
       Buffer: 'undefined',
+      WeakRef: 'function',
     })
+  })
+
+  it(`runs on a compatibility date without WeakRef (${DATE_WITHOUT_WEAKREF}): limiters built at load, 200, 200, then 429 (regression: every request a 500)`, async () => {
+    const runtime = await (await mf.dispatchFetch('http://old.test/runtime')).json()
+    expect(runtime).toMatchObject({ userAgent: 'Cloudflare-Workers', WeakRef: 'undefined' })
+    const answers = [
+      await ask('/memory', '203.0.113.8', 'old.test'),
+      await ask('/memory', '203.0.113.8', 'old.test'),
+      await ask('/memory', '203.0.113.8', 'old.test'),
+    ]
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 429])
+    expect(answers[0]!.body).toBe('ok 203.0.113.8')
   })
 
   it('limits by CF-Connecting-IP: 200, 200, then 429 with RateLimit headers, Retry-After and the 429 body', async () => {

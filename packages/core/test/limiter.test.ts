@@ -11,6 +11,7 @@ import {
 } from '../src/index.js'
 
 const counter = (limit: number) => slidingWindowCounter({ limit, window: '1m' })
+const windowed = (limit: number, window: string) => slidingWindowCounter({ limit, window })
 const fakeClient = { defineCommand: () => {}, del: async () => 0 }
 
 /** The process warnings emitted while `run` runs (they are emitted on the next tick). */
@@ -88,19 +89,81 @@ describe('RateLimiter: counter identity', () => {
     expect((await b.limit('client')).allowed).toBe(false)
   })
 
-  it('lets a group member with other rules take the group over (a rebuilt app with new limits); the old members warn', async () => {
+  it('refuses a group member whose window differs, at construction (regression: 10 + 10 admitted against one budget of 10)', async () => {
+    const store = new MemoryStore({ clock: () => 1_700_000_000_000 })
+    const hourly = new RateLimiter({ rules: windowed(10, '1h'), store, group: 'password' })
+    let quarterly: RateLimiter | undefined
+    let refusal: unknown
+    try {
+      quarterly = new RateLimiter({ rules: windowed(10, '15m'), store, group: 'password' })
+    } catch (error) {
+      refusal = error
+    }
+    let admitted = 0
+    for (const limiter of [hourly, quarterly])
+      for (let i = 0; i < 10; i++) if ((await limiter?.limit('client'))?.allowed) admitted++
+    expect(admitted).toBe(10)
+    expect(refusal).toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'group',
+      message: expect.stringMatching(
+        /`group` 'password' already counts on this store with sliding-window-counter 10 per 1h; this limiter has sliding-window-counter 10 per 15m.*same rules.*`close\(\)`/s,
+      ),
+    })
+  })
+
+  it('refuses a group member with another limit or algorithm too; an unknown group name as before', () => {
     const store = new MemoryStore()
-    const old = new RateLimiter({ rules: counter(3), store, group: 'login' })
-    const member = new RateLimiter({ rules: counter(3), store, group: 'login' })
-    const changed = new RateLimiter({ rules: counter(4), store, group: 'login' })
-    expect([old.superseded, member.superseded, changed.superseded]).toEqual([true, true, false])
-    const warnings = await warningsOf(() => old.limit('client'))
-    expect(warnings[0]?.message).toMatch(/group` 'login' with other rules/)
+    new RateLimiter({ rules: counter(3), store, group: 'login' })
+    expect(() => new RateLimiter({ rules: counter(4), store, group: 'login' })).toThrow(
+      expect.objectContaining({ option: 'group', message: expect.stringContaining('counter 4 per 1m') }),
+    )
+    expect(
+      () => new RateLimiter({ rules: fixedWindow({ limit: 3, window: '1m' }), store, group: 'login' }),
+    ).toThrow(expect.objectContaining({ option: 'group' }))
     expect(() => new RateLimiter({ rules: counter(3), group: 'a group' })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'group' }),
     )
   })
 
+  it('lets a group change its rules once every older member was released (an app rebuilt with new limits)', async () => {
+    const store = new MemoryStore()
+    const old = new RateLimiter({ rules: counter(3), store, group: 'login' })
+    const member = new RateLimiter({ rules: counter(3), store, group: 'login' })
+    old.release()
+    expect(() => new RateLimiter({ rules: counter(4), store, group: 'login' })).toThrow()
+    member.release()
+    const changed = new RateLimiter({ rules: counter(4), store, group: 'login' })
+    expect([old.superseded, member.superseded, changed.superseded]).toEqual([false, false, false])
+    expect(await warningsOf(() => old.limit('client'))).toEqual([])
+    // Other store objects are not compared: each holds its own claims.
+    expect(new RateLimiter({ rules: counter(5), store: new MemoryStore(), group: 'login' }).group).toBe(
+      'login',
+    )
+  })
+
+  it('works without WeakRef and FinalizationRegistry (Workers before compatibility date 2025-05-05): builds, decides, shares, supersedes, releases', async () => {
+    const globals = globalThis as { WeakRef?: unknown; FinalizationRegistry?: unknown }
+    const { WeakRef: weakRef, FinalizationRegistry: registry } = globals
+    delete globals.WeakRef
+    delete globals.FinalizationRegistry
+    try {
+      const store = new MemoryStore({ clock: () => 1_700_000_000_000 })
+      const first = new RateLimiter({ rules: counter(2), store })
+      const second = new RateLimiter({ rules: counter(2), store })
+      expect([first.superseded, second.superseded]).toEqual([true, false])
+      const a = new RateLimiter({ rules: counter(2), store, group: 'g' })
+      const b = new RateLimiter({ rules: counter(2), store, group: 'g' })
+      const answers = [await a.limit('k'), await b.limit('k'), await a.limit('k')]
+      expect(answers.map((answer) => answer.allowed)).toEqual([true, true, false])
+      a.release()
+      b.release()
+      expect(new RateLimiter({ rules: counter(3), store, group: 'g' }).namespace).toBe('rw:g=g:')
+    } finally {
+      globals.WeakRef = weakRef
+      globals.FinalizationRegistry = registry
+    }
+  })
   it('derives namespaces from algorithm, window and limit, short even for many rules', () => {
     const many = [
       fixedWindow({ limit: 10, window: '1s' }),

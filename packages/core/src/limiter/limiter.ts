@@ -96,7 +96,14 @@ export class RateLimiter {
         : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#sharing = identity.sharing
-    this.#claim = claimNamespace(this.store, this.namespace, this.rules, this.group, identity.owner ?? this)
+    this.#claim = claimNamespace(
+      this.store,
+      this.namespace,
+      this.rules,
+      this.group,
+      identity.owner ?? this,
+      identity.dynamicLimit,
+    )
     const modes = this.#modes
     this.waiting = new SlotWaits(this.store, modes.allShadow ? this.rules : modes.enforcing)
     this.#ledger = new GiveBackLedger({
@@ -184,7 +191,7 @@ export class RateLimiter {
    * @internal
    */
   limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
-    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.group, this.#sharing)
+    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.#sharing)
     const request = this.#request(key, options?.cost)
     const route = options?.route
     const cached = this.#blocked?.get(key, request.cost)

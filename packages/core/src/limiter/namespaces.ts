@@ -1,6 +1,7 @@
 import type { Rule } from '../algorithms/types.js'
 import type { Store } from '../stores/types.js'
-import { invalid } from '../support/errors.js'
+import { formatDuration } from '../support/duration.js'
+import { invalid, RateLimitError } from '../support/errors.js'
 import { sha256Base64url } from '../support/hash.js'
 import { emitWarning } from '../support/runtime.js'
 
@@ -72,39 +73,75 @@ export interface NamespaceClaim {
   release(): void
 }
 
-class Holder implements NamespaceClaim {
+/** The namespaces claimed on one store object in this process. */
+interface ClaimTable {
+  readonly claims: Map<string, Claim>
+}
+
+/**
+ * The limiters counting under one namespace now: one limiter (or the limiters of one owner), or the members of
+ * one group. Members are counted, not held: a member counts until it is released, so that whether a group is in
+ * use never depends on the garbage collector (and `WeakRef`, missing on Workers before 2025-05-05, is not needed).
+ */
+class Claim {
   superseded = false
+  /** Holders not released. */
+  members = 0
+  /** The holder of each owner: limiters made for one owner share it (weakly held). */
+  readonly byOwner = new WeakMap<object, Holder>()
+
   constructor(
-    readonly table: Map<string, Claim>,
+    readonly table: ClaimTable,
     readonly namespace: string,
-    /** Weakly held: a limiter that was garbage-collected no longer holds its namespace. */
-    readonly owner: WeakRef<object>,
+    /** The rules with their limits (see `signatureOf`): the members of a group have the same. */
+    readonly rules: string,
+    /** `rules` as a person reads them, for the error. */
+    readonly described: string,
   ) {}
 
-  release(): void {
-    const claim = this.table.get(this.namespace)
-    if (claim === undefined) return
-    claim.holders.delete(this)
-    if (claim.holders.size === 0) this.table.delete(this.namespace)
+  join(owner: object): Holder {
+    const holder = new Holder(this)
+    this.byOwner.set(owner, holder)
+    return holder
   }
 }
 
-interface Claim {
-  group: string | undefined
-  /** Rules with limits: the members of a group share one budget only with the same rules. */
-  rules: string
-  /** The limiters counting here now: one, or the members of one group. */
-  holders: Set<Holder>
+class Holder implements NamespaceClaim {
+  #released = false
+
+  constructor(readonly claim: Claim) {
+    claim.members++
+  }
+
+  get superseded(): boolean {
+    return this.claim.superseded
+  }
+
+  get released(): boolean {
+    return this.#released
+  }
+
+  release(): void {
+    if (this.#released) return
+    this.#released = true
+    const { claim } = this
+    claim.members--
+    const { claims } = claim.table
+    if (claim.members === 0 && claims.get(claim.namespace) === claim) claims.delete(claim.namespace)
+  }
 }
 
 /** Namespaces claimed in this process, per store object. */
-const claims = new WeakMap<Store, Map<string, Claim>>()
+const tables = new WeakMap<Store, ClaimTable>()
 
 /**
- * Records that a limiter counts under `namespace` in `store`. A limiter of this process that already counts there
- * (without both being members of one group with the same rules) is superseded: the newest claim wins, so that an
- * app rebuilt in one process (tests, dev-server reloads) keeps working, and the older limiter, if it still
- * decides, warns that two limiters share a counter (see `warnSuperseded`).
+ * Records that a limiter counts under `namespace` in `store`. Limiters made for one owner (the limits of one
+ * `limit` function) share one claim. A member of a `group` joins the group's claim when its rules are the
+ * group's, and is refused (`ERR_RATEWINDOW_INVALID_OPTION`, option `group`) when they are not: one budget cannot
+ * have two sizes, and other windows or algorithms would count on counters of their own. Any other limiter of this
+ * process that already counts there is superseded: the newest claim wins, so that an app rebuilt in one process
+ * (tests, dev-server reloads) keeps working, and the older limiter, if it still decides, warns that two limiters
+ * share a counter (see `warnSuperseded`).
  */
 export function claimNamespace(
   store: Store,
@@ -112,32 +149,59 @@ export function claimNamespace(
   rules: readonly Rule[],
   group: string | undefined,
   owner: object,
+  dynamicLimit = false,
 ): NamespaceClaim {
-  let table = claims.get(store)
+  let table = tables.get(store)
   if (table === undefined) {
-    table = new Map()
-    claims.set(store, table)
+    table = { claims: new Map() }
+    tables.set(store, table)
   }
-  const signature = rules.map((rule) => `${rule.id}x${rule.limit}`).join('+')
-  const existing = table.get(namespace)
+  const signature = signatureOf(rules, dynamicLimit)
+  const existing = table.claims.get(namespace)
   if (existing !== undefined) {
-    for (const holder of existing.holders) {
-      const held = holder.owner.deref()
-      if (held === undefined) existing.holders.delete(holder)
-      // Limiters made for one owner (the limits of one `limit` function) share its claim.
-      else if (held === owner) return holder
+    const own = existing.byOwner.get(owner)
+    if (own !== undefined && !own.released) return own
+    // The namespace of a group holds the group's name: what counts there is the same group.
+    if (group !== undefined) {
+      if (existing.rules !== signature) throw groupRulesDiffer(group, existing.described, rules, dynamicLimit)
+      return existing.join(owner)
     }
+    existing.superseded = true
   }
-  const holder = new Holder(table, namespace, new WeakRef(owner))
-  if (existing !== undefined && existing.group !== undefined && existing.group === group) {
-    if (existing.rules === signature) {
-      existing.holders.add(holder)
-      return holder
-    }
-  }
-  if (existing !== undefined) for (const older of existing.holders) older.superseded = true
-  table.set(namespace, { group, rules: signature, holders: new Set([holder]) })
-  return holder
+  const claim = new Claim(table, namespace, signature, describeRules(rules, dynamicLimit))
+  table.claims.set(namespace, claim)
+  return claim.join(owner)
+}
+
+/** The rules' storage ids with their limits (`*` for a `limit` function's): equal for the members of one group. */
+function signatureOf(rules: readonly Rule[], dynamicLimit: boolean): string {
+  return rules.map((rule) => `${rule.id}x${dynamicLimit ? '*' : rule.limit}`).join('+')
+}
+
+function describeRules(rules: readonly Rule[], dynamicLimit: boolean): string {
+  return rules
+    .map(
+      (rule) =>
+        `${rule.algorithm} ${dynamicLimit ? 'a `limit` function' : rule.limit} per ${formatDuration(rule.windowMs)}`,
+    )
+    .join(' + ')
+}
+
+function groupRulesDiffer(
+  group: string,
+  theirs: string,
+  rules: readonly Rule[],
+  dynamicLimit: boolean,
+): RateLimitError {
+  return new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    `\`group\` '${group}' already counts on this store with ${theirs}; this limiter has ${describeRules(rules, dynamicLimit)}. ` +
+      'A group is one budget: its members need the same rules (algorithm, window and limit), or members with ' +
+      'other windows would count on counters of their own. Give every member the same rules, or this limiter ' +
+      'another `group`. If the older members belong to an app that was replaced (a test that builds the app ' +
+      'again, a reloaded module), call `close()` on their middleware (or `release()` on their limiters) first.',
+    { option: 'group' },
+  )
 }
 
 /** The superseded warning's advice for two limiters meant to serve (see `Identity.sharing`). */
@@ -152,22 +216,12 @@ const warned = new WeakSet<object>()
  * count into one namespace. Harmless when the older one belongs to an app that was replaced and is about to go;
  * a mistake when both are meant to serve.
  */
-export function warnSuperseded(
-  limiter: object,
-  name: string,
-  namespace: string,
-  group: string | undefined,
-  sharing = SHARING,
-): void {
+export function warnSuperseded(limiter: object, name: string, namespace: string, sharing = SHARING): void {
   if (warned.has(limiter)) return
   warned.add(limiter)
-  const what =
-    group === undefined
-      ? 'a newer limiter with the same rules and `prefix` on the same store'
-      : `a newer member of \`group\` '${group}' with other rules`
   try {
     emitWarning(
-      `Limiter ${name} was superseded by ${what}, and still decides: both count the counters under \`${namespace}\`. ` +
+      `Limiter ${name} was superseded by a newer limiter with the same rules and \`prefix\` on the same store, and still decides: both count the counters under \`${namespace}\`. ` +
         'If the old app was replaced (a test that builds the app again, a reloaded module), call `close()` on its ' +
         `middleware (or \`release()\` on its limiter) when it goes. If both are meant to serve, ${sharing}`,
       'RATEWINDOW_SUPERSEDED_LIMITER',
