@@ -142,6 +142,16 @@ describe('RateLimiter: counter identity', () => {
     )
   })
 
+  it('warns once per namespace of a store, however many limiters were superseded there (regression: 999 warnings for 1,000)', async () => {
+    const store = new MemoryStore()
+    const limiters = Array.from({ length: 1_000 }, () => new RateLimiter({ rules: counter(5), store }))
+    const warnings = await warningsOf(async () => {
+      for (const limiter of limiters) await limiter.limit('client')
+    })
+    expect(warnings.map((warning) => warning.code)).toEqual(['RATEWINDOW_SUPERSEDED_LIMITER'])
+    expect(warnings[0]!.message).toMatch(/built inside a request handler, build it once/)
+  })
+
   it('works without WeakRef and FinalizationRegistry (Workers before compatibility date 2025-05-05): builds, decides, shares, supersedes, releases', async () => {
     const globals = globalThis as { WeakRef?: unknown; FinalizationRegistry?: unknown }
     const { WeakRef: weakRef, FinalizationRegistry: registry } = globals

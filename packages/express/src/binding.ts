@@ -6,6 +6,7 @@ export const binding: FrameworkBinding<Request> = {
   name: 'Express',
   clientIp: (request) => request.ip ?? request.socket.remoteAddress,
   onClose: (request, listener) => socketClosed(request.socket, listener),
+  app: (request) => request.app,
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined ? undefined : !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",

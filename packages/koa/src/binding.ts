@@ -6,6 +6,7 @@ export const binding: FrameworkBinding<Context> = {
   name: 'Koa',
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
   onClose: (ctx, listener) => socketClosed(ctx.req.socket, listener),
+  app: (ctx) => ctx.app,
   untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),

@@ -25,6 +25,11 @@ export interface FrameworkBinding<Req> {
   permissiveTrustProxy?(request: Req): boolean
   /** How to trust only your own proxies, for the warning. */
   permissiveTrustProxyHint?: string
+  /**
+   * The application that serves the request (Express `req.app`, Koa `ctx.app`), where the framework tells it: a
+   * middleware built anew for each request of one app is recognised and warned about (http/per-request.ts).
+   */
+  app?(request: Req): object | undefined
   /** The route pattern of the request (`'/users/:id'`) where the framework knows it, for observer events. */
   route?(request: Req): string | undefined
   /** Option names the adapter adds to the shared ones, e.g. `handler`. */

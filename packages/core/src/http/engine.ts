@@ -17,6 +17,7 @@ import { DecisionWriter, type HttpDecision } from './decision.js'
 import { AccessGate, ALLOWED_IP, GO_ON } from './gate.js'
 import { type LimiterChoice, LimiterSet } from './limiter-set.js'
 import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './options.js'
+import { PerRequestWatch } from './per-request.js'
 import { holdSlot, slotLimiter } from './slots.js'
 import { step } from './step.js'
 import { WaitRoom } from './wait-room.js'
@@ -42,6 +43,8 @@ export class HttpRateLimiter<Req> {
   readonly #ownStore: unknown
   /** The options of each `limit` call when `cost` is a number and no observer wants the route: made once. */
   readonly #limitOptions: LimitOptions
+  /** Recognises a middleware built for each request, at its first decision (http/per-request.ts). */
+  readonly #perRequest: PerRequestWatch
 
   constructor(
     options: HttpRateLimitOptions<Req> = {},
@@ -52,6 +55,7 @@ export class HttpRateLimiter<Req> {
     this.#config = config
     this.#binding = binding
     this.#ownStore = options.store === undefined ? config.limiter.store : undefined
+    this.#perRequest = new PerRequestWatch(placement.where ?? 'rateLimit()', options.store === undefined)
     this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
     this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
     this.#report = guardedReporter(config.limiter.onError ?? throttledErrorLog())
@@ -75,6 +79,8 @@ export class HttpRateLimiter<Req> {
   decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     try {
       if (!this.#config.enabled) return undefined
+      if (this.#perRequest.watching)
+        this.#perRequest.first(this.#binding.app?.(request), this.#limiters.baseNamespace)
       const gate = this.#gate
       // 1. gate: deny lists, skip, allow lists (http/gate.ts); 2. key; 3. limiters (http/limiter-set.ts);
       // 4. admit: the limiter's answer, with a place in the wait room; 5. decision (http/decision.ts).

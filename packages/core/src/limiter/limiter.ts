@@ -191,7 +191,7 @@ export class RateLimiter {
    * @internal
    */
   limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
-    if (this.#claim.superseded) warnSuperseded(this, this.name, this.namespace, this.#sharing)
+    if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
     const request = this.#request(key, options?.cost)
     const route = options?.route
     const cached = this.#blocked?.get(key, request.cost)

@@ -65,17 +65,21 @@ function shortHash(text: string): string {
 /**
  * A limiter's hold on its namespace. `superseded` turns true when a newer limiter of this process claims the same
  * namespace of the same store (an app rebuilt per test, a module reloaded by a dev server): the newest claim
- * wins, and the older limiter warns once if it still decides (`RATEWINDOW_SUPERSEDED_LIMITER`).
+ * wins, and the older limiter warns if it still decides (`RATEWINDOW_SUPERSEDED_LIMITER`, once per namespace).
  */
 export interface NamespaceClaim {
   readonly superseded: boolean
   /** Gives the namespace up (e.g. when a Fastify instance closes, or `close()` of a middleware). */
   release(): void
+  /** Whether the superseded warning of this namespace is still to be written: true once per store and namespace. */
+  firstWarning(): boolean
 }
 
 /** The namespaces claimed on one store object in this process. */
 interface ClaimTable {
   readonly claims: Map<string, Claim>
+  /** The namespaces whose superseded warning was written. */
+  readonly warned: Set<string>
 }
 
 /**
@@ -129,6 +133,13 @@ class Holder implements NamespaceClaim {
     const { claims } = claim.table
     if (claim.members === 0 && claims.get(claim.namespace) === claim) claims.delete(claim.namespace)
   }
+
+  firstWarning(): boolean {
+    const { table, namespace } = this.claim
+    if (table.warned.has(namespace)) return false
+    table.warned.add(namespace)
+    return true
+  }
 }
 
 /** Namespaces claimed in this process, per store object. */
@@ -153,7 +164,7 @@ export function claimNamespace(
 ): NamespaceClaim {
   let table = tables.get(store)
   if (table === undefined) {
-    table = { claims: new Map() }
+    table = { claims: new Map(), warned: new Set() }
     tables.set(store, table)
   }
   const signature = signatureOf(rules, dynamicLimit)
@@ -208,22 +219,25 @@ function groupRulesDiffer(
 const SHARING =
   'give each its own `prefix` to count apart, or the same `group` (with the same rules) to share one budget on purpose.'
 
-/** Limiters warned about already: once each. */
-const warned = new WeakSet<object>()
-
 /**
- * The process warning of a superseded limiter that still decides (once per limiter): two limiters of this process
- * count into one namespace. Harmless when the older one belongs to an app that was replaced and is about to go;
- * a mistake when both are meant to serve.
+ * The process warning of a superseded limiter that still decides (once per namespace of a store, however many
+ * limiters were superseded there): two limiters of this process count into one namespace. Harmless when the
+ * older one belongs to an app that was replaced and is about to go; a mistake when both are meant to serve, or
+ * when a limiter is built for each request.
  */
-export function warnSuperseded(limiter: object, name: string, namespace: string, sharing = SHARING): void {
-  if (warned.has(limiter)) return
-  warned.add(limiter)
+export function warnSuperseded(
+  claim: NamespaceClaim,
+  name: string,
+  namespace: string,
+  sharing = SHARING,
+): void {
+  if (!claim.firstWarning()) return
   try {
     emitWarning(
       `Limiter ${name} was superseded by a newer limiter with the same rules and \`prefix\` on the same store, and still decides: both count the counters under \`${namespace}\`. ` +
         'If the old app was replaced (a test that builds the app again, a reloaded module), call `close()` on its ' +
-        `middleware (or \`release()\` on its limiter) when it goes. If both are meant to serve, ${sharing}`,
+        `middleware (or \`release()\` on its limiter) when it goes. If both are meant to serve, ${sharing} ` +
+        'If a middleware is built inside a request handler, build it once, with the app, and use that one for every request.',
       'RATEWINDOW_SUPERSEDED_LIMITER',
     )
   } catch {
