@@ -15,7 +15,7 @@ import { RUNTIMES as ALL_RUNTIMES, root, run, runtimeProject } from './project.j
 let project: Awaited<ReturnType<typeof runtimeProject>> | undefined
 
 beforeAll(async () => {
-  project = await runtimeProject([], ['hono-app.mjs'])
+  project = await runtimeProject([], ['hono-app.mjs', 'hono-gone-app.mjs'])
 }, 120_000)
 
 afterAll(() => project?.remove())
@@ -78,5 +78,27 @@ describe.each(Object.keys(RUNTIMES) as (keyof typeof RUNTIMES)[])('@ratewindow/h
     const answers = await runApp(runtime, 'failing')
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200])
     for (const answer of answers) expect(answer.headers).toEqual({})
+  })
+})
+
+describe('@ratewindow/hono on Bun: a client gone before the limiter runs (issue 32, item 13)', () => {
+  it('is not decided: no error in onError, nothing counted, no handler, nothing logged (10 clients)', async () => {
+    const [command, ...args] = RUNTIMES.Bun
+    const { stdout } = await run(command, [...args, 'hono-gone-app.mjs'], {
+      cwd: project!.dir,
+      timeout: 60_000,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!)
+    expect(report).toEqual({
+      entered: 11,
+      passed: 11,
+      aborted: 10,
+      handled: 1, // the client that stayed
+      errors: [],
+      logged: [],
+      keys: 1,
+      stays: 200,
+    })
   })
 })

@@ -7,6 +7,8 @@ export const binding: FrameworkBinding<Request> = {
   clientIp: (request) => request.ip ?? request.socket.remoteAddress,
   onClose: (request, listener) => socketClosed(request.socket, listener),
   app: (request) => request.app,
+  // A closed connection takes the address with it (`request.ip` is undefined then).
+  gone: (request) => request.socket.destroyed === true,
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined ? undefined : !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",

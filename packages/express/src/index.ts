@@ -90,6 +90,8 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
         next()
         return
       }
+      // The client left before the decision: nothing to answer, and nothing runs for it.
+      if (decision.gone) return
       request.rateLimit = decision.result
       if (response.headersSent) {
         if (decision.result.allowed) engine.track(response, decision)

@@ -6,6 +6,7 @@ export const binding: FrameworkBinding<FastifyRequest> = {
   name: 'Fastify',
   clientIp: (request) => request.ip || request.raw.socket.remoteAddress,
   onClose: (request, listener) => socketClosed(request.raw.socket, listener),
+  gone: (request) => request.raw.socket.destroyed === true,
   // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined

@@ -162,6 +162,8 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   }
 
   async function deny(request: FastifyRequest, reply: FastifyReply, decision: HttpDecision) {
+    // The client left before the decision: an empty answer, which nobody receives; nothing else runs for it.
+    if (decision.gone) return reply.code(decision.statusCode).send()
     if (handler && decision.result.source !== 'deny-list') return handler(request, reply, decision.result)
     const { contentType, payload } = await engine.body(request, decision)
     return reply.code(decision.statusCode).type(contentType).send(payload)

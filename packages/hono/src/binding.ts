@@ -57,6 +57,7 @@ export function honoBinding<E extends Env>(
       signal.addEventListener('abort', listener, { once: true })
       return () => signal.removeEventListener('abort', listener)
     },
+    gone: (c) => c.req.raw.signal.aborted,
     untrustedForwardedFor: (c) =>
       c.req.header('x-forwarded-for') === undefined
         ? undefined

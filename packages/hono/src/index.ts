@@ -84,6 +84,8 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
       await next()
       return
     }
+    // The client left before the decision: an empty answer, which nobody receives; nothing else runs for it.
+    if (decision.gone) return c.body(null, decision.statusCode as 429)
     c.set('rateLimit', decision.result)
     const { headers } = decision
     let first: string | undefined

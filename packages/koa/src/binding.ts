@@ -7,6 +7,8 @@ export const binding: FrameworkBinding<Context> = {
   clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
   onClose: (ctx, listener) => socketClosed(ctx.req.socket, listener),
   app: (ctx) => ctx.app,
+  // A closed connection takes the address with it (`ctx.ip` is '' then).
+  gone: (ctx) => ctx.req.socket.destroyed === true,
   untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),

@@ -52,6 +52,8 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
 
   function answer(ctx: Context, next: Next, decision: HttpDecision | undefined): Promise<unknown> {
     if (decision === undefined) return next()
+    // The client left before the decision: nothing to answer (Koa writes nothing to a closed connection).
+    if (decision.gone) return Promise.resolve()
     ctx.state.rateLimit = decision.result
     // Through the response itself: `ctx.set` is a delegate that forwards `arguments` (measurable per request).
     const { response } = ctx

@@ -80,6 +80,7 @@ const expressBinding: FrameworkBinding<NestHttpRequest> = {
     "Call app.set('trust proxy', 1) (the number of proxies in front of the app) or their addresses, e.g. 'loopback'.",
   // A request waiting for its slot (`delay`) gives it back when its client leaves.
   onClose: (request, listener) => socketClosed((request as ExpressLike).socket, listener),
+  gone: (request) => (request as ExpressLike).socket?.destroyed === true,
   route: (request) => {
     const path = (request as ExpressLike).route?.path
     return typeof path === 'string' ? path : undefined
@@ -104,6 +105,7 @@ const fastifyBinding: FrameworkBinding<NestHttpRequest> = {
     "Replace trustProxy: true in new FastifyAdapter({ trustProxy }) with your proxies' addresses (e.g. '127.0.0.1' " +
     "or ['10.0.0.0/8']) or a function such as (address, hop) => hop < 1 (Fastify 5 trusts nothing for a number of hops).",
   onClose: (request, listener) => socketClosed(socketOf(request), listener),
+  gone: (request) => socketOf(request)?.destroyed === true,
   route: (request) => (request as FastifyLike).routeOptions?.url,
   writeHeaders,
 }

@@ -41,6 +41,12 @@ export interface FrameworkBinding<Req> {
    */
   onClose?(request: Req, listener: () => void): () => void
   /**
+   * Whether the client of `request` has left (its connection closed). Asked only when the default key finds no
+   * client address, which is how a closed connection looks on Node: such a request is not decided (`gone`), where
+   * it would otherwise be `ERR_RATEWINDOW_INVALID_IP`.
+   */
+  gone?(request: Req): boolean
+  /**
    * Sets headers on the response `target` the adapter passed to `followSettle` (its response, context or reply),
    * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
    */

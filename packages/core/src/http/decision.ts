@@ -36,6 +36,12 @@ export interface HttpDecision {
   slot?: ConcurrencyResult
   /** @internal When that slot is given back, armed by `track`. */
   hold?: SlotHold
+  /**
+   * The client left before its request was decided: nothing was counted and nobody waits for an answer. Adapters
+   * write nothing (or, where the framework needs an answer, an empty one with `statusCode`), run no handler for
+   * it (the `handler` option included) and pass it on to nothing.
+   */
+  gone?: true
 }
 
 /** The rule a deny-listed result names when no rule set was resolved yet. */
@@ -138,6 +144,11 @@ export class DecisionWriter<Req> {
       source: 'deny-list',
     }
     return { result, headers: {}, statusCode: this.#config.denyStatusCode, limiter }
+  }
+
+  /** A request whose client left before it was decided (`gone`): nothing counted, refused to nobody, no headers. */
+  gone(limiter: RateLimiter | undefined): HttpDecision {
+    return { ...this.denied('', limiter), statusCode: this.#config.statusCode, gone: true }
   }
 
   /** A request whose client left while it waited for its reserved slot: refused (to nobody), no headers. */

@@ -14,7 +14,7 @@ import type { Defer, EnginePlacement, FrameworkBinding, TrackedResponse } from '
 import { routeOf } from './binding.js'
 import { renderBody } from './body.js'
 import { DecisionWriter, type HttpDecision } from './decision.js'
-import { AccessGate, ALLOWED_IP, GO_ON } from './gate.js'
+import { AccessGate, ALLOWED_IP, GO_ON, GONE } from './gate.js'
 import { type LimiterChoice, LimiterSet } from './limiter-set.js'
 import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './options.js'
 import { PerRequestWatch } from './per-request.js'
@@ -82,11 +82,13 @@ export class HttpRateLimiter<Req> {
       if (this.#perRequest.watching)
         this.#perRequest.first(this.#binding.app?.(request), this.#limiters.baseNamespace)
       const gate = this.#gate
-      // 1. gate: deny lists, skip, allow lists (http/gate.ts); 2. key; 3. limiters (http/limiter-set.ts);
+      // 1. gate: deny lists, skip, allow lists (http/gate.ts); 2. key (none for a client gone: not decided);
+      // 3. limiters (http/limiter-set.ts);
       // 4. admit: the limiter's answer, with a place in the wait room; 5. decision (http/decision.ts).
       return step(gate.pass(request), (passage) => {
         if (passage !== GO_ON && passage !== ALLOWED_IP) return passage
-        return step(gate.key(request), (key) => {
+        return step(gate.decisionKey(request), (key) => {
+          if (key === GONE) return this.#writer.gone(this.#limiters.first)
           const listed = gate.passKey(key, passage)
           if (listed !== GO_ON) return listed
           return step(this.#limiters.choose(request), (choice) => {

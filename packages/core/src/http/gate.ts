@@ -15,6 +15,8 @@ import { step } from './step.js'
 /** The gate's answers for a request that goes on: to be limited, or to pass unless its key is deny-listed. */
 export const GO_ON = Symbol('go on')
 export const ALLOWED_IP = Symbol('allow-listed IP')
+/** The client left before its request was decided: there is nothing to key, decide or answer. */
+export const GONE = Symbol('client gone')
 /** What the gate says: a denial, skipped (undefined), or go on. */
 export type Passage = HttpDecision | undefined | typeof GO_ON | typeof ALLOWED_IP
 
@@ -57,6 +59,19 @@ export class AccessGate<Req> {
   key(request: Req, ip?: string): Awaitable<string> {
     const { key } = this.#config
     return key ? key(request) : ipKey(ip ?? this.#binding.clientIp(request) ?? '', this.#ipKeyOptions)
+  }
+
+  /**
+   * The key of a request to decide: as `key`, or GONE when the default key finds no address because the client has
+   * left (the address goes with the connection, e.g. while an earlier middleware was still working): such a
+   * request is not decided, and nothing is logged for it. An address missing for any other reason is still
+   * `ERR_RATEWINDOW_INVALID_IP`: the framework is set up wrong.
+   */
+  decisionKey(request: Req): Awaitable<string | typeof GONE> {
+    if (this.#config.key) return this.#config.key(request)
+    const ip = this.#binding.clientIp(request)
+    if (!ip && this.#binding.gone?.(request) === true) return GONE
+    return ipKey(ip ?? '', this.#ipKeyOptions)
   }
 
   /** The access lists by key: a denial, undefined for a request that passes unlimited, or go on. */
