@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
@@ -5,6 +6,10 @@ export default defineConfig({
   resolve: {
     // Tests run against package sources, no build step: see the `@ratewindow/source` export condition.
     conditions: ['@ratewindow/source'],
+    // graphql 16 has no `exports` map: Vite would pick its ESM build (the `module` field) for our sources while
+    // Node, and so GraphQL Yoga and Apollo Server, load its CommonJS build; two copies of graphql then refuse
+    // each other's types and errors. Both get the one Node loads.
+    alias: [{ find: /^graphql$/, replacement: createRequire(import.meta.url).resolve('graphql') }],
   },
   ssr: { resolve: { conditions: ['@ratewindow/source'] } },
   test: {
