@@ -1,0 +1,241 @@
+/**
+ * The cost model: an operation's estimate before execution (fields × list multipliers, with the depth guard) and
+ * its actual cost after (the fields of the response). Both count the same thing, one field one unit, so that a
+ * response as large as the estimate settles to the estimate.
+ */
+import {
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  getNamedType,
+  getNullableType,
+  isInterfaceType,
+  isListType,
+  isObjectType,
+  Kind,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql'
+
+/** How the default estimate reads an operation. */
+export interface CostModelOptions {
+  /**
+   * The deepest nesting of fields an operation may have (its root fields are at depth 1); a deeper one is refused
+   * before any store call (`MAX_DEPTH_EXCEEDED`). Introspection (`__schema`, `__type`) is bounded by graphql-js's
+   * own `MaxIntrospectionDepthRule` instead. @default 10
+   */
+  maxDepth?: number
+  /** The multiplier of a list field that has none of the `slicingArguments`. @default 10 */
+  listSize?: number
+  /**
+   * Arguments whose value is the size of a list field (the first one given wins), e.g. `books(first: 5)`.
+   * @default ['first', 'last', 'limit']
+   */
+  slicingArguments?: readonly string[]
+}
+
+/** `CostModelOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const COST_MODEL_DEFAULTS = {
+  maxDepth: 10,
+  listSize: 10,
+  slicingArguments: ['first', 'last', 'limit'],
+} as const satisfies CostModelOptions
+
+/** What the estimate reads of an operation. */
+export interface CostedOperation {
+  schema: GraphQLSchema
+  document: DocumentNode
+  /** The operation that runs (of `document`). */
+  operation: OperationDefinitionNode
+  /** The operation's variables, for slicing arguments given as variables. */
+  variables: Readonly<Record<string, unknown>> | undefined
+}
+
+/** The estimate of an operation, and how deep its fields nest. */
+export interface CostEstimate {
+  cost: number
+  /** The deepest nesting of fields (root fields: 1), introspection left out. */
+  depth: number
+}
+
+/** Fields of the introspection system: charged 1 each, not descended (see `maxDepth`). */
+const INTROSPECTION = new Set(['__schema', '__type'])
+
+/** Sums that stop at the largest safe integer: a hostile list size never makes `Infinity` or `NaN`. */
+const add = (a: number, b: number) => Math.min(Number.MAX_SAFE_INTEGER, a + b)
+const times = (a: number, b: number) => (a === 0 || b === 0 ? 0 : Math.min(Number.MAX_SAFE_INTEGER, a * b))
+
+/**
+ * The default estimate: each field selected costs 1, and the fields below a list field count once per element
+ * it may hold (its slicing argument, else `listSize`; a list of lists multiplies by `listSize` per inner list):
+ *
+ *   cost(selection) = Σ over its fields f: 1 + size(f) × cost(selection of f)
+ *
+ * Fragments count where they are spread (each named fragment is read once, whatever its uses); `@skip` and
+ * `@include` are not read (the estimate counts the field). Throws `DepthExceeded` past `maxDepth`.
+ * @example
+ * // { books(first: 5) { title author { name } } }  →  1 + 5 × (1 + 1 + 1 × 1) = 16
+ */
+export function estimateCost(operation: CostedOperation, options: CostModelOptions = {}): CostEstimate {
+  return new Estimator(operation, options).operation()
+}
+
+/** An operation nests its fields deeper than `maxDepth`. */
+export class DepthExceeded extends Error {
+  override readonly name = 'DepthExceeded'
+  constructor(
+    readonly depth: number,
+    readonly maxDepth: number,
+  ) {
+    super(`The operation nests fields ${depth} deep; at most ${maxDepth} are allowed.`)
+  }
+}
+
+interface Part {
+  cost: number
+  /** Nesting below the selection set, 0 for none. */
+  depth: number
+}
+
+/** One estimate: named fragments are read once each (memoised), so a fragment spread many times costs one read. */
+class Estimator {
+  readonly #op: CostedOperation
+  readonly #maxDepth: number
+  readonly #listSize: number
+  readonly #slicing: readonly string[]
+  readonly #fragments = new Map<string, FragmentDefinitionNode>()
+  readonly #fragmentParts = new Map<string, Part>()
+  /** Fragments being read: a cycle (a document graphql-js would refuse) reads as too deep. */
+  readonly #reading = new Set<string>()
+
+  constructor(op: CostedOperation, options: CostModelOptions) {
+    this.#op = op
+    this.#maxDepth = options.maxDepth ?? COST_MODEL_DEFAULTS.maxDepth
+    this.#listSize = options.listSize ?? COST_MODEL_DEFAULTS.listSize
+    this.#slicing = options.slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments
+    for (const definition of op.document.definitions)
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) this.#fragments.set(definition.name.value, definition)
+  }
+
+  operation(): CostEstimate {
+    const { schema, operation } = this.#op
+    const root =
+      operation.operation === 'query'
+        ? schema.getQueryType()
+        : operation.operation === 'mutation'
+          ? schema.getMutationType()
+          : schema.getSubscriptionType()
+    const part = this.#selection(operation.selectionSet, root ?? undefined, 0)
+    return { cost: part.cost, depth: part.depth }
+  }
+
+  /** The cost of a selection set of `type` (undefined: unknown, its fields counted without lists) at `depth`. */
+  #selection(set: SelectionSetNode, type: FieldOwner | undefined, depth: number): Part {
+    let cost = 0
+    let deepest = 0
+    for (const selection of set.selections) {
+      let part: Part
+      if (selection.kind === Kind.FIELD) part = this.#field(selection, type, depth)
+      else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const condition = selection.typeCondition?.name.value
+        part = this.#selection(selection.selectionSet, condition ? this.#type(condition) : type, depth)
+      } else part = this.#fragment(selection.name.value, depth)
+      cost = add(cost, part.cost)
+      deepest = Math.max(deepest, part.depth)
+    }
+    return { cost, depth: deepest }
+  }
+
+  #field(node: FieldNode, owner: FieldOwner | undefined, depth: number): Part {
+    if (depth + 1 > this.#maxDepth) throw new DepthExceeded(depth + 1, this.#maxDepth)
+    const name = node.name.value
+    if (INTROSPECTION.has(name) || node.selectionSet === undefined) return { cost: 1, depth: 1 }
+    const field = owner?.getFields()[name]
+    const below = this.#selection(node.selectionSet, ownerOf(field?.type), depth + 1)
+    return { cost: add(1, times(this.#size(node, field), below.cost)), depth: below.depth + 1 }
+  }
+
+  /** A named fragment's part, read once: its depth is relative, so it is checked where it is spread. */
+  #fragment(name: string, depth: number): Part {
+    let part = this.#fragmentParts.get(name)
+    if (part === undefined) {
+      const fragment = this.#fragments.get(name)
+      if (fragment === undefined) return { cost: 0, depth: 0 }
+      if (this.#reading.has(name)) throw new DepthExceeded(Number.POSITIVE_INFINITY, this.#maxDepth)
+      this.#reading.add(name)
+      part = this.#selection(fragment.selectionSet, this.#type(fragment.typeCondition.name.value), 0)
+      this.#reading.delete(name)
+      this.#fragmentParts.set(name, part)
+    }
+    if (depth + part.depth > this.#maxDepth) throw new DepthExceeded(depth + part.depth, this.#maxDepth)
+    return part
+  }
+
+  /** How many elements a field's value may hold: 1 for a single value, the product of its list sizes. */
+  #size(node: FieldNode, field: GraphQLField<unknown, unknown> | undefined): number {
+    let type: GraphQLOutputType | undefined = field === undefined ? undefined : getNullableType(field.type)
+    let size = 1
+    let outer = true
+    while (type !== undefined && isListType(type)) {
+      size = times(size, outer ? this.#sliced(node) : this.#listSize)
+      outer = false
+      type = getNullableType(type.ofType) as GraphQLOutputType
+    }
+    return size
+  }
+
+  /** The first slicing argument given, as a whole number ≥ 0; else `listSize`. */
+  #sliced(node: FieldNode): number {
+    for (const name of this.#slicing) {
+      const argument = node.arguments?.find((each) => each.name.value === name)
+      if (argument === undefined) continue
+      const { value } = argument
+      const given =
+        value.kind === Kind.INT
+          ? Number(value.value)
+          : value.kind === Kind.VARIABLE
+            ? this.#op.variables?.[value.name.value]
+            : undefined
+      if (typeof given === 'number' && Number.isInteger(given) && given >= 0)
+        return Math.min(given, Number.MAX_SAFE_INTEGER)
+    }
+    return this.#listSize
+  }
+
+  #type(name: string): FieldOwner | undefined {
+    const type = this.#op.schema.getType(name)
+    return type !== undefined && (isObjectType(type) || isInterfaceType(type)) ? type : undefined
+  }
+}
+
+/** A type with fields (object or interface); unions have none of their own. */
+type FieldOwner = { getFields(): Record<string, GraphQLField<unknown, unknown>> }
+
+function ownerOf(type: GraphQLOutputType | undefined): FieldOwner | undefined {
+  if (type === undefined) return undefined
+  const named = getNamedType(type)
+  return isObjectType(named) || isInterfaceType(named) ? named : undefined
+}
+
+/**
+ * The actual cost of a result: the fields in its `data`, one unit each, the fields of each list element counted
+ * once per element; introspection fields count 1 each, as in the estimate. A response exactly as large as the
+ * estimate settles to the estimate.
+ */
+export function countResultFields(data: unknown): number {
+  if (Array.isArray(data)) {
+    let total = 0
+    for (const element of data) total = add(total, countResultFields(element))
+    return total
+  }
+  if (data === null || typeof data !== 'object') return 0
+  let total = 0
+  for (const key in data) {
+    total = add(total, 1)
+    if (!INTROSPECTION.has(key)) total = add(total, countResultFields((data as Record<string, unknown>)[key]))
+  }
+  return total
+}

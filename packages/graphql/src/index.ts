@@ -1,0 +1,30 @@
+export type { RateLimitObserver, RateLimitResult, SettleResult } from '@ratewindow/core'
+export {
+  AccessList,
+  combineObservers,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+export { isRefusal, refusalError } from './errors.js'
+export {
+  COST_MODEL_DEFAULTS,
+  type CostEstimate,
+  type CostedOperation,
+  type CostModelOptions,
+  countResultFields,
+  DepthExceeded,
+  estimateCost,
+} from './estimate.js'
+export { type Admission, GraphQLRateLimiter, type Refusal } from './limiter.js'
+export type {
+  ExecutionOutcome,
+  GraphQLOperation,
+  GraphQLRateLimitOptions,
+  HeaderReader,
+} from './options.js'

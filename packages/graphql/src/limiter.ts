@@ -1,0 +1,202 @@
+/**
+ * `GraphQLRateLimiter`: the binding of GraphQL operations on core's HTTP engine (`HttpRateLimiter`), which both
+ * plugins share. The engine decides (gate, key, rules, store, failure policy, headers) exactly as it does for the
+ * HTTP adapters; this binding estimates the operation's cost first, turns the engine's answer into an admission
+ * or a refusal, and settles the admission to the actual cost after execution (core's reserve-then-settle).
+ */
+import {
+  type FrameworkBinding,
+  type HttpDecision,
+  HttpRateLimiter,
+  RateLimitError,
+  type SettleResult,
+} from '@ratewindow/core'
+import { countResultFields, DepthExceeded, estimateCost } from './estimate.js'
+import {
+  type ExecutionOutcome,
+  type GraphQLConfig,
+  type GraphQLOperation,
+  type GraphQLRateLimitOptions,
+  resolveGraphQLOptions,
+} from './options.js'
+
+/** An operation that may run: its headers follow a settle until they are sent. */
+export interface Admission<TContext> {
+  operation: GraphQLOperation<TContext>
+  /** The engine's decision; none when the operation was not limited (`skip`, an allow list, `enabled: false`). */
+  decision: HttpDecision | undefined
+  /** The RateLimit headers for the response, rewritten in place by a settle. */
+  headers: Record<string, string>
+}
+
+/** Why an operation may not run, in GraphQL terms: the plugins throw or return it as a `GraphQLError`. */
+export interface Refusal {
+  /** `extensions.code`. */
+  code: 'RATE_LIMITED' | 'FORBIDDEN' | 'MAX_DEPTH_EXCEEDED' | 'MAX_COST_EXCEEDED'
+  message: string
+  /** The HTTP status, where the transport is HTTP. */
+  status: number
+  /** The HTTP headers of the refusal (RateLimit fields and `Retry-After`), where the transport is HTTP. */
+  headers: Record<string, string>
+  /** `extensions.retryAfter`: whole seconds, as `Retry-After`; for `RATE_LIMITED` only. */
+  retryAfter?: number
+  /** `extensions.cost`: what the operation would have reserved, when known. */
+  cost?: number
+}
+
+/** The status of a request that can never pass as it is (too deep, too costly): the client must change it. */
+const BAD_REQUEST = 400
+
+/** Decides and settles GraphQL operations for one plugin. */
+export class GraphQLRateLimiter<TContext> {
+  readonly #config: GraphQLConfig<TContext>
+  readonly #engine: HttpRateLimiter<GraphQLOperation<TContext>>
+  readonly #where: string
+  /** What each operation reserved (the `cost` its estimate gave), for a refusal that names it. */
+  readonly #reserved = new WeakMap<GraphQLOperation<TContext>, number>()
+
+  constructor(options: GraphQLRateLimitOptions<TContext>, where: string) {
+    this.#where = where
+    this.#config = resolveGraphQLOptions(options, where, (result) => countResultFields(result.data))
+    const { cost } = this.#config
+    this.#engine = new HttpRateLimiter(
+      {
+        ...this.#config.engine,
+        cost:
+          typeof cost === 'number'
+            ? cost
+            : async (operation) => {
+                const reserved = cost === undefined ? operation.estimate.cost : await cost(operation)
+                this.#reserved.set(operation, reserved)
+                return reserved
+              },
+      },
+      this.#binding(),
+      { where },
+    )
+  }
+
+  /** Whether admitted operations are settled after they run (`actualCost`). */
+  get settles(): boolean {
+    return this.#config.actualCost !== false
+  }
+
+  /**
+   * The depth guard and the estimate, then the engine's decision: an admission, or a refusal. Rejects only for a
+   * programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
+   */
+  async admit(parts: Omit<GraphQLOperation<TContext>, 'estimate'>): Promise<Admission<TContext> | Refusal> {
+    let operation: GraphQLOperation<TContext>
+    try {
+      operation = { ...parts, estimate: estimateCost(parts, this.#config.model) }
+    } catch (error) {
+      if (error instanceof DepthExceeded) return depthRefusal(error)
+      throw error
+    }
+    let decision: HttpDecision | undefined
+    try {
+      decision = await this.#engine.decide(operation)
+    } catch (error) {
+      if (error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT')
+        return costRefusal(this.#reserved.get(operation) ?? this.#config.cost)
+      throw error
+    }
+    if (decision === undefined) return { operation, decision, headers: {} }
+    if (!decision.result.allowed) return refusalOf(decision, this.#reserved.get(operation))
+    const headers = { ...decision.headers }
+    this.#engine.followSettle(decision, headers)
+    return { operation, decision, headers }
+  }
+
+  /**
+   * Settles an admitted operation to its actual cost (`actualCost`, by default the fields of the response): the
+   * difference is charged, up to what the rules still admit, or given back; its headers follow. Never rejects for
+   * a store failure (reported to `onError`); undefined when there was nothing to settle.
+   */
+  async settle(admission: Admission<TContext>, outcome: ExecutionOutcome): Promise<SettleResult | undefined> {
+    const { actualCost } = this.#config
+    const result = admission.decision?.result
+    if (actualCost === false || result?.settle === undefined) return undefined
+    return result.settle(await actualCost(outcome, admission.operation))
+  }
+
+  /** Forgets `key` in every counter of this plugin (e.g. after a successful login). Rejects on a store error. */
+  resetKey(key: string): Promise<void> {
+    return this.#engine.resetKey(key)
+  }
+
+  /** Gives up this plugin's counters' namespaces (a server that goes); a store you passed stays yours to close. */
+  close(): void {
+    this.#engine.close()
+  }
+
+  #binding(): FrameworkBinding<GraphQLOperation<TContext>> {
+    const { clientIp } = this.#config
+    const where = this.#where
+    return {
+      name: 'GraphQL',
+      clientIp: clientIp ?? ((operation) => nodeAddress(operation, where)),
+      untrustedForwardedFor: (operation) =>
+        operation.headers?.get('x-forwarded-for') == null ? undefined : clientIp === undefined,
+      trustProxyHint: `pass \`clientIp\` (the client's address behind your proxies) or \`key\` to ${where}`,
+      route: (operation) => operation.operationName,
+      // After a settle: the headers of the operation, until the response is sent.
+      writeHeaders: (target, headers) => Object.assign(target as Record<string, string>, headers),
+    }
+  }
+}
+
+/** The client address of the Node request in the context (`context.req`), as Yoga on Node gives it. */
+function nodeAddress(operation: GraphQLOperation, where: string): string {
+  const request = (operation.context as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req
+  const address = request?.socket?.remoteAddress
+  if (typeof address === 'string' && address !== '') return address
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_IP',
+    `${where} found no client address: the GraphQL context holds no Node request (\`req\`). Pass \`key\` (e.g. the user or API token in the context) or \`clientIp\`.`,
+    { option: 'key' },
+  )
+}
+
+function depthRefusal(error: DepthExceeded): Refusal {
+  const depth = Number.isFinite(error.depth) ? `${error.depth} deep` : 'in a cycle of fragments'
+  return {
+    code: 'MAX_DEPTH_EXCEEDED',
+    message: `The operation nests its fields ${depth}; at most ${error.maxDepth} are allowed.`,
+    status: BAD_REQUEST,
+    headers: {},
+  }
+}
+
+function costRefusal(cost: unknown): Refusal {
+  const known = typeof cost === 'number'
+  return {
+    code: 'MAX_COST_EXCEEDED',
+    message: `The operation costs ${known ? cost : 'more'} than the rate limit admits at once: it could never run. Ask for fewer fields or smaller lists.`,
+    status: BAD_REQUEST,
+    headers: {},
+    ...(known ? { cost } : {}),
+  }
+}
+
+/** The engine's denial in GraphQL terms: deny-listed (`FORBIDDEN`), or limited (`RATE_LIMITED`, with its wait). */
+function refusalOf({ result, statusCode, headers }: HttpDecision, cost: number | undefined): Refusal {
+  if (result.source === 'deny-list')
+    return { code: 'FORBIDDEN', message: 'Access denied.', status: statusCode, headers: {} }
+  const retryAfter = Math.ceil(result.retryAfter / 1000)
+  const wait = `retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}.`
+  const message =
+    result.source === 'policy'
+      ? 'Rate limiting is unavailable; retry later.'
+      : result.blocked !== undefined
+        ? `Blocked after repeated rate limit violations: ${wait}`
+        : `Too many requests: ${wait}`
+  return {
+    code: 'RATE_LIMITED',
+    message,
+    status: statusCode,
+    headers: { ...headers },
+    retryAfter,
+    ...(cost === undefined ? {} : { cost }),
+  }
+}

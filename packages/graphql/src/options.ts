@@ -1,0 +1,209 @@
+/**
+ * The plugins' options: core's middleware options where they mean the same in GraphQL (rules, keys, lists, headers,
+ * the store and its failure policy), the cost model's, and the few of GraphQL's own. Parsed once, at construction.
+ */
+import {
+  type Awaitable,
+  type HttpRateLimitOptions,
+  invalid,
+  namesOf,
+  RateLimitError,
+  rejectUnknownOptions,
+  requireObject,
+} from '@ratewindow/core'
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
+import {
+  COST_MODEL_DEFAULTS,
+  type CostEstimate,
+  type CostedOperation,
+  type CostModelOptions,
+} from './estimate.js'
+
+/** The request headers, where the transport is HTTP: a fetch `Headers` or Apollo's `HeaderMap` fits. */
+export interface HeaderReader {
+  get(name: string): string | null | undefined
+}
+
+/**
+ * One GraphQL operation, as the options' functions (`key`, `skip`, `cost`, `rules`, `limit`, …) receive it: after
+ * validation, before execution.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the server's context type, as the servers' own plugin types take it.
+export interface GraphQLOperation<TContext = any> extends CostedOperation {
+  /** The GraphQL context value (Yoga: with `request`; on Node, `req` too). */
+  context: TContext
+  schema: GraphQLSchema
+  document: DocumentNode
+  operation: OperationDefinitionNode
+  /** The operation's name, if it has one: the `route` of observer events. */
+  operationName: string | undefined
+  /** The HTTP request's headers, when the operation came over HTTP. */
+  headers: HeaderReader | undefined
+  /** The default cost model's figures for this operation (its depth already checked against `maxDepth`). */
+  estimate: CostEstimate
+}
+
+/** What a plugin settles from: the result of one execution (`data` may be partial, or null). */
+export interface ExecutionOutcome {
+  data?: unknown
+  errors?: readonly unknown[]
+}
+
+/** The options of `useRateLimit()` and `rateLimitPlugin()`. */
+// biome-ignore lint/suspicious/noExplicitAny: the server's context type.
+export interface GraphQLRateLimitOptions<TContext = any>
+  extends Omit<
+      HttpRateLimitOptions<GraphQLOperation<TContext>>,
+      | 'cost'
+      | 'concurrency'
+      | 'delay'
+      | 'message'
+      | 'problemDetails'
+      | 'skipFailedRequests'
+      | 'skipSuccessfulRequests'
+      | 'requestWasSuccessful'
+    >,
+    CostModelOptions {
+  /**
+   * What an operation reserves before it runs, in whole units: by default the cost model's estimate (fields ×
+   * list multipliers, see `estimateCost`); or a number (`1` counts operations); or a function of the operation,
+   * which may start from `operation.estimate.cost`. The depth guard (`maxDepth`) applies whichever you choose.
+   * @default the cost model's estimate
+   */
+  cost?: number | ((operation: GraphQLOperation<TContext>) => Awaitable<number>)
+  /**
+   * What an operation actually cost, once it ran: the reservation is settled to it (the difference charged, up to
+   * what the rules still admit, or given back). `false` keeps the reservation as it is. With the default `cost`,
+   * the default counts the fields of the response (`countResultFields`); with your own `cost`, nothing is settled
+   * unless you pass one.
+   * @default the fields of the response, with the default `cost`; else false
+   */
+  actualCost?:
+    | false
+    | ((result: ExecutionOutcome, operation: GraphQLOperation<TContext>) => Awaitable<number>)
+  /**
+   * The client address for the default key. @default the socket address of the Node request in the context
+   * (`context.req`, as GraphQL Yoga on Node and Apollo's Express integration give it when you pass it on)
+   */
+  clientIp?: (operation: GraphQLOperation<TContext>) => string | undefined
+}
+
+const GRAPHQL_NAMES = namesOf<GraphQLRateLimitOptions>({
+  store: true,
+  prefix: true,
+  group: true,
+  timeout: true,
+  onStoreError: true,
+  onShed: true,
+  fallback: true,
+  onError: true,
+  circuitBreaker: true,
+  blockedCache: true,
+  name: true,
+  shadow: true,
+  observer: true,
+  penalty: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  rules: true,
+  key: true,
+  ipv6Subnet: true,
+  allowList: true,
+  denyList: true,
+  denyStatusCode: true,
+  skip: true,
+  enabled: true,
+  headers: true,
+  legacyHeaders: true,
+  partitionKeySecret: true,
+  statusCode: true,
+  cost: true,
+  actualCost: true,
+  clientIp: true,
+  maxDepth: true,
+  listSize: true,
+  slicingArguments: true,
+})
+
+/** The options resolved: the engine's part, and GraphQL's own, complete. */
+export interface GraphQLConfig<TContext> {
+  /** What core's engine takes (its `cost` reads the operation's reservation). */
+  engine: HttpRateLimitOptions<GraphQLOperation<TContext>>
+  model: Required<CostModelOptions>
+  cost: number | ((operation: GraphQLOperation<TContext>) => Awaitable<number>) | undefined
+  actualCost: ((result: ExecutionOutcome, operation: GraphQLOperation<TContext>) => Awaitable<number>) | false
+  clientIp: ((operation: GraphQLOperation<TContext>) => string | undefined) | undefined
+}
+
+/**
+ * Checks the options once: unknown names, the cost model's values, and a store (and fallback) that can settle
+ * (`charge`). Core's engine checks the rest when it is built.
+ */
+export function resolveGraphQLOptions<TContext>(
+  options: GraphQLRateLimitOptions<TContext>,
+  where: string,
+  countFields: (result: ExecutionOutcome) => number,
+): GraphQLConfig<TContext> {
+  requireObject(options, 'options', "{ limit: 1000, window: '1m' }")
+  rejectUnknownOptions(options, GRAPHQL_NAMES, where)
+  const { cost, actualCost, clientIp, maxDepth, listSize, slicingArguments, ...engine } = options
+  const model = {
+    maxDepth: wholeNumber(maxDepth ?? COST_MODEL_DEFAULTS.maxDepth, 'maxDepth', 1, '10'),
+    listSize: wholeNumber(listSize ?? COST_MODEL_DEFAULTS.listSize, 'listSize', 0, '10'),
+    slicingArguments: names(slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments),
+  }
+  if (actualCost !== undefined && actualCost !== false && typeof actualCost !== 'function')
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'actualCost',
+      actualCost,
+      'a function of the result, or false',
+    )
+  if (clientIp !== undefined && typeof clientIp !== 'function')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clientIp', clientIp, 'a function of the operation')
+  const settles = actualCost ?? (cost === undefined ? countFields : false)
+  if (settles !== false) {
+    requireCharge(options.store, 'store')
+    requireCharge(options.fallback, 'fallback')
+  }
+  return { engine, model, cost, actualCost: settles, clientIp }
+}
+
+function wholeNumber(value: unknown, option: string, min: number, example: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      option,
+      value,
+      `a whole number >= ${min}, such as ${example}`,
+    )
+  return value
+}
+
+function names(value: unknown): readonly string[] {
+  if (!Array.isArray(value) || !value.every((name) => typeof name === 'string' && name !== ''))
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'slicingArguments',
+      value,
+      "argument names, such as ['first', 'last']",
+    )
+  return Object.freeze([...value])
+}
+
+/**
+ * Settling charges the difference above the estimate through the store's `charge`: a store without it (such as
+ * SyncedStore) is refused here, naming it, rather than settling nothing at every request.
+ */
+function requireCharge(store: unknown, option: 'store' | 'fallback'): void {
+  if (store === undefined || store === null || typeof store !== 'object') return
+  if (typeof (store as { charge?: unknown }).charge === 'function') return
+  const name = (store as object).constructor?.name
+  const shown = name && name !== 'Object' ? name : 'this store'
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    `\`${option}\`: ${shown} has no \`charge\`, so an operation's actual cost could not be settled after it ran. Use a store that charges (MemoryStore, RedisStore, DurableObjectStore), or pass \`actualCost: false\` to keep each operation's estimate as it is.`,
+    { option },
+  )
+}
