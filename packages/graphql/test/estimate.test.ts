@@ -1,0 +1,151 @@
+/**
+ * The cost model (estimate.ts) and the options (options.ts), without a server: the formula on worked examples,
+ * fragments read once, the depth guard, the actual cost of a result, and the checks at construction.
+ */
+import { buildSchema, getOperationAST, parse } from 'graphql'
+import { describe, expect, it } from 'vitest'
+import { useRateLimit } from '../src/envelop.js'
+import { COST_MODEL_DEFAULTS, countResultFields, DepthExceeded, estimateCost } from '../src/index.js'
+
+const schema = buildSchema(/* GraphQL */ `
+  type Query {
+    hello: String
+    books(first: Int, limit: Int): [Book!]!
+    matrix: [[Int]]
+    grid: [[Cell]]
+    search(text: String): [Result!]!
+  }
+  type Book {
+    title: String
+    author: Author
+  }
+  type Author {
+    name: String
+    books(first: Int): [Book]
+  }
+  type Cell {
+    value: Int
+  }
+  union Result = Book | Author
+`)
+
+function estimate(source: string, variables?: Record<string, unknown>, options = {}) {
+  const document = parse(source)
+  const operation = getOperationAST(document)!
+  return estimateCost({ schema, document, operation, variables }, options)
+}
+
+describe('estimateCost: fields × list multipliers', () => {
+  it('counts each field once, and the fields below a list once per element', () => {
+    expect(estimate('{ hello }')).toEqual({ cost: 1, depth: 1 })
+    // 1 + 5 × (title + author + 1 × name) = 16, as the README shows
+    expect(estimate('{ books(first: 5) { title author { name } } }')).toEqual({ cost: 16, depth: 3 })
+    // no slicing argument: listSize (10)
+    expect(estimate('{ books { title } }').cost).toBe(1 + 10 * 1)
+    expect(estimate('{ books { title } }', undefined, { listSize: 2 }).cost).toBe(1 + 2)
+    // lists in lists multiply: 1 + 5 × (title + author + 1 × (books + 3 × title))
+    expect(estimate('{ books(first: 5) { title author { books(first: 3) { title } } } }').cost).toBe(31)
+  })
+
+  it('reads the slicing argument from a literal or a variable; the first given wins; others fall back', () => {
+    expect(estimate('query ($n: Int) { books(first: $n) { title } }', { n: 7 }).cost).toBe(8)
+    expect(estimate('{ books(limit: 4) { title } }').cost).toBe(5)
+    expect(estimate('{ books(first: 2, limit: 4) { title } }').cost).toBe(3)
+    expect(estimate('query ($n: Int) { books(first: $n) { title } }', {}).cost).toBe(11)
+    expect(estimate('{ books(limit: 4) { title } }', undefined, { slicingArguments: ['first'] }).cost).toBe(
+      11,
+    )
+  })
+
+  it('a list of lists multiplies by listSize per inner list; a list of scalars counts 1', () => {
+    expect(estimate('{ matrix }').cost).toBe(1)
+    expect(estimate('{ grid { value } }').cost).toBe(1 + 10 * 10)
+  })
+
+  it('counts fragments where they are spread, inline fragments of a union by their own type', () => {
+    const source = `{ search { ... on Book { title } ... on Author { name books(first: 2) { ...T } } } }
+      fragment T on Book { title author { name } }`
+    // 1 + 10 × (title + name + (1 + 2 × (title + author + name)))
+    expect(estimate(source).cost).toBe(1 + 10 * (1 + 1 + 1 + 2 * 3))
+  })
+
+  it('stops at the largest safe integer: a hostile size never makes Infinity or NaN', () => {
+    const fragments = Array.from({ length: 80 }, (_, i) =>
+      i === 0 ? 'fragment F0 on Book { title }' : `fragment F${i} on Book { ...F${i - 1} ...F${i - 1} }`,
+    )
+    expect(estimate(`{ books(first: 1) { ...F79 } } ${fragments.join(' ')}`).cost).toBe(
+      Number.MAX_SAFE_INTEGER,
+    )
+    expect(
+      estimate('{ books(first: 9007199254740991) { author { books(first: 99999) { title } } } }').cost,
+    ).toBe(Number.MAX_SAFE_INTEGER)
+  })
+})
+
+describe('estimateCost: the depth guard', () => {
+  it(`refuses fields nested deeper than maxDepth (${COST_MODEL_DEFAULTS.maxDepth} by default), through fragments too`, () => {
+    const nested = (levels: number) => `{ ${'books { author { '.repeat(levels)}name${' } }'.repeat(levels)} }`
+    expect(estimate(nested(4)).depth).toBe(9)
+    expect(() => estimate(nested(5))).toThrow(DepthExceeded) // 11 deep
+    expect(() => estimate(nested(2), undefined, { maxDepth: 4 })).toThrow('nests fields 5 deep; at most 4')
+    const viaFragment = `{ books { ...A } } fragment A on Book { author { books { author { name } } } }`
+    expect(estimate(viaFragment).depth).toBe(5)
+    expect(() => estimate(viaFragment, undefined, { maxDepth: 4 })).toThrow(DepthExceeded)
+  })
+
+  it('reads a cycle of fragments (which graphql-js validation refuses) as too deep, without looping', () => {
+    const cycle = '{ books { ...A } } fragment A on Book { author { books { ...A } } }'
+    expect(() => estimate(cycle)).toThrow(DepthExceeded)
+  })
+
+  it('leaves introspection to graphql-js: __schema and __type count 1 each, undescended', () => {
+    expect(
+      estimate('{ __schema { types { fields { type { ofType { ofType { ofType { name } } } } } } } }'),
+    ).toEqual({
+      cost: 1,
+      depth: 1,
+    })
+  })
+})
+
+describe('countResultFields: the actual cost', () => {
+  it('counts the fields of the response, those of list elements once per element', () => {
+    const data = {
+      books: [
+        { title: 'a', author: { name: 'x' } },
+        { title: 'b', author: null },
+      ],
+    }
+    expect(countResultFields(data)).toBe(1 + (1 + 1 + 1) + (1 + 1))
+    expect(countResultFields(null)).toBe(0)
+    expect(countResultFields({ __schema: { types: [{ name: 'Query' }] } })).toBe(1)
+  })
+
+  it('settles to the estimate when the response is as large as it', () => {
+    const data = {
+      books: Array.from({ length: 5 }, (_, i) => ({ title: `${i}`, author: { name: `${i}` } })),
+    }
+    expect(countResultFields(data)).toBe(estimate('{ books(first: 5) { title author { name } } }').cost)
+  })
+})
+
+describe('options, checked at construction', () => {
+  it('refuses unknown names, naming the HTTP-only ones that do not apply', () => {
+    expect(() => useRateLimit({ concurrency: { limit: 1 } } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
+    )
+    expect(() => useRateLimit({ max: 10 } as never)).toThrow(/`limit: 100`/)
+  })
+
+  it('refuses bad cost model values, naming the option', () => {
+    expect(() => useRateLimit({ maxDepth: 0 })).toThrow('`maxDepth` must be a whole number >= 1')
+    expect(() => useRateLimit({ listSize: -1 })).toThrow('`listSize` must be a whole number >= 0')
+    expect(() => useRateLimit({ slicingArguments: [''] })).toThrow(
+      '`slicingArguments` must be argument names',
+    )
+    expect(() => useRateLimit({ actualCost: 3 as never })).toThrow('`actualCost` must be a function')
+    expect(() => useRateLimit({ cost: 5, limit: 3 })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT' }),
+    )
+  })
+})
