@@ -9,6 +9,8 @@ import { isRefusal, refusalError } from './errors.js'
 import { type Admission, GraphQLRateLimiter } from './limiter.js'
 import type { GraphQLRateLimitOptions } from './options.js'
 
+export type { GraphQLOperation, GraphQLRateLimitOptions } from './options.js'
+
 /** The plugin, with a handle to forget a client's counters. */
 export interface ApolloRateLimitPlugin<TContext extends BaseContext = BaseContext>
   extends ApolloServerPlugin<TContext> {

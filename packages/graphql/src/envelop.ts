@@ -11,6 +11,8 @@ import { isRefusal, refusalError } from './errors.js'
 import { type Admission, GraphQLRateLimiter } from './limiter.js'
 import type { GraphQLRateLimitOptions } from './options.js'
 
+export type { GraphQLOperation, GraphQLRateLimitOptions } from './options.js'
+
 /** A GraphQL context of any shape, as Envelop's own plugin type takes it. */
 // biome-ignore lint/suspicious/noExplicitAny: the server's context type.
 type AnyContext = Record<string, any>
