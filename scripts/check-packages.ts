@@ -39,6 +39,7 @@ const packages = [
   'cloudflare',
   'nestjs',
   'otel',
+  'graphql',
   'testing',
 ] as const
 type Package = (typeof packages)[number]
@@ -642,6 +643,99 @@ describeStoreConformance({ describe, it, expect }, {
 `
 }
 
+/** GraphQL Yoga with the Envelop plugin, keyed by a header, with the cost model composed into a cost function. */
+const GRAPHQL_YOGA_PROGRAM = `import { createSchema, createYoga } from 'graphql-yoga'
+import { estimateCost, type GraphQLOperation, MemoryStore } from '@ratewindow/graphql'
+import { type EnvelopRateLimitPlugin, useRateLimit } from '@ratewindow/graphql/envelop'
+
+const schema = createSchema({
+  typeDefs: 'type Query { books(first: Int): [Book!]! } type Book { title: String! }',
+  resolvers: { Query: { books: (_: unknown, args: { first?: number }) => Array.from({ length: args.first ?? 3 }, () => ({ title: 't' })) } },
+})
+const cost = (operation: GraphQLOperation): number => 2 * estimateCost(operation, { listSize: 20 }).cost
+export const plugin: EnvelopRateLimitPlugin = useRateLimit({
+  limit: 1000,
+  window: '1m',
+  store: new MemoryStore(),
+  maxDepth: 8,
+  cost,
+  actualCost: (result) => (result.errors?.length ? 0 : 1),
+  key: (operation) => operation.headers?.get('x-api-key') ?? 'anonymous',
+})
+export const yoga = createYoga({ schema, plugins: [plugin] })
+`
+
+/** The Envelop plugin on Envelop alone (no Yoga), as a server built on Envelop uses it. */
+const GRAPHQL_ENVELOP_PROGRAM = `import { envelop, useSchema } from '@envelop/core'
+import { buildSchema } from 'graphql'
+import { useRateLimit } from '@ratewindow/graphql/envelop'
+
+export const getEnveloped = envelop({
+  plugins: [useSchema(buildSchema('type Query { hello: String }')), useRateLimit({ limit: 100, key: () => 'all' })],
+})
+`
+
+/** Apollo Server 5 with its plugin, keyed by the typed context. */
+const GRAPHQL_APOLLO_PROGRAM = `import { ApolloServer } from '@apollo/server'
+import { slidingWindowLog } from '@ratewindow/graphql'
+import { rateLimitPlugin } from '@ratewindow/graphql/apollo'
+
+interface Context {
+  user?: string
+}
+export const server = new ApolloServer<Context>({
+  typeDefs: 'type Query { hello: String! }',
+  resolvers: { Query: { hello: () => 'hi' } },
+  plugins: [
+    rateLimitPlugin<Context>({
+      rules: slidingWindowLog({ limit: 500, window: '1m' }),
+      key: (operation) => operation.context.user ?? 'anonymous',
+    }),
+  ],
+})
+`
+
+/**
+ * Runtime check of @ratewindow/graphql: a Yoga or Apollo server on the plugin (limit 10) answers a cheap query
+ * (cost 1), a list (1 + 4 × 1 = 5) and the same list again, refused as a GraphQL error RATE_LIMITED with 429.
+ */
+function graphqlRun(moduleSystem: 'esm' | 'cjs', server: 'yoga' | 'apollo'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  const setup = {
+    yoga: `const { createServer } = ${load('node:http')}
+  const { createSchema, createYoga } = ${load('graphql-yoga')}
+  const { useRateLimit } = ${load('@ratewindow/graphql/envelop')}
+  const yoga = createYoga({ schema: createSchema({ typeDefs, resolvers }), plugins: [useRateLimit({ limit: 10 })], logging: false })
+  const server = createServer(yoga)
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = 'http://127.0.0.1:' + server.address().port + '/graphql'
+  const close = () => new Promise((resolve) => server.close(resolve))`,
+    apollo: `const { ApolloServer } = ${load('@apollo/server')}
+  const { startStandaloneServer } = ${load('@apollo/server/standalone')}
+  const { rateLimitPlugin } = ${load('@ratewindow/graphql/apollo')}
+  const apollo = new ApolloServer({ typeDefs, resolvers, plugins: [rateLimitPlugin({ limit: 10 })] })
+  const { url } = await startStandaloneServer(apollo, { listen: { port: 0, host: '127.0.0.1' }, context: async ({ req }) => ({ req }) })
+  const close = () => apollo.stop()`,
+  }[server]
+  return `async function main() {
+  const typeDefs = 'type Query { hello: String! books(first: Int!): [Book!]! } type Book { title: String! }'
+  const resolvers = { Query: { hello: () => 'hi', books: (_, { first }) => Array.from({ length: first }, () => ({ title: 't' })) } }
+  ${setup}
+  const answers = []
+  for (const query of ['{ hello }', '{ books(first: 4) { title } }', '{ books(first: 4) { title } }']) {
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })
+    const body = await response.json()
+    answers.push([response.status, response.headers.get('ratelimit-remaining'), body.errors?.[0]?.extensions?.code].join(' '))
+  }
+  await close()
+  const expected = '200 9 ,200 4 ,429 4 RATE_LIMITED'
+  if (answers.join() !== expected) throw new Error('answers ' + answers.join())
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
 const serverRuns = (framework: Framework) => ({
   [`run-${framework}.mjs`]: serverRun('esm', framework),
   [`run-${framework}.cjs`]: serverRun('cjs', framework),
@@ -768,6 +862,27 @@ const projects: Project[] = [
           : undefined,
     }),
   ),
+  {
+    // GraphQL Yoga on graphql 17, the major a new Yoga project installs (Yoga 5 accepts 15 to 17). TypeScript 5.9
+    // only, with skipLibCheck as Yoga projects set it: Yoga 5's own declarations do not compile with lib checks on
+    // (URLPattern, AsyncDisposableStack, lru-cache's Map iterators), whatever ours. The Envelop plugin's
+    // declarations are checked with lib checks on in the next project, beside Envelop alone.
+    name: 'graphql-yoga',
+    tarballs: ['core', 'graphql'],
+    dependencies: ['graphql-yoga@5', 'graphql@17', '@types/node@20'],
+    programs: { 'graphql-yoga.ts': GRAPHQL_YOGA_PROGRAM },
+    runs: { 'run-yoga.mjs': graphqlRun('esm', 'yoga'), 'run-yoga.cjs': graphqlRun('cjs', 'yoga') },
+    typescripts: ['5.9'],
+  },
+  {
+    // Apollo Server 5 on graphql 16, the only major it accepts; and Envelop alone, on the same install.
+    name: 'graphql-apollo-envelop',
+    tarballs: ['core', 'graphql'],
+    dependencies: ['@apollo/server@5', '@envelop/core@5', 'graphql@16', '@types/node@20'],
+    programs: { 'graphql-apollo.ts': GRAPHQL_APOLLO_PROGRAM, 'graphql-envelop.ts': GRAPHQL_ENVELOP_PROGRAM },
+    runs: { 'run-apollo.mjs': graphqlRun('esm', 'apollo'), 'run-apollo.cjs': graphqlRun('cjs', 'apollo') },
+    typescripts: ['5.9', '7'],
+  },
   {
     name: 'testing',
     tarballs: ['core', 'express', 'testing'],
