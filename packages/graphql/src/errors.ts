@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql'
+import { GraphQLError, type GraphQLErrorExtensions } from 'graphql'
 import type { Refusal } from './limiter.js'
 
 /**
@@ -9,17 +9,18 @@ import type { Refusal } from './limiter.js'
  */
 export function refusalError(refusal: Refusal, headers: 'object' | 'map'): GraphQLError {
   const { code, message, status, retryAfter, cost } = refusal
-  return new GraphQLError(message, {
-    extensions: {
-      code,
-      ...(retryAfter === undefined ? {} : { retryAfter }),
-      ...(cost === undefined ? {} : { cost }),
-      http: {
-        status,
-        headers: headers === 'map' ? new Map(Object.entries(refusal.headers)) : { ...refusal.headers },
-      },
+  // NOTE: built untyped: GraphQL Yoga's declarations narrow `extensions.http.headers` to an object for every
+  // program that includes them, and Apollo needs a Map there.
+  const extensions: Record<string, unknown> = {
+    code,
+    ...(retryAfter === undefined ? {} : { retryAfter }),
+    ...(cost === undefined ? {} : { cost }),
+    http: {
+      status,
+      headers: headers === 'map' ? new Map(Object.entries(refusal.headers)) : { ...refusal.headers },
     },
-  })
+  }
+  return new GraphQLError(message, { extensions: extensions as GraphQLErrorExtensions })
 }
 
 /** Whether `admit` refused the operation. */
