@@ -124,7 +124,8 @@ describe('stores that cannot settle', () => {
   }
 
   it('refuses a store without `charge` at construction, naming it, in both plugins', () => {
-    for (const make of [useRateLimit, rateLimitPlugin]) {
+    const plugins: ((options: GraphQLRateLimitOptions) => unknown)[] = [useRateLimit, rateLimitPlugin]
+    for (const make of plugins) {
       expect(() => make({ store: new NoChargeStore() })).toThrow(
         expect.objectContaining({
           code: 'ERR_RATEWINDOW_INVALID_OPTION',
