@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'ERR_RATEWINDOW_STORE_TIMEOUT',
   'ERR_RATEWINDOW_SHED',
   'ERR_RATEWINDOW_WAIT_EXCEEDED',
+  'ERR_RATEWINDOW_UNKNOWN_LIMITER',
 ] as const
 
 /** Stable error codes. Match on `error.code`, never on the message text. */
