@@ -219,6 +219,131 @@ describe.each(['express', 'fastify'] as const)(`Nest ${NEST_MAJOR} on %s`, (plat
     await expect(start(platform, module)).rejects.toThrow(/needs a `name`/)
   })
 
+  it('a @RateLimit() without a name is accepted with one entry in `limiters`, and overrides it', async () => {
+    @Controller()
+    class Unnamed {
+      @Get()
+      @RateLimit({ limit: 1 })
+      root() {
+        return 'ok'
+      }
+    }
+    const { url } = await start(platform, appModule({ limiters: [{ name: 'api', limit: 5 }] }, [Unnamed]))
+    expect((await request(url).get('/').expect(200)).headers['ratelimit-limit']).toBe('1')
+    await request(url).get('/').expect(429)
+  })
+
+  // Issue 32: `@RateLimit({ name: 'login' })` on a one-limiter module made no limiter named `login` (the name only
+  // named it in observer events), and `reset(request, { name: 'login' })` then answered 500 at request time.
+  it("one limiter: a decorator's name names its override, which a reset by that name reaches (regression)", async () => {
+    @Controller('auth')
+    class Login {
+      constructor(@Inject(RateWindowService) private readonly limits: RateWindowService) {}
+
+      @Post('login')
+      @RateLimit({ name: 'login', limit: 2 })
+      async login(@Req() req: { headers: Record<string, string> }) {
+        if (req.headers['x-password'] === 'right') await this.limits.reset(req, { name: 'login' })
+        return 'done'
+      }
+    }
+    const { url } = await start(platform, appModule({ limit: 3 }, [Login, AController]))
+    await request(url).get('/a/one').expect(200)
+    await request(url).post('/auth/login').expect(201)
+    await request(url).post('/auth/login').set('X-Password', 'right').expect(201) // forgets the login attempts
+    await request(url).post('/auth/login').expect(201)
+    await request(url).post('/auth/login').expect(201)
+    await request(url).post('/auth/login').expect(429) // its own limit: 2
+    // The module's budget was not reset: 1 used before, 2 after.
+    await request(url).get('/a/one').expect(200)
+    await request(url).get('/a/one').expect(200)
+    await request(url).get('/a/one').expect(429)
+  })
+
+  // Issue 32: a typo in `@SkipRateLimit()` was ignored.
+  it('a @SkipRateLimit() naming no limiter is refused at start, listing the names (regression)', async () => {
+    @Controller()
+    class Typo {
+      @Get()
+      @SkipRateLimit('defualt')
+      root() {
+        return 'ok'
+      }
+    }
+    await expect(start(platform, appModule({ limit: 100 }, [Typo]))).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_LIMITER',
+      message: expect.stringMatching(/`@SkipRateLimit\('defualt'\)` of Typo\.root .*'default'/),
+    })
+    @Controller()
+    @SkipRateLimit('brust')
+    class TypoOnClass {
+      @Get()
+      root() {
+        return 'ok'
+      }
+    }
+    const named = {
+      limiters: [
+        { name: 'burst', limit: 2 },
+        { name: 'sustained', limit: 4 },
+      ],
+    }
+    await expect(start(platform, appModule(named, [TypoOnClass]))).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_LIMITER',
+      message: expect.stringMatching(/'brust'.* of TypoOnClass .*'burst', 'sustained'/),
+    })
+    // A name one decorator adds (with `limiters`) may be skipped elsewhere.
+    @Controller('login')
+    class Adds {
+      @Post()
+      @RateLimit({ name: 'login', limit: 2 })
+      login() {
+        return 'ok'
+      }
+    }
+    @Controller('other')
+    @SkipRateLimit('login', 'burst')
+    class SkipsAdded {
+      @Get()
+      root() {
+        return 'ok'
+      }
+    }
+    const { url } = await start(platform, appModule(named, [Adds, SkipsAdded]))
+    await request(url).get('/other').expect(200)
+  })
+
+  it("the login example: a reset scoped to the login limiter leaves the app's budget as it was", async () => {
+    @Controller('auth')
+    class Login {
+      constructor(@Inject(RateWindowService) private readonly limits: RateWindowService) {}
+
+      @Post('login')
+      @RateLimit({ name: 'login', limit: 3, window: '15m' })
+      async login(@Req() req: { headers: Record<string, string> }) {
+        if (req.headers['x-password'] === 'right') await this.limits.reset(req, { name: 'login' })
+        return 'done'
+      }
+    }
+    const { url, get } = await start(
+      platform,
+      appModule({ limiters: [{ name: 'api', limit: 5, window: '1m' }] }, [Login, AController]),
+    )
+    await request(url).post('/auth/login').expect(201)
+    await request(url).post('/auth/login').set('X-Password', 'right').expect(201) // forgets the login attempts
+    for (let i = 0; i < 3; i++) await request(url).post('/auth/login').expect(201) // the login budget is whole again
+    // The app's budget counted all five: the login reset did not touch it.
+    await request(url).get('/a/one').expect(429)
+    const service = get(RateWindowService)
+    await expect(service.reset({ headers: {}, ip: '127.0.0.1' }, { name: 'logni' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_LIMITER',
+      message: expect.stringMatching(/'logni'.*'api', 'login'/),
+    })
+    await expect(service.resetKey('127.0.0.1', { name: 'logni' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_LIMITER',
+    })
+  })
+
   it('bad @RateLimit() options fail when the app starts, naming the option', async () => {
     @Controller()
     class Bad {

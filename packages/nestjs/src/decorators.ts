@@ -35,7 +35,8 @@ export function RateLimit(options: RouteRateWindowOptions = {}): ClassDecorator 
 
 /**
  * Exempts a controller or a handler from every limiter, or from the named ones
- * (`@SkipRateLimit('burst')`). No store call, no headers, `request.rateLimit` unset.
+ * (`@SkipRateLimit('burst')`). No store call, no headers, `request.rateLimit` unset. A name no limiter of the
+ * app has (a typo) is refused when the app starts (`ERR_RATEWINDOW_UNKNOWN_LIMITER`).
  */
 export function SkipRateLimit(...names: string[]): ClassDecorator & MethodDecorator {
   for (const name of names) {

@@ -27,8 +27,10 @@ export interface RateWindowModuleOptions extends RateWindowOptions {
 
 /**
  * `@RateLimit()` options: merged over the module limiter of the same `name` (over the only one when the module
- * has one and `name` is left out); a `name` the module does not have adds a limiter for this controller or
- * handler alone. Refuses the peers' option names (`max`, `windowMs`, `ttl`, …) at compile time.
+ * has one and `name` is left out). With `limiters`, a `name` the module does not have adds a limiter for this
+ * controller or handler alone. Without, every decorator overrides the one limiter, and its `name` names that
+ * override: in observer events, `reset(request, { name })` and `@SkipRateLimit(name)`. Refuses the peers' option
+ * names (`max`, `windowMs`, `ttl`, …) at compile time.
  */
 export type RouteRateWindowOptions = RateWindowOptions & {
   readonly [Name in PeerOptionName | 'limiters' | 'perRoute' | 'ttl']?: never

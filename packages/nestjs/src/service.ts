@@ -16,13 +16,21 @@ export const RATEWINDOW_OPTIONS = 'RATEWINDOW_OPTIONS'
 
 /** One limiter that applies to a handler: its name and the engine that counts. */
 export interface AppliedLimiter {
+  /** The limiter's name; without `limiters`, an override's own `name` when its decorator gives one. */
   name: string
   engine: HttpRateLimiter<NestHttpRequest>
 }
 
-/** Which limiters a reset reaches; without one, every limiter of the module. */
+/**
+ * Which limiters a reset reaches. Without one, every limiter of the app: the module's (the budget every route
+ * shares included) and every controller's and handler's `@RateLimit()`.
+ */
 export interface ResetScope {
-  /** The limiters with this name (the module's, and each controller's or handler's override of it). */
+  /**
+   * The limiters with this name: the module's, and each controller's or handler's override of it, or the limiter
+   * a `@RateLimit({ name })` adds (with `limiters`) or names (without: the override of the one limiter). A name
+   * no limiter has rejects (`ERR_RATEWINDOW_UNKNOWN_LIMITER`).
+   */
   name?: string
 }
 
@@ -51,6 +59,8 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   readonly #applied = new WeakMap<Fn, WeakMap<Fn, AppliedLimiter[]>>()
   #closed = false
   #module: AppliedLimiter[] | undefined
+  /** The names of the app's limiters: the module's, and those the decorators give. */
+  readonly #known = new Set<string>()
 
   constructor(options: RateWindowModuleOptions, adapterHost?: HttpAdapterHost, discovery?: DiscoveryService) {
     this.#options = options
@@ -60,18 +70,34 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     this.#limiters = limiters
     this.#perRoute = perRoute
     this.#named = named
+    for (const name of limiters.keys()) this.#known.add(name)
   }
 
-  /** The platform (from the HTTP adapter once the app has one), then every limiter of every controller. */
+  /**
+   * The platform (from the HTTP adapter once the app has one), then every limiter of every controller; a
+   * `@RateLimit()` or `@SkipRateLimit()` naming no limiter is refused here, when the app starts.
+   */
   onModuleInit(): void {
     this.#platformNow()
+    const skips: [where: string, target: Fn][] = []
     for (const wrapper of this.#discovery?.getControllers() ?? []) {
       const controller = wrapper.metatype as Fn | null | undefined
       if (typeof controller !== 'function') continue
+      skips.push([controller.name, controller])
       const prototype = controller.prototype as Record<string, unknown>
       for (const name of methodNames(prototype)) {
         const handler = prototype[name]
-        if (typeof handler === 'function') this.limitersFor(controller, handler as Fn)
+        if (typeof handler !== 'function') continue
+        this.limitersFor(controller, handler as Fn)
+        skips.push([`${controller.name}.${name}`, handler as Fn])
+      }
+    }
+    // After every controller: a name one `@RateLimit()` adds may be skipped anywhere.
+    for (const [where, target] of skips) {
+      const names = reflector.get<true | string[] | undefined>(SKIP_RATE_LIMIT_METADATA, target)
+      for (const name of Array.isArray(names) ? names : []) {
+        if (!this.#known.has(name))
+          throw unknownLimiter(`\`@SkipRateLimit('${name}')\` of ${where}`, this.#known)
       }
     }
   }
@@ -101,15 +127,16 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   }
 
   #resolve(controller: Fn, handler: Fn): AppliedLimiter[] {
+    const where = `${controller.name}.${handler.name}`
+    // Read first, so that a bad `@RateLimit()` fails at start even on a skipped handler.
+    const onClass = this.#overrides(controller, `@RateLimit() of ${controller.name}`)
+    const onHandler = this.#overrides(handler, `@RateLimit() of ${where}`)
     const skipped = [
       reflector.get<true | string[] | undefined>(SKIP_RATE_LIMIT_METADATA, handler),
       reflector.get<true | string[] | undefined>(SKIP_RATE_LIMIT_METADATA, controller),
     ]
     if (skipped.includes(true)) return []
     const skips = new Set(skipped.flatMap((each) => (Array.isArray(each) ? each : [])))
-    const where = `${controller.name}.${handler.name}`
-    const onClass = this.#overrides(controller, `@RateLimit() of ${controller.name}`)
-    const onHandler = this.#overrides(handler, `@RateLimit() of ${where}`)
     const names = new Set([...this.#limiters.keys(), ...onClass.keys(), ...onHandler.keys()])
     const applied: AppliedLimiter[] = []
     for (const name of names) {
@@ -118,19 +145,27 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
       const own = onClass.get(name)
       const mine = onHandler.get(name)
       const suffix = this.#named || !this.#limiters.has(name) ? `@${name}` : ''
+      let entry: AppliedLimiter
       if (mine !== undefined || (this.#perRoute && own === undefined)) {
         const merged =
           mine === undefined ? base : mergeOptions(own === undefined ? base : mergeOptions(base, own), mine)
-        applied.push(this.#engine(handler, `${where}${suffix}`, name, merged, `@RateLimit() of ${where}`))
+        entry = this.#engine(handler, `${where}${suffix}`, name, merged, `@RateLimit() of ${where}`)
       } else if (own !== undefined) {
         const scope = this.#perRoute ? `${where}${suffix}` : `${controller.name}${suffix}`
         const target = this.#perRoute ? handler : controller
-        applied.push(
-          this.#engine(target, scope, name, mergeOptions(base, own), `@RateLimit() of ${controller.name}`),
+        entry = this.#engine(
+          target,
+          scope,
+          name,
+          mergeOptions(base, own),
+          `@RateLimit() of ${controller.name}`,
         )
       } else {
-        applied.push(this.#moduleEngine(name, base))
+        entry = this.#moduleEngine(name, base)
       }
+      // A one-limiter module's override goes by its decorator's `name` (`entry.name`) in skips as in resets.
+      if (entry.name !== name && skips.has(entry.name)) continue
+      applied.push(entry)
     }
     return applied
   }
@@ -145,22 +180,28 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   #overrides(target: Fn, where: string): Map<string, RateWindowOptions> {
     const list = reflector.get<RateWindowOptions[] | undefined>(RATE_LIMIT_METADATA, target) ?? []
     const byName = new Map<string, RateWindowOptions>()
+    const only = this.#limiters.size === 1 ? [...this.#limiters.keys()][0] : undefined
     for (const options of list) {
-      // One limiter: every `@RateLimit()` overrides it (its `name` only renames it in observer events).
-      let name = this.#named ? options.name : [...this.#limiters.keys()][0]
+      let { name } = options
       if (name === undefined) {
-        if (this.#limiters.size > 1) {
+        // With one limiter (one entry in `limiters` too), a decorator without a name overrides it.
+        if (only === undefined) {
           throw new RateLimitError(
             'ERR_RATEWINDOW_INVALID_OPTION',
             `${where} needs a \`name\`: the module has several limiters (${[...this.#limiters.keys()].join(', ')}).`,
             { option: 'name' },
           )
         }
-        name = [...this.#limiters.keys()][0]!
+        name = only
       }
       if (typeof name !== 'string' || name === '') {
         throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'name', name, `a limiter name (${where})`)
       }
+      this.#known.add(name)
+      // Without `limiters`, every decorator overrides the module's one limiter, and its `name` names that
+      // override (observer events, `reset(request, { name })`, `@SkipRateLimit(name)`). With `limiters`, a name
+      // picks the limiter to override, and a new one adds a limiter here.
+      if (!this.#named) name = only!
       byName.set(name, mergeOptions(byName.get(name) ?? {}, options))
     }
     return byName
@@ -198,9 +239,10 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     return entry
   }
 
+  /** An engine, known by its options' `name` (a one-limiter module's override's own), else the limiter's. */
   #make(name: string, options: RateWindowOptions, scope: string | undefined, where: string): AppliedLimiter {
     const engine = new HttpRateLimiter(options, bindingOf(this.#platformNow()), { scope, where })
-    return { name, engine }
+    return { name: options.name ?? name, engine }
   }
 
   /** Forgets `key` in every limiter, or in those of `scope`. Rejects on a store error. */
@@ -226,11 +268,8 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     if (scope?.name === undefined) return all.map((each) => each.engine)
     const selected = all.filter((each) => each.name === scope.name)
     if (selected.length === 0) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        `No limiter is named '${scope.name}'; names: ${[...new Set(all.map((each) => each.name))].join(', ')}.`,
-        { option: 'scope' },
-      )
+      const names = new Set([...this.#known, ...all.map((each) => each.name)])
+      throw unknownLimiter(`A reset's \`{ name: '${scope.name}' }\``, names)
     }
     return selected.map((each) => each.engine)
   }
@@ -250,6 +289,16 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     }
     await Promise.all([...stores].map((store) => store.close?.()))
   }
+}
+
+/** The error for a name no limiter of the app has, listing those it has. */
+function unknownLimiter(what: string, names: Iterable<string>, hint = ''): RateLimitError {
+  const known = [...names].map((name) => `'${name}'`).join(', ')
+  return new RateLimitError(
+    'ERR_RATEWINDOW_UNKNOWN_LIMITER',
+    `${what} names no limiter of this app; its limiters: ${known}.${hint}`,
+    { option: 'name' },
+  )
 }
 
 /** The methods of a controller's prototype chain (not `constructor`), as Nest's `MetadataScanner` finds them. */
