@@ -25,6 +25,12 @@ const throwing = () => {
 }
 const rejecting = () => Promise.reject(boom())
 
+/** The status of the response a two-parameter `requestWasSuccessful` gets: `statusCode`, or `status` (Koa, Hono). */
+function statusOf(response: unknown): number {
+  const { statusCode, status } = response as { statusCode?: number; status?: number }
+  return statusCode ?? status ?? Number.NaN
+}
+
 /** Options whose callback fails on the first request (`limit: 1` then `message`/`handler` on the second). */
 const FAILING: [string, (fail: () => never | Promise<never>) => CommonOptions, number][] = [
   ['key', (fail) => ({ key: fail as never }), 1],
@@ -42,7 +48,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     await new Promise((resolve) => setImmediate(resolve))
     expect(unhandled).toEqual([])
   })
-  const { start, app } = appPerTest(
+  const { start, app, close } = appPerTest(
     (spec: AppSpec) => framework.start(spec),
     () => slowRoute.release(),
   )
@@ -73,6 +79,61 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
     await request(url).get('/').expect(429) // both counted: no refund without a verdict
     expect(errors).toHaveLength(2)
     expect(errors[0]).toMatchObject({ code: 'CALLBACK_FAILED' })
+  })
+
+  // Issue 32: express-rate-limit's `requestWasSuccessful(req, res)` was called as `(statusCode)`: it threw into
+  // onError on every response, and `skipFailedRequests` silently stopped giving failed requests back.
+  it("express-rate-limit's `requestWasSuccessful(req, res)` gets the adapter's request and response: skipFailedRequests works (regression)", async () => {
+    const { errors, onError } = recorder()
+    const seen: [unknown, number][] = []
+    const url = await start({
+      global: {
+        limit: 2,
+        skipFailedRequests: true,
+        onError,
+        requestWasSuccessful: (req: unknown, res: unknown) => {
+          seen.push([req, statusOf(res)])
+          return statusOf(res) < 400
+        },
+      },
+    })
+    for (let i = 0; i < 3; i++) await request(url).get('/fail').expect(500) // each given back
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(200)
+    await request(url).get('/').expect(429)
+    expect(errors).toEqual([])
+    expect(seen.map(([, status]) => status)).toEqual([500, 500, 500, 200, 200])
+    // The request as the adapter's other callbacks get it.
+    expect(seen[0]![0]).toBeTypeOf('object')
+  })
+
+  it('an async `requestWasSuccessful(statusCode)` is awaited (skipSuccessfulRequests), and so is an async `(req, res)`', async () => {
+    const { errors, onError } = recorder()
+    const url = await start({
+      global: {
+        limit: 2,
+        skipSuccessfulRequests: true,
+        onError,
+        requestWasSuccessful: async (status) => status < 400,
+      },
+    })
+    for (let i = 0; i < 4; i++) await request(url).get('/').expect(200) // each given back
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/fail').expect(500)
+    await request(url).get('/').expect(429)
+    await close()
+    const byArguments = await start({
+      global: {
+        limit: 1,
+        skipFailedRequests: true,
+        onError,
+        requestWasSuccessful: async (_req: unknown, res: unknown) => statusOf(res) < 400,
+      },
+    })
+    for (let i = 0; i < 3; i++) await request(byArguments).get('/fail').expect(500)
+    await request(byArguments).get('/').expect(200)
+    await request(byArguments).get('/').expect(429)
+    expect(errors).toEqual([])
   })
 
   it('skipFailedRequests gives nothing back to a client that disconnects once the handler ran (regression)', async () => {

@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { type ExpressRateLimitOptions, rateLimit as expressRateLimit } from '@ratewindow/express'
 import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
 import { rateLimit as koaRateLimit } from '@ratewindow/koa'
 import express from 'express'
@@ -10,6 +10,9 @@ import Koa from 'koa'
 import request from 'supertest'
 import { describe, expect, it, vi } from 'vitest'
 import { FRAMEWORKS } from './harness.js'
+
+/** Express options as a literal, typed where written (the way an app writes them inline). */
+const rateLimitOptions = (options: ExpressRateLimitOptions) => options
 
 describe('Express specifics', () => {
   it('calls a custom handler with (req, res, next, result) after setting headers', async () => {
@@ -65,6 +68,39 @@ describe('Express specifics', () => {
       }
     },
   )
+
+  // Issue 32: the handler as express-rate-limit's README writes it returns the `Response` that `send` returns, and
+  // failed the type check (TS2322: not assignable to `void | Promise<void>`). This file is typechecked.
+  it("express-rate-limit's handler written as an arrow that returns `res.status(...).send(...)` typechecks and answers", async () => {
+    const app = express()
+    app.use(
+      expressRateLimit({
+        limit: 1,
+        message: 'Too many requests, please try again later.',
+        handler: (_req, res, _next, options) => res.status(options.statusCode).send(options.message),
+      }),
+    )
+    app.get('/', (_request, response) => {
+      response.send('ok')
+    })
+    await request(app).get('/').expect(200)
+    expect((await request(app).get('/').expect(429)).text).toBe('Too many requests, please try again later.')
+  })
+
+  it("`requestWasSuccessful` untyped, as `(statusCode)` and as express-rate-limit's `(req, res)`: each typed as it is called", async () => {
+    for (const requestWasSuccessful of [
+      rateLimitOptions({ requestWasSuccessful: (statusCode) => statusCode < 400 }),
+      rateLimitOptions({ requestWasSuccessful: (req, res) => req.method === 'GET' && res.statusCode < 400 }),
+      rateLimitOptions({ requestWasSuccessful: async (_req, res) => res.statusCode < 400 }),
+    ]) {
+      const app = express()
+      app.use(expressRateLimit({ limit: 1, skipFailedRequests: true, ...requestWasSuccessful }))
+      app.get('/', (_request, response) => {
+        response.status(404).send('missing')
+      })
+      for (let i = 0; i < 3; i++) await request(app).get('/').expect(404) // each given back
+    }
+  })
 
   it('writes nothing when an earlier middleware already answered', async () => {
     const app = express()

@@ -40,6 +40,7 @@ export {
   type HttpRateLimitOptions,
   type ResponseBody,
 } from './http/options.js'
+export type { RequestWasSuccessful } from './http/success-check.js'
 export type { BlockedCacheOptions } from './limiter/blocked-cache.js'
 export {
   ConcurrencyLimiter,

@@ -31,14 +31,22 @@ export interface ExpressHandlerResult extends RateLimitResult {
   windowMs: number
 }
 
-export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request> {
-  /** Replaces the default 429 answer. Headers are already set; send a response or call `next`. */
+/**
+ * `rateLimit()` options. `requestWasSuccessful` takes `(statusCode)`, or express-rate-limit's `(req, res)` when
+ * it declares two parameters.
+ */
+export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request, Response> {
+  /**
+   * Replaces the default 429 answer. Headers are already set; send a response or call `next`. What it returns is
+   * ignored (awaited when a promise): express-rate-limit's `(req, res, next, options) =>
+   * res.status(options.statusCode).send(options.message)` fits as it is.
+   */
   handler?: (
     request: Request,
     response: Response,
     next: NextFunction,
     result: ExpressHandlerResult,
-  ) => void | Promise<void>
+  ) => unknown
 }
 
 /** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
@@ -94,14 +102,14 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
       if (decision.gone) return
       request.rateLimit = decision.result
       if (response.headersSent) {
-        if (decision.result.allowed) engine.track(response, decision)
+        if (decision.result.allowed) engine.track(response, decision, undefined, request, response)
         next()
         return
       }
       const { headers } = decision
       for (const name in headers) response.setHeader(name, headers[name]!)
       if (decision.result.allowed) {
-        engine.track(response, decision)
+        engine.track(response, decision, undefined, request, response)
         engine.followSettle(decision, response)
         next()
         return

@@ -20,7 +20,11 @@ import type {
 import fp from 'fastify-plugin'
 import { binding } from './binding.js'
 
-export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
+/**
+ * Plugin and route options: callbacks receive the request; `requestWasSuccessful` takes `(statusCode)`, or
+ * `(request, reply)` when it declares two parameters.
+ */
+export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest, FastifyReply> {
   /** Replaces the default 429 answer. Headers are already set; send the reply. */
   handler?: (request: FastifyRequest, reply: FastifyReply, result: RateLimitResult) => void | Promise<void>
   /** Limit every route (`false`: only routes with `config.ratewindow`). Plugin option only. @default true */
@@ -127,7 +131,7 @@ interface Limiter {
   run: onRequestHookHandler
   /** With `concurrency`: marks the handler's reply as sent, for the in-flight slot's release. */
   sent: onSendHookHandler | undefined
-  engine: HttpRateLimiter<FastifyRequest>
+  engine: HttpRateLimiter<FastifyRequest, FastifyReply>
 }
 
 function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: string): Limiter {
@@ -152,7 +156,7 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
     request.rateLimit = decision.result
     reply.headers(decision.headers)
     if (decision.result.allowed) {
-      engine.track(reply.raw, decision)
+      engine.track(reply.raw, decision, undefined, request, reply)
       if (decision.slot !== undefined)
         (request as FastifyRequest & { [holding]?: HttpDecision })[holding] = decision
       engine.followSettle(decision, reply)

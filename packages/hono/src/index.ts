@@ -1,4 +1,5 @@
 import {
+  type Awaitable,
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
@@ -20,8 +21,14 @@ export interface RateLimitEnv {
   Variables: RateLimitVariables
 }
 
+/**
+ * `rateLimit()` options: callbacks receive `c`; `requestWasSuccessful` takes `(statusCode)`, or `(c, res)` when it
+ * declares two parameters (`res`: the `Response` the handler returned, `c.res`). `E` types `c` in every callback:
+ * `rateLimit<Env>({ key: (c) => c.get('jwtPayload').sub })`.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env, as Hono's own middleware types take.
-export interface HonoRateLimitOptions<E extends Env = any> extends HttpRateLimitOptions<Context<E>> {
+export interface HonoRateLimitOptions<E extends Env = any>
+  extends HttpRateLimitOptions<Context<E>, Response> {
   /**
    * The runtime's connection info helper (`getConnInfo` from `@hono/node-server/conninfo`, `hono/bun`,
    * `hono/deno`, `hono/cloudflare-workers`): the client address is its `remote.address`. This, `clientIp` or
@@ -65,7 +72,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
   const clientIp = addressSource(options, options.key !== undefined, 'key')
   const { handler } = options
   const binding = honoBinding<E>(clientIp, options, ['handler', 'getConnInfo', 'clientIp', 'trustProxy'])
-  const engine = new HttpRateLimiter(options, binding)
+  const engine = new HttpRateLimiter(withHandlerResponse(options), binding)
   const tracks =
     engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true
 
@@ -96,7 +103,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     if (!decision.result.allowed) return deny(context, decision)
     engine.followSettle(decision, context)
     const response = tracks ? new HandlerResponse(c) : undefined
-    if (response !== undefined) engine.track(response, decision, deferOf(c))
+    if (response !== undefined) engine.track(response, decision, deferOf(c), context)
     try {
       await next()
     } finally {
@@ -113,6 +120,17 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     reset: (c: Context<any>) => engine.reset(c),
     close: () => engine.close(),
   })
+}
+
+/**
+ * A two-parameter `requestWasSuccessful` gets `(c, c.res)` with `c.res` read when the request is judged (after
+ * `await next()`): the response the handler returned, which replaces the one the context held before.
+ */
+function withHandlerResponse<E extends Env>(options: HonoRateLimitOptions<E>): HonoRateLimitOptions<E> {
+  const check = options.requestWasSuccessful
+  if (typeof check !== 'function' || check.length < 2) return options
+  const byResponse = check as (c: Context<E>, response: Response) => Awaitable<boolean>
+  return { ...options, requestWasSuccessful: (c: Context<E>, _response: Response) => byResponse(c, c.res) }
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'

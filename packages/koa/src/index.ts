@@ -14,7 +14,11 @@ declare module 'koa' {
   }
 }
 
-export interface KoaRateLimitOptions extends HttpRateLimitOptions<Context> {
+/**
+ * `rateLimit()` options: callbacks receive `ctx`; `requestWasSuccessful` takes `(statusCode)`, or
+ * `(ctx, ctx.response)` when it declares two parameters.
+ */
+export interface KoaRateLimitOptions extends HttpRateLimitOptions<Context, Context['response']> {
   /** Replaces the default 429 answer. Headers are already set; set `ctx.status` and `ctx.body`. */
   handler?: (ctx: Context, result: RateLimitResult) => void | Promise<void>
 }
@@ -60,7 +64,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
     const { headers } = decision
     for (const name in headers) response.set(name, headers[name]!)
     if (decision.result.allowed) {
-      engine.track(ctx.res, decision)
+      engine.track(ctx.res, decision, undefined, ctx, response)
       engine.followSettle(decision, ctx)
       if (decision.slot === undefined) return next()
       // The in-flight slot is free when the rest of the chain returned (or threw), not when the client leaves.

@@ -37,8 +37,20 @@ interface FastifyLike extends NestHttpRequest {
   routeOptions?: { url?: string }
 }
 
+/**
+ * The response a two-parameter `requestWasSuccessful(request, response)` receives: Express's response on
+ * `@nestjs/platform-express`, Fastify's reply on `@nestjs/platform-fastify` (the middleware form: the
+ * middleware's response, Node's under Fastify); `statusCode` on each.
+ */
+export interface NestHttpResponse {
+  /** The status sent. */
+  statusCode: number
+  // biome-ignore lint/suspicious/noExplicitAny: the rest of the platform's response object
+  [field: string]: any
+}
+
 /** A response as the guard gets it: Express's (a Node response) or Fastify's reply (with `raw`). */
-export type NestHttpResponse = (ServerResponse & { headersSent: boolean }) | FastifyReplyLike
+export type PlatformResponse = (ServerResponse & { headersSent: boolean }) | FastifyReplyLike
 
 export interface FastifyReplyLike {
   raw: ServerResponse
@@ -51,7 +63,7 @@ export function isFastifyReply(response: unknown): response is FastifyReplyLike 
 }
 
 /** The Node response under either platform's response object, which `track` listens to. */
-export function rawResponse(response: NestHttpResponse): TrackedResponse {
+export function rawResponse(response: PlatformResponse): TrackedResponse {
   return isFastifyReply(response) ? response.raw : response
 }
 

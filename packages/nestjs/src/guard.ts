@@ -1,6 +1,12 @@
 import { type CanActivate, type ExecutionContext, HttpException, type NestMiddleware } from '@nestjs/common'
 import type { HttpDecision, HttpRateLimiter, RateLimitResult } from '@ratewindow/core'
-import { type NestHttpRequest, type NestHttpResponse, rawResponse, writeHeaders } from './binding.js'
+import {
+  type NestHttpRequest,
+  type NestHttpResponse,
+  type PlatformResponse,
+  rawResponse,
+  writeHeaders,
+} from './binding.js'
 import type { AppliedLimiter, RateWindowService } from './service.js'
 
 /**
@@ -50,14 +56,14 @@ export class RateWindowGuard implements CanActivate {
     const limiters = this.#service.limitersFor(context.getClass(), context.getHandler())
     if (limiters.length === 0) return true
     const http = context.switchToHttp()
-    return run(http.getRequest<Marked>(), http.getResponse<NestHttpResponse>(), limiters, 0)
+    return run(http.getRequest<Marked>(), http.getResponse<PlatformResponse>(), limiters, 0)
   }
 }
 
 /** Decides with `limiters[from…]`; synchronous while every decision is (the memory store). */
 function run(
   request: Marked,
-  response: NestHttpResponse,
+  response: PlatformResponse,
   limiters: AppliedLimiter[],
   from: number,
 ): boolean | Promise<boolean> {
@@ -85,7 +91,7 @@ function run(
 /** Writes one decision; a rejected promise (the exception) for a refusal, undefined when the request goes on. */
 function answer(
   request: Marked,
-  response: NestHttpResponse,
+  response: PlatformResponse,
   engine: HttpRateLimiter<NestHttpRequest>,
   decision: HttpDecision | undefined,
 ): Promise<never> | undefined {
@@ -94,7 +100,7 @@ function answer(
   request.rateLimit = decision.result
   writeHeaders(response, decision.headers)
   if (decision.result.allowed) {
-    engine.track(rawResponse(response), decision)
+    engine.track(rawResponse(response), decision, undefined, request, response as NestHttpResponse)
     engine.followSettle(decision, response)
     return undefined
   }
@@ -120,7 +126,7 @@ export class RateWindowMiddleware implements NestMiddleware {
   }
 
   use(request: NestHttpRequest, response: unknown, next: (error?: unknown) => void): void | Promise<void> {
-    const verdict = run(request, response as NestHttpResponse, this.#service.moduleLimiters(), 0)
+    const verdict = run(request, response as PlatformResponse, this.#service.moduleLimiters(), 0)
     if (verdict === true) return next()
     // A refusal rejects with the RateLimitException, which Nest passes to the app's exception filters.
     return Promise.resolve(verdict).then(() => next())

@@ -13,7 +13,7 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
-export type { NestHttpRequest, NestPlatform } from './binding.js'
+export type { NestHttpRequest, NestHttpResponse, NestPlatform } from './binding.js'
 export { RateLimit, SkipRateLimit } from './decorators.js'
 export { RateLimitException, RateWindowGuard, RateWindowMiddleware } from './guard.js'
 export { RateLimitInfo, RateWindowModule, type RateWindowModuleAsyncOptions } from './module.js'

@@ -5,10 +5,14 @@ import {
   RateLimitError,
   requireObject,
 } from '@ratewindow/core'
-import type { NestHttpRequest } from './binding.js'
+import type { NestHttpRequest, NestHttpResponse } from './binding.js'
 
-/** One limiter's options: the names and meanings of the Express, Koa and Fastify adapters. */
-export type RateWindowOptions = HttpRateLimitOptions<NestHttpRequest>
+/**
+ * One limiter's options: the names and meanings of the Express, Koa and Fastify adapters. Callbacks receive the
+ * platform's request; `requestWasSuccessful` takes `(statusCode)`, or `(request, response)` when it declares two
+ * parameters.
+ */
+export type RateWindowOptions = HttpRateLimitOptions<NestHttpRequest, NestHttpResponse>
 
 /** `RateWindowModule.forRoot` options: one limiter, or several named ones (`limiters`) sharing these defaults. */
 export interface RateWindowModuleOptions extends RateWindowOptions {

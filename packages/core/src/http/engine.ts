@@ -26,7 +26,7 @@ import { WaitRoom } from './wait-room.js'
  * The framework-neutral middleware engine: each request goes through one pipeline, gate → key → limiters →
  * admit → decision (`decideNow`), synchronous as long as every step answers at once.
  */
-export class HttpRateLimiter<Req> {
+export class HttpRateLimiter<Req, Res = unknown> {
   readonly #config: HttpConfig<Req>
   readonly #binding: FrameworkBinding<Req>
   readonly #limiters: LimiterSet<Req>
@@ -47,7 +47,7 @@ export class HttpRateLimiter<Req> {
   readonly #perRequest: PerRequestWatch
 
   constructor(
-    options: HttpRateLimitOptions<Req> = {},
+    options: HttpRateLimitOptions<Req, Res> = {},
     binding: FrameworkBinding<Req>,
     placement: EnginePlacement = {},
   ) {
@@ -264,9 +264,11 @@ export class HttpRateLimiter<Req> {
    * Arms, on the raw response, the refund of `skipFailedRequests`/`skipSuccessfulRequests` (http/after-response.ts)
    * and the release of the request's in-flight slot (http/slots.ts: when the handler's work is done, not when the
    * client leaves). Only a response that was completely sent is judged for a refund: a client that disconnects
-   * first gets nothing back, since the handler may have run for it (docs/counters.md).
+   * first gets nothing back, since the handler may have run for it (docs/counters.md). `request` and `reply` are
+   * what a two-parameter `requestWasSuccessful` receives: the request and response as the adapter's users know
+   * them (Express's `req` and `res`, Fastify's `request` and `reply`, …).
    */
-  track(response: TrackedResponse, decision: HttpDecision, defer?: Defer): void {
+  track(response: TrackedResponse, decision: HttpDecision, defer?: Defer, request?: Req, reply?: Res): void {
     const { limiter, result, slot } = decision
     const config = this.#config
     if (slot !== undefined)
@@ -276,7 +278,12 @@ export class HttpRateLimiter<Req> {
     refundAfterResponse(response, {
       skipFailedRequests,
       skipSuccessfulRequests,
-      wasSuccessful: () => config.requestWasSuccessful(response.statusCode) === true,
+      wasSuccessful: () => {
+        const verdict = config.requestWasSuccessful(response.statusCode, request as Req, reply)
+        // An async verdict: the runtime keeps it alive as it does the refund (a Worker's `waitUntil`).
+        if (defer !== undefined && isThenable(verdict)) defer(Promise.resolve(verdict).catch(() => {}))
+        return verdict
+      },
       refund: () => giveBack(limiter, result, this.#report, defer),
       report: (error) => this.#report(error, { operation: 'refund', key: result.key }),
     })

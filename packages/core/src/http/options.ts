@@ -10,6 +10,7 @@ import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { type AccessList, type AccessListOption, parseAccessList } from './access-list.js'
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED, type HeaderFormat } from './headers.js'
 import { parseIpv6Subnet } from './keys.js'
+import { type RequestWasSuccessful, type SuccessCheck, successCheck } from './success-check.js'
 
 /** What a `rules` function returns for a request: its rules, or its rules and cost. */
 export type ResolvedRules = Rule | readonly Rule[] | { rules: Rule | readonly Rule[]; cost?: number }
@@ -20,8 +21,11 @@ export type RulesResolver<Req> = (request: Req) => Awaitable<ResolvedRules>
 /** The body of a denied request: a string (sent as text/plain) or an object (sent as JSON). */
 export type ResponseBody = string | Record<string, unknown>
 
-/** Middleware options: the same names and meanings in the Express, Koa and Fastify adapters. */
-export interface HttpRateLimitOptions<Req>
+/**
+ * Middleware options: the same names and meanings in the Express, Koa and Fastify adapters. `Res` is the
+ * response a two-parameter `requestWasSuccessful` receives.
+ */
+export interface HttpRateLimitOptions<Req, Res = unknown>
   extends Pick<
     RateLimiterOptions,
     | 'store'
@@ -102,8 +106,11 @@ export interface HttpRateLimitOptions<Req>
   skipFailedRequests?: boolean
   /** Give the request back when its response was sent and succeeded. @default false */
   skipSuccessfulRequests?: boolean
-  /** What counts as success for the two options above. @default status < 400 */
-  requestWasSuccessful?: (statusCode: number) => boolean
+  /**
+   * What counts as success for the two options above: `(statusCode)`, or the adapter's `(request, response)`
+   * when the function declares two parameters (see `RequestWasSuccessful`); sync or async. @default status < 400
+   */
+  requestWasSuccessful?: RequestWasSuccessful<Req, Res>
   /**
    * Also hold at most `limit` requests of a client in flight at once (after its rate limit admits it): a slot
    * is taken when the request starts and given back when the handler's work is done (Express: the response is
@@ -241,7 +248,8 @@ export interface HttpConfig<Req> {
   problemDetails: boolean
   skipFailedRequests: boolean
   skipSuccessfulRequests: boolean
-  requestWasSuccessful: (statusCode: number) => boolean
+  /** `requestWasSuccessful` as the engine asks it: with every argument, each form taking its own. */
+  requestWasSuccessful: SuccessCheck<Req>
   /** The `concurrency` option with its defaults filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
   concurrency: { limit: number; lease?: Duration; name: string; releaseOnClose: boolean } | undefined
   /** The `delay` option with its defaults filled in. */
@@ -252,8 +260,8 @@ export interface HttpConfig<Req> {
  * Resolves middleware options once: refuses unknown names (`adapterNames` are the adapter's own, such as
  * `handler`), fills every default, and validates each value. `where` names the options in messages.
  */
-export function resolveHttpOptions<Req>(
-  options: HttpRateLimitOptions<Req>,
+export function resolveHttpOptions<Req, Res = unknown>(
+  options: HttpRateLimitOptions<Req, Res>,
   adapterNames: readonly string[] = [],
   where = 'rateLimit()',
 ): HttpConfig<Req> {
@@ -302,7 +310,7 @@ export function resolveHttpOptions<Req>(
     problemDetails: options.problemDetails ?? HTTP_DEFAULTS.problemDetails,
     skipFailedRequests: options.skipFailedRequests ?? HTTP_DEFAULTS.skipFailedRequests,
     skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
-    requestWasSuccessful: options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful,
+    requestWasSuccessful: successCheck(options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful),
     concurrency: parseConcurrency(options.concurrency, store),
     delay: parseDelay(options.delay),
   }
@@ -374,7 +382,7 @@ const BOOLEAN_OPTIONS = [
 ] as const
 
 /** Checks the form of each middleware option (the `RateLimiter` ones are checked by `RateLimiter`). */
-function checkShapes<Req>(options: HttpRateLimitOptions<Req>): void {
+function checkShapes<Req, Res>(options: HttpRateLimitOptions<Req, Res>): void {
   for (const name of FUNCTION_OPTIONS) {
     if (options[name] !== undefined && typeof options[name] !== 'function') {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
