@@ -94,6 +94,34 @@ describe('@ratewindow/hono', () => {
     expect(seen[0]).toMatchObject({ allowed: true, key: '203.0.113.6', remaining: 1 })
   })
 
+  // Issue 32: Hono's own test style, `app.request()`, has no connection: `getConnInfo` from @hono/node-server threw
+  // on the missing bindings, and every request answered 500.
+  it("app.request() with @hono/node-server's getConnInfo: no connection, one key and one warning, not a 500 (regression)", async () => {
+    const warnings: (Error & { code?: string })[] = []
+    const listener = (warning: Error) => warnings.push(warning)
+    process.on('warning', listener)
+    try {
+      const app = new Hono<RateLimitEnv>()
+      app.use(rateLimit({ limit: 2, window: '1m', getConnInfo, trustProxy: 1 }))
+      app.get('/', (c) => c.text(c.get('rateLimit')!.key))
+      const first = await app.request('/')
+      expect([first.status, await first.text()]).toEqual([200, '::'])
+      expect((await app.request('/')).status).toBe(200)
+      const refused = await app.request('/')
+      expect(refused.status).toBe(429)
+      expect(refused.headers.get('retry-after')).not.toBeNull()
+      // Behind `trustProxy`, a test chooses its client as a proxy would.
+      const forwarded = await app.request('/', { headers: { 'X-Forwarded-For': '203.0.113.7' } })
+      expect([forwarded.status, await forwarded.text()]).toEqual([200, '203.0.113.7'])
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('warning', listener)
+    }
+    const ours = warnings.filter((warning) => warning.code === 'RATEWINDOW_NO_CONNECTION_INFO')
+    expect(ours).toHaveLength(1) // once per process (this file's modules)
+    expect(ours[0]!.message).toMatch(/app\.request\(\).*`clientIp`/)
+  })
+
   it('resets a key through the handle', async () => {
     const limiter = rateLimit({ clientIp: (c) => c.req.header('x-client'), limit: 1 })
     const hono = new Hono<RateLimitEnv>()

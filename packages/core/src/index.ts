@@ -112,5 +112,6 @@ export type {
 export type { Duration, DurationUnit } from './support/duration.js'
 export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './support/errors.js'
 export { namesOf, type PeerOptionName, rejectUnknownOptions } from './support/option-names.js'
+export { emitWarning } from './support/runtime.js'
 export type { DelayTimers } from './time/timers.js'
 export type { WaitSignal } from './time/wait-queue.js'

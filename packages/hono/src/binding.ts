@@ -1,6 +1,7 @@
 import {
   AccessList,
   type Defer,
+  emitWarning,
   type FrameworkBinding,
   RateLimitError,
   type TrackedResponse,
@@ -122,7 +123,7 @@ export function addressSource<E extends Env>(
       )
     return clientIp
   }
-  const peer = (c: Context<E>) => getConnInfo!(c).remote.address
+  const peer = (c: Context<E>) => connectionAddress(getConnInfo!, c)
   if (trustProxy === undefined) return peer
   if (typeof trustProxy === 'number') {
     if (!Number.isSafeInteger(trustProxy) || trustProxy < 1) {
@@ -151,6 +152,38 @@ export function addressSource<E extends Env>(
     throw invalidOption('trustProxy', `\`trustProxy\`: ${(error as Error).message}`)
   }
   return (c) => forwardedClient(peer(c), c.req.header('x-forwarded-for'), (address) => proxies.hasIp(address))
+}
+
+/**
+ * The address of a request without a connection (`getConnInfo` threw: no runtime bindings, as with `app.request()`
+ * in tests): the unspecified address `::`, one key for all such requests.
+ */
+export const NO_CONNECTION_ADDRESS = '::'
+
+let warnedNoConnection = false
+
+/**
+ * The connection's peer address from `getConnInfo`. A request that came with no connection to read (Hono's own
+ * `app.request()` in tests gives none: `@hono/node-server`'s helper then throws on the missing `c.env.incoming`,
+ * Bun's and Deno's on the missing server) is keyed as `NO_CONNECTION_ADDRESS` instead of failing with a 500,
+ * with one process warning that says so: outside tests it means the app runs with another runtime's helper.
+ */
+function connectionAddress(getConnInfo: GetConnInfo, c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address
+  } catch (error) {
+    if (!warnedNoConnection) {
+      warnedNoConnection = true
+      emitWarning(
+        `getConnInfo found no connection to read (${(error as Error)?.message ?? String(error)}), as with ` +
+          `Hono's app.request() in tests: such requests share one key, '${NO_CONNECTION_ADDRESS}'. Outside tests, ` +
+          'pass the getConnInfo of the runtime the app runs on (every client would share that key); in tests, ' +
+          '`clientIp` (e.g. from a header the test sets) keys clients apart (docs/testing.md).',
+        'RATEWINDOW_NO_CONNECTION_INFO',
+      )
+    }
+    return NO_CONNECTION_ADDRESS
+  }
 }
 
 /**
