@@ -1,8 +1,16 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { type ExpressRateLimitOptions, rateLimit as expressRateLimit } from '@ratewindow/express'
-import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
-import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import { type Store as CoreStore, MemoryStore } from '@ratewindow/core'
+import {
+  type ExpressRateLimitOptions,
+  type Store as ExpressStore,
+  rateLimit as expressRateLimit,
+} from '@ratewindow/express'
+import { type Store as FastifyStore, rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import type { Store as GraphQLStore } from '@ratewindow/graphql'
+import type { Store as HonoStore } from '@ratewindow/hono'
+import { type Store as KoaStore, rateLimit as koaRateLimit } from '@ratewindow/koa'
+import type { Store as NestStore } from '@ratewindow/nestjs'
 import express from 'express'
 import express4 from 'express4'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -318,5 +326,20 @@ describe('what the adapters re-export (issue 20)', () => {
       expect(adapter.ConcurrencyLimiter).toBe(core.ConcurrencyLimiter)
       expect(adapter.combineObservers).toBe(core.combineObservers)
     }
+  })
+
+  // Issue 32: a store of one's own was typed by importing `Store` from @ratewindow/core, a package the app does
+  // not depend on. This file is typechecked: a missing export fails `pnpm typecheck`.
+  it('`type Store` from every adapter, the same as core', () => {
+    const store: CoreStore = new MemoryStore()
+    const typed: [ExpressStore, KoaStore, FastifyStore, HonoStore, NestStore, GraphQLStore] = [
+      store,
+      store,
+      store,
+      store,
+      store,
+      store,
+    ]
+    expect(typed.every((each) => typeof each.consume === 'function')).toBe(true)
   })
 })

@@ -134,7 +134,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
   })
 }
 
-export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,

@@ -404,7 +404,7 @@ function limitNotFound(fastify: FastifyInstance, limiter: Limiter): void {
  */
 export const rateLimit = fp(plugin, { fastify: '4.x || 5.x', name: '@ratewindow/fastify' })
 
-export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,

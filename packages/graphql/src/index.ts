@@ -1,4 +1,4 @@
-export type { RateLimitObserver, RateLimitResult, SettleResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SettleResult, Store } from '@ratewindow/core'
 export {
   AccessList,
   combineObservers,

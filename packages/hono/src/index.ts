@@ -133,7 +133,7 @@ function withHandlerResponse<E extends Env>(options: HonoRateLimitOptions<E>): H
   return { ...options, requestWasSuccessful: (c: Context<E>, _response: Response) => byResponse(c, c.res) }
 }
 
-export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,

@@ -91,7 +91,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
   })
 }
 
-export type { RateLimitObserver, RateLimitResult, SlowDownInfo } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,

@@ -1,4 +1,4 @@
-export type { RateLimitObserver, RateLimitResult } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, Store } from '@ratewindow/core'
 export {
   AccessList,
   ConcurrencyLimiter,
