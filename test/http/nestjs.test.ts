@@ -6,6 +6,7 @@
 import type { Server } from 'node:http'
 import {
   type ArgumentsHost,
+  type CanActivate,
   Catch,
   Controller,
   type ExceptionFilter,
@@ -456,6 +457,33 @@ describe.each(['express', 'fastify'] as const)(`Nest ${NEST_MAJOR} on %s`, (plat
     await get(RateWindowService).resetKey('127.0.0.1', { name: 'default' })
     await request(url).get('/a/one').expect(200)
     await expect(get(RateWindowService).resetKey('127.0.0.1', { name: 'nope' })).rejects.toThrow(/nope/)
+  })
+
+  it('a key per user: a global auth guard provided before RateWindowGuard runs first (the README recipe)', async () => {
+    @Injectable()
+    class Auth implements CanActivate {
+      canActivate(context: ExecutionContext) {
+        const req = context.switchToHttp().getRequest()
+        if (req.headers.authorization) req.user = { id: req.headers.authorization }
+        return true
+      }
+    }
+    @Module({
+      imports: [
+        RateWindowModule.forRoot({
+          limit: 1,
+          key: (req) => (req.user ? `user:${req.user.id}` : `ip:${req.ip}`),
+        }),
+      ],
+      controllers: [AController],
+      providers: [{ provide: APP_GUARD, useClass: Auth }, globalGuard],
+    })
+    class AppModule {}
+    const { url } = await start(platform, AppModule)
+    await request(url).get('/a/one').set('Authorization', 'alice').expect(200)
+    await request(url).get('/a/one').set('Authorization', 'bob').expect(200)
+    await request(url).get('/a/one').set('Authorization', 'alice').expect(429)
+    await request(url).get('/a/one').expect(200) // anonymous: keyed by address
   })
 
   it('the middleware form limits every request, 404s included; the guard never sees a 404', async () => {
