@@ -148,6 +148,16 @@ describe('@ratewindow/hono on workerd (Cloudflare Workers), without nodejs_compa
     expect(await ask('/memory', '198.51.100.2')).toMatchObject({ status: 200, body: 'ok 198.51.100.2' })
   })
 
+  // Issue 32: the hono README said `CF-Connecting-IP` was the local address under `wrangler dev`; its local server
+  // (miniflare's, as here) sets it only when the request carries none.
+  it("over HTTP as wrangler dev serves it: the caller's address, or a CF-Connecting-IP the client sent, as it is", async () => {
+    const url = await mf.ready
+    const plain = await fetch(new URL('/memory', url))
+    expect(await plain.text()).toBe('ok 127.0.0.1')
+    const chosen = await fetch(new URL('/memory', url), { headers: { 'CF-Connecting-IP': '192.0.2.77' } })
+    expect(await chosen.text()).toBe('ok 192.0.2.77')
+  })
+
   it('the default memory store warns once, at its first use, that it counts per isolate, naming the Durable Object store', async () => {
     const perIsolate = (warnings: string[]) =>
       warnings.filter((warning) => warning.includes('RATEWINDOW_PER_ISOLATE_STORE'))
