@@ -15,6 +15,7 @@ import { routeOf } from './binding.js'
 import { renderBody } from './body.js'
 import { DecisionWriter, type HttpDecision } from './decision.js'
 import { AccessGate, ALLOWED_IP, GO_ON, GONE } from './gate.js'
+import { type HeaderFields, headerFields, noteHeaderFields, shapesMayMix } from './header-mix.js'
 import { type LimiterChoice, LimiterSet } from './limiter-set.js'
 import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './options.js'
 import { PerRequestWatch } from './per-request.js'
@@ -45,6 +46,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
   readonly #limitOptions: LimitOptions
   /** Recognises a middleware built for each request, at its first decision (http/per-request.ts). */
   readonly #perRequest: PerRequestWatch
+  /** The RateLimit fields this middleware writes (none with `headers: false`). */
+  readonly #headerFields: HeaderFields | undefined
 
   constructor(
     options: HttpRateLimitOptions<Req, Res> = {},
@@ -70,6 +73,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
     this.#gate = new AccessGate(config, binding, this.#writer, () => this.#limiters.first)
     this.#slots = config.concurrency && slotLimiter(config, this.#limiters.baseNamespace)
     this.#limiters.refuseImpossible()
+    this.#headerFields = headerFields(config.headers, config.legacyHeaders)
   }
 
   /**
@@ -77,6 +81,15 @@ export class HttpRateLimiter<Req, Res = unknown> {
    * synchronous callbacks), else a promise of it. Never throws: a failing callback gives a rejected promise.
    */
   decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
+    const decision = this.#pipeline(request)
+    // Only while limiters of two header shapes exist in the process (http/header-mix.ts).
+    return this.#headerFields !== undefined && shapesMayMix()
+      ? step(decision, (each) => this.#noteHeaders(request, each))
+      : decision
+  }
+
+  /** Steps 1 to 5 of `decideNow`. */
+  #pipeline(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     try {
       if (!this.#config.enabled) return undefined
       if (this.#perRequest.watching)
@@ -102,6 +115,14 @@ export class HttpRateLimiter<Req, Res = unknown> {
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  /** Notes which header fields answer `request`, for the warning about two shapes on one response. */
+  #noteHeaders(request: Req, decision: HttpDecision | undefined): HttpDecision | undefined {
+    // A decision without a quota (the failure policy, a shed, a deny-listed client) writes no RateLimit field.
+    if (decision?.limiter !== undefined && decision.headers['RateLimit-Policy'] !== undefined)
+      noteHeaderFields(request, this.#headerFields!, decision.limiter.name)
+    return decision
   }
 
   /**
