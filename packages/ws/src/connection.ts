@@ -1,0 +1,210 @@
+/**
+ * One admitted connection: its slot (renewed while it is open, given back when it closes) and its messages, each
+ * decided by the message limiters and delivered in the order it arrived. At most `maxPending` messages wait for
+ * their decisions; one more is refused at once. Nothing is queued beyond that bound.
+ */
+import type { ConcurrencyLimiter, ConcurrencyResult, RateLimiter, RateLimitResult } from '@ratewindow/core'
+import type { MessageRefusal, WebSocketConfig } from './options.js'
+import { closeReasonOf } from './refusal.js'
+
+/** A message limiter and the key it counts this connection's messages under. */
+export interface MessageCounter {
+  limiter: RateLimiter
+  key: string
+}
+
+/** How the binding closes its connection: code 1008, the reason already cut to 123 bytes, and why. */
+export type Closer = (code: number, reason: string, refusal: MessageRefusal) => void
+
+/** A message's decision: delivered (one result per counter, in counter order), or refused with why. */
+type Verdict = { allowed: true; results: RateLimitResult[] } | { allowed: false; refusal: MessageRefusal }
+
+interface Waiting {
+  verdict: Verdict | undefined
+  deliver: () => void
+  tell: (refusal: MessageRefusal) => void
+}
+
+/** The close reason of a connection whose slot was taken by another while it renewed it. */
+const SLOT_LOST: MessageRefusal = { reason: 'limit', retryAfter: 0 }
+
+export class LimitedConnection<Msg> {
+  /** The client's key, from the upgrade request. */
+  readonly key: string
+  readonly #config: WebSocketConfig<unknown, Msg>
+  readonly #counters: readonly MessageCounter[]
+  readonly #slots: ConcurrencyLimiter | undefined
+  #slot: ConcurrencyResult | undefined
+  #renewal: ReturnType<typeof setTimeout> | undefined
+  /** Messages waiting for their decision, in arrival order, and those decided behind one still waiting. */
+  readonly #waiting: Waiting[] = []
+  #closer: Closer | undefined
+  #closed = false
+
+  constructor(
+    key: string,
+    config: WebSocketConfig<unknown, Msg>,
+    counters: readonly MessageCounter[],
+    slots: ConcurrencyLimiter | undefined,
+    slot: ConcurrencyResult | undefined,
+  ) {
+    this.key = key
+    this.#config = config
+    this.#counters = counters
+    this.#slots = slots
+    this.#slot = slot
+  }
+
+  /** Messages waiting for their decision now (at most `maxPending`). */
+  get pending(): number {
+    return this.#waiting.length
+  }
+
+  /** Whether the connection is over (closed by either side, or its upgrade failed): its slot is given back. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /**
+   * The connection is open (again: Socket.IO attaches each namespace's socket): `closer` is how to close it from
+   * now on. Its slot is renewed from the first attach on; until then (an upgrade under way) the first lease holds.
+   */
+  attach(closer: Closer): void {
+    const first = this.#closer === undefined
+    this.#closer = closer
+    if (first) this.#renewLater()
+  }
+
+  /**
+   * One message: `deliver` runs when its limits admit it, after every message that arrived before it was
+   * delivered or refused; `tell` runs when it is refused and `onLimit` is `'drop'`.
+   */
+  receive(message: Msg, deliver: () => void, tell: (refusal: MessageRefusal) => void): void {
+    if (this.#closed) return
+    if (this.#counters.length === 0) {
+      deliver()
+      return
+    }
+    const cost = this.#costOf(message)
+    if (cost === undefined) return
+    if (this.#waiting.length >= this.#config.maxPending) {
+      this.#refuse({ reason: 'busy', retryAfter: 0 }, tell)
+      return
+    }
+    const waiting: Waiting = { verdict: undefined, deliver, tell }
+    this.#waiting.push(waiting)
+    this.#decide(cost).then(
+      (verdict) => this.#settle(waiting, verdict),
+      (error) => {
+        // A cost above what the rules accept (ERR_RATEWINDOW_COST_EXCEEDS_LIMIT): refused, and reported.
+        this.#config.onError(error)
+        this.#settle(waiting, { allowed: false, refusal: { reason: 'limit', retryAfter: 0 } })
+      },
+    )
+  }
+
+  /**
+   * The connection is over: its slot is given back, its renewal stopped, and the messages still waiting are
+   * dropped (those already admitted give their charge back). Idempotent.
+   */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    clearTimeout(this.#renewal)
+    void this.#slot?.release()
+    this.#slot = undefined
+    for (const { verdict } of this.#waiting.splice(0)) if (verdict?.allowed) this.#giveBack(verdict.results)
+  }
+
+  #costOf(message: Msg): number | undefined {
+    const { cost } = this.#config
+    if (typeof cost === 'number') return cost
+    try {
+      const value = cost(message)
+      if (Number.isSafeInteger(value) && value >= 0) return value
+      throw new TypeError(
+        `\`cost\` must return a whole number >= 0; returned ${String(value)}. The message was dropped.`,
+      )
+    } catch (error) {
+      this.#config.onError(error)
+      return undefined
+    }
+  }
+
+  /** Every limiter decides at once; a message one refuses is given back to the others (all or nothing). */
+  async #decide(cost: number): Promise<Verdict> {
+    const results = await Promise.all(this.#counters.map(({ limiter, key }) => limiter.limit(key, { cost })))
+    const refused = results.find((result) => !result.allowed)
+    if (refused === undefined) return { allowed: true, results }
+    this.#giveBack(results)
+    const reason = refused.source === 'policy' ? 'unavailable' : refused.source === 'shed' ? 'busy' : 'limit'
+    return { allowed: false, refusal: { reason, retryAfter: refused.retryAfter } }
+  }
+
+  /** A decision arrived: the decided messages at the head of the line go, in arrival order. */
+  #settle(waiting: Waiting, verdict: Verdict): void {
+    if (this.#closed) {
+      if (verdict.allowed) this.#giveBack(verdict.results)
+      return
+    }
+    waiting.verdict = verdict
+    const line = this.#waiting
+    while (line.length > 0 && line[0]!.verdict !== undefined && !this.#closed) {
+      const next = line.shift()!
+      const decided = next.verdict!
+      if (!decided.allowed) this.#refuse(decided.refusal, next.tell)
+      else {
+        try {
+          next.deliver()
+        } catch (error) {
+          // The application's handler threw: as it would without the limiter, out of the limiter's way.
+          queueMicrotask(() => {
+            throw error
+          })
+        }
+      }
+    }
+  }
+
+  #refuse(refusal: MessageRefusal, tell: (refusal: MessageRefusal) => void): void {
+    if (this.#config.close) this.#closeFor(refusal)
+    else tell(refusal)
+  }
+
+  /** Closes with 1008 and the reason (`onLimit: 'close'`, or a slot taken while it was renewed). */
+  #closeFor(refusal: MessageRefusal): void {
+    const closer = this.#closer
+    this.close()
+    closer?.(1008, closeReasonOf(this.#config.closeReason, refusal), refusal)
+  }
+
+  /** Gives back the admitted ones of `results` (one per counter, in counter order). Never rejects. */
+  #giveBack(results: readonly RateLimitResult[]): void {
+    for (const [i, result] of results.entries())
+      if (result.allowed) void this.#counters[i]!.limiter.refund(result)
+  }
+
+  /**
+   * Every half lease, the slot is given back and taken again, so that it never runs out while the connection is
+   * open. When another connection of the key took it meanwhile, this one is over the limit and closes (1008).
+   */
+  #renewLater(): void {
+    const slots = this.#slots
+    if (slots === undefined || this.#closed) return
+    this.#renewal = setTimeout(() => void this.#renew(slots), slots.leaseMs / 2)
+    this.#renewal.unref?.()
+  }
+
+  async #renew(slots: ConcurrencyLimiter): Promise<void> {
+    await this.#slot?.release()
+    if (this.#closed) return
+    const slot = await slots.acquire(this.key)
+    if (this.#closed) {
+      void slot.release()
+      return
+    }
+    this.#slot = slot
+    if (!slot.allowed && slot.source === 'store') return this.#closeFor(SLOT_LOST)
+    this.#renewLater()
+  }
+}
