@@ -1,0 +1,133 @@
+/**
+ * The limits on real servers with real clients (`ws`, `socket.io-client`), on the memory store, Redis and the
+ * 3-master Cluster: a client that floods, one that leaves mid-burst, many connections of one key, the HTTP limit
+ * on the upgrade. The same cases run on every server (test/harness.ts): one engine, four bindings.
+ */
+import { fixedWindow, MemoryStore, RateLimiter, RedisStore, type Store } from '@ratewindow/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/connections.js'
+import { clusterClient, standaloneClient } from '../../../test/support/redis.js'
+import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
+import { type CommonOptions, type Connected, HARNESSES, type TestClient, type TestServer } from './harness.js'
+
+const STORES: [string, () => Store][] = [
+  ['memory', () => new MemoryStore()],
+  ['Redis', () => new RedisStore({ client: standaloneClient() })],
+  ['the Cluster', () => new RedisStore({ client: clusterClient() })],
+]
+
+const servers: TestServer[] = []
+const clients: TestClient[] = []
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.terminate()
+  await Promise.all(servers.splice(0).map((server) => server.close()))
+})
+
+function opened(connected: Connected): TestClient {
+  if (!connected.ok) throw new Error(`the upgrade was refused: ${connected.status}`)
+  clients.push(connected.client)
+  return connected.client
+}
+
+describe.each(HARNESSES)('$name', (harness) => {
+  async function start(options: CommonOptions): Promise<TestServer> {
+    const server = await harness.start(options)
+    servers.push(server)
+    return server
+  }
+
+  describe.each(STORES)('on %s', (_, makeStore) => {
+    it('a client that floods: exactly the limit delivered, each message past it dropped and told why', async () => {
+      const rules = fixedWindow({ limit: 5, window: '1h' })
+      const server = await start({ messagesPerKey: { rules, store: makeStore(), prefix: uniquePrefix() } })
+      const client = opened(await harness.connect(server.port))
+      for (let i = 0; i < 12; i++) client.send(`m${i}`)
+      await until(
+        () => client.told.length === 7,
+        () => `7 refusals told (told ${client.told.length}, delivered ${server.delivered.length})`,
+      )
+      expect(server.delivered).toEqual(['m0', 'm1', 'm2', 'm3', 'm4'])
+      expect(client.told.map((error) => [error.error, error.reason])).toEqual(
+        Array(7).fill(['rate_limited', 'limit']),
+      )
+      expect(client.told.every((error) => error.retryAfter > 0)).toBe(true)
+      expect(client.closed).toBeUndefined()
+    })
+
+    it("onLimit 'close': the limit delivered, then the connection closed with 1008 and the reason", async () => {
+      const rules = fixedWindow({ limit: 3, window: '1h' })
+      const server = await start({
+        messagesPerConnection: { rules, store: makeStore(), prefix: uniquePrefix() },
+        onLimit: 'close',
+      })
+      const client = opened(await harness.connect(server.port))
+      for (let i = 0; i < 8; i++) client.send(`m${i}`)
+      await until(() => client.closed !== undefined, 'the connection closed')
+      expect(server.delivered).toEqual(['m0', 'm1', 'm2'])
+      expect(client.closed).toEqual(
+        harness.name === 'Socket.IO'
+          ? { code: 1008, reason: 'io server disconnect' }
+          : { code: 1008, reason: 'rate limited' },
+      )
+    })
+
+    it('many connections of one key: the connection limit holds, the others refused with 429 and Retry-After', async () => {
+      const server = await start({ connections: { limit: 2, store: makeStore(), prefix: uniquePrefix() } })
+      const attempts = await Promise.all(Array.from({ length: 5 }, () => harness.connect(server.port, 'bob')))
+      const open = attempts.filter((attempt) => attempt.ok)
+      for (const attempt of open) clients.push(attempt.client)
+      const refused = attempts.filter((attempt) => !attempt.ok)
+      expect(open).toHaveLength(2)
+      expect(refused.map((attempt) => attempt.status)).toEqual([429, 429, 429])
+      if (harness.name !== 'Socket.IO')
+        expect(refused.every((attempt) => attempt.headers['retry-after'] === '1')).toBe(true)
+      // Another key has slots of its own; one of bob's that closes gives its slot back.
+      opened(await harness.connect(server.port, 'carol'))
+      open[0]!.client.close()
+      await until(async () => {
+        const again = await harness.connect(server.port, 'bob')
+        if (again.ok) clients.push(again.client)
+        return again.ok
+      }, "a new connection of bob's, once one closed")
+    })
+
+    it('a client that leaves mid-burst: its slot back, and every charge delivered or given back', async () => {
+      const rules = fixedWindow({ limit: 1_000, window: '1h' })
+      const store = makeStore()
+      const prefix = uniquePrefix()
+      const server = await start({
+        connections: { limit: 1, store, prefix: `${prefix}c` },
+        messagesPerKey: { rules, store, prefix },
+      })
+      const client = opened(await harness.connect(server.port, 'dave'))
+      for (let i = 0; i < 40; i++) client.send(`m${i}`)
+      client.terminate()
+      await until(async () => {
+        const again = await harness.connect(server.port, 'dave')
+        if (again.ok) clients.push(again.client)
+        return again.ok
+      }, 'the slot back: a new connection of the key')
+      await server.close()
+      servers.splice(servers.indexOf(server), 1)
+      const counter = new RateLimiter({ rules, store, prefix })
+      await until(
+        async () => (await counter.peek('dave', { cost: 0 })).remaining === 1_000 - server.delivered.length,
+        () => `the charges equal to the ${server.delivered.length} messages delivered`,
+      )
+    })
+  })
+
+  it('the HTTP limit on the upgrade: past it, 429 with the RateLimit headers and Retry-After', async () => {
+    const server = await start({ upgrade: { limit: 2, window: '1m' } })
+    opened(await harness.connect(server.port, 'erin'))
+    opened(await harness.connect(server.port, 'erin'))
+    const refused = await harness.connect(server.port, 'erin')
+    expect(refused).toMatchObject({ ok: false, status: 429 })
+    if (harness.name !== 'Socket.IO' && !refused.ok)
+      expect(refused.headers).toMatchObject({
+        'ratelimit-limit': '2',
+        'ratelimit-remaining': '0',
+        'retry-after': expect.stringMatching(/^[1-9][0-9]*$/),
+      })
+  })
+})
