@@ -41,6 +41,7 @@ const packages = [
   'otel',
   'graphql',
   'testing',
+  'ws',
 ] as const
 type Package = (typeof packages)[number]
 
@@ -346,6 +347,133 @@ function otelRun(moduleSystem: 'esm' | 'cjs'): string {
     (decisions?.dataPoints ?? []).map((point) => [point.attributes['ratewindow.outcome'], point.value]),
   )
   if (counts.allowed !== 2 || counts.limited !== 1) throw new Error('decisions ' + JSON.stringify(counts))
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/** @ratewindow/ws on the servers of its main entry: ws, and @fastify/websocket through it. */
+const WS_PROGRAM = `import { createServer } from 'node:http'
+import fastifyWebsocket from '@fastify/websocket'
+import { fixedWindow } from '@ratewindow/core'
+import { limitWebSockets, type MessageRefusal, type WebSocketLimits } from '@ratewindow/ws'
+import Fastify from 'fastify'
+import { WebSocketServer } from 'ws'
+
+export const limits: WebSocketLimits = limitWebSockets({
+  upgrade: { limit: 30, window: '1m' },
+  connections: { limit: 3 },
+  messagesPerConnection: { rules: fixedWindow({ limit: 20, window: '1s' }) },
+  cost: ({ data }) => (Array.isArray(data) ? data.length : 1),
+  errorMessage: (refusal: MessageRefusal) => refusal.reason,
+})
+const wss = new WebSocketServer({ noServer: true })
+createServer().on('upgrade', limits.handleUpgrade(wss))
+
+export async function fastify() {
+  const app = Fastify()
+  await app.register(fastifyWebsocket)
+  app.addHook('onRequest', limits.fastify)
+  app.get('/ws', { websocket: true }, (socket) => {
+    socket.on('message', () => socket.send('ok'))
+  })
+  return app
+}
+`
+
+/** @ratewindow/ws/hono with @hono/node-ws. */
+const WS_HONO_PROGRAM = `import { getConnInfo } from '@hono/node-server/conninfo'
+import { createNodeWebSocket } from '@hono/node-ws'
+import { fixedWindow } from '@ratewindow/core'
+import { type HonoWebSocketLimits, limitHonoWebSockets } from '@ratewindow/ws/hono'
+import { Hono } from 'hono'
+
+const app = new Hono()
+const { upgradeWebSocket } = createNodeWebSocket({ app })
+export const limits: HonoWebSocketLimits = limitHonoWebSockets({
+  getConnInfo,
+  messagesPerKey: { rules: fixedWindow({ limit: 20, window: '1s' }) },
+  onLimit: 'close',
+})
+app.get('/ws', limits.upgrade, upgradeWebSocket(limits.events(() => ({ onMessage: (event, ws) => ws.send(String(event.data)) }))))
+export { app }
+`
+
+/** @ratewindow/ws/socket.io in a project with Socket.IO alone: no ws types, no Hono. */
+const SOCKET_IO_PROGRAM = `import { createServer } from 'node:http'
+import { fixedWindow } from '@ratewindow/core'
+import { limitSocketIo, type SocketIoLimits } from '@ratewindow/ws/socket.io'
+import { Server } from 'socket.io'
+
+const io = new Server(createServer())
+export const limits: SocketIoLimits = limitSocketIo(io, {
+  connections: { limit: 3 },
+  messagesPerConnection: { rules: fixedWindow({ limit: 20, window: '1s' }) },
+  cost: ({ event }) => (event === 'upload' ? 5 : 1),
+})
+`
+
+/**
+ * Runtime check of @ratewindow/ws: a ws server limited to 2 messages per connection; a client sends 3, and sees
+ * 2 echoes and 1 error frame (reason "limit").
+ */
+function wsRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { createServer } = ${load('node:http')}
+  const { fixedWindow } = ${load('@ratewindow/core')}
+  const { limitWebSockets } = ${load('@ratewindow/ws')}
+  const { WebSocket, WebSocketServer } = ${load('ws')}
+  const limits = limitWebSockets({ messagesPerConnection: { rules: fixedWindow({ limit: 2, window: '1m' }) } })
+  const wss = new WebSocketServer({ noServer: true })
+  wss.on('connection', (socket) => socket.on('message', (data) => socket.send('echo ' + data)))
+  const server = createServer()
+  server.on('upgrade', limits.handleUpgrade(wss))
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const client = new WebSocket('ws://127.0.0.1:' + server.address().port)
+  const frames = []
+  await new Promise((resolve, reject) => {
+    client.on('error', reject)
+    client.on('open', () => ['a', 'b', 'c'].forEach((text) => client.send(text)))
+    client.on('message', (data) => {
+      frames.push(String(data))
+      if (frames.length === 3) resolve()
+    })
+  })
+  client.close()
+  server.close()
+  if (frames[0] !== 'echo a' || frames[1] !== 'echo b' || JSON.parse(frames[2]).reason !== 'limit')
+    throw new Error('frames ' + JSON.stringify(frames))
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/**
+ * Runtime check of @ratewindow/ws/socket.io: 2 events per connection; a client emits 3 with acknowledgements and
+ * gets 2 answers and 1 refusal.
+ */
+function socketIoRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { createServer } = ${load('node:http')}
+  const { fixedWindow } = ${load('@ratewindow/core')}
+  const { limitSocketIo } = ${load('@ratewindow/ws/socket.io')}
+  const { Server } = ${load('socket.io')}
+  const { io: connect } = ${load('socket.io-client')}
+  const server = createServer()
+  const io = new Server(server)
+  limitSocketIo(io, { messagesPerConnection: { rules: fixedWindow({ limit: 2, window: '1m' }) } })
+  io.on('connection', (socket) => socket.on('chat', (text, ack) => ack('echo ' + text)))
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const client = connect('http://127.0.0.1:' + server.address().port, { transports: ['websocket'] })
+  const answers = await Promise.all(['a', 'b', 'c'].map((text) => new Promise((resolve) => client.emit('chat', text, resolve))))
+  client.close()
+  await io.close()
+  if (answers[0] !== 'echo a' || answers[1] !== 'echo b' || answers[2].reason !== 'limit')
+    throw new Error('answers ' + JSON.stringify(answers))
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })
@@ -881,6 +1009,36 @@ const projects: Project[] = [
     dependencies: ['@apollo/server@5', '@envelop/core@5', 'graphql@16', '@types/node@20'],
     programs: { 'graphql-apollo.ts': GRAPHQL_APOLLO_PROGRAM, 'graphql-envelop.ts': GRAPHQL_ENVELOP_PROGRAM },
     runs: { 'run-apollo.mjs': graphqlRun('esm', 'apollo'), 'run-apollo.cjs': graphqlRun('cjs', 'apollo') },
+    typescripts: ['5.9', '7'],
+  },
+  {
+    // ws, @fastify/websocket, and Hono with @hono/node-ws, beside each other.
+    name: 'ws',
+    tarballs: ['core', 'ws'],
+    dependencies: [
+      'ws@8',
+      '@types/ws@8',
+      'fastify@5',
+      '@fastify/websocket@11',
+      'hono@4',
+      '@hono/node-server@1',
+      '@hono/node-ws@1',
+      '@types/node@20',
+    ],
+    programs: { 'ws.ts': WS_PROGRAM, 'ws-hono.ts': WS_HONO_PROGRAM },
+    runs: { 'run-ws.mjs': wsRun('esm'), 'run-ws.cjs': wsRun('cjs') },
+    typescripts: ['5.9', '7'],
+    // Hono's own declarations of its WebSocket helper (hono/ws) name DOM types (a generic MessageEvent, CloseEvent)
+    // that lib ES2023 with @types/node lacks: with lib checks on (TypeScript 7), they fail in any such project.
+    skip: ({ version, program }) => version === '7' && program === 'ws-hono.ts',
+  },
+  {
+    // Socket.IO alone: the entry needs neither ws's types nor Hono.
+    name: 'socket-io',
+    tarballs: ['core', 'ws'],
+    dependencies: ['socket.io@4', 'socket.io-client@4', '@types/node@20'],
+    programs: { 'socket-io.ts': SOCKET_IO_PROGRAM },
+    runs: { 'run-socket-io.mjs': socketIoRun('esm'), 'run-socket-io.cjs': socketIoRun('cjs') },
     typescripts: ['5.9', '7'],
   },
   {
