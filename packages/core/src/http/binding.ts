@@ -94,9 +94,16 @@ export interface ClosableSocket {
   removeListener(event: 'close', listener: () => void): unknown
 }
 
+/** The listeners `socketClosed` holds for each socket: one `close` listener on the socket runs them all. */
+const closeListeners = new WeakMap<ClosableSocket, Set<() => void>>()
+
 /**
  * `FrameworkBinding.onClose` for a Node socket: `listener` runs once when it closes (at once, on a microtask, when
  * it is closed already); the answer stops listening.
+ *
+ * NOTE: one `close` listener per socket, however many requests wait on it: a client that pipelines thousands of
+ * requests on one connection would otherwise add a listener each (Node's MaxListenersExceededWarning for every
+ * such socket, and a removal that scans them all).
  */
 export function socketClosed(socket: ClosableSocket | undefined, listener: () => void): () => void {
   if (socket === undefined) return () => {}
@@ -104,9 +111,22 @@ export function socketClosed(socket: ClosableSocket | undefined, listener: () =>
     queueMicrotask(listener)
     return () => {}
   }
-  socket.once('close', listener)
+  let listeners = closeListeners.get(socket)
+  if (listeners === undefined) {
+    const waiting = new Set<() => void>()
+    closeListeners.set(socket, waiting)
+    socket.once('close', () => {
+      closeListeners.delete(socket)
+      for (const each of waiting) each()
+    })
+    listeners = waiting
+  }
+  const own = listeners
+  // A listener added twice still runs once per call: each call gets its own entry.
+  const entry = () => listener()
+  own.add(entry)
   return () => {
-    socket.removeListener('close', listener)
+    own.delete(entry)
   }
 }
 
