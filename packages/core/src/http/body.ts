@@ -47,7 +47,7 @@ export async function renderBody<Req>(
     return typeof body === 'string' ? { contentType: 'text/plain; charset=utf-8', payload: body } : json(body)
   }
   const seconds = toSeconds(result.retryAfter)
-  const retry = `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
+  const retry = retryIn(seconds)
   if (result.blocked !== undefined) {
     // A penalty block: its own wording, under the block's status (`penalty.statusCode`, 403 or another).
     const title = STATUS_PHRASES[statusCode] ?? 'Blocked'
@@ -60,8 +60,8 @@ export async function renderBody<Req>(
     }
     return json({ error: title, message: detail, retryAfter: seconds, blocked: true })
   }
-  const detail = `Too many requests: ${retry}`
   if (config.problemDetails) {
+    const detail = `Too many requests: ${retry}`
     return {
       contentType: 'application/problem+json',
       payload: JSON.stringify({
@@ -73,8 +73,23 @@ export async function renderBody<Req>(
       }),
     }
   }
-  return json({ error: 'Too Many Requests', message: detail, retryAfter: seconds })
+  return tooManyRequestsBody(result.retryAfter)
 }
+
+/**
+ * The default body of a 429 (without `message` or `problemDetails`): what every adapter answers a request over
+ * the limit, and `slowDown()` one past its bounds on delayed requests. `retryAfterMs` is rounded up to seconds.
+ */
+export function tooManyRequestsBody(retryAfterMs: number): RenderedBody {
+  const seconds = toSeconds(retryAfterMs)
+  return json({
+    error: 'Too Many Requests',
+    message: `Too many requests: ${retryIn(seconds)}`,
+    retryAfter: seconds,
+  })
+}
+
+const retryIn = (seconds: number) => `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`
 
 function json(body: unknown): RenderedBody {
   return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }

@@ -1,28 +1,40 @@
 /**
  * The wait room of option `delay`: the places of requests waiting for a reserved slot, bounded in all
- * (`maxWaiting`) and per key (`maxPerKey`), and the wait itself, given up when the client leaves.
+ * (`maxWaiting`) and per key (`maxPerKey`), and the wait itself, given up when the client leaves. `slowDown()`
+ * bounds its delayed requests with the same places (`WaitingPlaces`).
  */
 import type { RateLimiter } from '../limiter/limiter.js'
 import type { RateLimitResult } from '../result.js'
 import type { FrameworkBinding } from './binding.js'
 
-/** The places of one middleware's waiting requests, and their waits. */
-export class WaitRoom<Req> {
+/** How many requests may wait at once in one middleware of this process: in all, and per key. */
+export interface WaitingBounds {
+  /** Requests waiting at once; `Infinity` for no bound. */
+  maxWaiting: number
+  /** Requests of one key waiting at once; `Infinity` for no bound. */
+  maxPerKey: number
+}
+
+/** The places of one middleware's waiting requests: taken and given back one by one, never past the bounds. */
+export class WaitingPlaces {
   readonly #maxWaiting: number
   readonly #maxPerKey: number
-  readonly #binding: FrameworkBinding<Req>
   #waiting = 0
   readonly #waitingPerKey = new Map<string, number>()
 
-  constructor(bounds: { maxWaiting: number; maxPerKey: number }, binding: FrameworkBinding<Req>) {
+  constructor(bounds: WaitingBounds) {
     this.#maxWaiting = bounds.maxWaiting
     this.#maxPerKey = bounds.maxPerKey
-    this.#binding = binding
+  }
+
+  /** Requests waiting now. */
+  get size(): number {
+    return this.#waiting
   }
 
   /**
-   * Takes a place for a request of `key`; false when a bound is reached. Taken before the store call, so that
-   * concurrent decisions cannot all pass the bounds; `leave` gives it up.
+   * Takes a place for a request of `key`; false when a bound is reached. Taken in the same synchronous step as
+   * the check, so that concurrent requests cannot all pass the bounds; `leave` gives it up.
    */
   enter(key: string): boolean {
     const ofKey = this.#waitingPerKey.get(key) ?? 0
@@ -37,6 +49,19 @@ export class WaitRoom<Req> {
     const ofKey = this.#waitingPerKey.get(key)! - 1
     if (ofKey === 0) this.#waitingPerKey.delete(key)
     else this.#waitingPerKey.set(key, ofKey)
+  }
+}
+
+/**
+ * The places of one middleware's requests waiting for a reserved slot (taken before the store call, so that
+ * concurrent decisions cannot all pass the bounds), and their waits.
+ */
+export class WaitRoom<Req> extends WaitingPlaces {
+  readonly #binding: FrameworkBinding<Req>
+
+  constructor(bounds: WaitingBounds, binding: FrameworkBinding<Req>) {
+    super(bounds)
+    this.#binding = binding
   }
 
   /**
