@@ -34,7 +34,15 @@ function heap(): number {
 }
 
 const engine = new SlowDownEngine<Req, [Req]>(
-  { store: new MemoryStore(), delayAfter: 0, delayMs: 60_000, windowMs: 3_600_000 },
+  // Unbounded, as express-slow-down: the bounds on waiting (10 per key by default) would refuse all but 10.
+  {
+    store: new MemoryStore(),
+    delayAfter: 0,
+    delayMs: 60_000,
+    windowMs: 3_600_000,
+    maxPerKey: false,
+    maxWaiting: false,
+  },
   binding,
 )
 const requests = Array.from({ length: N }, () => ({ ip: '192.0.2.1' }))

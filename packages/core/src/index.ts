@@ -63,7 +63,12 @@ export {
   type StoreErrorKind,
 } from './observe.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
-export { type SlowDownDecision, SlowDownEngine, type SlowDownInfo } from './slow-down/engine.js'
+export {
+  type SlowDownDecision,
+  SlowDownEngine,
+  type SlowDownInfo,
+  type SlowDownRefusal,
+} from './slow-down/engine.js'
 export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/local/memory.js'
 export {

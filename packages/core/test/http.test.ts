@@ -69,7 +69,7 @@ describe('HttpRateLimiter options', () => {
     [{ skipOnError: true }, 'skipOnError', '@fastify/rate-limit', '`onStoreError'],
     [{ delayAfter: 5 }, 'delayAfter', "express-slow-down's name", '`slowDown({ delayAfter, delayMs'],
     [{ delayMs: 100 }, 'delayMs', "express-slow-down's name", '`delay: { max }` on `rateLimit()`'],
-    [{ maxDelayMs: 2000 }, 'maxDelayMs', "express-slow-down's name", 'never refuses'],
+    [{ maxDelayMs: 2000 }, 'maxDelayMs', "express-slow-down's name", 'refusing none for its count'],
     [{ global: false }, 'global', '@ratewindow/fastify', 'only'],
     [{ trustProxy: 1 }, 'trustProxy', '@ratewindow/hono', "app.set('trust proxy', 1)"],
     [{ getConnInfo: () => ({ remote: {} }) }, 'getConnInfo', '@ratewindow/hono', '`req.ip`'],

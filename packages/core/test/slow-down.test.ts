@@ -134,11 +134,11 @@ const engine = (options: SlowDownOptions<[Req]>) => new SlowDownEngine<Req, [Req
 
 describe('slowDown options', () => {
   it.each([
-    [{ max: 5 }, 'max', 'never refuses'],
+    [{ max: 5 }, 'max', 'refuses no request for its count'],
     [{ limit: 5 }, 'limit', 'delayAfter'],
     [{ headers: true }, 'headers', 'no RateLimit headers'],
     [{ standardHeaders: 'draft-7' }, 'standardHeaders', 'no RateLimit headers'],
-    [{ handler: () => {} }, 'handler', 'never answers'],
+    [{ handler: () => {} }, 'handler', 'so it has no `handler`'],
     [{ window: '1m' }, 'window', '`windowMs`'],
     [{ identifier: 'api' }, 'identifier', '`name` names it'],
     [{ delayAftr: 1 }, 'delayAftr', 'Did you mean `delayAfter`?'],
@@ -257,5 +257,107 @@ describe('slowDown options', () => {
     expect(decided?.info).toMatchObject({ used: 0, delay: 0, resetTime: undefined })
     expect(errors).toHaveLength(1)
     expect(outcomes).toEqual(['failed-open'])
+  })
+})
+
+/** A response that never finishes, for `proceed`. */
+const response = { statusCode: 200, writableFinished: false, once: () => undefined }
+
+describe('slowDown bounds on delayed requests (issue 32, item 8)', () => {
+  /** Decides for `request` and proceeds; what became of it. */
+  async function send(
+    slow: SlowDownEngine<Req, [Req]>,
+    request: Req,
+    ran: Req[] = [],
+  ): Promise<{ refused: boolean; decided: Awaited<ReturnType<typeof slow.decide>> }> {
+    const decided = await slow.decide(request, [request])
+    if (decided?.refusal !== undefined) return { refused: true, decided }
+    if (decided !== undefined) slow.proceed(decided, [request], response, () => void ran.push(request))
+    return { refused: false, decided }
+  }
+
+  it('refuses the 11th delayed request of one key by default: 429, Retry-After the delay it would have waited, the default body, outcome shed', async () => {
+    const timers = new Driven()
+    const outcomes: string[] = []
+    const slow = engine({
+      delayAfter: 0,
+      delayMs: 2_500,
+      timers,
+      observer: { onDecision: (event) => void outcomes.push(event.outcome) },
+    })
+    const client = { ip: '192.0.2.1' }
+    const answers = []
+    for (let i = 0; i < 11; i++) answers.push(await send(slow, client))
+    expect(answers.map((each) => each.refused)).toEqual([...Array(10).fill(false), true])
+    expect(outcomes).toEqual([...Array(10).fill('delayed'), 'shed'])
+    expect(answers[10]!.decided?.refusal).toEqual({
+      statusCode: 429,
+      headers: { 'Retry-After': '3' },
+      contentType: 'application/json; charset=utf-8',
+      payload: JSON.stringify({
+        error: 'Too Many Requests',
+        message: 'Too many requests: retry in 3 seconds.',
+        retryAfter: 3,
+      }),
+    })
+    expect(answers[10]!.decided?.info).toMatchObject({ used: 11, delay: 2_500 })
+    // Another client is not refused for this one.
+    expect((await send(slow, { ip: '192.0.2.2' })).refused).toBe(false)
+    expect(slow.waiting).toBe(11)
+  })
+
+  it('refuses the 1001st delayed request of the middleware by default, whatever its key; a place comes free when a delay ends', async () => {
+    const timers = new Driven()
+    const slow = engine({ delayAfter: 0, delayMs: 1_000, timers })
+    const refused: number[] = []
+    for (let i = 0; i < 1_001; i++) {
+      if ((await send(slow, { ip: `10.0.${i >> 8}.${i & 255}` })).refused) refused.push(i)
+    }
+    expect(refused).toEqual([1_000])
+    expect(slow.waiting).toBe(1_000)
+    timers.advance(1_000)
+    expect(slow.waiting).toBe(0)
+    expect((await send(slow, { ip: '10.9.9.9' })).refused).toBe(false)
+  })
+
+  it('maxPerKey and maxWaiting: false take the bounds off (express-slow-down: every request waits)', async () => {
+    const timers = new Driven()
+    const slow = engine({ delayAfter: 0, delayMs: 1_000, timers, maxPerKey: false, maxWaiting: false })
+    const client = { ip: '192.0.2.1' }
+    let refused = 0
+    for (let i = 0; i < 2_000; i++) if ((await send(slow, client)).refused) refused++
+    expect([refused, slow.waiting]).toEqual([0, 2_000])
+    timers.advance(1_000)
+    expect(slow.waiting).toBe(0)
+  })
+
+  it('own numbers: maxPerKey 2 and maxWaiting 3', async () => {
+    const slow = engine({ delayAfter: 0, delayMs: 1_000, timers: new Driven(), maxPerKey: 2, maxWaiting: 3 })
+    const refused = []
+    for (const ip of ['a', 'a', 'a', 'b', 'c', 'd'])
+      refused.push((await send(slow, { ip: `::${ip}` })).refused)
+    expect(refused).toEqual([false, false, true, false, true, true])
+  })
+
+  it('a request without delay takes no place: the bounds count delayed requests only', async () => {
+    const slow = engine({ delayAfter: 5, delayMs: 1_000, timers: new Driven(), maxPerKey: 1 })
+    const refused = []
+    for (let i = 0; i < 7; i++) refused.push((await send(slow, { ip: '192.0.2.1' })).refused)
+    expect(refused).toEqual([false, false, false, false, false, false, true])
+  })
+
+  it.each([
+    [{ maxPerKey: 0 }, 'maxPerKey'],
+    [{ maxPerKey: -1 }, 'maxPerKey'],
+    [{ maxPerKey: 1.5 }, 'maxPerKey'],
+    [{ maxPerKey: '10' }, 'maxPerKey'],
+    [{ maxPerKey: true }, 'maxPerKey'],
+    [{ maxWaiting: Number.POSITIVE_INFINITY }, 'maxWaiting'],
+    [{ maxWaiting: null }, 'maxWaiting'],
+  ])('refuses %j at construction, naming the option and how to switch the bound off', (options, option) => {
+    const build = () => engine(options as never)
+    expect(build).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option }))
+    expect(build).toThrow(`\`${option}\` must be a positive whole number`)
+    expect(build).toThrow('or false for no bound')
   })
 })

@@ -4,6 +4,7 @@ import {
   SlowDownEngine,
   type SlowDownInfo,
   type SlowDownOptions,
+  type SlowDownRefusal,
 } from '@ratewindow/core'
 import type { Request, RequestHandler, Response } from 'express'
 import { binding } from './binding.js'
@@ -39,7 +40,8 @@ export interface SlowDownMiddleware extends RequestHandler {
  * is counted in `windowMs`; those after the first `delayAfter` wait `delayMs`, at most `maxDelayMs`. Switch
  * from express-slow-down by changing the import. `req.slowDown` holds `limit`, `used`, `remaining`,
  * `resetTime` and `delay`. No RateLimit headers are sent. A client that leaves while delayed is dropped: the
- * rest of the chain never runs.
+ * rest of the chain never runs. Past `maxPerKey` (10) or `maxWaiting` (1000) delayed requests waiting at once,
+ * one more is answered 429 (`false` for express-slow-down's unbounded waiting).
  * @example app.use(slowDown({ windowMs: 15 * 60 * 1000, delayAfter: 5, delayMs: (used) => (used - 5) * 100 }))
  */
 export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddleware {
@@ -50,27 +52,30 @@ export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddlewa
 
   const middleware: RequestHandler = function slowDownMiddleware(request, response, next) {
     const args: [Request, Response] = [request, response]
-    const go = (decided: SlowDownDecision | undefined) => {
+    const own = request as unknown as Record<string, unknown>
+    const go = (decided: SlowDownDecision<Request> | undefined) => {
       if (decided === undefined) {
         next()
         return
       }
-      try {
-        ;(request as unknown as Record<string, unknown>)[property] = decided.info
-      } catch {
-        // A property Express defines without a setter (`ip`, `path`, …): said here, whether the decision was
-        // made at once or arrived later (where a throw would be an unhandled rejection and a hung request).
-        next(
-          invalid(
-            'ERR_RATEWINDOW_INVALID_OPTION',
-            'requestPropertyName',
-            property,
-            'a property the request can take, not one Express defines (such as `ip` or `path`)',
-          ),
-        )
-        return
-      }
-      engine.proceed(decided, args, response, () => next())
+      own[property] = decided.info
+      if (decided.refusal !== undefined) refuse(response, decided.refusal)
+      else engine.proceed(decided, args, response, () => next())
+    }
+    try {
+      own[property] = undefined
+    } catch {
+      // A property Express defines without a setter (`ip`, `path`, …): said before the request is counted, so
+      // that it holds no place among the delayed requests.
+      next(
+        invalid(
+          'ERR_RATEWINDOW_INVALID_OPTION',
+          'requestPropertyName',
+          property,
+          'a property the request can take, not one Express defines (such as `ip` or `path`)',
+        ),
+      )
+      return
     }
     try {
       const decided = engine.decide(request, args)
@@ -84,4 +89,9 @@ export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddlewa
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
+}
+
+/** Answers a request refused past the bounds on delayed requests: 429, Retry-After, the default body. */
+function refuse(response: Response, { statusCode, headers, contentType, payload }: SlowDownRefusal): void {
+  response.status(statusCode).set(headers).type(contentType).send(payload)
 }

@@ -34,19 +34,31 @@ export interface SlowDownHook extends onRequestHookHandler {
  * `app.addHook('onRequest', slowDown({ ... }))` for every route of a context, or a route's own
  * `{ onRequest: slowDown({ ... }) }`. `request.slowDown` holds `limit`, `used`, `remaining`, `resetTime` and
  * `delay`. No RateLimit headers are sent. A client that leaves while delayed is dropped: the reply is hijacked
- * and the handler never runs.
+ * and the handler never runs. Past `maxPerKey` (10) or `maxWaiting` (1000) delayed requests waiting at once, one
+ * more is answered 429 and the handler never runs.
  */
 export function slowDown(options: FastifySlowDownOptions = {}): SlowDownHook {
   const engine = new SlowDownEngine<FastifyRequest, [FastifyRequest, FastifyReply]>(options, binding)
 
   const hook: onRequestHookHandler = function slowDownHook(request, reply, done) {
     const args: [FastifyRequest, FastifyReply] = [request, reply]
-    const go = (decided: SlowDownDecision | undefined) => {
+    const go = (decided: SlowDownDecision<FastifyRequest> | undefined) => {
       if (decided === undefined) {
         done()
         return
       }
       request.slowDown = decided.info
+      const { refusal } = decided
+      if (refusal !== undefined) {
+        reply
+          .code(refusal.statusCode)
+          .headers(refusal.headers)
+          .type(refusal.contentType)
+          .send(refusal.payload)
+        // After a reply was sent, Fastify runs nothing more for the request.
+        done()
+        return
+      }
       engine.proceed(
         decided,
         args,

@@ -37,7 +37,8 @@ const ADDRESS_NAMES = ['getConnInfo', 'clientIp', 'trustProxy'] as const
  * is counted in `windowMs`; those after the first `delayAfter` wait `delayMs`, at most `maxDelayMs`, before
  * `next()`. `c.get('slowDown')` holds `limit`, `used`, `remaining`, `resetTime` and `delay`. No RateLimit headers
  * are sent. A client that leaves while delayed (the request's abort signal) is dropped: `next()` never runs.
- * Refunds after the response go through `executionCtx.waitUntil` where there is one (Workers).
+ * Past `maxPerKey` (10) or `maxWaiting` (1000) delayed requests waiting at once, one more is answered 429 without
+ * `next()`. Refunds after the response go through `executionCtx.waitUntil` where there is one (Workers).
  */
 // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
 export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = {}): SlowDownMiddleware {
@@ -60,6 +61,11 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
       return
     }
     c.set('slowDown', decided.info)
+    const { refusal } = decided
+    if (refusal !== undefined) {
+      c.header('Content-Type', refusal.contentType)
+      return c.body(refusal.payload, refusal.statusCode, refusal.headers)
+    }
     const response = new HandlerResponse(c)
     const admitted = await new Promise<boolean>((resolve) =>
       engine.proceed(

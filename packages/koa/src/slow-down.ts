@@ -29,14 +29,23 @@ export interface SlowDownMiddleware extends Middleware {
  * Koa middleware that delays instead of refusing (express-slow-down 2's model): every request is counted in
  * `windowMs`; those after the first `delayAfter` wait `delayMs`, at most `maxDelayMs`, before `next()`.
  * `ctx.state.slowDown` holds `limit`, `used`, `remaining`, `resetTime` and `delay`. No RateLimit headers are
- * sent. A client that leaves while delayed is dropped: `next()` is never called.
+ * sent. A client that leaves while delayed is dropped: `next()` is never called. Past `maxPerKey` (10) or
+ * `maxWaiting` (1000) delayed requests waiting at once, one more is answered 429 without `next()`.
  */
 export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
   const engine = new SlowDownEngine<Context, [Context]>(options, binding)
 
-  function go(ctx: Context, next: Next, decided: SlowDownDecision | undefined): Promise<unknown> {
+  function go(ctx: Context, next: Next, decided: SlowDownDecision<Context> | undefined): Promise<unknown> {
     if (decided === undefined) return next()
     ctx.state.slowDown = decided.info
+    const { refusal } = decided
+    if (refusal !== undefined) {
+      ctx.status = refusal.statusCode
+      ctx.set(refusal.headers)
+      ctx.type = refusal.contentType
+      ctx.body = refusal.payload
+      return Promise.resolve()
+    }
     if (decided.info.delay <= 0) {
       // No delay: `proceed` calls on at once, and the chain's own promise is returned.
       let work: Promise<unknown> | undefined

@@ -4,6 +4,7 @@ import {
   type SlowDownDecision,
   SlowDownEngine,
   type SlowDownOptions,
+  type SlowDownRefusal,
 } from '@ratewindow/core'
 import { bindingOf, type NestHttpRequest } from './binding.js'
 
@@ -55,8 +56,9 @@ const nestMiddlewareBinding: FrameworkBinding<NestHttpRequest> = {
  * platform is recognised: Express's request, or Node's on platform-fastify). The info (`limit`, `used`,
  * `remaining`, `resetTime`, `delay`, `key`) is on the middleware's request: `req.slowDown` on platform-express,
  * `request.raw.slowDown` in a handler on platform-fastify. No RateLimit headers are sent. A client that leaves
- * while delayed is dropped: `next()` is never called, so the handler never runs. A callback's error goes to the
- * app's exception filters.
+ * while delayed is dropped: `next()` is never called, so the handler never runs. Past `maxPerKey` (10) or
+ * `maxWaiting` (1000) delayed requests waiting at once, one more is answered 429 without `next()`. A callback's
+ * error goes to the app's exception filters.
  * @example consumer.apply(slowDown({ windowMs: 15 * 60 * 1000, delayAfter: 5, delayMs: 500 })).forRoutes('*')
  */
 export function slowDown(options: NestSlowDownOptions = {}): SlowDownMiddleware {
@@ -73,13 +75,14 @@ export function slowDown(options: NestSlowDownOptions = {}): SlowDownMiddleware 
     next: (error?: unknown) => void,
   ): void | Promise<void> {
     const args: [NestHttpRequest, ServerResponse] = [request, response]
-    const go = (decided: SlowDownDecision | undefined) => {
+    const go = (decided: SlowDownDecision<NestHttpRequest> | undefined) => {
       if (decided === undefined) {
         next()
         return
       }
       request.slowDown = decided.info
-      engine.proceed(decided, args, response, () => next())
+      if (decided.refusal !== undefined) refuse(response, decided.refusal)
+      else engine.proceed(decided, args, response, () => next())
     }
     const decided = engine.decide(request, args)
     if (decided instanceof Promise) return decided.then(go)
@@ -89,4 +92,15 @@ export function slowDown(options: NestSlowDownOptions = {}): SlowDownMiddleware 
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
+}
+
+/** Answers a request refused past the bounds on delayed requests, on Node's response (both platforms). */
+function refuse(
+  response: ServerResponse,
+  { statusCode, headers, contentType, payload }: SlowDownRefusal,
+): void {
+  response.statusCode = statusCode
+  for (const name in headers) response.setHeader(name, headers[name]!)
+  response.setHeader('Content-Type', contentType)
+  response.end(payload)
 }

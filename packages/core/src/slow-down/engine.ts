@@ -1,7 +1,8 @@
 /**
  * `slowDown()`, the part every adapter shares: express-slow-down 2's model on ratewindow's stores. Every request
  * of a client is counted in a fixed window of `windowMs`; those after the first `delayAfter` wait `delayMs`
- * (a number, or a function of the count), at most `maxDelayMs`, then go on. Nothing is ever refused.
+ * (a number, or a function of the count), at most `maxDelayMs`, then go on. No request is refused for its count;
+ * one is refused only when too many delayed requests wait already (`maxPerKey`, `maxWaiting`).
  *
  * This file computes the delays and runs them; the options are resolved in slow-down/options.ts, and the counting
  * engine is built in slow-down/call-binding.ts.
@@ -10,8 +11,11 @@
 import { giveBack, refundAfterResponse } from '../http/after-response.js'
 import type { Defer, TrackedResponse } from '../http/binding.js'
 import { type FrameworkBinding, routeOf } from '../http/binding.js'
+import { tooManyRequestsBody } from '../http/body.js'
 import type { HttpDecision } from '../http/decision.js'
 import type { HttpRateLimiter } from '../http/engine.js'
+import { toSeconds } from '../http/headers.js'
+import { WaitingPlaces } from '../http/wait-room.js'
 import type { FailureContext } from '../limiter/options.js'
 import { type DecisionEvent, type DecisionOutcome, decisionEvent } from '../observe.js'
 import type { Awaitable } from '../stores/types.js'
@@ -39,23 +43,42 @@ export interface SlowDownInfo {
 }
 
 /** What `decide` found for a request: its info (to put on the request) and how long it waits. */
-export interface SlowDownDecision {
+export interface SlowDownDecision<Req = unknown> {
   info: SlowDownInfo
   /** The counting decision behind it (what `skipFailedRequests` gives back). */
   decision: HttpDecision
+  /** The request decided for. */
+  request: Req
+  /**
+   * Set when the request is refused instead of delayed: `maxPerKey` or `maxWaiting` delayed requests wait already.
+   * The adapter answers it as it stands and runs nothing more for the request (no `proceed`).
+   */
+  refusal?: SlowDownRefusal
+}
+
+/** The answer to a request refused past the bounds on delayed requests: a 429 with the adapters' default body. */
+export interface SlowDownRefusal {
+  statusCode: 429
+  /** `Retry-After`: the delay the request would have waited, in seconds (rounded up). */
+  headers: Record<string, string>
+  contentType: string
+  payload: string
 }
 
 /**
  * The engine of every adapter's `slowDown()`: its options resolved once (slow-down/options.ts), it counts and
- * computes each request's delay (`decide`), then runs it after the delay unless its client leaves first
- * (`proceed`). The counting is a `HttpRateLimiter` (slow-down/call-binding.ts); the waiting is one shared timer
- * (delay-queue.ts); the refund after the response is the HTTP engine's (http/after-response.ts).
+ * computes each request's delay, with a place among the delayed requests or a refusal past their bounds
+ * (`decide`), then runs it after the delay unless its client leaves first (`proceed`). The counting is a
+ * `HttpRateLimiter` (slow-down/call-binding.ts); the places are the wait room's (http/wait-room.ts); the waiting
+ * is one shared timer (delay-queue.ts); the refund after the response is the HTTP engine's (http/after-response.ts).
  */
 export class SlowDownEngine<Req, Args extends unknown[]> {
   readonly #config: SlowDownConfig<Args>
   readonly #counter: HttpRateLimiter<SlowDownCall<Req, Args>>
   readonly #binding: FrameworkBinding<Req>
   readonly #queue: DelayQueue
+  /** The places of this middleware's delayed requests, bounded by `maxPerKey` and `maxWaiting`. */
+  readonly #places: WaitingPlaces
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   readonly #report: (error: unknown, context: FailureContext) => void
 
@@ -68,6 +91,7 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     const config = resolveSlowDownOptions(options, adapterNames, where)
     this.#config = config
     this.#queue = delayQueueOf(config.timers)
+    this.#places = new WaitingPlaces(config.bounds)
     this.#binding = binding
     this.#onDecision = guardedObserver(options.observer?.onDecision, 'onDecision')
     this.#report = guardedReporter(options.onError ?? throttledErrorLog())
@@ -80,16 +104,18 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   }
 
   /**
-   * Counts the request and computes its delay; undefined when `skip` says so. Rejects (or throws) when a
-   * callback throws or returns a bad value: adapters pass that to the framework's error handling.
+   * Counts the request and computes its delay; undefined when `skip` says so. A delayed request takes a place
+   * among the delayed ones, which `proceed` gives back, or is refused (`refusal`) past `maxPerKey` or
+   * `maxWaiting`. Rejects (or throws) when a callback throws or returns a bad value: adapters pass that to the
+   * framework's error handling.
    */
-  decide(request: Req, args: Args): Awaitable<SlowDownDecision | undefined> {
+  decide(request: Req, args: Args): Awaitable<SlowDownDecision<Req> | undefined> {
     const decided = this.#counter.decideNow({ request, args })
     if (decided instanceof Promise) return decided.then((each) => each && this.#delay(request, args, each))
     return decided && this.#delay(request, args, decided)
   }
 
-  #delay(request: Req, args: Args, decision: HttpDecision): Awaitable<SlowDownDecision> {
+  #delay(request: Req, args: Args, decision: HttpDecision): Awaitable<SlowDownDecision<Req>> {
     const after = this.#config.delayAfter
     const delayAfter = typeof after === 'function' ? after(...args) : after
     if (isThenable(delayAfter))
@@ -102,7 +128,7 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     args: Args,
     decision: HttpDecision,
     delayAfter: unknown,
-  ): Awaitable<SlowDownDecision> {
+  ): Awaitable<SlowDownDecision<Req>> {
     checkDelay(delayAfter, 'delayAfter', true, 'returned by `delayAfter`')
     const { result } = decision
     // The failure policy knows no count: the request goes on at once.
@@ -140,7 +166,7 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     info: SlowDownInfo,
     unbounded: unknown = 0,
     maxDelay: unknown = 0,
-  ): SlowDownDecision {
+  ): SlowDownDecision<Req> {
     if (info.used > info.limit) {
       checkDelay(unbounded, 'delayMs', false, 'returned by `delayMs`', true)
       checkDelay(maxDelay, 'maxDelayMs', false, 'returned by `maxDelayMs`')
@@ -155,14 +181,23 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
       }
       info.delay = Math.round(delay)
     }
-    if (this.#onDecision !== undefined) this.#observe(request, decision, info)
-    return { info, decision }
+    const decided: SlowDownDecision<Req> = { info, decision, request }
+    // The place is taken in the step that checks the bounds: concurrent requests cannot all pass them.
+    if (info.delay > 0 && !this.#places.enter(decision.result.key)) decided.refusal = refusalAfter(info.delay)
+    if (this.#onDecision !== undefined) this.#observe(decided)
+    return decided
   }
 
-  #observe(request: Req, decision: HttpDecision, info: SlowDownInfo): void {
+  #observe({ request, decision, info, refusal }: SlowDownDecision<Req>): void {
     const { result } = decision
     const outcome: DecisionOutcome =
-      result.source === 'policy' ? 'failed-open' : info.delay > 0 ? 'delayed' : 'allowed'
+      result.source === 'policy'
+        ? 'failed-open'
+        : refusal !== undefined
+          ? 'shed'
+          : info.delay > 0
+            ? 'delayed'
+            : 'allowed'
     const limiter = decision.limiter?.name ?? ''
     this.#onDecision!(
       decisionEvent(limiter, result.rule.name, outcome, result, routeOf(this.#binding, request)),
@@ -170,20 +205,21 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   }
 
   /**
-   * Runs `proceed` (the rest of the chain) after the request's delay, at once when it has none. A client that
-   * leaves while delayed (`response` closes) is dropped: its wait is cancelled, `proceed` never runs, and
-   * `abandon` runs instead (the adapter ends its part of the request). Arms `skipFailedRequests` and
-   * `skipSuccessfulRequests` on `response`; `args` go to `requestWasSuccessful`. `defer` keeps a refund after the
-   * response alive (`executionCtx.waitUntil` on Workers).
+   * Runs `proceed` (the rest of the chain) after the request's delay, at once when it has none, and gives its
+   * place back. A client that leaves while delayed (`response` closes) is dropped: its wait is cancelled,
+   * `proceed` never runs, and `abandon` runs instead (the adapter ends its part of the request). Arms `skipFailedRequests` and `skipSuccessfulRequests` on `response`;
+   * `args` go to `requestWasSuccessful`. `defer` keeps a refund after the response alive (`executionCtx.waitUntil`
+   * on Workers). Not for a refused decision (`refusal`): the adapter answers that one.
    */
   proceed(
-    { info, decision }: SlowDownDecision,
+    decided: SlowDownDecision<Req>,
     args: Args,
     response: TrackedResponse,
     proceed: () => void,
     abandon?: () => void,
     defer?: Defer,
   ): void {
+    const { info, decision } = decided
     const state = { ran: info.delay <= 0 }
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (skipFailedRequests || skipSuccessfulRequests) this.#track(decision, args, response, state, defer)
@@ -191,16 +227,23 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
       proceed()
       return
     }
+    const key = decision.result.key
+    // A refused decision holds no place (an adapter that predates `refusal` still delays it, unbounded).
+    const leave = decided.refusal === undefined ? () => this.#places.leave(key) : () => {}
     if (response.destroyed === true) {
+      leave()
       this.#left(decision, abandon, defer)
       return
     }
     const entry = this.#queue.add(info.delay, () => {
+      leave()
       state.ran = true
       proceed()
     })
     response.once('close', () => {
-      if (this.#queue.cancel(entry)) this.#left(decision, abandon, defer)
+      if (!this.#queue.cancel(entry)) return
+      leave()
+      this.#left(decision, abandon, defer)
     })
   }
 
@@ -210,9 +253,9 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     abandon?.()
   }
 
-  /** Delayed requests waiting now, in every middleware on these timers. */
+  /** Delayed requests of this middleware waiting now. */
   get waiting(): number {
-    return this.#queue.size
+    return this.#places.size
   }
 
   /**
@@ -251,4 +294,10 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   close(): void {
     this.#counter.close()
   }
+}
+
+/** The answer to a request past the bounds: 429, `Retry-After` the delay it would have waited. */
+function refusalAfter(delayMs: number): SlowDownRefusal {
+  const { contentType, payload } = tooManyRequestsBody(delayMs)
+  return { statusCode: 429, headers: { 'Retry-After': String(toSeconds(delayMs)) }, contentType, payload }
 }

@@ -3,6 +3,7 @@
  * mean refusing, with what to do instead), fills every default from `SLOW_DOWN_DEFAULTS`, and checks each value.
  */
 import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
+import type { WaitingBounds } from '../http/wait-room.js'
 import type { FailureContext } from '../limiter/options.js'
 import type { RateLimitObserver } from '../observe.js'
 import type { Awaitable, Store } from '../stores/types.js'
@@ -27,6 +28,18 @@ export interface SlowDownOptions<Args extends unknown[]> {
   delayMs?: number | ((used: number, ...args: Args) => Awaitable<number>)
   /** The longest delay, ms: keep it under your proxy's timeout. A number or a function. @default Infinity */
   maxDelayMs?: number | ((...args: Args) => Awaitable<number>)
+  /**
+   * Delayed requests of one client (key) waiting at once in this middleware (in this process): one more is
+   * refused at once, 429 with `Retry-After` the delay it would have waited (observer outcome `'shed'`), as
+   * `delay.maxPerKey` of `rateLimit()`. `false`: no bound (express-slow-down's behaviour). @default 10
+   */
+  maxPerKey?: number | false
+  /**
+   * Delayed requests waiting at once in this middleware (in this process), every client together: one more is
+   * refused as past `maxPerKey`. Each holds an open connection: keep it well under the process's file
+   * descriptor limit. `false`: no bound (express-slow-down's behaviour). @default 1000
+   */
+  maxWaiting?: number | false
   /** The client's key. @default the client IP (the framework's trust-proxy rules apply), IPv6 masked to `ipv6Subnet` */
   keyGenerator?: (...args: Args) => Awaitable<string>
   /** IPv6 prefix length the default key groups clients by; `false` for full addresses. @default 56 */
@@ -54,7 +67,7 @@ export interface SlowDownOptions<Args extends unknown[]> {
   /** A store that counts while the main one fails, e.g. `new MemoryStore()`. */
   fallback?: Store
   /**
-   * Receives every store failure; the request then goes on without delay (slowDown never refuses).
+   * Receives every store failure; the request then goes on without delay.
    * @default a throttled console.error
    */
   onError?: (error: unknown, context: FailureContext) => unknown
@@ -62,7 +75,10 @@ export interface SlowDownOptions<Args extends unknown[]> {
   circuitBreaker?: CircuitBreakerOptions | false
   /** This middleware's name in observer events and metrics. @default its namespace in the store */
   name?: string
-  /** Decisions (outcome `'delayed'` when delayed, else `'allowed'`, `'failed-open'`), store calls, breakers. */
+  /**
+   * Decisions (outcome `'delayed'` when delayed, `'shed'` when refused past `maxPerKey` or `maxWaiting`, else
+   * `'allowed'` or `'failed-open'`), store calls, breakers.
+   */
   observer?: RateLimitObserver
   /**
    * express-slow-down's switch for its startup checks (`false`, or `{ delayMs: false }`…): accepted so that a
@@ -89,6 +105,8 @@ export const SLOW_DOWN_DEFAULTS = {
   maxDelayMs: Number.POSITIVE_INFINITY,
   skipFailedRequests: false,
   skipSuccessfulRequests: false,
+  maxPerKey: 10,
+  maxWaiting: 1000,
 } as const
 
 const SLOW_DOWN_NAMES = namesOf<SlowDownOptions<unknown[]>>({
@@ -96,6 +114,8 @@ const SLOW_DOWN_NAMES = namesOf<SlowDownOptions<unknown[]>>({
   delayAfter: true,
   delayMs: true,
   maxDelayMs: true,
+  maxPerKey: true,
+  maxWaiting: true,
   keyGenerator: true,
   ipv6Subnet: true,
   skip: true,
@@ -115,14 +135,18 @@ const SLOW_DOWN_NAMES = namesOf<SlowDownOptions<unknown[]>>({
   timers: true,
 })
 
+const NO_LIMIT =
+  'slowDown() refuses no request for its count: those after `delayAfter` are delayed (only past `maxPerKey` or `maxWaiting` delayed requests waiting at once is one refused). For a hard limit, add `rateLimit()`.'
+const NO_ANSWER = (option: string) =>
+  `slowDown() answers a request itself only past its bounds on delayed requests (\`maxPerKey\`, \`maxWaiting\`), with a 429 and the default body, so it has no \`${option}\`. To answer otherwise, put a \`rateLimit()\` before it.`
+
 /** Names express-slow-down itself refuses, or that mean refusing: each with what to do instead. */
 const REFUSED: Readonly<Record<string, string>> = {
-  limit:
-    'slowDown() never refuses: requests after `delayAfter` are delayed. For a hard limit, add `rateLimit()`.',
-  max: 'slowDown() never refuses: requests after `delayAfter` are delayed. For a hard limit, add `rateLimit()`.',
-  handler: 'slowDown() never answers a request itself, so it has no `handler`.',
-  message: 'slowDown() never answers a request itself, so it has no `message`.',
-  statusCode: 'slowDown() never answers a request itself, so it has no `statusCode`.',
+  limit: NO_LIMIT,
+  max: NO_LIMIT,
+  handler: NO_ANSWER('handler'),
+  message: NO_ANSWER('message'),
+  statusCode: NO_ANSWER('statusCode'),
   headers:
     'slowDown() sends no RateLimit headers (as express-slow-down); the delay is on the request. For headers, add `rateLimit()`.',
   standardHeaders:
@@ -134,7 +158,7 @@ const REFUSED: Readonly<Record<string, string>> = {
   identifier:
     'slowDown() sends no RateLimit headers, so it has no policy name to give; `name` names it in observer events.',
   onLimitReached:
-    'express-slow-down 2 dropped `onLimitReached`, and slowDown() never refuses: a delayed request carries its delay (`req.slowDown.delay` in Express), and an `observer` sees the outcome `delayed`.',
+    'express-slow-down 2 dropped `onLimitReached`, and slowDown() refuses no request for its count: a delayed request carries its delay (`req.slowDown.delay` in Express), and an `observer` sees the outcome `delayed`.',
   requestPropertyName:
     "`requestPropertyName` is @ratewindow/express's only: here the info is always at `ctx.state.slowDown` (Koa), `request.slowDown` (Fastify, and the request of a Nest middleware) or `c.get('slowDown')` (Hono).",
   window: "slowDown() takes express-slow-down's `windowMs` (milliseconds).",
@@ -152,6 +176,8 @@ export interface SlowDownConfig<Args extends unknown[]> {
   maxDelayMs: SlowDownOptions<Args>['maxDelayMs'] & {}
   skipFailedRequests: boolean
   skipSuccessfulRequests: boolean
+  /** The bounds on delayed requests waiting at once; `Infinity` where the option is `false`. */
+  bounds: WaitingBounds
   /** Undefined: the response status is below 400. */
   requestWasSuccessful: SlowDownOptions<Args>['requestWasSuccessful']
   timers: DelayTimers
@@ -237,9 +263,26 @@ export function resolveSlowDownOptions<Args extends unknown[]>(
     maxDelayMs,
     skipFailedRequests: options.skipFailedRequests ?? SLOW_DOWN_DEFAULTS.skipFailedRequests,
     skipSuccessfulRequests: options.skipSuccessfulRequests ?? SLOW_DOWN_DEFAULTS.skipSuccessfulRequests,
+    bounds: {
+      maxPerKey: parseBound(options.maxPerKey, 'maxPerKey', SLOW_DOWN_DEFAULTS.maxPerKey),
+      maxWaiting: parseBound(options.maxWaiting, 'maxWaiting', SLOW_DOWN_DEFAULTS.maxWaiting),
+    },
     requestWasSuccessful: options.requestWasSuccessful,
     timers,
   }
+}
+
+/** A bound on delayed requests: a positive whole number, or `false` for none (`Infinity`). */
+function parseBound(value: unknown, option: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (value === false) return Number.POSITIVE_INFINITY
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1) return value
+  throw invalid(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    option,
+    value,
+    `a positive whole number such as ${fallback}, or false for no bound (as express-slow-down)`,
+  )
 }
 
 /** A number option, or a function of the request. */

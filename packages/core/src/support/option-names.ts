@@ -15,7 +15,7 @@ const KRL = 'koa-ratelimit'
 const ESD = 'express-slow-down'
 /** What express-slow-down's names map to: the adapter's `slowDown()`, or a limiter that waits for its slot. */
 const SLOW_DOWN_HINT =
-  "your adapter's `slowDown({ delayAfter, delayMs, maxDelayMs })` in place of `rateLimit()`: it counts every request and delays those after `delayAfter`, never refuses (docs/slow-down.md); to make a request over the limit wait for its slot rather than be refused, `delay: { max }` on `rateLimit()`"
+  "your adapter's `slowDown({ delayAfter, delayMs, maxDelayMs })` in place of `rateLimit()`: it counts every request and delays those after `delayAfter`, refusing none for its count (docs/slow-down.md); to make a request over the limit wait for its slot rather than be refused, `delay: { max }` on `rateLimit()`"
 
 /**
  * Names users bring from express-rate-limit, @fastify/rate-limit and koa-ratelimit, with ours. Only names

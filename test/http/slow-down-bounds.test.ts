@@ -1,0 +1,88 @@
+/**
+ * Issue 32, item 8: what one client can hold in `slowDown()`, in every adapter on a real server: delayed
+ * requests are bounded per key and per middleware, past which one is answered 429.
+ * Delays run on driven timers: nothing here waits on time, and a wait for the server is bounded (`until`).
+ */
+import { type DecisionOutcome, MemoryStore } from '@ratewindow/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../support/clock.js'
+import { until } from '../support/connections.js'
+import { ManualTimers } from '../support/timers.js'
+import { headerOf } from './harness.js'
+import { type CommonSlowDownOptions, SLOW_FRAMEWORKS, type SlowApp } from './slow-down-harness.js'
+
+const apps: SlowApp[] = []
+/** The clients of the test's requests: whatever still waits when the test ends is aborted, so the apps close. */
+const clients: AbortController[] = []
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.abort()
+  await Promise.all(apps.splice(0).map((app) => app.close()))
+})
+
+/** A request on a connection of its own; answered, or undefined when the test ended first. */
+function send(url: string, headers: Record<string, string> = {}): Promise<Response | undefined> {
+  const client = new AbortController()
+  clients.push(client)
+  return fetch(url, { headers, signal: client.signal }).catch(() => undefined)
+}
+
+describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
+  /** The app on driven timers, and the outcome of each decision its observer heard, in order. */
+  async function start(options: CommonSlowDownOptions) {
+    const timers = new ManualTimers(new ManualClock())
+    const outcomes: DecisionOutcome[] = []
+    const app = await framework.start({
+      store: new MemoryStore(),
+      timers,
+      observer: { onDecision: (event) => void outcomes.push(event.outcome) },
+      ...options,
+    })
+    apps.push(app)
+    const count = (outcome: DecisionOutcome) => outcomes.filter((each) => each === outcome).length
+    return { app, timers, outcomes, count }
+  }
+
+  it('the 11th delayed request of one key is answered 429, with Retry-After the delay it would have waited and the default body; the 10 go on', async () => {
+    const { app, timers, outcomes, count } = await start({ delayAfter: 0, delayMs: 2_500 })
+    const waiting = Array.from({ length: 10 }, () => send(app.url))
+    await until(
+      () => count('delayed') === 10,
+      () => `10 requests are delayed (${count('delayed')} are)`,
+    )
+    const eleventh = send(app.url)
+    await until(() => outcomes.length === 11, 'the 11th request is decided')
+    expect([count('delayed'), count('shed')]).toEqual([10, 1])
+    const refused = (await eleventh)!
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('3')
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(await refused.json()).toEqual({
+      error: 'Too Many Requests',
+      message: 'Too many requests: retry in 3 seconds.',
+      retryAfter: 3,
+    })
+    expect(app.handled).toBe(0)
+    timers.advance(2_500)
+    expect((await Promise.all(waiting)).map((each) => each?.status)).toEqual(Array(10).fill(200))
+    expect(app.handled).toBe(10)
+  })
+
+  it('maxPerKey counts per key, maxWaiting for every key together', async () => {
+    const { app, timers, count } = await start({
+      delayAfter: 0,
+      delayMs: 1_000,
+      maxPerKey: 1,
+      maxWaiting: 2,
+      keyGenerator: ((request: unknown) => headerOf(request, 'x-user') ?? 'anonymous') as never,
+    })
+    const as = (user: string) => send(app.url, { 'x-user': user })
+    const first = as('a')
+    await until(() => count('delayed') === 1, 'the first request of a is delayed')
+    expect((await as('a'))?.status).toBe(429)
+    const second = as('b')
+    await until(() => count('delayed') === 2, 'the first request of b is delayed')
+    expect((await as('c'))?.status).toBe(429)
+    timers.advance(1_000)
+    expect([(await first)?.status, (await second)?.status]).toEqual([200, 200])
+  })
+})
