@@ -15,7 +15,9 @@ import { guardedObserver } from './support/report.js'
  * - `'failed-open'`: no store answered and `onStoreError: 'allow'` let it through;
  * - `'failed-closed'`: no store answered and `onStoreError: 'deny'` refused it (adapters answer 503);
  * - `'shed'`: too many decisions were waiting for the store (RedisStore `maxWaiting`): refused without a store
- *   call (adapters answer 429 with a `Retry-After` of about one round trip).
+ *   call (adapters answer 429 with a `Retry-After` of about one round trip); or, in `slowDown()`, too many
+ *   delayed requests were waiting (`maxPerKey`, `maxWaiting`): counted, then refused (429 with a `Retry-After` of
+ *   the delay it would have waited; `source` is where it was counted).
  */
 export const DECISION_OUTCOMES = [
   'allowed',
