@@ -1,15 +1,16 @@
 /**
- * Issue 32, item 8: what one client can hold in `slowDown()`, in every adapter on a real server: delayed
- * requests are bounded per key and per middleware, past which one is answered 429.
+ * Issue 32, items 7 and 8: what one client can hold in `slowDown()`, in every adapter on a real server. A client
+ * that pipelines requests on one HTTP/1.1 connection and leaves holds nothing afterwards and runs no handler
+ * (item 7); delayed requests are bounded per key and per middleware, past which one is answered 429 (item 8).
  * Delays run on driven timers: nothing here waits on time, and a wait for the server is bounded (`until`).
  */
 import { type DecisionOutcome, MemoryStore } from '@ratewindow/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { until } from '../support/connections.js'
+import { pipelined, until } from '../support/connections.js'
 import { ManualTimers } from '../support/timers.js'
 import { headerOf } from './harness.js'
-import { type CommonSlowDownOptions, SLOW_FRAMEWORKS, type SlowApp } from './slow-down-harness.js'
+import { type CommonSlowDownOptions, call, SLOW_FRAMEWORKS, type SlowApp } from './slow-down-harness.js'
 
 const apps: SlowApp[] = []
 /** The clients of the test's requests: whatever still waits when the test ends is aborted, so the apps close. */
@@ -41,6 +42,54 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
     const count = (outcome: DecisionOutcome) => outcomes.filter((each) => each === outcome).length
     return { app, timers, outcomes, count }
   }
+
+  it('a client that pipelines 200 requests on one connection and leaves: its 200 waits are released, and none of its handlers runs', async () => {
+    const pipelinedCount = 200
+    const { app, timers, count } = await start({
+      delayAfter: 0,
+      delayMs: 60_000,
+      maxPerKey: false,
+      maxWaiting: false,
+    })
+    const client = await pipelined(app.url, pipelinedCount)
+    await until(
+      () => count('delayed') === pipelinedCount,
+      () => `${pipelinedCount} pipelined requests are delayed (${count('delayed')} are)`,
+    )
+    // Every delayed request of the process waits on one timer.
+    expect(timers.pending).toBe(1)
+    await client.close()
+    // The last wait taken out of the queue clears its timer.
+    await until(
+      () => timers.pending === 0,
+      () => `the waits of the gone client are released (${timers.pending} timer pending)`,
+    )
+    timers.advance(120_000)
+    // A request of another connection, the same client key, afterwards: the only handler that runs.
+    const after = await call(app, timers)
+    expect([after.status, after.waited, app.handled]).toEqual([200, 60_000, 1])
+  })
+
+  it('with the default bounds, a pipelining connection holds 10 waits; the rest are refused, and its leaving releases the 10', async () => {
+    const pipelinedCount = 30
+    const { app, timers, count } = await start({ delayAfter: 0, delayMs: 60_000 })
+    const client = await pipelined(app.url, pipelinedCount)
+    await until(
+      () => count('delayed') + count('shed') === pipelinedCount,
+      () =>
+        `${pipelinedCount} pipelined requests are decided (${count('delayed')} delayed, ${count('shed')} shed)`,
+    )
+    expect([count('delayed'), count('shed')]).toEqual([10, 20])
+    await client.close()
+    await until(
+      () => timers.pending === 0,
+      () => `the waits of the gone client are released (${timers.pending} timer pending)`,
+    )
+    timers.advance(120_000)
+    // Its places are free again: the same key is delayed, not refused.
+    const after = await call(app, timers)
+    expect([after.status, after.waited, app.handled]).toEqual([200, 60_000, 1])
+  })
 
   it('the 11th delayed request of one key is answered 429, with Retry-After the delay it would have waited and the default body; the 10 go on', async () => {
     const { app, timers, outcomes, count } = await start({ delayAfter: 0, delayMs: 2_500 })

@@ -1,5 +1,6 @@
 /** Clients that tests control by hand (requests on connections of their own), and `until`: polling, bounded, for what happens out of sight. */
 import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
 
 /** A request on a connection of its own, which the test closes whenever it likes. */
 export function open(url: string): { status: number | undefined; close(): void } {
@@ -15,6 +16,42 @@ export function open(url: string): { status: number | undefined; close(): void }
   pending.on('error', () => {})
   pending.end()
   return client
+}
+
+/**
+ * One HTTP/1.1 connection on which `count` GET requests of `path` are pipelined (written at once, without waiting
+ * for an answer), as a client that floods one connection does. `received` is what came back so far; `close`
+ * ends the connection and resolves once it is closed.
+ */
+export async function pipelined(
+  url: string,
+  count: number,
+  path = '/',
+): Promise<{ received(): string; close(): Promise<void> }> {
+  const { hostname, port } = new URL(url)
+  const socket = connect(Number(port), hostname)
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve)
+    socket.once('error', reject)
+  })
+  socket.on('error', () => {})
+  let received = ''
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => {
+    received += chunk
+  })
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`.repeat(count))
+  return {
+    received: () => received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (socket.destroyed) resolve()
+        else {
+          socket.once('close', () => resolve())
+          socket.destroy()
+        }
+      }),
+  }
 }
 
 /** How `until` polls: the longest it waits, and the pause between two looks. */

@@ -263,6 +263,24 @@ describe('slowDown options', () => {
 /** A response that never finishes, for `proceed`. */
 const response = { statusCode: 200, writableFinished: false, once: () => undefined }
 
+/** A binding whose clients the test disconnects: `leave(request)` runs the request's `onClose` listeners. */
+function leavingBinding() {
+  const listeners = new Map<Req, Set<() => void>>()
+  const leaving: FrameworkBinding<Req> = {
+    ...binding,
+    onClose: (request, listener) => {
+      const own = listeners.get(request) ?? new Set()
+      listeners.set(request, own.add(listener))
+      return () => void own.delete(listener)
+    },
+  }
+  const leave = (request: Req) => {
+    for (const listener of listeners.get(request) ?? []) listener()
+  }
+  const listening = () => [...listeners.values()].reduce((sum, each) => sum + each.size, 0)
+  return { binding: leaving, leave, listening }
+}
+
 describe('slowDown bounds on delayed requests (issue 32, item 8)', () => {
   /** Decides for `request` and proceeds; what became of it. */
   async function send(
@@ -344,6 +362,35 @@ describe('slowDown bounds on delayed requests (issue 32, item 8)', () => {
     const refused = []
     for (let i = 0; i < 7; i++) refused.push((await send(slow, { ip: '192.0.2.1' })).refused)
     expect(refused).toEqual([false, false, false, false, false, false, true])
+  })
+
+  it('a client that leaves while delayed gives its place back, and its handler never runs', async () => {
+    const timers = new Driven()
+    const { binding: leaving, leave, listening } = leavingBinding()
+    const slow = new SlowDownEngine<Req, [Req]>(
+      { delayAfter: 0, delayMs: 1_000, timers, maxPerKey: 1 },
+      leaving,
+    )
+    const gone = { ip: '192.0.2.1' }
+    const ran: Req[] = []
+    let abandoned = 0
+    const decided = await slow.decide(gone, [gone])
+    slow.proceed(
+      decided!,
+      [gone],
+      response,
+      () => void ran.push(gone),
+      () => void abandoned++,
+    )
+    expect((await send(slow, { ip: '192.0.2.1' })).refused).toBe(true)
+    leave(gone)
+    expect([slow.waiting, abandoned, timers.pending, listening()]).toEqual([0, 1, 0, 0])
+    const next = { ip: '192.0.2.1' }
+    expect((await send(slow, next, ran)).refused).toBe(false)
+    timers.advance(1_000)
+    // The next request ran; the one whose client left never did.
+    expect(ran).toEqual([next])
+    expect([slow.waiting, listening()]).toEqual([0, 0])
   })
 
   it.each([

@@ -1,9 +1,11 @@
 import {
   AccessList,
+  type ClosableSocket,
   type Defer,
   emitWarning,
   type FrameworkBinding,
   RateLimitError,
+  socketClosed,
   type TrackedResponse,
 } from '@ratewindow/core'
 import type { Context, Env } from 'hono'
@@ -48,8 +50,12 @@ export function honoBinding<E extends Env>(
   return {
     name: 'Hono',
     clientIp: (c) => clientIp?.(c),
-    // The request's signal aborts when the client disconnects (@hono/node-server, Bun, Deno, Workers).
+    // On Node, the connection's `close` (@hono/node-server aborts a request's signal when its response closes,
+    // and a response queued behind others on a pipelining connection never does); elsewhere the request's signal
+    // aborts when the client disconnects (Bun, Deno, Workers).
     onClose: (c, listener) => {
+      const socket = nodeSocketOf(c)
+      if (socket !== undefined) return socketClosed(socket, listener)
       const signal = c.req.raw.signal
       if (signal.aborted) {
         queueMicrotask(listener)
@@ -79,6 +85,13 @@ export function honoBinding<E extends Env>(
       if (!target.finalized) for (const name in headers) target.header(name, headers[name])
     },
   }
+}
+
+/** The Node socket of a request served by @hono/node-server (its `incoming` in `c.env`); undefined elsewhere. */
+function nodeSocketOf(c: Context): ClosableSocket | undefined {
+  const env = c.env as { incoming?: { socket?: Partial<ClosableSocket> } } | undefined
+  const socket = typeof env === 'object' && env !== null ? env.incoming?.socket : undefined
+  return typeof socket?.once === 'function' ? (socket as ClosableSocket) : undefined
 }
 
 const TRUST_HINT =

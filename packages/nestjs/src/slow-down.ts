@@ -35,9 +35,8 @@ const platformOf = (request: NestHttpRequest): FrameworkBinding<NestHttpRequest>
   typeof request.app?.get === 'function' ? EXPRESS : FASTIFY
 
 /**
- * The two platforms' bindings, chosen per request: the client address and the trust-proxy checks are each
- * platform's own (a client's leaving is the Node response's `close`, the same on both). The warnings' hints name
- * both platforms' settings.
+ * The two platforms' bindings, chosen per request: the client address, the trust-proxy checks and the client's
+ * leaving (its socket's `close`) are each platform's own. The warnings' hints name both platforms' settings.
  */
 const nestMiddlewareBinding: FrameworkBinding<NestHttpRequest> = {
   name: 'NestJS',
@@ -47,6 +46,7 @@ const nestMiddlewareBinding: FrameworkBinding<NestHttpRequest> = {
   permissiveTrustProxy: (request) => platformOf(request).permissiveTrustProxy?.(request) ?? false,
   permissiveTrustProxyHint: `On platform-express: ${EXPRESS.permissiveTrustProxyHint} On platform-fastify: ${FASTIFY.permissiveTrustProxyHint}`,
   route: (request) => platformOf(request).route?.(request),
+  onClose: (request, listener) => platformOf(request).onClose!(request, listener),
 }
 
 /**

@@ -47,7 +47,7 @@ export interface SlowDownDecision<Req = unknown> {
   info: SlowDownInfo
   /** The counting decision behind it (what `skipFailedRequests` gives back). */
   decision: HttpDecision
-  /** The request decided for. */
+  /** The request decided for: `proceed` drops it when its client disconnects (the binding's `onClose`). */
   request: Req
   /**
    * Set when the request is refused instead of delayed: `maxPerKey` or `maxWaiting` delayed requests wait already.
@@ -206,8 +206,9 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
 
   /**
    * Runs `proceed` (the rest of the chain) after the request's delay, at once when it has none, and gives its
-   * place back. A client that leaves while delayed (`response` closes) is dropped: its wait is cancelled,
-   * `proceed` never runs, and `abandon` runs instead (the adapter ends its part of the request). Arms `skipFailedRequests` and `skipSuccessfulRequests` on `response`;
+   * place back. A client that leaves while delayed (its connection closes: the binding's `onClose`, else
+   * `response` closes) is dropped: its wait is cancelled, `proceed` never runs, and `abandon` runs instead (the
+   * adapter ends its part of the request). Arms `skipFailedRequests` and `skipSuccessfulRequests` on `response`;
    * `args` go to `requestWasSuccessful`. `defer` keeps a refund after the response alive (`executionCtx.waitUntil`
    * on Workers). Not for a refused decision (`refusal`): the adapter answers that one.
    */
@@ -235,16 +236,31 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
       this.#left(decision, abandon, defer)
       return
     }
+    let stop: (() => void) | undefined
     const entry = this.#queue.add(info.delay, () => {
+      stop?.()
       leave()
       state.ran = true
       proceed()
     })
-    response.once('close', () => {
+    stop = this.#onClose(decided.request, response, () => {
       if (!this.#queue.cancel(entry)) return
+      stop?.()
       leave()
       this.#left(decision, abandon, defer)
     })
+  }
+
+  /**
+   * Calls `gone` when the client of `request` disconnects: the binding's `onClose` (a Node socket's `close`,
+   * which comes for every request pipelined on the connection, where a queued response emits no `close`), else
+   * `response`'s `close`. Answers how to stop listening.
+   */
+  #onClose(request: Req, response: TrackedResponse, gone: () => void): (() => void) | undefined {
+    const { onClose } = this.#binding
+    if (onClose !== undefined) return onClose(request, gone)
+    response.once('close', gone)
+    return undefined
   }
 
   /** The client left while delayed: the handler never ran; with `skipFailedRequests`, its count is taken back. */
