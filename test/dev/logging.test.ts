@@ -1,5 +1,12 @@
 /** Store failures as a team logs them (issue 21, item 6): lines that name the limiter, and the default throttle. */
-import { type FailureContext, fixedWindow, RateLimiter, type Store } from '@ratewindow/core'
+import {
+  type FailureContext,
+  type FrameworkBinding,
+  fixedWindow,
+  RateLimiter,
+  SlowDownEngine,
+  type Store,
+} from '@ratewindow/core'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
 const failing: Store = {
@@ -45,4 +52,26 @@ describe('logging store failures', () => {
       '[ratewindow] store failure in limiter login (consume) (and 3 more since the last report): connection refused',
     )
   })
+
+  it.each([
+    [undefined, 'slowDown()'],
+    ['search', 'limiter search'],
+  ])(
+    'the default log names a slowDown() (name %s) as its user knows it, not by its hashed namespace (issue 32, item 18)',
+    async (name, owner) => {
+      const lines: string[] = []
+      vi.spyOn(console, 'error').mockImplementation((line: string) => void lines.push(line))
+      const binding: FrameworkBinding<{ ip: string }> = {
+        name: 'Test',
+        clientIp: (request) => request.ip,
+        untrustedForwardedFor: () => undefined,
+        trustProxyHint: '',
+      }
+      const slow = new SlowDownEngine({ store: failing, name, circuitBreaker: false }, binding)
+      const client = { ip: '192.0.2.1' }
+      await slow.decide(client, [client])
+      expect(lines).toEqual([`[ratewindow] store failure in ${owner} (consume): connection refused`])
+      expect(lines[0]).not.toContain(slow.namespace)
+    },
+  )
 })

@@ -19,12 +19,14 @@ export interface SlowDownCall<Req, Args> {
 /**
  * The engine that counts `slowDown()`'s requests in fixed windows of `windowMs`: as many per window as the rule
  * can count exactly, so that it only counts. A store that cannot answer, or sheds, lets the request through.
+ * `onError` hears the store's failures (the engine's, with its default log).
  */
 export function countingEngine<Req, Args extends unknown[]>(
   options: SlowDownOptions<Args>,
   windowMs: number,
   binding: FrameworkBinding<Req>,
   where: string,
+  onError: SlowDownOptions<Args>['onError'],
 ): HttpRateLimiter<SlowDownCall<Req, Args>> {
   const { keyGenerator, skip, observer } = options
   const capacity = Math.min(1_000_000_000, Math.floor(MAX_PRODUCT / windowMs))
@@ -43,7 +45,7 @@ export function countingEngine<Req, Args extends unknown[]>(
       prefix: options.prefix,
       timeout: options.timeout,
       fallback: options.fallback,
-      onError: options.onError,
+      onError,
       circuitBreaker: options.circuitBreaker,
       name: options.name,
       observer:

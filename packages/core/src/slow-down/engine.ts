@@ -94,8 +94,11 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     this.#places = new WaitingPlaces(config.bounds)
     this.#binding = binding
     this.#onDecision = guardedObserver(options.observer?.onDecision, 'onDecision')
-    this.#report = guardedReporter(options.onError ?? throttledErrorLog())
-    this.#counter = countingEngine(options, config.windowMs, binding, where)
+    // The default log names the middleware as its user knows it, not by its (hashed) namespace in the store.
+    const onError =
+      options.onError ?? throttledErrorLog(options.name === undefined ? where : `limiter ${options.name}`)
+    this.#report = guardedReporter(onError)
+    this.#counter = countingEngine(options, config.windowMs, binding, where, onError)
   }
 
   /** Where the counts live in the store. */

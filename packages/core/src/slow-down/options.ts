@@ -68,7 +68,7 @@ export interface SlowDownOptions<Args extends unknown[]> {
   fallback?: Store
   /**
    * Receives every store failure; the request then goes on without delay.
-   * @default a throttled console.error
+   * @default a throttled console.error that names the middleware `slowDown()` (or its `name`)
    */
   onError?: (error: unknown, context: FailureContext) => unknown
   /** Stop waiting on a store that keeps failing (see RateLimiterOptions); `false` to disable. */

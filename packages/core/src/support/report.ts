@@ -61,9 +61,10 @@ export function guardedObserver<E>(
 
 /**
  * The default `onError`: logs the first failure, then at most one summary line per 10 s while failures continue,
- * naming the limiter and the operation.
+ * naming the limiter and the operation. `owner` names the limiter in every line (`'slowDown()'`) instead of the
+ * context's `limiter`, where that is a namespace no user would recognise.
  */
-export function throttledErrorLog(): (error: unknown, context?: unknown) => void {
+export function throttledErrorLog(owner?: string): (error: unknown, context?: unknown) => void {
   let lastLog = Number.NEGATIVE_INFINITY
   let suppressed = 0
   return (error, failure) => {
@@ -74,7 +75,12 @@ export function throttledErrorLog(): (error: unknown, context?: unknown) => void
       return
     }
     const more = suppressed > 0 ? ` (and ${suppressed} more since the last report)` : ''
-    const where = context?.limiter === undefined ? '' : ` in limiter ${context.limiter}`
+    const where =
+      owner !== undefined
+        ? ` in ${owner}`
+        : context?.limiter === undefined
+          ? ''
+          : ` in limiter ${context.limiter}`
     const operation = context?.operation === undefined ? '' : ` (${context.operation})`
     console.error(
       `[ratewindow] store failure${where}${operation}${more}: ${error instanceof Error ? error.message : String(error)}`,
