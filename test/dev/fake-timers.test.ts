@@ -3,7 +3,7 @@
  * built before the fake timers (issue 21, item 2). See docs/testing.md.
  */
 import { MemoryStore, RateLimiter, RedisStore, slidingWindowCounter } from '@ratewindow/core'
-import { rateLimit } from '@ratewindow/express'
+import { rateLimit, slowDown } from '@ratewindow/express'
 import express from 'express'
 import { createClient } from 'redis'
 import request from 'supertest'
@@ -79,6 +79,33 @@ describe('fake timers', () => {
     } finally {
       vi.useRealTimers()
       await client.quit()
+    }
+  })
+})
+
+describe('slowDown() under supertest and fake timers (issue 32, item 18: the recipe of docs/slow-down.md)', () => {
+  it('a delayed request answers once the test advances fake time by its delay', async () => {
+    vi.useFakeTimers()
+    const app = express()
+    const slower = slowDown({ delayAfter: 2, delayMs: 500 })
+    app.use(slower)
+    app.get('/', (req, res) => {
+      res.json({ delay: req.slowDown?.delay })
+    })
+    try {
+      await request(app).get('/')
+      await request(app).get('/')
+      const timers = vi.getTimerCount()
+      const third = request(app)
+        .get('/')
+        .then((response) => response)
+      await vi.waitUntil(() => vi.getTimerCount() > timers)
+      await vi.advanceTimersByTimeAsync(500)
+      const response = await third
+      expect(response.status).toBe(200)
+      expect(response.body).toEqual({ delay: 500 })
+    } finally {
+      slower.close()
     }
   })
 })
