@@ -23,7 +23,7 @@ export default defineConfig({
   test: {
     ...base.test,
     include: [
-      'test/http/{behaviour,callbacks,client-headers,composition,concurrency-disconnect,delay,frameworks,policies,shadow-combinations,nestjs,slow-down}.test.ts',
+      'test/http/{behaviour,callbacks,client-headers,composition,concurrency-disconnect,delay,frameworks,policies,shadow-combinations,nestjs,slow-down,slow-down-bounds}.test.ts',
     ],
     testNamePattern: /Nest/,
     env: { NEST_MAJOR: '11' },
