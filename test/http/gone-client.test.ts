@@ -1,7 +1,7 @@
 /**
  * A client that leaves before the limiter runs (issue 32, item 13): an earlier middleware is still working (a
  * session lookup, a body read) when the connection closes, and with it goes the client's address. Such a request
- * is not decided: no `ERR_RATEWINDOW_INVALID_IP` in the app's error handler (any client could flood the logs with
+ * is not decided (nor counted by slowDown()): no `ERR_RATEWINDOW_INVALID_IP` in the app's error handler (any client could flood the logs with
  * it), nothing counted, no handler run, nothing logged. Real servers, real sockets, every adapter on Node.
  */
 import { once } from 'node:events'
@@ -10,10 +10,10 @@ import { type AddressInfo, connect, type Socket } from 'node:net'
 import { serve } from '@hono/node-server'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import { MemoryStore } from '@ratewindow/core'
-import { rateLimit as expressRateLimit } from '@ratewindow/express'
-import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
-import { rateLimit as honoRateLimit } from '@ratewindow/hono'
-import { rateLimit as koaRateLimit } from '@ratewindow/koa'
+import { rateLimit as expressRateLimit, slowDown as expressSlowDown } from '@ratewindow/express'
+import { rateLimit as fastifyRateLimit, slowDown as fastifySlowDown } from '@ratewindow/fastify'
+import { rateLimit as honoRateLimit, slowDown as honoSlowDown } from '@ratewindow/hono'
+import { rateLimit as koaRateLimit, slowDown as koaSlowDown } from '@ratewindow/koa'
 import express5 from 'express'
 import express4 from 'express4'
 import fastify5 from 'fastify'
@@ -36,6 +36,9 @@ function closed(socket: { destroyed?: boolean; once(event: 'close', listener: ()
   return socket.destroyed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', resolve))
 }
 
+/** The middleware under test: rateLimit() (limit 5), or slowDown() (delays after 5). */
+type Kind = 'rateLimit' | 'slowDown'
+
 interface Running {
   url: string
   port: number
@@ -43,7 +46,7 @@ interface Running {
 }
 
 /** Each framework: the earlier middleware that waits for its client to leave, the limiter, a handler. */
-const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
+const FRAMEWORKS: [string, (store: MemoryStore, kind: Kind) => Promise<Running>][] = [
   ...(
     [
       ['Express 5', express5],
@@ -53,7 +56,7 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
     ([name, express]) =>
       [
         name,
-        async (store: MemoryStore) => {
+        async (store: MemoryStore, kind: Kind) => {
           const app = express()
           app.use(async (request, _response, next) => {
             seen.entered++
@@ -61,7 +64,8 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
             next()
             seen.passed++
           })
-          app.use(expressRateLimit({ limit: 5, window: '1m', store }))
+          if (kind === 'rateLimit') app.use(expressRateLimit({ limit: 5, window: '1m', store }))
+          else app.use(expressSlowDown({ delayAfter: 5, windowMs: 60_000, store }))
           app.get('/', (_request, response) => {
             seen.handled++
             response.send('ok')
@@ -79,7 +83,7 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
           )
           return listening(app.listen(0, '127.0.0.1'))
         },
-      ] as [string, (store: MemoryStore) => Promise<Running>],
+      ] as [string, (store: MemoryStore, kind: Kind) => Promise<Running>],
   ),
   ...(
     [
@@ -90,7 +94,7 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
     ([name, Koa]) =>
       [
         name,
-        async (store: MemoryStore) => {
+        async (store: MemoryStore, kind: Kind) => {
           const app = new (Koa as typeof Koa3)()
           app.on('error', (error) => seen.errors.push(error))
           app.use(async (ctx, next) => {
@@ -104,18 +108,19 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
               seen.passed++
             }
           })
-          app.use(koaRateLimit({ limit: 5, window: '1m', store }))
+          if (kind === 'rateLimit') app.use(koaRateLimit({ limit: 5, window: '1m', store }))
+          else app.use(koaSlowDown({ delayAfter: 5, windowMs: 60_000, store }))
           app.use((ctx) => {
             seen.handled++
             ctx.body = 'ok'
           })
           return listening(app.listen(0, '127.0.0.1'))
         },
-      ] as [string, (store: MemoryStore) => Promise<Running>],
+      ] as [string, (store: MemoryStore, kind: Kind) => Promise<Running>],
   ),
   [
     'Hono 4 on Node',
-    async (store) => {
+    async (store, kind) => {
       const app = new Hono<{ Bindings: { incoming: { socket: Socket } } }>()
       app.onError((error, c) => {
         seen.errors.push(error)
@@ -127,7 +132,8 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
         await next()
         seen.passed++
       })
-      app.use(honoRateLimit({ limit: 5, window: '1m', store, getConnInfo }))
+      if (kind === 'rateLimit') app.use(honoRateLimit({ limit: 5, window: '1m', store, getConnInfo }))
+      else app.use(honoSlowDown({ delayAfter: 5, windowMs: 60_000, store, getConnInfo }))
       app.get('/', (c) => {
         seen.handled++
         return c.text('ok')
@@ -144,7 +150,7 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
     ([name, create]) =>
       [
         name,
-        async (store: MemoryStore) => {
+        async (store: MemoryStore, kind: Kind) => {
           const app = (create as typeof fastify5)()
           app.setErrorHandler((error, _request, reply) => {
             seen.errors.push(error)
@@ -154,7 +160,8 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
             seen.entered++
             if (request.headers['x-leave']) await closed(request.raw.socket)
           })
-          await app.register(fastifyRateLimit, { limit: 5, window: '1m', store })
+          if (kind === 'rateLimit') await app.register(fastifyRateLimit, { limit: 5, window: '1m', store })
+          else app.addHook('onRequest', fastifySlowDown({ delayAfter: 5, windowMs: 60_000, store }))
           // The limiter's answer to a gone client is sent (to nobody): that is where its work ends.
           app.addHook('onSend', async () => {
             seen.passed++
@@ -167,7 +174,7 @@ const FRAMEWORKS: [string, (store: MemoryStore) => Promise<Running>][] = [
           const { port } = app.server.address() as AddressInfo
           return { url: `http://127.0.0.1:${port}`, port, close: () => app.close() }
         },
-      ] as [string, (store: MemoryStore) => Promise<Running>],
+      ] as [string, (store: MemoryStore, kind: Kind) => Promise<Running>],
   ),
 ]
 
@@ -211,7 +218,7 @@ describe.each(FRAMEWORKS)('%s: a client gone before the limiter runs', (_name, s
   it('is not decided: no error, nothing counted, no handler, nothing logged (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP)', async () => {
     const logged = vi.spyOn(console, 'error')
     const store = new MemoryStore()
-    running = await start(store)
+    running = await start(store, 'rateLimit')
     for (let i = 0; i < 20; i++) await leaveEarly(running.port)
     await until(
       () => seen.passed === 20,
@@ -227,5 +234,37 @@ describe.each(FRAMEWORKS)('%s: a client gone before the limiter runs', (_name, s
     const answer = await fetch(running.url)
     expect(answer.status).toBe(200)
     expect(answer.headers.get('ratelimit-remaining') ?? answer.headers.get('ratelimit')).toMatch(/4/)
+  })
+})
+
+describe.each(FRAMEWORKS)('%s: a client gone before slowDown() runs', (_name, start) => {
+  let running: Running | undefined
+  afterEach(async () => {
+    vi.restoreAllMocks()
+    await running?.close()
+    seen.entered = seen.passed = seen.handled = 0
+    seen.errors = []
+    warnings.length = 0
+  })
+
+  it('is not counted and logs nothing (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP)', async () => {
+    const logged = vi.spyOn(console, 'error')
+    const store = new MemoryStore()
+    running = await start(store, 'slowDown')
+    for (let i = 0; i < 20; i++) await leaveEarly(running.port)
+    await until(
+      () => seen.passed === 20,
+      () => `every request went past slowDown() (${seen.passed} passed, ${seen.errors.length} errors)`,
+    )
+    expect(seen.errors).toEqual([])
+    // Not delayed, so its handler may run, as for any request slowDown() does not delay (docs/slow-down.md).
+    expect(store.size).toBe(0)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(logged).not.toHaveBeenCalled()
+    expect(warnings).toEqual([])
+    // A client that stays is counted as before.
+    const answer = await fetch(running.url)
+    expect(answer.status).toBe(200)
+    expect(store.size).toBe(1)
   })
 })

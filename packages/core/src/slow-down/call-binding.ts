@@ -83,10 +83,11 @@ function callBinding<Req, Args>(binding: FrameworkBinding<Req>): FrameworkBindin
 }
 
 function mapBinding<Req, Args>(binding: FrameworkBinding<Req>): FrameworkBinding<SlowDownCall<Req, Args>> {
-  const { permissiveTrustProxy, route } = binding
+  const { permissiveTrustProxy, route, gone } = binding
   return {
     name: binding.name,
     clientIp: (call) => binding.clientIp(call.request),
+    gone: gone && ((call) => gone(call.request)),
     untrustedForwardedFor: (call) => binding.untrustedForwardedFor(call.request),
     trustProxyHint: binding.trustProxyHint,
     permissiveTrustProxy: permissiveTrustProxy && ((call) => permissiveTrustProxy(call.request)),

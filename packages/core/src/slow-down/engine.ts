@@ -114,8 +114,17 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
    */
   decide(request: Req, args: Args): Awaitable<SlowDownDecision<Req> | undefined> {
     const decided = this.#counter.decideNow({ request, args })
-    if (decided instanceof Promise) return decided.then((each) => each && this.#delay(request, args, each))
-    return decided && this.#delay(request, args, decided)
+    if (decided instanceof Promise) return decided.then((each) => this.#counted(request, args, each))
+    return this.#counted(request, args, decided)
+  }
+
+  /** A request whose client left before it was counted (`gone`) is not counted: it goes on, as one skipped. */
+  #counted(
+    request: Req,
+    args: Args,
+    decision: HttpDecision | undefined,
+  ): Awaitable<SlowDownDecision<Req> | undefined> {
+    return decision === undefined || decision.gone ? undefined : this.#delay(request, args, decision)
   }
 
   #delay(request: Req, args: Args, decision: HttpDecision): Awaitable<SlowDownDecision<Req>> {
