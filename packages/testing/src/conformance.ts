@@ -5,6 +5,7 @@
 import { describeBoundaries } from './conformance/boundaries.js'
 import { suiteContext } from './conformance/context.js'
 import { describeGcra } from './conformance/gcra.js'
+import { describeGivenBackSlots } from './conformance/given-back-slots.js'
 import { describePenalties } from './conformance/penalties.js'
 import { describeProperties } from './conformance/properties.js'
 import { describeRefundTiming } from './conformance/refund-timing.js'
@@ -20,7 +21,7 @@ export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.
 /**
  * Registers the store conformance suite (the one MemoryStore and RedisStore pass) with the caller's test runner:
  * worked examples of every algorithm, penalties, reserve-then-settle, boundaries, a clock that steps back,
- * refunds, and properties over random traces checked against a naive reference model. A store that passes it
+ * refunds, reserved slots given back (never two calls on one slot), and properties over random traces checked against a naive reference model. A store that passes it
  * decides exactly as ratewindow's own stores do.
  * @example
  * import { describe, expect, it } from 'vitest'
@@ -37,5 +38,6 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeRefundTiming(suite)
   describeSeveralRules(suite)
   describeReservations(suite)
+  describeGivenBackSlots(suite)
   describeProperties(suite)
 }

@@ -11,9 +11,17 @@ export interface Admission {
   cost: number
   /**
    * Token bucket reservations only: units (1/interval token) the bucket gave up at the decision because it would
-   * have refilled past its capacity before the reserved slot.
+   * have refilled past its capacity before the reserved slot, or because another rule chose a later slot than the
+   * bucket needed (it then keeps at most one millisecond of refill at the slot).
    */
   forfeit?: number
+  /** GCRA reservations only: a reserved slot (at `time`), which takes the rule's room at it down to its last ms. */
+  reserved?: boolean
+  /**
+   * GCRA and token bucket: not a request but a reserved slot given back (`giveBack`): the slot's time; `time` is
+   * when it was given back and `cost` its units.
+   */
+  givenBack?: number
 }
 
 export interface ReferenceOutcome {
@@ -29,17 +37,30 @@ function sumWhere(history: readonly Admission[], keep: (a: Admission) => boolean
   return total
 }
 
-/** Token bucket level at `now`, in units of 1/interval token, by replaying the history. */
+/**
+ * Token bucket level at `now`, in units of 1/interval token, by replaying the history. A slot given back returns
+ * its tokens when nothing is owed, or when it is the last slot reserved: the level the bucket reaches at that slot
+ * is within one millisecond of refill of empty, where a reservation leaves it (and a slot reserved after it takes
+ * at least a token more). An earlier slot stays empty: one number cannot hold a gap.
+ */
 function tokensAt(rule: Rule, history: readonly Admission[], now: number): number {
   const [capacity, refillRate, interval] = rule.script.params
   const full = capacity * interval
   let tokens = full
   let last = history[0]?.time ?? now
-  for (const admission of [...history, { time: now, cost: 0 }]) {
+  const until: Admission = { time: now, cost: 0 }
+  for (const admission of [...history, until]) {
     const elapsed = Math.max(0, admission.time - last)
     tokens = Math.min(full, tokens + elapsed * refillRate)
     last = Math.max(last, admission.time)
-    tokens -= admission.cost * interval + (admission.forfeit ?? 0)
+    const slot = admission.givenBack
+    if (slot === undefined) {
+      tokens -= admission.cost * interval + (admission.forfeit ?? 0)
+      continue
+    }
+    const level = tokens + (slot - admission.time) * refillRate
+    const lastReserved = refillRate <= interval && level >= 0 && level < refillRate
+    if (tokens >= 0 || lastReserved) tokens = Math.min(full, tokens + admission.cost * interval)
   }
   return tokens
 }
@@ -47,12 +68,27 @@ function tokensAt(rule: Rule, history: readonly Admission[], now: number): numbe
 /**
  * GCRA by virtual scheduling, replayed from the history: each admitted request moves the theoretical arrival
  * time to `max(tat, time) + cost × T`, with T = window / limit. Times are multiplied by the denominator of T
- * (the rule's first parameter) so that everything stays whole. Returns how far the TAT is ahead of `now`.
+ * (the rule's first parameter) so that everything stays whole. A reserved slot also takes the room left at it,
+ * down to its last millisecond. A slot given back moves the TAT back by its cost only while it is the last one
+ * reserved: the TAT ends within the last millisecond of tolerance after it (a slot reserved after it ends one
+ * interval later at least); an earlier one stays empty (one integer cannot hold a gap). Returns how far the TAT
+ * is ahead of `now`.
  */
 function gcraAheadAt(rule: Rule, history: readonly Admission[], now: number): number {
-  const [scale, interval] = rule.script.params
+  const [scale, interval, burst] = rule.script.params
+  const tolerance = burst * interval
   let tat = Number.NEGATIVE_INFINITY
-  for (const admission of history) tat = Math.max(tat, admission.time * scale) + admission.cost * interval
+  for (const admission of history) {
+    const slot = admission.givenBack
+    if (slot === undefined) {
+      tat = Math.max(tat, admission.time * scale) + admission.cost * interval
+      if (admission.reserved === true) tat = Math.max(tat, (admission.time - 1) * scale + tolerance + 1)
+      continue
+    }
+    const lastReserved =
+      interval >= scale && tat > (slot - 1) * scale + tolerance && tat <= slot * scale + tolerance
+    if (tat - admission.time * scale > tolerance && lastReserved) tat -= admission.cost * interval
+  }
   return Math.max(0, tat - now * scale)
 }
 
@@ -155,7 +191,9 @@ export function reserve(
   const newest = Math.max(
     now,
     ...rules.flatMap((rule, i) =>
-      rule.algorithm === 'sliding-window-log' ? histories[i]!.map((admission) => admission.time) : [],
+      rule.algorithm === 'sliding-window-log'
+        ? histories[i]!.flatMap((admission) => (admission.cost > 0 ? [admission.time] : []))
+        : [],
     ),
   )
   const passes = (d: number) =>
@@ -181,14 +219,50 @@ export function reserve(
   const wait = firstTrue(passes, 0, reserve)
   rules.forEach((rule, i) => {
     const history = histories[i]!
-    if (rule.algorithm !== 'token-bucket') history.push({ time: now + wait, cost })
+    // A wait of 0 is an admission now, not a reservation.
+    if (rule.algorithm === 'gcra') history.push({ time: now + wait, cost, reserved: wait > 0 })
+    else if (rule.algorithm !== 'token-bucket') history.push({ time: now + wait, cost })
     else {
       const [capacity, refillRate, interval] = rule.script.params
-      const forfeit = Math.max(0, tokensAt(rule, history, now) - (capacity * interval - wait * refillRate))
-      history.push({ time: now, cost, forfeit })
+      const refill = wait * refillRate
+      const most =
+        wait > 0
+          ? Math.min(capacity * interval - refill, refillRate - 1 - refill + cost * interval)
+          : capacity * interval
+      history.push({ time: now, cost, forfeit: Math.max(0, tokensAt(rule, history, now) - most) })
     }
   })
   return { ...outcome(rules, histories, now, horizon), allowed: true, retryAfter: 0, wait }
+}
+
+/**
+ * A reserved slot still ahead given back at `now` (an abort while waiting): the request reserved for the slot at
+ * `at` with `cost`. Never two calls on one slot: the sliding window log removes its entries at the slot; GCRA and
+ * the token bucket keep one number per key, which cannot hold a gap, and give the slot back only while it is the
+ * last one reserved (see `gcraAheadAt`, `tokensAt`), else it stays empty.
+ */
+export function giveBack(
+  rules: readonly Rule[],
+  histories: Admission[][],
+  now: number,
+  cost: number,
+  at: number,
+): void {
+  rules.forEach((rule, i) => {
+    const history = histories[i]!
+    if (rule.algorithm !== 'sliding-window-log') {
+      history.push({ time: now, cost, givenBack: at })
+      return
+    }
+    let left = cost
+    for (let j = history.length - 1; j >= 0 && left > 0; j--) {
+      const admission = history[j]!
+      if (admission.time !== at) continue
+      const taken = Math.min(left, admission.cost)
+      admission.cost -= taken
+      left -= taken
+    }
+  })
 }
 
 function outcome(rules: readonly Rule[], histories: Admission[][], now: number, horizon: number) {

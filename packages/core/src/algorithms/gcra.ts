@@ -100,6 +100,13 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
   const toMs = (ticks: number) => Math.ceil(ticks / scale)
   /** How far the TAT is ahead of now, in ticks (0 for a rested key). */
   const ahead = (state: GcraState, now: number) => Math.max(0, state.tat - now * scale)
+  /**
+   * Whether the slot reserved at `at` (ms) is the last one reserved: the TAT still ends within the millisecond a
+   * reservation at `at` leaves it in (see `reserve`), where no other slot can end (one reserved after it ends at
+   * least one interval later). Never when an interval is under a millisecond: there, two slots could end in it.
+   */
+  const lastReserved = (tat: number, at: number) =>
+    interval >= scale && tat > (at - 1) * scale + tolerance && tat <= at * scale + tolerance
   return {
     create: () => ({ tat: Number.NEGATIVE_INFINITY }),
     // Nothing to bring forward: the TAT is absolute. A clock stepping back sees it further ahead, never reset.
@@ -110,9 +117,14 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
     },
     // The request may go once the TAT it would set is at most the tolerance ahead.
     wait: (state, now, cost) => Math.max(0, toMs(ahead(state, now) + cost * interval - tolerance)),
-    // Virtual scheduling at `at`: exact, and what a request arriving at `at` would have set.
+    // Virtual scheduling at `at`: exact, and what a request arriving at `at` would have set. Where another rule
+    // chose a later slot than this one needs, the room left at `at` is taken too, down to its last millisecond:
+    // then the TAT after any reservation tells which slot it ended with (`lastReserved`).
     reserve(state, _now, at, cost) {
-      state.tat = Math.max(state.tat, at * scale) + cost * interval
+      state.tat = Math.max(
+        Math.max(state.tat, at * scale) + cost * interval,
+        (at - 1) * scale + tolerance + 1,
+      )
     },
     refund(state, now, cost, at) {
       // A request's units are surely rested once the TAT it set has passed; that TAT was at most a whole
@@ -120,6 +132,13 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       // NOTE: one integer cannot tell whether the key rested in between and was used again; such a refund,
       // within one burst time of the request, gives back up to `cost` units already rested.
       if (state.tat <= at * scale || now * scale >= at * scale + tolerance) return
+      if (state.tat - now * scale > tolerance) {
+        // Slots are reserved ahead (nothing else takes the TAT past the tolerance). One integer cannot hold a
+        // gap: only the last slot reserved moves the TAT back; an earlier one stays empty, so that no caller is
+        // ever given a slot a waiter still holds (issue 32).
+        if (lastReserved(state.tat, at)) state.tat -= cost * interval
+        return
+      }
       state.tat = Math.max(now * scale, at * scale, state.tat - cost * interval)
     },
     report(state, now, pending, deniedCost) {
@@ -174,9 +193,9 @@ ${ahead} = ${tat} - now * ${scale}
 `
   },
   reserve: (r, cost, at) => {
-    const [scale, interval] = r.params
+    const [scale, interval, tolerance] = r.params
     const [tat, ahead] = ['tat', 'ahead'].map(r.v)
-    return `${tat} = math.max(${tat}, ${at} * ${scale}) + ${cost} * ${interval}
+    return `${tat} = math.max(math.max(${tat}, ${at} * ${scale}) + ${cost} * ${interval}, (${at} - 1) * ${scale} + ${tolerance} + 1)
 ${ahead} = ${tat} - now * ${scale}
 `
   },
@@ -184,7 +203,14 @@ ${ahead} = ${tat} - now * ${scale}
     const [scale, interval, tolerance] = r.params
     const [tat, ahead] = ['tat', 'ahead'].map(r.v)
     return `if not (${tat} <= ${at} * ${scale} or now * ${scale} >= ${at} * ${scale} + ${tolerance}) then
-  ${tat} = math.max(now * ${scale}, ${at} * ${scale}, ${tat} - ${cost} * ${interval})
+  if ${tat} - now * ${scale} > ${tolerance} then
+    -- Reserved ahead: only the last slot reserved moves the TAT back.
+    if ${interval} >= ${scale} and ${tat} > (${at} - 1) * ${scale} + ${tolerance} and ${tat} <= ${at} * ${scale} + ${tolerance} then
+      ${tat} = ${tat} - ${cost} * ${interval}
+    end
+  else
+    ${tat} = math.max(now * ${scale}, ${at} * ${scale}, ${tat} - ${cost} * ${interval})
+  end
   ${ahead} = math.max(0, ${tat} - now * ${scale})
 end
 `

@@ -76,6 +76,17 @@ function tokenBucketLogic(
 ): AlgorithmLogic<TokenBucketState> {
   const full = capacity * intervalMs
   const untilFull = (tokens: number) => Math.ceil((full - tokens) / refillRate)
+  /**
+   * With slots reserved ahead (the tokens below zero), whether the slot at `at` is the last one reserved: the
+   * level the bucket reaches at `at` is within one millisecond of refill of empty, as a reservation leaves it
+   * (see `reserve`); one reserved after it takes at least a token more. One number cannot hold a gap: an earlier
+   * slot given back stays empty, so that no caller is given a slot a waiter still holds (issue 32). Never when a
+   * token refills in under a millisecond.
+   */
+  const lastReserved = (tokens: number, now: number, at: number) => {
+    const level = tokens + (at - now) * refillRate
+    return refillRate <= intervalMs && level >= 0 && level < refillRate
+  }
   return {
     create: () => ({ tokens: full, last: Number.NaN, fullAt: Number.NaN }),
     advance(state, now) {
@@ -98,14 +109,19 @@ function tokenBucketLogic(
     },
     wait: (state, _now, cost) => Math.max(0, Math.ceil((cost * intervalMs - state.tokens) / refillRate)),
     // The tokens go below zero: the bucket owes them until they have refilled. Charged now, as the level at `at`
-    // the bucket would reach then (never above full: a refill past the capacity is lost), minus the cost.
+    // the bucket would reach then (never above full: a refill past the capacity is lost), minus the cost. Where
+    // another rule chose a later slot than this one needs, the level left at `at` is given up too, down to one
+    // millisecond of refill: then the level at a reserved slot tells whether it is the last one (`refund`).
     reserve(state, now, at, cost) {
-      state.tokens = Math.min(state.tokens, full - (at - now) * refillRate) - cost * intervalMs
+      const refill = (at - now) * refillRate
+      state.tokens =
+        Math.min(state.tokens, full - refill, refillRate - 1 - refill + cost * intervalMs) - cost * intervalMs
     },
-    refund(state, _now, cost, at) {
+    refund(state, now, cost, at) {
       // A bucket that has been full since the request already refilled its tokens: refunding them again
       // would hold more than `capacity` at once.
       if (at < state.fullAt) return
+      if (state.tokens < 0 && !lastReserved(state.tokens, now, at)) return
       state.tokens = Math.min(full, state.tokens + cost * intervalMs)
     },
     report(state, _now, pending, deniedCost) {
@@ -173,12 +189,24 @@ end
   reserve: (r, cost, at) => {
     const [full, rate, interval] = r.params
     const tokens = r.v('tokens')
-    return `${tokens} = math.min(${tokens}, ${full} - (${at} - now) * ${rate}) - ${cost} * ${interval}
+    return `do
+  local refill = (${at} - now) * ${rate}
+  ${tokens} = math.min(${tokens}, ${full} - refill, ${rate} - 1 - refill + ${cost} * ${interval}) - ${cost} * ${interval}
+end
 `
   },
-  refund: (r, cost, at) =>
-    `if ${at} >= ${r.v('fullAt')} then ${r.v('tokens')} = math.min(${r.params[0]}, ${r.v('tokens')} + ${cost} * ${r.params[2]}) end
-`,
+  refund: (r, cost, at) => {
+    const [full, rate, interval] = r.params
+    const tokens = r.v('tokens')
+    return `if ${at} >= ${r.v('fullAt')} then
+  local level = ${tokens} + (${at} - now) * ${rate}
+  -- Reserved ahead: only the last slot reserved gives its tokens back.
+  if ${tokens} >= 0 or (${rate} <= ${interval} and level >= 0 and level < ${rate}) then
+    ${tokens} = math.min(${full}, ${tokens} + ${cost} * ${interval})
+  end
+end
+`
+  },
   report: (r, pending, denied) => {
     const [full, rate, interval] = r.params
     const tokens = r.v('tokens')

@@ -116,10 +116,16 @@ export interface AlgorithmLogic<S> {
   wait?(state: S, now: number, cost: number): number
   /**
    * Reservation: charges `cost` at `at` (ms, at least `now` + `wait`), the state advanced to `now`, so that the
-   * requests admitted or reserved after it never take that slot. `refund` with the same `at` gives it back.
+   * requests admitted or reserved after it never take that slot. `refund` with the same `at` gives it back where
+   * the state can show the gap (see `refund`).
    */
   reserve?(state: S, now: number, at: number, cost: number): void
-  /** Gives back `cost` admitted at `at` (for skipped requests), where the state still holds it. */
+  /**
+   * Gives back `cost` admitted at `at` (for skipped requests), where the state still holds it. While slots are
+   * reserved ahead, never a slot a later reservation still holds (issue 32): the sliding window log removes the
+   * exact entries; GCRA and the token bucket, one number per key, move it back only for the last slot reserved
+   * and leave an earlier one empty.
+   */
   refund(state: S, now: number, cost: number, at: number): void
   /**
    * The outcome after the decision. `pending` is a cost admitted but not written (a peek), `deniedCost`

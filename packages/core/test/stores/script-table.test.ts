@@ -22,14 +22,14 @@ const PINNED: Record<string, string> = {
   'sliding-window-counter batch': '2557826bdde0b92c051cf6bf629430c7ff28d596',
   'sliding-window-counter + penalty': 'c9fe1bab2879e0720a71c2e678637459fab743f7',
   'sliding-window-counter + penalty batch': '05d5f64ee2896ce722e2b4380c4d7c598d365398',
-  'token-bucket': 'b9ab52e1d31e368402cfe8f7b6e6019eceb0f0d3',
-  'token-bucket batch': '68e475577fbfe9fe731b3b23a574013d941fbaf7',
-  'token-bucket + penalty': '937b6b23462d6cc5570650fdf4b1d0afdd4099f7',
-  'token-bucket + penalty batch': '1571acae8bfa173cd14a2949c4bae087b50006f3',
-  gcra: '525bf600adf4c4493754fc5a4026023526ff0f07',
-  'gcra batch': '8ad69b24867174b8f23a63a8c540b16fc6068e2c',
-  'gcra + penalty': '7264449e2c6dab9b68825a746b992b06b5439564',
-  'gcra + penalty batch': '026e609fbbd8a69462e0d834a4f71c1970df4a0a',
+  'token-bucket': 'aeff6a847ac3a8935874a8419468f9cbf5fc2970',
+  'token-bucket batch': '3d6d6ca5659b1079f77eab31412d5f9c312b3cfc',
+  'token-bucket + penalty': 'cef415a38e5045ca673258f024a7ef276e986024',
+  'token-bucket + penalty batch': '0cbcf139bf9e9ee88465c408eec99016edcb9bf8',
+  gcra: '4579b326d6bc06b08b0c715d0b33a75640e10c09',
+  'gcra batch': 'c3edb0e13741ab0386e4c4ae440fc4397a8bb720',
+  'gcra + penalty': 'e8f64ad644328525cfdcbad418555c49e6a2c9f1',
+  'gcra + penalty batch': '5cf8f3b387b639024b3d2b9293bbd617c44f93dc',
 }
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')

@@ -44,36 +44,41 @@ export const time = (minSeconds: number, maxSeconds: number) =>
     .tuple(fc.integer({ min: minSeconds, max: maxSeconds }), fc.integer({ min: 0, max: 3 }))
     .map(([seconds, ms]) => seconds * 1_000 + ms)
 const windowSpec = { limit: fc.integer({ min: 2, max: 6 }), window: time(10, 3_000) }
-const ruleSpecArbitrary: fc.Arbitrary<RuleSpec> = fc.oneof(
-  fc.record({ kind: fc.constantFrom('fixed' as const, 'log' as const, 'counter' as const), ...windowSpec }),
-  fc.record({
-    kind: fc.constant('bucket' as const),
-    capacity: fc.integer({ min: 2, max: 6 }),
-    refillRate: fc.integer({ min: 1, max: 5 }),
-    interval: time(10, 1_000),
-  }),
-  fc.record({
-    kind: fc.constant('gcra' as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    window: time(10, 3_000),
-    burst: fc.integer({ min: 2, max: 6 }),
-  }),
-)
+/** Rule specs; `least` is the smallest bucket capacity and GCRA burst. */
+const ruleSpecs = (least = 2): fc.Arbitrary<RuleSpec> =>
+  fc.oneof(
+    fc.record({ kind: fc.constantFrom('fixed' as const, 'log' as const, 'counter' as const), ...windowSpec }),
+    fc.record({
+      kind: fc.constant('bucket' as const),
+      capacity: fc.integer({ min: least, max: 6 }),
+      refillRate: fc.integer({ min: 1, max: 5 }),
+      interval: time(10, 1_000),
+    }),
+    fc.record({
+      kind: fc.constant('gcra' as const),
+      limit: fc.integer({ min: 1, max: 6 }),
+      window: time(10, 3_000),
+      burst: fc.integer({ min: least, max: 6 }),
+    }),
+  )
+const ruleSpecArbitrary = ruleSpecs()
+
+/** Rule sets of algorithms that reserve: 1-2 rules with distinct ids and names. */
+const reservingRules = (least = 2) =>
+  fc.uniqueArray(
+    ruleSpecs(least).filter((spec) => spec.kind === 'log' || spec.kind === 'bucket' || spec.kind === 'gcra'),
+    {
+      minLength: 1,
+      maxLength: 2,
+      selector: buildRule,
+      comparator: (a, b) => a.id === b.id || a.name === b.name,
+    },
+  )
 
 /** Rule sets of algorithms that reserve (1-2 rules) and traces of (delay, key, cost, longest wait). */
 export function reservationArbitrary() {
   return fc.record({
-    rules: fc.uniqueArray(
-      ruleSpecArbitrary.filter(
-        (spec) => spec.kind === 'log' || spec.kind === 'bucket' || spec.kind === 'gcra',
-      ),
-      {
-        minLength: 1,
-        maxLength: 2,
-        selector: buildRule,
-        comparator: (a, b) => a.id === b.id || a.name === b.name,
-      },
-    ),
+    rules: reservingRules(),
     steps: fc.array(
       fc.record({
         delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), time(0, 50), time(0, 2_000)),
@@ -82,6 +87,32 @@ export function reservationArbitrary() {
         reserve: fc.oneof(fc.constant(0), time(0, 100), time(0, 3_000)),
       }),
       { minLength: 1, maxLength: 40 },
+    ),
+  })
+}
+
+/**
+ * Rule sets that reserve and traces of reservations and of waiters leaving: `leave` gives back the slot of the
+ * `pick`-th (modulo) reservation of its key still ahead, if any. Short delays, so that many slots are still ahead.
+ */
+export function giveBackArbitrary() {
+  const delay = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), time(0, 50))
+  const key = fc.constantFrom('a', 'b')
+  return fc.record({
+    // A burst of 1 too: there, two calls on one slot exceed the rule (a larger burst has room for them).
+    rules: reservingRules(1),
+    steps: fc.array(
+      fc.oneof(
+        fc.record({
+          kind: fc.constant('reserve' as const),
+          delay,
+          key,
+          cost: fc.integer({ min: 1, max: 2 }),
+          reserve: fc.oneof(time(0, 100), time(0, 3_000)),
+        }),
+        fc.record({ kind: fc.constant('leave' as const), delay, key, pick: fc.nat({ max: 40 }) }),
+      ),
+      { minLength: 1, maxLength: 50 },
     ),
   })
 }
