@@ -23,11 +23,21 @@ afterAll(() => {
 })
 
 /** Forks `processes` workers, starts them together, and answers each one's slots in its call order. */
-async function run(processes: number, calls: number, rule: string): Promise<Slot[][]> {
+async function run(processes: number, calls: number, rule: string, leave = 0, then = 0): Promise<Slot[][]> {
   const { standalonePort } = redisEnvironment()
   const prefix = uniquePrefix()
   const workers = Array.from({ length: processes }, () => {
-    const child = fork(WORKER, [String(standalonePort), prefix, 'api', String(calls), rule], {
+    const args = [
+      String(standalonePort),
+      prefix,
+      'api',
+      String(calls),
+      rule,
+      '0',
+      String(leave),
+      String(then),
+    ]
+    const child = fork(WORKER, args, {
       execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
@@ -80,5 +90,20 @@ describe('wait() across processes on one Redis key (issue 24)', () => {
     for (const end of all)
       expect(all.filter((at) => at > end - 400 && at <= end).length).toBeLessThanOrEqual(5)
     expect(all.slice(5).map((at, i) => at - all[i]!)).toEqual(Array(25).fill(400))
+  })
+
+  it('GCRA, 100 per second: 4 processes × 25 waiters, about 60 % leaving, then 10 more calls each: never two calls on one slot (issue 32)', async () => {
+    const perProcess = await run(4, 25, 'gcra:100:1000', 60, 10)
+    const left = perProcess.flat().filter((slot) => slot.error !== undefined)
+    expect(left.length).toBeGreaterThan(30)
+    const all = perProcess
+      .flat()
+      .filter((slot) => slot.error === undefined)
+      .map((slot) => slot.at)
+      .sort((a, b) => a - b)
+    expect(all).toHaveLength(140 - left.length)
+    // Slots 10 ms apart at the closest: a slot a waiter gave back while later ones still waited stays empty.
+    const gaps = all.slice(1).map((at, i) => at - all[i]!)
+    expect(gaps.filter((gap) => gap < 10)).toEqual([])
   })
 })

@@ -159,6 +159,35 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect(gone.status).toBeUndefined()
     })
 
+    it("a client leaving the middle of the queue leaves its slot empty: no later request takes a waiting one's slot (issue 32)", async () => {
+      const { url, delayed } = await start({ delay: { max: '5s' } })
+      await request(url).get('/').expect(200)
+      const first = send(url)
+      await until(() => delayed().length === 1, 'the first request waits')
+      const gone = open(`${url}/`)
+      await until(() => delayed().length === 2, 'the second request waits')
+      const third = send(url)
+      await until(() => delayed().length === 3, 'the third request waits')
+      expect(delayed().map((event) => event.result.delay)).toEqual([1_000, 2_000, 3_000])
+      gone.close()
+      let connections = -1
+      await until(() => {
+        tested.app()!.server.getConnections((_, count) => {
+          connections = count
+        })
+        return connections === 2
+      }, 'the server saw the client go')
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      const next = send(url)
+      await until(() => delayed().length === 4, 'the next request waits')
+      // After the third (3 s), not on its slot: the 2 s slot stays empty.
+      expect(delayed()[3]!.result.delay).toBe(4_000)
+      await vi.advanceTimersByTimeAsync(4_000)
+      expect((await Promise.all([first.done, third.done, next.done])).map((r) => r.status)).toEqual([
+        200, 200, 200,
+      ])
+    })
+
     it('shadow mode reports the request as delayed and serves it at once', async () => {
       const { url, delayed } = await start({ shadow: true })
       await request(url).get('/').expect(200)

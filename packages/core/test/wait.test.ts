@@ -108,6 +108,66 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect(done).toEqual(['1:AbortError', 0])
   })
 
+  describe.each([
+    ['GCRA', () => gcra({ limit: 10, window: '1s', burst: 1 })],
+    ['token bucket', () => tokenBucket({ capacity: 1, refillRate: 10, interval: '1s' })],
+  ])('%s, 10 a second: a waiter leaving the middle of the queue (issue 32)', (_, rule) => {
+    /** `count` waits, each with its own controller; answers the limiter, the waits and the controllers. */
+    async function queue(count: number) {
+      const api = limiter({ rules: rule() })
+      const controllers = Array.from({ length: count }, () => new AbortController())
+      const waits = controllers.map((controller) => api.wait('k', { signal: controller.signal }))
+      for (const each of waits) each.catch(() => {})
+      await settle()
+      return { api, controllers, waits }
+    }
+
+    it('leaves its slot empty: no new caller gets a slot a live waiter holds', async () => {
+      const start = Date.now()
+      const { api, controllers, waits } = await queue(10)
+      controllers[3]!.abort()
+      controllers[5]!.abort()
+      await settle()
+      const late = [api.wait('k'), api.wait('k')]
+      await vi.advanceTimersByTimeAsync(1_200)
+      const live = await Promise.all(waits.filter((_, i) => i !== 3 && i !== 5))
+      const slots = [...live, ...(await Promise.all(late))].map((result) => result.at - start)
+      const twice = slots.filter((at, i) => slots.indexOf(at) !== i)
+      expect({ twice, late: slots.slice(-2) }).toEqual({ twice: [], late: [1_000, 1_100] })
+    })
+
+    it('30 waiting, 9 leaving, 9 more calls: never more than 10 starts in any second', async () => {
+      const { api, controllers, waits } = await queue(30)
+      const started: number[] = []
+      for (const each of waits)
+        each.then(
+          () => started.push(Date.now()),
+          () => {},
+        )
+      for (const i of [2, 5, 7, 11, 13, 17, 19, 23, 26]) controllers[i]!.abort()
+      await settle()
+      for (let i = 0; i < 9; i++) api.wait('k').then(() => started.push(Date.now()))
+      await vi.advanceTimersByTimeAsync(4_000)
+      expect(started).toHaveLength(30)
+      const most = Math.max(
+        ...started.map((end) => started.filter((at) => at > end - 1_000 && at <= end).length),
+      )
+      expect(most).toBe(10)
+    })
+
+    it('waiters leaving earliest first give every slot back: the next caller goes right after the first', async () => {
+      const start = Date.now()
+      const { api, controllers } = await queue(9)
+      for (const controller of controllers.slice(1)) {
+        controller.abort()
+        await settle()
+      }
+      const next = api.wait('k')
+      await vi.advanceTimersByTimeAsync(1_000)
+      expect((await next).at - start).toBe(100)
+    })
+  })
+
   it('a signal aborted before the call rejects at once and charges nothing', async () => {
     const api = limiter()
     await expect(api.wait('k', { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })

@@ -108,6 +108,7 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
   const lastReserved = (tat: number, at: number) =>
     interval >= scale && tat > (at - 1) * scale + tolerance && tat <= at * scale + tolerance
   return {
+    lastSlotOnly: true,
     create: () => ({ tat: Number.NEGATIVE_INFINITY }),
     // Nothing to bring forward: the TAT is absolute. A clock stepping back sees it further ahead, never reset.
     advance() {},

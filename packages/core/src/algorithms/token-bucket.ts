@@ -88,6 +88,7 @@ function tokenBucketLogic(
     return refillRate <= intervalMs && level >= 0 && level < refillRate
   }
   return {
+    lastSlotOnly: true,
     create: () => ({ tokens: full, last: Number.NaN, fullAt: Number.NaN }),
     advance(state, now) {
       if (Number.isNaN(state.last)) {

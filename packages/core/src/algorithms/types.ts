@@ -128,6 +128,12 @@ export interface AlgorithmLogic<S> {
    */
   refund(state: S, now: number, cost: number, at: number): void
   /**
+   * Reservation: true where `refund` gives back only the last slot reserved (GCRA, token bucket). A process then
+   * gives its own waiters' slots back latest first (limiter/reserved-slots.ts), so that waiters leaving earliest
+   * first still give every slot back.
+   */
+  readonly lastSlotOnly?: boolean
+  /**
    * The outcome after the decision. `pending` is a cost admitted but not written (a peek), `deniedCost`
    * the cost of a denied request, or 1 when the request was allowed: `retryAfter` is then the wait until a
    * cost-1 request passes.

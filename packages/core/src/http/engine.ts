@@ -202,8 +202,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
         decision = this.#withSlot(decision, await this.#slots.acquire(key))
         if (!decision.result.allowed) return decision
       }
+      // A client that left gave its slot back while waiting (the limiter's `waitForSlot`).
       if (await this.#room!.wait(limiter, result, request)) return decision
-      giveBack(limiter, result, this.#report)
       // A release never rejects (failures go to onError).
       void decision.slot?.release()
       return this.#writer.abandoned(limiter, result)

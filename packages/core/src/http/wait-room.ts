@@ -66,7 +66,7 @@ export class WaitRoom<Req> extends WaitingPlaces {
 
   /**
    * Waits under the limiter's one timer until the reserved slot of `result` comes: true then, false when the
-   * client of `request` disconnected first (the binding's `onClose`).
+   * client of `request` disconnected first (the binding's `onClose`; its slot is given back).
    */
   async wait(limiter: RateLimiter, result: RateLimitResult, request: Req): Promise<boolean> {
     const gone = new AbortController()

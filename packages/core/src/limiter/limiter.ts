@@ -105,7 +105,9 @@ export class RateLimiter {
       identity.dynamicLimit,
     )
     const modes = this.#modes
-    this.waiting = new SlotWaits(this.store, modes.allShadow ? this.rules : modes.enforcing)
+    this.waiting = new SlotWaits(this.store, modes.allShadow ? this.rules : modes.enforcing, (result) =>
+      this.refund(result),
+    )
     this.#ledger = new GiveBackLedger({
       store: this.#store,
       fallback: this.#fallback,
@@ -141,8 +143,8 @@ export class RateLimiter {
   }
 
   /**
-   * @internal Waits for the reserved slot of `result` (one with `delay`), under the one timer; rejects with the
-   * signal's reason on abort (the caller gives the slot back).
+   * @internal Waits for the reserved slot of `result` (one with `delay`), under the one timer; on abort, gives the
+   * slot back and rejects with the signal's reason.
    */
   waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
     return this.waiting.forSlot(result, signal)

@@ -10,6 +10,7 @@ import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { WaitQueue, type WaitSignal } from '../time/wait-queue.js'
+import { ReservedSlots } from './reserved-slots.js'
 
 /** Options of `RateLimiter.wait` and `RateLimiter.schedule`. */
 export interface WaitOptions {
@@ -51,17 +52,27 @@ export class WaitExceededError extends RateLimitError {
 }
 
 /**
- * @internal One limiter's waits for reserved slots: whether its rules and store can reserve at all, and the
- * requests waiting now (`wait()` and the HTTP `delay`), on one timer for all.
+ * @internal One limiter's waits for reserved slots: whether its rules and store can reserve at all, the requests
+ * waiting now (`wait()` and the HTTP `delay`), on one timer for all, and the slots of those that leave, given back.
  */
 export class SlotWaits {
   /** Why the limiter cannot reserve slots, or undefined when it can. */
   readonly #cannotReserve: string | undefined
   readonly #queue = new WaitQueue()
+  readonly #giveBack: (result: RateLimitResult) => Promise<void>
+  /** The slots held by waiters, where a rule gives back only the last slot reserved (reserved-slots.ts). */
+  readonly #held: ReservedSlots | undefined
 
-  /** `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode). */
-  constructor(store: Store, rules: readonly Rule[]) {
+  /**
+   * `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode); `giveBack`: the
+   * limiter's refund, for the slot of a waiter that leaves.
+   */
+  constructor(store: Store, rules: readonly Rule[], giveBack: (result: RateLimitResult) => Promise<void>) {
     this.#cannotReserve = cannotReserve(store, rules)
+    this.#giveBack = giveBack
+    this.#held = rules.some((rule) => rule.logic.lastSlotOnly === true)
+      ? new ReservedSlots(giveBack)
+      : undefined
   }
 
   /** Requests waiting now. */
@@ -79,16 +90,26 @@ export class SlotWaits {
   }
 
   /**
-   * Waits for the reserved slot of `result` (one with `delay`), under the one timer; rejects with the signal's
-   * reason on abort (the caller gives the slot back).
+   * Waits for the reserved slot of `result` (one with `delay`), under the one timer. On abort, gives the slot
+   * back (latest first among this process's waiters, where the rules need it) and rejects with the signal's reason.
    */
-  forSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
+  async forSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
     const delay = result.delay ?? 0
-    // Only the store's answers share its clock (a fallback store keeps its own).
-    if (result.source !== 'store') return this.#queue.wait(delay, signal)
-    return this.#queue.waitForSlot(result.at, delay, signal)
+    const held = this.#held?.hold(result)
+    try {
+      // Only the store's answers share its clock (a fallback store keeps its own).
+      if (result.source !== 'store') await this.#queue.wait(delay, signal)
+      else await this.#queue.waitForSlot(result.at, delay, signal)
+    } catch (reason) {
+      await (held === undefined ? this.#giveBack(result) : this.#held!.left(held)).catch(ignore)
+      throw reason
+    }
+    if (held !== undefined) this.#held!.served(held)
   }
 }
+
+// A refund rejects only for a bad key or cost, which a result the limiter answered cannot have.
+const ignore = (): void => {}
 
 /** What a wait needs of its limiter. */
 export interface Reserving {
@@ -131,13 +152,8 @@ export async function waitFor(
     }
     return result
   }
-  try {
-    await limiter.waitForSlot(result, signal)
-  } catch (reason) {
-    // Aborted while waiting: the slot goes back, so that the next caller may take it.
-    await limiter.refund(result)
-    throw reason
-  }
+  // Aborted while waiting: the slot goes back (`SlotWaits.forSlot`), and the wait rejects with the reason.
+  await limiter.waitForSlot(result, signal)
   return result
 }
 
