@@ -1,6 +1,6 @@
 /**
  * Issue 24: `limiter.wait()` and `schedule()` on the memory store, time driven by fake timers (the store's default
- * clock is `Date.now()`, the waits' timer `setTimeout`: advancing them moves both).
+ * clock is `Date.now()`; the waits run on `performance.now()` and `setTimeout`: advancing them moves all three).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
@@ -17,7 +17,7 @@ import {
 } from '../src/index.js'
 
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: 1_700_000_000_000 })
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'], now: 1_700_000_000_000 })
 })
 afterEach(() => {
   vi.useRealTimers()
@@ -345,7 +345,9 @@ describe('RateLimiter.wait (issue 24)', () => {
       release = resolve
     })
     const second = api.wait('k') // slot 2000 ms, its answer held
-    // The event loop is busy past both slots: the clock moves, no timer has fired yet.
+    // The event loop is busy past both slots: the clocks move, no timer has fired yet.
+    const steady = performance.now.bind(performance)
+    const busy = vi.spyOn(performance, 'now').mockImplementation(() => steady() + 2_500)
     vi.setSystemTime(Date.now() + 2_500)
     const done = track([first, second])
     release()
@@ -355,6 +357,7 @@ describe('RateLimiter.wait (issue 24)', () => {
     // ...and with it when the timer fires: slot order.
     await vi.advanceTimersByTimeAsync(1_000)
     expect(done).toEqual([0, 1])
+    busy.mockRestore()
   })
 
   it('the blocked-key cache answers only denials longer than the wait allowed: a shorter one asks the store', async () => {
@@ -380,5 +383,39 @@ describe('RateLimiter.wait (issue 24)', () => {
     await vi.advanceTimersByTimeAsync(1_000)
     await second
     expect(events.map((event) => event.outcome)).toEqual(['allowed', 'delayed'])
+  })
+})
+
+describe('a wall clock that jumps while calls wait (issue 32)', () => {
+  beforeEach(() => {
+    vi.useRealTimers()
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'],
+      now: 1_700_000_000_000,
+    })
+  })
+
+  it('a forward jump of 1 s starts no call early: the store’s clock decides the slots, a steady one measures the waits', async () => {
+    // The store keeps its own time, as Redis does (its TIME): here the steady clock, which the jump leaves alone.
+    const storeNow = () => 1_700_000_000_000 + Math.floor(performance.now())
+    const api = limiter({
+      rules: gcra({ limit: 10, window: '1s', burst: 1 }),
+      store: new MemoryStore({ clock: storeNow }),
+    })
+    const starts: number[] = []
+    const early: number[] = []
+    const waits = Array.from({ length: 40 }, () =>
+      api.wait('k').then((result) => {
+        starts.push(storeNow())
+        if (storeNow() < result.at) early.push(result.at - storeNow())
+      }),
+    )
+    await settle()
+    // The process's wall clock jumps 1 s forward (NTP, a VM resumed) while 39 calls wait.
+    vi.setSystemTime(Date.now() + 1_000)
+    await vi.advanceTimersByTimeAsync(4_000)
+    await Promise.all(waits)
+    const most = Math.max(...starts.map((end) => starts.filter((at) => at > end - 1_000 && at <= end).length))
+    expect({ early: early.length, most }).toEqual({ early: 0, most: 10 })
   })
 })

@@ -1,10 +1,10 @@
 /**
  * The one family of timers in core: every class that waits takes its time from a `Timers` (or the part of one it
- * uses), never from the globals directly, so that each says which time it waits on and a test can drive it. Two
+ * uses), never from the globals directly, so that each says which time it waits on and a test can drive it. Three
  * sets exist:
  * - `PLATFORM_TIMERS` (here): the application's time, the platform's timers looked up at each call, so that a
- *   test's fake timers drive them (slowDown's delays, the waits for reserved slots, ConcurrencyLimiter's release
- *   retries);
+ *   test's fake timers drive them (slowDown's delays, ConcurrencyLimiter's release retries);
+ * - `PLATFORM_STEADY_TIMERS` (here): the same on the platform's steady clock, for the waits for reserved slots;
  * - `REAL_TIMERS` (real-timers.ts): real time even under a test's fake timers, for the waits on a store's answer
  *   (a call's `timeout`, a grouped Redis flight), since a store answers in real time.
  */
@@ -38,6 +38,29 @@ export const PLATFORM_TIMERS: Timers = {
     if (typeof host.setImmediate === 'function') host.setImmediate(callback)
     else setTimeout(callback, 0)
   },
+}
+
+/**
+ * The platform's timers on its steady clock (`performance.now()`, looked up at each call), for waits that a jump of
+ * the wall clock must not move: the waits for reserved slots, whose slots the store's clock decides (issue 32).
+ * A test's fake timers drive it when they fake `performance` too (vitest's and jest's do by default). Fake timers
+ * that fake `setTimeout` but not `performance` would let real time end the waits: `Date.now()`, which they fake
+ * or leave as it is, is read instead, as before issue 32.
+ * NOTE: in whole ms, as `Date.now()`: timers truncate a fraction of a ms, and would fire before their time.
+ */
+export const PLATFORM_STEADY_TIMERS: DelayTimers = {
+  now: () => {
+    const host = globalThis as {
+      performance?: { now?: () => number }
+      setTimeout: { clock?: { methods?: readonly string[] } }
+    }
+    const faked = host.setTimeout.clock
+    const steady = faked === undefined || faked.methods?.includes('performance') === true
+    const clock = host.performance
+    return steady && typeof clock?.now === 'function' ? Math.floor(clock.now()) : Date.now()
+  },
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (timer) => clearTimeout(timer as Parameters<typeof clearTimeout>[0]),
 }
 
 /** Lets the process end while `timer` is pending, where the platform can (Node, Bun, Deno). */

@@ -1,5 +1,5 @@
 import { DelayQueue } from './delay-queue.js'
-import { PLATFORM_TIMERS } from './timers.js'
+import { PLATFORM_STEADY_TIMERS } from './timers.js'
 
 /**
  * The part of an `AbortSignal` a wait uses: core's public types depend neither on Node's nor on the DOM's (an
@@ -19,14 +19,16 @@ export interface WaitSignal {
  * request costs one heap entry and its promise: about 250 bytes on V8 (a whole `wait()` call with its result,
  * about 1.2 KB; docs/waiting.md says how this was measured).
  *
- * Time is the platform's `Date.now()` and `setTimeout`, looked up at each use: a test's fake timers drive the
- * waits (advance them to let waiting requests go), as they drive the memory store's default clock.
+ * Waits are measured on the platform's steady clock (`performance.now()`) and `setTimeout`, looked up at each use,
+ * never on the wall clock: a jump of the process's wall clock while requests wait moves none of them, and the
+ * store's clock alone decides the slots (issue 32). A test's fake timers drive the waits (advance them to let
+ * waiting requests go).
  * @internal
  */
 export class WaitQueue {
   /**
-   * The smallest (local time when a reservation's answer was seen − the store's time of its decision) so far: the
-   * store's clock in local time plus the quickest answer. A slot `at` (store time) is due locally at `at` + this:
+   * The smallest (steady local time when a reservation's answer was seen − the store's time of its decision) so
+   * far: the store's clock in local time plus the quickest answer. A slot `at` (store time) is due locally at `at` + this:
    * never before the slot (the answer cannot arrive before the decision), and as close to it as the quickest
    * answer, however long this one took (a burst, a slow round trip). 0 until a store has answered.
    */
@@ -38,9 +40,9 @@ export class WaitQueue {
    */
   readonly #queue = new DelayQueue({
     now: () =>
-      PLATFORM_TIMERS.now() - (this.#storeOffset === Number.POSITIVE_INFINITY ? 0 : this.#storeOffset),
-    setTimeout: PLATFORM_TIMERS.setTimeout,
-    clearTimeout: PLATFORM_TIMERS.clearTimeout,
+      PLATFORM_STEADY_TIMERS.now() - (this.#storeOffset === Number.POSITIVE_INFINITY ? 0 : this.#storeOffset),
+    setTimeout: PLATFORM_STEADY_TIMERS.setTimeout,
+    clearTimeout: PLATFORM_STEADY_TIMERS.clearTimeout,
   })
 
   /** Requests waiting now. */
@@ -53,7 +55,7 @@ export class WaitQueue {
    * `wait` does.
    */
   waitForSlot(at: number, delay: number, signal?: WaitSignal): Promise<void> {
-    const now = PLATFORM_TIMERS.now()
+    const now = PLATFORM_STEADY_TIMERS.now()
     this.#storeOffset = Math.min(this.#storeOffset, now - (at - delay))
     return this.wait(at + this.#storeOffset - now, signal)
   }
