@@ -190,7 +190,7 @@ describe('RateLimiter.wait (issue 24)', () => {
     expect(calls).toHaveLength(2)
   })
 
-  it('a store failure follows onStoreError: allow resolves at once, deny rejects', async () => {
+  it("a store failure refuses unless onStoreError: 'allow' is set, on the limiter or on the call (issue 32)", async () => {
     const failing: Store = {
       reservations: true,
       consume: () => Promise.reject(new Error('down')),
@@ -205,6 +205,18 @@ describe('RateLimiter.wait (issue 24)', () => {
     })
     await expect(limiter({ ...quiet, onStoreError: 'deny' }).wait('k')).rejects.toMatchObject({
       code: 'ERR_RATEWINDOW_STORE',
+    })
+    // Unset: a wait refuses, while limit() keeps the limiter's default ('allow').
+    const unset = limiter(quiet)
+    await expect(unset.wait('k')).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_STORE' })
+    await expect(unset.schedule('k', () => 'called')).rejects.toMatchObject({ code: 'ERR_RATEWINDOW_STORE' })
+    expect(await unset.limit('k')).toMatchObject({ allowed: true, source: 'policy' })
+    expect(await unset.wait('k', { onStoreError: 'allow' })).toMatchObject({
+      allowed: true,
+      source: 'policy',
+    })
+    await expect(unset.wait('k', { onStoreError: 'open' as never })).rejects.toMatchObject({
+      option: 'onStoreError',
     })
   })
 

@@ -51,6 +51,8 @@ export class RateLimiter {
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
   readonly #allowOnError: boolean
+  /** @internal The policy of `wait()` and `schedule()` on a store failure: `onStoreError` when set, else 'deny'. */
+  readonly waitOnStoreError: 'allow' | 'deny'
   readonly #shedToFallback: boolean
   /** Every call to the store goes through here; the fallback store has a gateway of its own. */
   readonly #store: StoreGateway
@@ -80,6 +82,7 @@ export class RateLimiter {
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
+    this.waitOnStoreError = config.waitOnStoreError
     this.#shedToFallback = config.shedToFallback
     const gateway = {
       limiter: this.name,
@@ -130,8 +133,9 @@ export class RateLimiter {
    * (exact across processes sharing one Redis, first come, first served within a process), and resolves with the
    * result (`result.delay`: how long it waited). Rejects at once with `ERR_RATEWINDOW_WAIT_EXCEEDED` when the
    * earliest admission is beyond `maxWait` (nothing reserved; `error.retryAfter` says when it would pass). On
-   * abort, rejects with the signal's reason and gives the slot back. When the store fails, follows
-   * `onStoreError`: `'allow'` resolves at once, `'deny'` rejects with `ERR_RATEWINDOW_STORE`. A shadow limiter
+   * abort, rejects with the signal's reason and gives the slot back. When the store fails and no `fallback`
+   * answers, rejects with `ERR_RATEWINDOW_STORE`, unless `onStoreError: 'allow'` is set (on the limiter, or in
+   * `options`): then it resolves at once. A shadow limiter
    * never waits (the result says `delay` and `shadow`). Needs GCRA, token bucket or sliding window log rules on a
    * MemoryStore or RedisStore (docs/waiting.md).
    * @example
@@ -192,7 +196,13 @@ export class RateLimiter {
    * `cost`; otherwise as `limit`.
    * @internal
    */
-  limitNow(key: string, options?: LimitOptions, reserve?: number): Awaitable<RateLimitResult> {
+  limitNow(
+    key: string,
+    options?: LimitOptions,
+    reserve?: number,
+    /** The failure policy of this call, when not the limiter's (a `wait()`). */
+    onStoreError?: 'allow' | 'deny',
+  ): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
     const request = this.#request(key, options?.cost)
     const route = options?.route
@@ -206,7 +216,8 @@ export class RateLimiter {
       return this.#finishLimit(request, cached, route)
     // A reservation (`reserve`: the longest wait, ms) goes to the rules that enforce; shadow rules decide now.
     const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
-    const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume')
+    const allowOnError = onStoreError === undefined ? this.#allowOnError : onStoreError === 'allow'
+    const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume', allowOnError)
     if (decided instanceof Promise) return decided.then((result) => this.#afterStore(request, result, route))
     return this.#afterStore(request, decided, route)
   }
@@ -301,19 +312,25 @@ export class RateLimiter {
    * The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure.
    * Synchronous (no promise) when the store answers synchronously and well.
    */
-  #decide(request: StoreRequest, operation: 'consume' | 'peek'): Awaitable<RateLimitResult> {
+  #decide(
+    request: StoreRequest,
+    operation: 'consume' | 'peek',
+    allowOnError = this.#allowOnError,
+  ): Awaitable<RateLimitResult> {
     const decided = this.#store.decide(request, operation)
     // The gateway answers a Decision, a StoreFailure, or (for an asynchronous store) a native promise of either.
-    if (decided instanceof Promise) return decided.then((each) => this.#fromStore(request, operation, each))
-    return this.#fromStore(request, operation, decided as Decision | StoreFailure)
+    if (decided instanceof Promise)
+      return decided.then((each) => this.#fromStore(request, operation, each, allowOnError))
+    return this.#fromStore(request, operation, decided as Decision | StoreFailure, allowOnError)
   }
 
   #fromStore(
     request: StoreRequest,
     operation: 'consume' | 'peek',
     decided: Decision | StoreFailure,
+    allowOnError: boolean,
   ): Awaitable<RateLimitResult> {
-    if (decided instanceof StoreFailure) return this.#withoutStore(request, operation, decided)
+    if (decided instanceof StoreFailure) return this.#withoutStore(request, operation, decided, allowOnError)
     return toResult(request, decided, 'store')
   }
 
@@ -327,6 +344,7 @@ export class RateLimiter {
     request: StoreRequest,
     operation: 'consume' | 'peek',
     failure: StoreFailure,
+    allowOnError: boolean,
   ): Promise<RateLimitResult> {
     // Shed by the store (too many waiting for it): not a failure; nothing was sent, nothing to refund. Limited,
     // unless `onShed: 'fallback'` asks for the answer a failure gets.
@@ -339,7 +357,7 @@ export class RateLimiter {
       if (decided instanceof StoreFailure) fallbackFailure = decided
       else result = toResult(request, decided, 'fallback')
     }
-    result ??= policyResult(request, this.#allowOnError, Math.max(1_000, this.#store.retryIn(failure.scope)))
+    result ??= policyResult(request, allowOnError, Math.max(1_000, this.#store.retryIn(failure.scope)))
     if (!result.allowed) {
       this.#store.refundLate(failure, request)
       if (fallbackFailure !== undefined) fallback!.refundLate(fallbackFailure, request)

@@ -73,7 +73,8 @@ export interface RateLimiterOptions {
   timeout?: Duration
   /**
    * When the store fails or times out (and no `fallback` answers): `'allow'` lets the request through
-   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). @default 'allow'
+   * (fail open), `'deny'` refuses it (fail closed; adapters answer 503). `wait()` and `schedule()` refuse unless
+   * it is set to `'allow'` here or in their own options (docs/waiting.md). @default 'allow'
    */
   onStoreError?: 'allow' | 'deny'
   /**
@@ -164,6 +165,8 @@ export interface LimiterConfig {
   namespace: string
   timeoutMs: number
   allowOnError: boolean
+  /** The policy of `wait()` and `schedule()` on a store failure: `onStoreError` when set, else `'deny'`. */
+  waitOnStoreError: 'allow' | 'deny'
   /** `onShed: 'fallback'`: a shed decision is answered like a store failure. */
   shedToFallback: boolean
   fallback: Store | undefined
@@ -275,6 +278,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     namespace,
     timeoutMs: parseTimerDuration(timeout, 'timeout'),
     allowOnError: onStoreError === 'allow',
+    waitOnStoreError: options.onStoreError ?? 'deny',
     shedToFallback: onShed === 'fallback',
     fallback,
     onError,

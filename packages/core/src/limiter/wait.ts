@@ -9,6 +9,7 @@ import type { Awaitable, Store } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { oneOf } from '../support/validators.js'
 import { WaitQueue, type WaitSignal } from '../time/wait-queue.js'
 import { ReservedSlots } from './reserved-slots.js'
 
@@ -23,12 +24,18 @@ export interface WaitOptions {
   signal?: WaitSignal
   /** Whole units the call costs. @default 1 */
   cost?: number
+  /**
+   * When the store fails and no `fallback` answers: `'deny'` rejects with `ERR_RATEWINDOW_STORE` (the call would
+   * go to someone else's API unlimited); `'allow'` lets the call go at once. @default the limiter's `onStoreError`
+   * when it is set, else `'deny'` (docs/waiting.md)
+   */
+  onStoreError?: 'allow' | 'deny'
 }
 
 /** `WaitOptions`' defaults, in one place (the `@default` tags above say the same). */
 export const WAIT_DEFAULTS = { maxWait: '1m', cost: 1 } as const satisfies WaitOptions
 
-const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true })
+const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true, onStoreError: true })
 
 /**
  * `wait()` could not reserve a slot within `maxWait` (`ERR_RATEWINDOW_WAIT_EXCEEDED`): nothing was reserved.
@@ -113,8 +120,15 @@ const ignore = (): void => {}
 
 /** What a wait needs of its limiter. */
 export interface Reserving {
+  /** The policy of a wait when the store fails: the limiter's `onStoreError` when set, else `'deny'`. */
+  readonly waitOnStoreError: 'allow' | 'deny'
   checkReservations(option: string): void
-  limitNow(key: string, options?: { cost?: number }, reserve?: number): Awaitable<RateLimitResult>
+  limitNow(
+    key: string,
+    options?: { cost?: number },
+    reserve?: number,
+    onStoreError?: 'allow' | 'deny',
+  ): Awaitable<RateLimitResult>
   waitForSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void>
   refund(result: RateLimitResult): Promise<void>
 }
@@ -132,14 +146,16 @@ export async function waitFor(
   const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
   if (signal !== undefined && !isSignal(signal))
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
+  const onStoreError = options.onStoreError ?? limiter.waitOnStoreError
+  oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
   limiter.checkReservations('wait')
   if (signal?.aborted) throw signal.reason
-  const result = await limiter.limitNow(key, { cost }, maxWaitMs)
+  const result = await limiter.limitNow(key, { cost }, maxWaitMs, onStoreError)
   if (!result.allowed) {
     if (result.source === 'policy') {
       throw new RateLimitError(
         'ERR_RATEWINDOW_STORE',
-        "The store failed and `onStoreError` is 'deny': no slot could be reserved.",
+        "The store failed and no slot could be reserved: `wait()` and `schedule()` refuse on a store failure unless `onStoreError: 'allow'` is set, on the limiter or in the call's options (docs/waiting.md).",
       )
     }
     throw new WaitExceededError(result, maxWaitMs)
