@@ -239,6 +239,15 @@ describe('delay: refused at construction where no slot can be reserved', () => {
     }
   })
 
+  it("a `delay.max` beyond the limiter's `reservationHorizon` is refused, naming both (issue 32)", () => {
+    expect(() =>
+      expressRateLimit({ algorithm: 'gcra', delay: { max: '2m' }, reservationHorizon: '1m' }),
+    ).toThrow(/`delay\.max`.*`reservationHorizon`/)
+    expect(() =>
+      expressRateLimit({ algorithm: 'gcra', delay: { max: '2m' }, reservationHorizon: '5m' }),
+    ).not.toThrow()
+  })
+
   it('bad bounds are refused naming the option', () => {
     expect(() => expressRateLimit({ algorithm: 'gcra', delay: { max: 0 } })).toThrow(/delay\.max/)
     expect(() => expressRateLimit({ algorithm: 'gcra', delay: { maxPerKey: 0 } })).toThrow(/delay\.maxPerKey/)

@@ -2,11 +2,13 @@
  * An application process that calls `limiter.wait()` on a real Redis: started with child_process.fork by
  * test/wait-processes.test.ts (and bench/waiting.ts). argv: port, prefix, key, calls, rule (`gcra:<limit>:<window
  * ms>`, burst 1, or `log:<limit>:<window ms>`), spread (ms between calls; 0: every call at once), leave (percent of
- * the calls that give up waiting once every call has its slot; 0 by default) and then (calls made after those left).
- * On the parent's `go`, it sends its calls and reports, per call in call order, the reserved slot (`at`, the Redis
- * server's time), the wait it was given and when it resolved here (a call that left: its `error`).
+ * the calls that give up waiting once every call has its slot; 0 by default), then (calls made after those left) and
+ * horizon (the limiter's `reservationHorizon`, default its own). On the parent's `go`, it sends its calls and
+ * reports, per call in call order, the reserved slot (`at`, the Redis server's time), the wait it was given and when
+ * it resolved here (a call that left, or was refused: its `error`). Each decision is also reported as it is made
+ * (`decided`, with its slot), for a parent that kills the worker while its calls wait (bench/waiting-faults.ts).
  */
-import { gcra, RateLimiter, RedisStore, slidingWindowLog } from '@ratewindow/core'
+import { type Duration, gcra, RateLimiter, RedisStore, slidingWindowLog } from '@ratewindow/core'
 import { Redis } from 'ioredis'
 
 const [
@@ -18,9 +20,11 @@ const [
   spread = '0',
   leave = '0',
   then = '0',
+  horizon,
 ] = process.argv.slice(2)
 const [kind, limit, window] = spec.split(':')
 const client = new Redis({ host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: 1 })
+client.on('error', () => {}) // a Redis restarted under it (bench/waiting-faults.ts): the limiter reports its own
 const rule =
   kind === 'log'
     ? slidingWindowLog({ limit: Number(limit), window: Number(window) })
@@ -35,8 +39,10 @@ const limiter = new RateLimiter({
   prefix,
   store: new RedisStore({ client }),
   timeout: '10s',
+  ...(horizon === undefined ? {} : { reservationHorizon: horizon as Duration }),
   observer: {
-    onDecision: () => {
+    onDecision: ({ result }) => {
+      process.send?.({ type: 'decided', at: result.at, allowed: result.allowed })
       if (++decided === Number(calls)) allDecided()
     },
   },

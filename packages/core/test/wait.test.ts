@@ -168,6 +168,38 @@ describe('RateLimiter.wait (issue 24)', () => {
     })
   })
 
+  it('reservationHorizon bounds how far ahead any slot is reserved, whatever maxWait asks (default 1 m; issue 32)', async () => {
+    const api = limiter()
+    const waits = Array.from({ length: 61 }, () => api.wait('k', { maxWait: '10m' }))
+    await settle()
+    // Slots at 0 to 60 s: the last one exactly at the horizon.
+    expect(api.waiting.size).toBe(60)
+    let beyond: unknown
+    api.wait('k', { maxWait: '10m' }).then(
+      (result) => {
+        beyond = result
+      },
+      (error: unknown) => {
+        beyond = error
+      },
+    )
+    await settle()
+    expect(beyond).toBeInstanceOf(WaitExceededError)
+    expect(beyond).toMatchObject({ retryAfter: 61_000, option: 'reservationHorizon' })
+    expect(String(beyond)).toMatch(/`reservationHorizon` \(60000 ms\)/)
+    const longer = limiter({ reservationHorizon: '2m' })
+    const reserved = Array.from({ length: 62 }, () => longer.wait('k', { maxWait: '10m' }))
+    await settle()
+    expect(longer.waiting.size).toBe(61)
+    await vi.advanceTimersByTimeAsync(61_000)
+    await Promise.all([...waits, ...reserved])
+  })
+
+  it('reservationHorizon is checked at construction, naming the option', () => {
+    for (const bad of [0, -1, 'soon', 2 ** 40])
+      expect(() => limiter({ reservationHorizon: bad as never })).toThrow(/`reservationHorizon`/)
+  })
+
   it('a signal aborted before the call rejects at once and charges nothing', async () => {
     const api = limiter()
     await expect(api.wait('k', { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })

@@ -1,6 +1,11 @@
 import { ALGORITHMS } from '../algorithms/index.js'
 import type { AlgorithmName, Rule } from '../algorithms/types.js'
-import { LIMITER_OPTION_FLAGS, parseRules, type RateLimiterOptions } from '../limiter/options.js'
+import {
+  LIMITER_OPTION_FLAGS,
+  parseReservationHorizon,
+  parseRules,
+  type RateLimiterOptions,
+} from '../limiter/options.js'
 import type { RateLimitResult } from '../result.js'
 import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { Awaitable } from '../stores/types.js'
@@ -42,6 +47,7 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
     | 'shadow'
     | 'observer'
     | 'penalty'
+    | 'reservationHorizon'
   > {
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)
@@ -312,12 +318,12 @@ export function resolveHttpOptions<Req, Res = unknown>(
     skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
     requestWasSuccessful: successCheck(options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful),
     concurrency: parseConcurrency(options.concurrency, store),
-    delay: parseDelay(options.delay),
+    delay: parseDelay(options.delay, options.reservationHorizon),
   }
 }
 
 /** Checks the `delay` option and fills its defaults (whether the rules and store can reserve: the engine). */
-function parseDelay(delay: DelayOptions | undefined): HttpConfig<unknown>['delay'] {
+function parseDelay(delay: DelayOptions | undefined, horizon: unknown): HttpConfig<unknown>['delay'] {
   if (delay === undefined) return undefined
   requireObject(delay, 'delay', "{ max: '5s' }")
   rejectUnknownOptions(delay, DELAY_NAMES, '`delay`')
@@ -333,6 +339,14 @@ function parseDelay(delay: DelayOptions | undefined): HttpConfig<unknown>['delay
   ] as const) {
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a positive whole number such as 10')
+  }
+  const horizonMs = parseReservationHorizon(horizon)
+  if (maxMs > horizonMs) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`delay.max\` (${maxMs} ms) is beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every reservation: lower \`delay.max\` or raise \`reservationHorizon\`.`,
+      { option: 'delay.max' },
+    )
   }
   return { maxMs, maxPerKey, maxWaiting }
 }

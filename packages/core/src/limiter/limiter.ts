@@ -53,6 +53,8 @@ export class RateLimiter {
   readonly #allowOnError: boolean
   /** @internal The policy of `wait()` and `schedule()` on a store failure: `onStoreError` when set, else 'deny'. */
   readonly waitOnStoreError: 'allow' | 'deny'
+  /** @internal The `reservationHorizon` option, ms: no slot is reserved further ahead. */
+  readonly reservationHorizonMs: number
   readonly #shedToFallback: boolean
   /** Every call to the store goes through here; the fallback store has a gateway of its own. */
   readonly #store: StoreGateway
@@ -83,6 +85,7 @@ export class RateLimiter {
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
     this.waitOnStoreError = config.waitOnStoreError
+    this.reservationHorizonMs = config.reservationHorizonMs
     this.#shedToFallback = config.shedToFallback
     const gateway = {
       limiter: this.name,
@@ -214,7 +217,9 @@ export class RateLimiter {
       (reserve === undefined || cached.retryAfter > reserve || cached.blocked !== undefined)
     )
       return this.#finishLimit(request, cached, route)
-    // A reservation (`reserve`: the longest wait, ms) goes to the rules that enforce; shadow rules decide now.
+    // A reservation (`reserve`: the longest wait, ms, never past the horizon) goes to the rules that enforce;
+    // shadow rules decide now.
+    if (reserve !== undefined) reserve = Math.min(reserve, this.reservationHorizonMs)
     const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
     const allowOnError = onStoreError === undefined ? this.#allowOnError : onStoreError === 'allow'
     const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume', allowOnError)

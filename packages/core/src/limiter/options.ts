@@ -116,6 +116,14 @@ export interface RateLimiterOptions {
   /** Callbacks for decisions, store calls and circuit breaker changes (docs/operations.md). @default none */
   observer?: RateLimitObserver
   /**
+   * The furthest ahead a slot is reserved (`wait()`, `schedule()`, the HTTP `delay`): a call whose earliest slot
+   * is further away is refused as beyond its `maxWait`, whatever that asks, and nothing is reserved. It bounds what
+   * a process killed while its calls wait, or a Redis restarted without persistence, can cost: the slots reserved
+   * ahead, at most this long of the limit, left empty or handed out again (docs/waiting.md). At most '24d'.
+   * @default '1m'
+   */
+  reservationHorizon?: Duration
+  /**
    * Block a key that keeps being denied: after `after` denials within `within`, every request of the key is
    * denied for `block` (each repeat `factor` times longer, up to `maxBlock`). Kept atomically beside the rule
    * state by the store (MemoryStore, RedisStore); `reset` clears it. @default none
@@ -139,6 +147,7 @@ export const LIMITER_OPTION_FLAGS = {
   shadow: true,
   observer: true,
   penalty: true,
+  reservationHorizon: true,
 } as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
 const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
@@ -153,6 +162,7 @@ export const LIMITER_DEFAULTS = {
   onShed: 'limit',
   circuitBreaker: {},
   blockedCache: false,
+  reservationHorizon: '1m',
 } as const satisfies Partial<RateLimiterOptions>
 
 /** `RateLimiterOptions` resolved: every default filled in, every value checked. */
@@ -178,6 +188,13 @@ export interface LimiterConfig {
   observer: RateLimitObserver | undefined
   /** The parsed `penalty`, if any. */
   penalty: Penalty | undefined
+  /** `reservationHorizon` in ms. */
+  reservationHorizonMs: number
+}
+
+/** Parses `reservationHorizon` (the limiter's, and the middleware's to check `delay.max` against it). */
+export function parseReservationHorizon(value: unknown = LIMITER_DEFAULTS.reservationHorizon): number {
+  return parseTimerDuration(value, 'reservationHorizon')
 }
 
 /** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
@@ -285,6 +302,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     circuitBreaker,
     blockedCache: blockedCache === true ? {} : blockedCache,
     penalty,
+    reservationHorizonMs: parseReservationHorizon(options.reservationHorizon),
   }
 }
 

@@ -17,7 +17,8 @@ import { ReservedSlots } from './reserved-slots.js'
 export interface WaitOptions {
   /**
    * Longest wait for a slot: when the earliest admission time is further away, `wait` rejects at once
-   * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. @default '1m'
+   * (`ERR_RATEWINDOW_WAIT_EXCEEDED`) and nothing is reserved. Never past the limiter's `reservationHorizon`.
+   * @default '1m'
    */
   maxWait?: Duration
   /** Aborts the wait (an `AbortSignal`): it rejects with the signal's reason and the reserved slot is given back. */
@@ -45,13 +46,18 @@ export class WaitExceededError extends RateLimitError {
   readonly retryAfter: number
   readonly result: RateLimitResult
 
-  constructor(result: RateLimitResult, maxWaitMs: number) {
+  /** `horizonMs`: the limiter's `reservationHorizon`, when it, not `maxWait`, bounded the wait. */
+  constructor(result: RateLimitResult, maxWaitMs: number, horizonMs?: number) {
+    const [option, bound] =
+      horizonMs === undefined ? ['maxWait', maxWaitMs] : ['reservationHorizon', horizonMs]
     super(
       'ERR_RATEWINDOW_WAIT_EXCEEDED',
       result.blocked !== undefined
-        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved.`
-        : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`,
-      { option: 'maxWait' },
+        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`${option}\` (${bound} ms): nothing was reserved.`
+        : horizonMs === undefined
+          ? `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`
+          : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every wait: nothing was reserved. Try again after \`error.retryAfter\` ms, or raise \`reservationHorizon\` (docs/waiting.md says what a longer one costs).`,
+      { option },
     )
     this.retryAfter = result.retryAfter
     this.result = result
@@ -122,6 +128,8 @@ const ignore = (): void => {}
 export interface Reserving {
   /** The policy of a wait when the store fails: the limiter's `onStoreError` when set, else `'deny'`. */
   readonly waitOnStoreError: 'allow' | 'deny'
+  /** The limiter's `reservationHorizon`, ms: it bounds every wait. */
+  readonly reservationHorizonMs: number
   checkReservations(option: string): void
   limitNow(
     key: string,
@@ -158,7 +166,9 @@ export async function waitFor(
         "The store failed and no slot could be reserved: `wait()` and `schedule()` refuse on a store failure unless `onStoreError: 'allow'` is set, on the limiter or in the call's options (docs/waiting.md).",
       )
     }
-    throw new WaitExceededError(result, maxWaitMs)
+    const horizonMs = limiter.reservationHorizonMs
+    const beyondHorizon = horizonMs < maxWaitMs && result.retryAfter > horizonMs
+    throw new WaitExceededError(result, maxWaitMs, beyondHorizon ? horizonMs : undefined)
   }
   const delay = result.delay ?? 0
   if (delay === 0 || result.shadow === true) {
