@@ -51,10 +51,6 @@ export class RateLimiter {
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
   readonly #allowOnError: boolean
-  /** @internal The policy of `wait()` and `schedule()` on a store failure: `onStoreError` when set, else 'deny'. */
-  readonly waitOnStoreError: 'allow' | 'deny'
-  /** @internal The `reservationHorizon` option, ms: no slot is reserved further ahead. */
-  readonly reservationHorizonMs: number
   readonly #shedToFallback: boolean
   /** Every call to the store goes through here; the fallback store has a gateway of its own. */
   readonly #store: StoreGateway
@@ -84,8 +80,6 @@ export class RateLimiter {
     this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
-    this.waitOnStoreError = config.waitOnStoreError
-    this.reservationHorizonMs = config.reservationHorizonMs
     this.#shedToFallback = config.shedToFallback
     const gateway = {
       limiter: this.name,
@@ -111,9 +105,8 @@ export class RateLimiter {
       identity.dynamicLimit,
     )
     const modes = this.#modes
-    this.waiting = new SlotWaits(this.store, modes.allShadow ? this.rules : modes.enforcing, (result) =>
-      this.refund(result),
-    )
+    const reserving = modes.allShadow ? this.rules : modes.enforcing
+    this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
     this.#ledger = new GiveBackLedger({
       store: this.#store,
       fallback: this.#fallback,
@@ -203,8 +196,7 @@ export class RateLimiter {
     key: string,
     options?: LimitOptions,
     reserve?: number,
-    /** The failure policy of this call, when not the limiter's (a `wait()`). */
-    onStoreError?: 'allow' | 'deny',
+    onStoreError?: 'allow' | 'deny', // a wait()'s, when not the limiter's
   ): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
     const request = this.#request(key, options?.cost)
@@ -219,7 +211,7 @@ export class RateLimiter {
       return this.#finishLimit(request, cached, route)
     // A reservation (`reserve`: the longest wait, ms, never past the horizon) goes to the rules that enforce;
     // shadow rules decide now.
-    if (reserve !== undefined) reserve = Math.min(reserve, this.reservationHorizonMs)
+    if (reserve !== undefined) reserve = Math.min(reserve, this.waiting.horizonMs)
     const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
     const allowOnError = onStoreError === undefined ? this.#allowOnError : onStoreError === 'allow'
     const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume', allowOnError)

@@ -69,6 +69,10 @@ export class WaitExceededError extends RateLimitError {
  * waiting now (`wait()` and the HTTP `delay`), on one timer for all, and the slots of those that leave, given back.
  */
 export class SlotWaits {
+  /** The policy of a wait when the store fails: the limiter's `onStoreError` when set, else `'deny'`. */
+  readonly onStoreError: 'allow' | 'deny'
+  /** The limiter's `reservationHorizon`, ms: no slot is reserved further ahead. */
+  readonly horizonMs: number
   /** Why the limiter cannot reserve slots, or undefined when it can. */
   readonly #cannotReserve: string | undefined
   readonly #queue = new WaitQueue()
@@ -78,9 +82,16 @@ export class SlotWaits {
 
   /**
    * `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode); `giveBack`: the
-   * limiter's refund, for the slot of a waiter that leaves.
+   * limiter's refund, for the slot of a waiter that leaves; `config`: the limiter's resolved options.
    */
-  constructor(store: Store, rules: readonly Rule[], giveBack: (result: RateLimitResult) => Promise<void>) {
+  constructor(
+    store: Store,
+    rules: readonly Rule[],
+    giveBack: (result: RateLimitResult) => Promise<void>,
+    config: { waitOnStoreError: 'allow' | 'deny'; reservationHorizonMs: number },
+  ) {
+    this.onStoreError = config.waitOnStoreError
+    this.horizonMs = config.reservationHorizonMs
     this.#cannotReserve = cannotReserve(store, rules)
     this.#giveBack = giveBack
     this.#held = rules.some((rule) => rule.logic.lastSlotOnly === true)
@@ -126,10 +137,8 @@ const ignore = (): void => {}
 
 /** What a wait needs of its limiter. */
 export interface Reserving {
-  /** The policy of a wait when the store fails: the limiter's `onStoreError` when set, else `'deny'`. */
-  readonly waitOnStoreError: 'allow' | 'deny'
-  /** The limiter's `reservationHorizon`, ms: it bounds every wait. */
-  readonly reservationHorizonMs: number
+  /** The limiter's waits: their failure policy and horizon (`SlotWaits`). */
+  readonly waiting: { readonly onStoreError: 'allow' | 'deny'; readonly horizonMs: number }
   checkReservations(option: string): void
   limitNow(
     key: string,
@@ -154,7 +163,7 @@ export async function waitFor(
   const maxWaitMs = maxWait === 0 ? 0 : parseTimerDuration(maxWait, 'maxWait')
   if (signal !== undefined && !isSignal(signal))
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'signal', signal, 'an AbortSignal')
-  const onStoreError = options.onStoreError ?? limiter.waitOnStoreError
+  const onStoreError = options.onStoreError ?? limiter.waiting.onStoreError
   oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
   limiter.checkReservations('wait')
   if (signal?.aborted) throw signal.reason
@@ -166,7 +175,7 @@ export async function waitFor(
         "The store failed and no slot could be reserved: `wait()` and `schedule()` refuse on a store failure unless `onStoreError: 'allow'` is set, on the limiter or in the call's options (docs/waiting.md).",
       )
     }
-    const horizonMs = limiter.reservationHorizonMs
+    const horizonMs = limiter.waiting.horizonMs
     const beyondHorizon = horizonMs < maxWaitMs && result.retryAfter > horizonMs
     throw new WaitExceededError(result, maxWaitMs, beyondHorizon ? horizonMs : undefined)
   }
