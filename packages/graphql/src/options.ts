@@ -57,6 +57,7 @@ export interface GraphQLRateLimitOptions<TContext = any>
       | 'cost'
       | 'concurrency'
       | 'delay'
+      | 'reservationHorizon'
       | 'message'
       | 'problemDetails'
       | 'skipFailedRequests'
