@@ -25,6 +25,7 @@ export type UpgradeLimitOptions<Req> = Omit<
   | 'ipv6Subnet'
   | 'concurrency'
   | 'delay'
+  | 'reservationHorizon'
   | 'skipFailedRequests'
   | 'skipSuccessfulRequests'
   | 'requestWasSuccessful'
