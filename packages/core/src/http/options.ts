@@ -340,14 +340,7 @@ function parseDelay(delay: DelayOptions | undefined, horizon: unknown): HttpConf
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a positive whole number such as 10')
   }
-  const horizonMs = parseReservationHorizon(horizon)
-  if (maxMs > horizonMs) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`delay.max\` (${maxMs} ms) is beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every reservation: lower \`delay.max\` or raise \`reservationHorizon\`.`,
-      { option: 'delay.max' },
-    )
-  }
+  parseReservationHorizon(horizon, { option: 'delay.max', ms: maxMs })
   return { maxMs, maxPerKey, maxWaiting }
 }
 

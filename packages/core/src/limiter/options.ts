@@ -192,9 +192,23 @@ export interface LimiterConfig {
   reservationHorizonMs: number
 }
 
-/** Parses `reservationHorizon` (the limiter's, and the middleware's to check `delay.max` against it). */
-export function parseReservationHorizon(value: unknown = LIMITER_DEFAULTS.reservationHorizon): number {
-  return parseTimerDuration(value, 'reservationHorizon')
+/**
+ * Parses `reservationHorizon`; with `within`, checks that a bound given in another option (the middleware's
+ * `delay.max`) is not beyond it.
+ */
+export function parseReservationHorizon(
+  value: unknown = LIMITER_DEFAULTS.reservationHorizon,
+  within?: { option: string; ms: number },
+): number {
+  const horizonMs = parseTimerDuration(value, 'reservationHorizon')
+  if (within !== undefined && within.ms > horizonMs) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`${within.option}\` (${within.ms} ms) is beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every reservation: lower \`${within.option}\` or raise \`reservationHorizon\`.`,
+      { option: within.option },
+    )
+  }
+  return horizonMs
 }
 
 /** Resolves and validates `RateLimiter` options; throws a `RateLimitError` naming the first bad option. */
