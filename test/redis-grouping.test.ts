@@ -10,9 +10,11 @@ import {
   fixedWindow,
   gcra,
   HttpRateLimiter,
+  ioredisRunner,
   MemoryStore,
   RateLimiter,
   type RateLimitResult,
+  type RedisScriptRunner,
   RedisStore,
   slidingWindowCounter,
   slidingWindowLog,
@@ -235,6 +237,40 @@ describe('grouped decisions', () => {
       // Standalone: one call per rule set; Cluster: one per slot (each key here goes through one of the limiters).
       expect(writes.length).toBe(each === client ? 3 : 1 + 8)
       expect(writes.slice(1).every(Boolean)).toBe(true)
+    }
+  })
+
+  it('a node without the scripts gets one EVAL per script: the calls behind it on the connection go by EVALSHA (issue 32)', async () => {
+    // A connection of its own: the groups of `client` may know the scripts already.
+    const connection = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+    const runner = ioredisRunner(connection)
+    const sent: string[] = []
+    const counting: RedisScriptRunner = {
+      ...runner,
+      eval: (lua, keys, args) => {
+        sent.push('EVAL')
+        return runner.eval(lua, keys, args)
+      },
+      evalSha: (sha1, keys, args) => {
+        sent.push('EVALSHA')
+        return runner.evalSha(sha1, keys, args)
+      },
+    }
+    try {
+      await connection.script('FLUSH')
+      const limiter = new RateLimiter({
+        rules: slidingWindowCounter({ limit: 10_000, window: '1m' }),
+        store: new RedisStore({ client: counting }),
+        prefix: uniquePrefix(),
+      })
+      // One call alone (the single-decision script), then 4,000 behind it: four calls of the grouped script.
+      const results = await Promise.all(Array.from({ length: 4_001 }, () => limiter.limit('k')))
+      expect(results.every((result) => result.allowed && result.source === 'store')).toBe(true)
+      // Before issue 32 every call went by EVAL, with the whole script, until the node had answered one: a flood
+      // over many hash slots of a Cluster sent the script once per slot.
+      expect(sent).toEqual(['EVAL', 'EVAL', 'EVALSHA', 'EVALSHA', 'EVALSHA'])
+    } finally {
+      connection.disconnect()
     }
   })
 
