@@ -18,6 +18,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve))
 
 /** The timers of the moment (faked by the test): RedisGroups waits on real ones unless given these. */
 const currentTimers = () => ({
+  now: () => performance.now(),
   setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms),
   clearTimeout: (timer: unknown) => clearTimeout(timer as NodeJS.Timeout),
   setImmediate: (callback: () => void) => void setImmediate(callback),
@@ -168,6 +169,96 @@ describe('RedisGroups', () => {
     const stalled = groups.submit('n', 's', 'e', within).catch((error: unknown) => error)
     await vi.advanceTimersByTimeAsync(102)
     expect(await stalled).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
+  })
+
+  it('an answer from the node restarts the clock of every flight in flight to it: waiting behind our own earlier flight is not a timeout (issue 32)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxFlights: 2, timers: currentTimers() })
+    const within = { timeoutMs: 100 }
+    const first = groups.submit('n', 's', 'a', within)
+    await vi.advanceTimersByTimeAsync(0)
+    const second = groups.submit('n', 's', 'b', within).catch((error: unknown) => error)
+    await vi.advanceTimersByTimeAsync(0)
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b']])
+    // The node answers 'a' at 80 ms and 'b' (behind it on the connection) 90 ms later: 170 ms after 'b' was sent,
+    // but never 100 ms without an answer from the node.
+    await vi.advanceTimersByTimeAsync(80)
+    calls[0]!.answer()
+    expect(await first).toBe('a!')
+    await vi.advanceTimersByTimeAsync(90)
+    calls[1]!.answer()
+    expect(await second).toBe('b!')
+  })
+
+  it('time spent sending a later flight is our own work: it is given back to the clocks of the calls already sent (issue 32)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
+    const { calls, send } = controlledSend()
+    // The clock our own work is measured on: the test moves it as a send would take time (a flood's thousands
+    // of calls built in one go, 300 ms).
+    let now = 0
+    const timers = { ...currentTimers(), now: () => now }
+    const slowSend = (entries: readonly Entry<string, string>[]) => {
+      if (entries[0]!.payload === 'big') now += 300
+      return send(entries)
+    }
+    const groups = new RedisGroups(slowSend, { timers })
+    const within = { timeoutMs: 100 }
+    const first = groups.submit('n', 's', 'a', within).catch((error: unknown) => error)
+    await vi.advanceTimersByTimeAsync(0)
+    const big = groups.submit('m', 's', 'big', within).catch((error: unknown) => error)
+    // 'a' was sent, but the client had not written it before the process spent 300 ms on 'big' (node-redis writes
+    // a turn later; an ioredis Cluster connects to a node at its first command): 'a' is answered after 150 ms.
+    await vi.advanceTimersByTimeAsync(50)
+    calls[1]!.answer()
+    expect(await big).toBe('big!')
+    await vi.advanceTimersByTimeAsync(100)
+    calls[0]!.answer()
+    expect(await first).toBe('a!')
+    // Without our own work in between, 100 ms of silence is a timeout.
+    const stalled = groups.submit('n', 's', 'c', within).catch((error: unknown) => error)
+    await vi.advanceTimersByTimeAsync(102)
+    expect(await stalled).toMatchObject({ code: 'ERR_RATEWINDOW_STORE_TIMEOUT' })
+  })
+
+  it('at most maxPending decisions in flight to a node: the rest waits unsent, without a clock, and goes as the node answers, in order (issue 32)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] })
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxGroup: 2, maxPending: 3, timers: currentTimers() })
+    const within = { timeoutMs: 100 }
+    const all = ['a', 'b', 'c', 'd', 'e', 'f'].map((p) => groups.submit('n', 's', p, within))
+    await vi.advanceTimersByTimeAsync(0)
+    // 'a' went alone; of the rest, one call of two fits beside it, the others wait in our queue.
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b', 'c']])
+    // Longer than the timeout in all: nothing waiting in our queue times out, and the node's answers keep the calls
+    // in flight alive. Two decisions are still in flight once 'a' is answered: 'd' and 'e' do not fit beside them.
+    await vi.advanceTimersByTimeAsync(90)
+    calls[0]!.answer()
+    await vi.advanceTimersByTimeAsync(90)
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b', 'c']])
+    calls[1]!.answer()
+    await vi.advanceTimersByTimeAsync(90)
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b', 'c'], ['d', 'e'], ['f']])
+    calls[2]!.answer()
+    calls[3]!.answer()
+    expect(await Promise.all(all)).toEqual(['a!', 'b!', 'c!', 'd!', 'e!', 'f!'])
+  })
+
+  it('at most maxCalls calls in flight on the client, all nodes together: the others wait unsent until calls end (GLIDE refuses past its limit)', async () => {
+    const { calls, send } = controlledSend()
+    const groups = new RedisGroups(send, { maxCalls: 2 })
+    const first = groups.submit('n', 's', 'a', undefined)
+    const second = groups.submit('m', 's', 'b', undefined)
+    const third = groups.submit('o', 's', 'c', undefined)
+    await settle()
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b']])
+    calls[1]!.answer()
+    expect(await second).toBe('b!')
+    await settle()
+    expect(calls.map((call) => call.payloads)).toEqual([['a'], ['b'], ['c']])
+    calls[0]!.answer()
+    calls[2]!.answer()
+    expect(await Promise.all([first, third])).toEqual(['a!', 'c!'])
   })
 
   it("a server failure fails the other flights and the waiting entries too; a key's own error fails only its call", async () => {

@@ -10,11 +10,20 @@ import type { Timers } from '../../time/timers.js'
 import { shedError } from '../call-bound.js'
 import { failureKind } from '../failure-kind.js'
 import type { CallReport } from '../types.js'
+import { FlightClock } from './flight-clock.js'
 
 /** Decisions waiting for one node, at most, by default: a flood of 30,000 in one process fits. */
 export const DEFAULT_MAX_WAITING = 50_000
 /** Decisions in one script execution, at most: a larger group is split into several calls of one flight. */
 export const DEFAULT_MAX_GROUP = 1_000
+/**
+ * Decisions handed to the client for one node and not yet answered, at most (two full calls): the rest of a flood
+ * waits in our queue, unsent and without a clock, and goes as the node answers. A client that queues what it is
+ * given (node-redis writes a little per turn and times out a command not written within 5 s; GLIDE times out a
+ * request 250 ms after it is made, however long it waited behind others) then never holds a call long enough for
+ * its own clock, or ours, to count our queue as a Redis failure (issue 32).
+ */
+export const DEFAULT_MAX_PENDING = 2 * DEFAULT_MAX_GROUP
 /**
  * Flights in flight to one node, at most: past it, what waits goes when the oldest flight is answered. Paired
  * runs (docs/redis.md, "Grouped decisions") measured 1 flight at a time at 0.87 of the req/s of 2, 2 at 0.88 of
@@ -61,10 +70,13 @@ interface Flight<T> {
   readonly entries: readonly Entry<unknown, T>[]
   ended: boolean
   end(): void
+  /** The node answered a call: this flight's clock starts again. */
+  heard(): void
 }
 
 /** The queue of one node. */
 interface NodeQueue<P, T> {
+  readonly node: string | number
   /** Flights sent and not yet answered, oldest first. */
   flights: Set<Flight<T>>
   waiting: Entry<P, T>[]
@@ -72,6 +84,8 @@ interface NodeQueue<P, T> {
   flushing: boolean
   /** The last flight's round trip, ms: the Retry-After of a shed decision. */
   roundTripMs: number
+  /** Decisions in the unanswered calls of the flights in flight (`maxPending`). */
+  pending: number
 }
 
 export interface GroupStats {
@@ -88,19 +102,27 @@ export interface GroupStats {
 /**
  * One queue per node of one client. An entry that finds nothing in flight to its node flies at once, alone. Entries
  * that arrive while a flight is in flight wait for the end of the event loop's turn (an immediate, once per turn),
- * when everything waiting goes in one flight; with `maxFlights` in flight, they wait for the oldest to end. A
- * flight that times out or fails on the server answers every entry in flight to its node and every one waiting
- * with the same error at once (one failure for breakers to count, and no second wait). A key's own error (a
- * script error) answers only its call.
+ * when everything waiting goes in one flight; with `maxFlights` in flight, they wait for the oldest to end, and with
+ * `maxCalls` calls in flight on the client (all nodes), for calls to end. A flight that times out or fails on the
+ * server answers every entry in flight to its node and every one waiting with the same error at once (one failure
+ * for breakers to count, and no second wait). A key's own error (a script error) answers only its call.
  */
 export class RedisGroups<P, T> {
   readonly #send: SendBatch<P, T>
   readonly #maxWaiting: number
   readonly #maxGroup: number
   readonly #maxFlights: number
+  readonly #maxCalls: number
+  readonly #maxPending: number
   readonly #together: SendTogether<P> | undefined
-  readonly #timers: Pick<Timers, 'setTimeout' | 'clearTimeout' | 'setImmediate'>
+  readonly #timers: Pick<Timers, 'now' | 'setTimeout' | 'clearTimeout' | 'setImmediate'>
   readonly #queues = new Map<string | number, NodeQueue<P, T>>()
+  /** Calls sent and not yet settled by the client, on every node. */
+  #calls = 0
+  /** Queues with entries that wait for calls in flight to end (`maxCalls`). */
+  readonly #starved = new Set<NodeQueue<P, T>>()
+  /** Time spent sending flights, ms, since this client's groups began: given back to the clocks (flight-clock.ts). */
+  readonly #own = { busyMs: 0 }
   readonly stats: GroupStats = { flights: 0, calls: 0, entries: 0, shed: 0, peakWaiting: 0 }
 
   /** `maxWaiting` is the default bound: each call may pass its own (RedisStore's option) to `submit`. */
@@ -110,13 +132,21 @@ export class RedisGroups<P, T> {
       maxWaiting?: number
       maxGroup?: number
       maxFlights?: number
+      /**
+       * Calls in flight on the client, all nodes together, at most (`RedisScriptRunner.maxInFlight`: Valkey GLIDE
+       * refuses requests past its `inflightRequestsLimit`). Past it, what waits stays in our queue, unsent and
+       * without a clock. @default Infinity
+       */
+      maxCalls?: number
+      /** Decisions in flight to one node, at most; one call goes whatever its size when none is. @default 2000 */
+      maxPending?: number
       /** How a flight of several batches to one node goes out together, if the client can. */
       together?: SendTogether<P> | undefined
       /**
-       * The timers of the timeouts and of the end-of-turn flush: real ones by default, even under a test's fake
-       * timers (real-timers.ts); a unit test of the timeouts passes its own.
+       * The timers of the timeouts and of the end-of-turn flush, and the clock that measures our own sending work:
+       * real ones by default, even under a test's fake timers (real-timers.ts); a unit test passes its own.
        */
-      timers?: Pick<Timers, 'setTimeout' | 'clearTimeout' | 'setImmediate'>
+      timers?: Pick<Timers, 'now' | 'setTimeout' | 'clearTimeout' | 'setImmediate'>
     } = {},
   ) {
     this.#timers = options.timers ?? REAL_TIMERS
@@ -124,6 +154,8 @@ export class RedisGroups<P, T> {
     this.#maxWaiting = options.maxWaiting ?? DEFAULT_MAX_WAITING
     this.#maxGroup = options.maxGroup ?? DEFAULT_MAX_GROUP
     this.#maxFlights = options.maxFlights ?? DEFAULT_MAX_FLIGHTS
+    this.#maxCalls = options.maxCalls ?? Number.POSITIVE_INFINITY
+    this.#maxPending = options.maxPending ?? DEFAULT_MAX_PENDING
     this.#together = options.together
   }
 
@@ -148,11 +180,11 @@ export class RedisGroups<P, T> {
       }
       let queue = this.#queues.get(node)
       if (queue === undefined) {
-        queue = { flights: new Set(), waiting: [], flushing: false, roundTripMs: 1 }
+        queue = { node, flights: new Set(), waiting: [], flushing: false, roundTripMs: 1, pending: 0 }
         this.#queues.set(node, queue)
       }
       if (queue.flights.size === 0 && queue.waiting.length === 0) {
-        this.#fly(node, queue, [entry])
+        this.#fly(queue, [entry])
         return
       }
       if (queue.waiting.length >= maxWaiting) {
@@ -162,57 +194,72 @@ export class RedisGroups<P, T> {
       }
       queue.waiting.push(entry)
       if (queue.waiting.length > this.stats.peakWaiting) this.stats.peakWaiting = queue.waiting.length
-      this.#flushLater(node, queue)
+      this.#flushLater(queue)
     })
   }
 
-  /** Sends what waits for `node` at the end of this turn of the event loop, once, if a flight may go. */
-  #flushLater(node: string | number, queue: NodeQueue<P, T>): void {
-    if (queue.flushing || queue.flights.size >= this.#maxFlights) return
+  /** Sends what waits for the queue's node at the end of this turn of the event loop, once, if a flight may go. */
+  #flushLater(queue: NodeQueue<P, T>): void {
+    if (queue.flushing || queue.flights.size >= this.#maxFlights || queue.pending >= this.#maxPending) return
+    if (this.#calls >= this.#maxCalls) {
+      this.#starved.add(queue)
+      return
+    }
     queue.flushing = true
     this.#timers.setImmediate(() => {
       queue.flushing = false
       if (queue.waiting.length === 0 || queue.flights.size >= this.#maxFlights) return
       const next = queue.waiting
       queue.waiting = []
-      this.#fly(node, queue, next)
+      this.#fly(queue, next)
     })
   }
 
-  #fly(node: string | number, queue: NodeQueue<P, T>, entries: Entry<P, T>[]): void {
+  /** A call ended (answered or failed by the client): queues that waited for room may send. */
+  #callEnded(): void {
+    this.#calls--
+    if (this.#starved.size === 0) return
+    const starved = [...this.#starved]
+    this.#starved.clear()
+    for (const queue of starved) if (queue.waiting.length > 0) this.#flushLater(queue)
+  }
+
+  #fly(queue: NodeQueue<P, T>, ready: Entry<P, T>[]): void {
+    const began = this.#timers.now()
+    try {
+      this.#sendFlight(queue, ready)
+    } finally {
+      this.#own.busyMs += this.#timers.now() - began
+    }
+  }
+
+  #sendFlight(queue: NodeQueue<P, T>, ready: Entry<P, T>[]): void {
+    const { batches, entries } = this.#roomFor(queue, ready)
+    if (batches.length === 0) return
     // Real time even under a test's fake timers (real-timers.ts).
     const timers = this.#timers
-    /** Runs `f` after the event loop's next read of sockets. */
-    const afterRead = (f: () => void) => timers.setImmediate(f)
     const started = performance.now()
-    const batches = this.#batches(entries)
     this.stats.flights++
     this.stats.calls += batches.length
     this.stats.entries += entries.length
+    this.#calls += batches.length
+    queue.pending += entries.length
     let open = batches.length
-    let timer: ReturnType<Timers['setTimeout']> | undefined
-    const flight: Flight<T> = {
-      entries,
-      ended: false,
-      /** Ends the flight: whatever waits goes at the end of this turn (unless a failure answered it). */
-      end: () => {
-        if (flight.ended) return
-        flight.ended = true
-        if (timer !== undefined) timers.clearTimeout(timer)
-        queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
-        queue.flights.delete(flight)
-        if (queue.waiting.length > 0) this.#flushLater(node, queue)
-        else if (queue.flights.size === 0 && this.#queues.size > 1 && this.#queues.get(node) === queue)
-          this.#queues.delete(node)
-      },
+    /** Decisions of this flight not answered yet: the node's `pending` while the flight lasts. */
+    let unsettled = entries.length
+    /** A call of this flight was answered or failed: its decisions leave the node's `pending`. */
+    const settled = (batch: readonly Entry<P, T>[]) => {
+      this.#callEnded()
+      if (flight.ended) return
+      unsettled -= batch.length
+      queue.pending -= batch.length
     }
-    queue.flights.add(flight)
     let timeoutMs: number | undefined
     for (const entry of entries) {
       if (entry.timeoutMs !== undefined && (timeoutMs === undefined || entry.timeoutMs < timeoutMs))
         timeoutMs = entry.timeoutMs
     }
-    /** No answer within the timeout: unless the reply is in (read by the poll phase that precedes immediates). */
+    /** No answer from the node within the timeout (flight-clock.ts). */
     const expire = () => {
       if (flight.ended) return
       failNode(
@@ -223,19 +270,34 @@ export class RedisGroups<P, T> {
         ),
       )
     }
-    // The clock counts time Redis had to answer, not time our own work kept the event loop busy:
-    // - it starts once the work that sent the flight is done (a burst of decisions made in one go, a flood);
-    // - a timer fires before the event loop reads sockets, so on expiry the reply may be in, unread: the check
-    //   waits for the next read of sockets (an immediate), not for more time;
-    // - the calls of a flight are answered one after another: each answer restarts the clock for the next, so a
-    //   large flight is not a slow server.
-    const arm = () => {
-      if (flight.ended || timeoutMs === undefined) return
-      if (timer !== undefined) timers.clearTimeout(timer)
-      const armed = timers.setTimeout(() => afterRead(() => timer === armed && expire()), timeoutMs)
-      timer = armed
+    const clock = timeoutMs === undefined ? undefined : new FlightClock(timers, timeoutMs, this.#own, expire)
+    const flight: Flight<T> = {
+      entries,
+      ended: false,
+      /** Ends the flight: whatever waits goes at the end of this turn (unless a failure answered it). */
+      end: () => {
+        if (flight.ended) return
+        flight.ended = true
+        clock?.stop()
+        // A failed flight's calls no longer hold the node: their replies, if they come, reach only late hooks.
+        queue.pending -= unsettled
+        unsettled = 0
+        queue.roundTripMs = Math.max(1, Math.ceil(performance.now() - started))
+        queue.flights.delete(flight)
+        const node = queue.node
+        if (queue.waiting.length > 0) this.#flushLater(queue)
+        else if (queue.flights.size === 0 && this.#queues.size > 1 && this.#queues.get(node) === queue)
+          this.#queues.delete(node)
+      },
+      heard: () => clock?.start(),
     }
-    if (timeoutMs !== undefined) afterRead(arm)
+    queue.flights.add(flight)
+    // The clock starts once the work that sent the flight is done.
+    if (clock !== undefined) timers.setImmediate(() => clock.start())
+    /** The node answered a call: every flight in flight to it starts its clock again. */
+    const heard = () => {
+      for (const each of queue.flights) each.heard()
+    }
     const sendBatch = (batch: Entry<P, T>[]) => {
       for (const entry of batch) {
         if (entry.call !== undefined) {
@@ -251,19 +313,23 @@ export class RedisGroups<P, T> {
       }
       sent.then(
         (values) => {
+          settled(batch)
           for (let i = 0; i < batch.length; i++) answer(batch[i]!, values[i], undefined)
           if (--open === 0) flight.end()
-          else arm()
+          else if (queue.waiting.length > 0) this.#flushLater(queue)
+          heard()
         },
         (error: unknown) => {
+          settled(batch)
           // A key's own error (a script error) answers its call; any other is the node's: see `failNode`.
           if (failureKind(error) === 'key' || flight.ended) {
             for (const entry of batch) answer(entry, undefined, error)
+            if (failureKind(error) === 'key') heard()
           } else {
             failNode(queue, error)
           }
           if (--open === 0) flight.end()
-          else arm()
+          else if (queue.waiting.length > 0) this.#flushLater(queue)
         },
       )
     }
@@ -283,6 +349,34 @@ export class RedisGroups<P, T> {
     }
     // A `together` that failed, or did not call `send`: whatever it did not send goes now, once.
     sendAll()
+  }
+
+  /**
+   * The calls of `ready` that may go now: while the node has fewer than `maxPending` decisions in flight (one call
+   * at least when it has none) and the client fewer than `maxCalls` calls. The entries of the others go back to the
+   * front of the queue, in their order, and go as calls end (they join what arrives meanwhile: larger groups).
+   */
+  #roomFor(
+    queue: NodeQueue<P, T>,
+    ready: Entry<P, T>[],
+  ): { batches: Entry<P, T>[][]; entries: Entry<P, T>[] } {
+    const batches = this.#batches(ready)
+    let taken = 0
+    let decisions = queue.pending
+    for (const batch of batches) {
+      if (this.#calls + taken >= this.#maxCalls) break
+      if (decisions > 0 && decisions + batch.length > this.#maxPending) break
+      decisions += batch.length
+      taken++
+    }
+    if (taken === batches.length) return { batches, entries: ready }
+    const sent = batches.slice(0, taken)
+    const going = new Set(sent.flat())
+    const entries = taken === 0 ? [] : ready.filter((entry) => going.has(entry))
+    const left = taken === 0 ? ready : ready.filter((entry) => !going.has(entry))
+    queue.waiting = queue.waiting.length === 0 ? left : [...left, ...queue.waiting]
+    if (this.#calls + taken >= this.#maxCalls) this.#starved.add(queue)
+    return { batches: sent, entries }
   }
 
   /** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */

@@ -78,6 +78,29 @@ const PENALTY_SUFFIX = 'pen'
 /** The groups of each client: every RedisStore on one client connection shares them (issue 18). */
 const GROUPS = new WeakMap<object, RedisGroups<ScriptCall, number[]>>()
 
+/** The groups of `client`, made on first use: its calls grouped per node, its scripts loaded per node. */
+function groupsOf(client: RedisClient, runner: RedisScriptRunner): RedisGroups<ScriptCall, number[]> {
+  let groups = GROUPS.get(client)
+  if (groups === undefined) {
+    const together = runner.together?.bind(runner)
+    const scripts = new LoadedScripts(runner)
+    groups = new RedisGroups((entries) => sendGroup(runner, scripts, entries), {
+      // A Cluster client that cannot tell which node serves a slot groups per slot, one flight at a time: a
+      // call answered NOSCRIPT is sent again before the next flight to that slot goes (see LoadedScripts).
+      maxFlights: scripts.tracked ? DEFAULT_MAX_FLIGHTS : 1,
+      // A client that refuses commands past a number in flight (GLIDE) never gets more from us.
+      maxCalls: runner.maxInFlight,
+      // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
+      together:
+        together &&
+        ((call: ScriptCall, send: () => void) =>
+          together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
+    })
+    GROUPS.set(client, groups)
+  }
+  return groups
+}
+
 /**
  * Rate limit state in Redis (>= 6.2) or Valkey, standalone or Cluster, through ioredis, iovalkey, node-redis or
  * Valkey GLIDE. One round trip per decision: a single Lua script, run by EVALSHA (the source is sent only when
@@ -141,23 +164,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     }
     this.#runner = runner
     this.#maxWaiting = maxWaiting
-    let groups = GROUPS.get(client)
-    if (groups === undefined) {
-      const together = runner.together?.bind(runner)
-      const scripts = new LoadedScripts(runner)
-      groups = new RedisGroups((entries) => sendGroup(runner, scripts, entries), {
-        // A Cluster client that cannot tell which node serves a slot groups per slot, one flight at a time: a
-        // call answered NOSCRIPT is sent again before the next flight to that slot goes (see LoadedScripts).
-        maxFlights: scripts.tracked ? DEFAULT_MAX_FLIGHTS : 1,
-        // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
-        together:
-          together &&
-          ((call: ScriptCall, send: () => void) =>
-            together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
-      })
-      GROUPS.set(client, groups)
-    }
-    this.#groups = groups
+    this.#groups = groupsOf(client, runner)
     this.#prefix = prefix
     this.#clock = clock
     this.#eviction = new EvictionWatch(client)

@@ -35,6 +35,12 @@ export interface RedisScriptRunner {
    * corks the node's connection for the length of `send`.
    */
   together?(slot: number, send: () => void): void
+  /**
+   * Optional: the most commands the client accepts in flight at once before refusing more (Valkey GLIDE's
+   * `inflightRequestsLimit`, 1,000 by default). RedisStore keeps its calls in flight on the client under it; what
+   * waits past it stays in the store's own queue, unsent (bounded by `maxWaiting`). Without it, no bound.
+   */
+  readonly maxInFlight?: number
 }
 
 /** True when `error` is the server saying it lacks the script: ioredis and node-redis `NOSCRIPT …`, GLIDE `NoScriptError`. */
