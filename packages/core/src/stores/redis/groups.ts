@@ -215,13 +215,17 @@ export class RedisGroups<P, T> {
     })
   }
 
-  /** A call ended (answered or failed by the client): queues that waited for room may send. */
+  /** A call ended (answered or failed by the client): queues that waited for room may send, oldest first. */
   #callEnded(): void {
     this.#calls--
-    if (this.#starved.size === 0) return
-    const starved = [...this.#starved]
-    this.#starved.clear()
-    for (const queue of starved) if (queue.waiting.length > 0) this.#flushLater(queue)
+    let room = this.#maxCalls - this.#calls
+    for (const queue of this.#starved) {
+      if (room <= 0) break
+      this.#starved.delete(queue)
+      if (queue.waiting.length === 0) continue
+      this.#flushLater(queue)
+      room--
+    }
   }
 
   #fly(queue: NodeQueue<P, T>, ready: Entry<P, T>[]): void {

@@ -36,9 +36,10 @@ export interface RedisScriptRunner {
    */
   together?(slot: number, send: () => void): void
   /**
-   * Optional: the most commands the client accepts in flight at once before refusing more (Valkey GLIDE's
-   * `inflightRequestsLimit`, 1,000 by default). RedisStore keeps its calls in flight on the client under it; what
-   * waits past it stays in the store's own queue, unsent (bounded by `maxWaiting`). Without it, no bound.
+   * Optional: the most calls RedisStore keeps in flight on this client at once, all nodes together; what waits
+   * past it stays in the store's own queue, unsent and without a clock (bounded by `maxWaiting`). For a client that
+   * refuses requests past a number in flight, or that times a request from the moment it is made however long it
+   * waits behind others: Valkey GLIDE (128, or its `inflightRequestsLimit` if lower). Without it, no bound.
    */
   readonly maxInFlight?: number
 }
