@@ -6,11 +6,27 @@
  * started here. Figures only: nothing passes or fails.
  *
  *   pnpm --filter @ratewindow/bench redis-flood [-- --sizes 3000,30000 --keys 1,10000 --algorithms counter]
+ *
+ * With `--cluster`, the same floods on a 3-master Cluster started here, right after connecting (issue 32): for
+ * each client library (ioredis, node-redis, Valkey GLIDE, each with its default options), one new Cluster client
+ * per row (`--connections` for more), as an application has it: its groups see the whole flood; every node
+ * without the scripts (SCRIPT FLUSH); the sliding window counter.
+ *
+ *   pnpm --filter @ratewindow/bench redis-flood -- --cluster [--clients ioredis,node-redis,valkey-glide]
  */
-import { fixedWindow, RateLimiter, RedisStore, slidingWindowCounter } from '@ratewindow/core'
-import { Redis } from 'ioredis'
+import { once } from 'node:events'
+import {
+  fixedWindow,
+  RateLimiter,
+  type RedisClient,
+  RedisStore,
+  slidingWindowCounter,
+} from '@ratewindow/core'
+import { GlideClusterClient, Logger } from '@valkey/valkey-glide'
+import { Cluster, Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
-import { RedisServer } from '../test/support/redis-server.js'
+import { createCluster } from 'redis'
+import { RedisClusterProcesses, RedisServer } from '../test/support/redis-server.js'
 import { argument, table } from './stats.js'
 
 const CONNECTIONS = 10
@@ -29,7 +45,7 @@ interface Row {
 const list = (name: string, fallback: string) => (argument(name) ?? fallback).split(',')
 
 async function ours(
-  clients: Redis[],
+  clients: readonly RedisClient[],
   algorithm: 'counter' | 'fixed',
   size: number,
   keys: number,
@@ -56,7 +72,7 @@ async function ours(
   const results = await Promise.all(
     Array.from({ length: size }, (_, i) => {
       if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
-      return limiters[i % CONNECTIONS]!.limit(`k${i % keys}`)
+      return limiters[i % limiters.length]!.limit(`k${i % keys}`)
     }),
   )
   const ms = performance.now() - started
@@ -102,6 +118,77 @@ async function flexible(clients: Redis[], size: number, keys: number, prefix: st
     else row.policy++
   }
   return row
+}
+
+type Seeds = { host: string; port: number }[]
+
+/** Each Cluster client with its library's default options, connected as an application's is before a request. */
+const CLUSTER_CLIENTS: Record<string, (seeds: Seeds) => Promise<{ client: RedisClient; close(): unknown }>> =
+  {
+    ioredis: async (seeds) => {
+      const client = new Cluster(seeds)
+      client.on('error', () => {})
+      await once(client, 'ready')
+      return { client, close: () => client.disconnect() }
+    },
+    'node-redis': async (seeds) => {
+      const client = createCluster({
+        rootNodes: seeds.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+      })
+      client.on('error', () => {})
+      await client.connect()
+      return { client, close: () => client.destroy() }
+    },
+    'valkey-glide': async (seeds) => {
+      const client = await GlideClusterClient.createClient({ addresses: seeds })
+      return { client, close: () => client.close() }
+    },
+  }
+
+/** The floods on a 3-master Cluster, right after connecting: one table, a row per client, keys and size. */
+export async function runClusterFlood(): Promise<string> {
+  Logger.setLoggerConfig('off') // GLIDE logs every NOSCRIPT reply on stdout
+  const cluster = await RedisClusterProcesses.start(3)
+  const rows: string[][] = []
+  let run = 0
+  try {
+    for (const name of list('clients', Object.keys(CLUSTER_CLIENTS).join(','))) {
+      for (const keys of list('keys', '1,10000').map(Number)) {
+        for (const size of list('sizes', '30000,100000').map(Number)) {
+          await Promise.all(cluster.nodes.map((node) => node.cli('script', 'flush')))
+          const connected = await Promise.all(
+            Array.from({ length: Number(argument('connections') ?? 1) }, () =>
+              CLUSTER_CLIENTS[name]!(cluster.startupNodes),
+            ),
+          )
+          try {
+            const clients = connected.map((each) => each.client)
+            rows.push(describe(name, keys, size, await ours(clients, 'counter', size, keys, `cf${run++}`)))
+          } finally {
+            await Promise.all(connected.map((each) => each.close()))
+          }
+        }
+      }
+    }
+  } finally {
+    await cluster.stop()
+  }
+  return table(
+    [
+      'client',
+      'keys',
+      'concurrent',
+      'admitted',
+      'limit × keys',
+      'keys over limit',
+      'limited',
+      'policy answers',
+      'shed',
+      'time',
+      'heap growth',
+    ],
+    rows,
+  )
 }
 
 export async function runRedisFlood(): Promise<string> {
@@ -169,4 +256,5 @@ function describe(name: string, keys: number, size: number, row: Row): string[] 
   ]
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await runRedisFlood())
+if (import.meta.url === `file://${process.argv[1]}`)
+  console.log(process.argv.includes('--cluster') ? await runClusterFlood() : await runRedisFlood())
