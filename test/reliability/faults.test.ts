@@ -18,6 +18,7 @@ import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_MAX_FLIGHTS } from '../../packages/core/src/stores/redis/groups.js'
 import { FRAMEWORKS } from '../http/harness.js'
+import { until } from '../support/connections.js'
 import { recorder } from '../support/recorder.js'
 import { RedisClusterProcesses, RedisServer } from '../support/redis-server.js'
 import { unhandledRejections } from '../support/unhandled.js'
@@ -246,6 +247,85 @@ describe('standalone redis-server', () => {
     expect(after.map((result) => result.allowed)).toEqual([true, true, true, true, true, false])
   })
 
+  it("a stall with 'deny': late charges whose refunds could not be sent (shed behind one in flight) are given back once Redis answers (issue 32)", async () => {
+    // Every decision or refund that would wait for a call in flight is shed: the five late replies below arrive
+    // together, and of their five refunds one is sent while the four others are shed.
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '15m' }),
+      store: new RedisStore({ client, maxWaiting: 0 }),
+      prefix: 'stall-shed',
+      onStoreError: 'deny',
+      timeout: '200ms',
+      onError: () => {},
+      circuitBreaker: false,
+    })
+    const process_ = await pid(server)
+    process.kill(process_, 'SIGSTOP')
+    try {
+      // One at a time: each is sent alone, times out, and is refused.
+      for (let i = 0; i < 5; i++)
+        expect(await limiter.limit('bob')).toMatchObject({ allowed: false, source: 'policy' })
+    } finally {
+      process.kill(process_, 'SIGCONT')
+    }
+    // Before issue 32 the shed refunds were dropped: 4 of the 5 refused requests stayed charged.
+    let seen = -1
+    await until(
+      async () => {
+        const peeked = await limiter.peek('bob', { cost: 0 })
+        if (peeked.source === 'store') seen = peeked.remaining
+        return seen === 5
+      },
+      () => `every refused request is given back (remaining ${seen} of 5)`,
+    )
+  })
+
+  it("a stall with 'deny' and a client that gives up on its own calls (commandTimeout): what may stay charged is reported once, with the count; onError hears each failed call once, not each request (issue 32)", async () => {
+    const giving = new Redis({ host: '127.0.0.1', port: server.port, ...FAIL_FAST, commandTimeout: 100 })
+    giving.on('error', () => {})
+    await once(giving, 'ready')
+    const { reports, onError } = recorder()
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1_000, window: '15m' }),
+      store: new RedisStore({ client: giving }),
+      prefix: 'stall-lost',
+      onStoreError: 'deny',
+      onError,
+      circuitBreaker: false,
+    })
+    const process_ = await pid(server)
+    const results: RateLimitResult[] = []
+    process.kill(process_, 'SIGSTOP')
+    try {
+      // Three bursts of 20: ioredis times each call out after 100 ms and drops its reply when it comes.
+      for (let burst = 0; burst < 3; burst++)
+        results.push(...(await Promise.all(Array.from({ length: 20 }, () => limiter.limit('carol')))))
+    } finally {
+      process.kill(process_, 'SIGCONT')
+    }
+    try {
+      expect(results.every((result) => !result.allowed && result.source === 'policy')).toBe(true)
+      // Redis runs the scripts it had received: charged, refused, and no reply comes to say so.
+      await until(
+        () => reports.some((report) => report.operation === 'refund'),
+        'the fault is reported with what may stay charged',
+      )
+      const charged = 1_000 - (await limiter.peek('carol', { cost: 0 })).remaining
+      const summaries = reports.filter((report) => report.operation === 'refund')
+      expect(summaries).toHaveLength(1)
+      const { inDoubt } = summaries[0]!.error as { inDoubt: number }
+      expect(charged).toBeGreaterThan(0)
+      expect(inDoubt).toBeGreaterThanOrEqual(charged)
+      expect(inDoubt).toBeLessThanOrEqual(60)
+      expect(summaries[0]!.code).toBe('ERR_RATEWINDOW_STORE')
+      // One report per failed call (a failed call answers every decision in flight or waiting with one error),
+      // not one per request: 60 before issue 32.
+      expect(reports.filter((report) => report.operation === 'consume').length).toBeLessThanOrEqual(6)
+    } finally {
+      giving.disconnect()
+    }
+  })
+
   it("a stall with 'allow': the calls sent stay charged (they were served); those past the flights in flight are never sent", async () => {
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 100, window: '15m' }),
@@ -307,7 +387,8 @@ describe('standalone redis-server', () => {
     }
     expect(errors.every((error) => error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT')).toBe(true)
     const count = (operation: string) => errors.filter((error) => error.operation === operation).length
-    expect([count('consume'), count('fallback'), count('refund')]).toEqual([3, 3, 1])
+    // The three decisions failed together (one group timed out, on each store): one report each, not three.
+    expect([count('consume'), count('fallback'), count('refund')]).toEqual([1, 1, 1])
   })
 })
 

@@ -21,6 +21,7 @@ import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
 import { emitWarning } from '../support/runtime.js'
 import { type CircuitBreakerOptions, ScopedBreakers } from './circuit-breaker.js'
+import { LateCharges } from './late-charges.js'
 import { StoreCall, type StoreCallOptions, type StoreRole } from './store-call.js'
 
 /** The scope of every request when the store names none (one server, or a store that cannot tell). */
@@ -66,6 +67,10 @@ export class StoreGateway {
    * waiting behind it) with one error object, and a failed call counts as one failure, not one per decision.
    */
   readonly #counted = new WeakSet<object>()
+  /** Errors reported to `onError` already: a failed call is reported once, not once per decision it answered. */
+  readonly #reported = new WeakSet<object>()
+  /** The charges of refused requests that the store may apply late (late-charges.ts). */
+  readonly #late: LateCharges
   /** When the last shed warning was written (one per 10 s at most). */
   #shedWarned = Number.NEGATIVE_INFINITY
 
@@ -76,6 +81,7 @@ export class StoreGateway {
     this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
     this.#onStoreCall = options.onStoreCall
     this.#onBreaker = options.onBreaker
+    this.#late = new LateCharges(store, this.#call)
   }
 
   /**
@@ -128,17 +134,11 @@ export class StoreGateway {
 
   /**
    * Gives a charge back after its decision timed out, once the store applies it, if it does: for a request that
-   * was refused after all (the failure policy's `'deny'`, or a denial by the fallback).
+   * was refused after all (the failure policy's `'deny'`, or a denial by the fallback). What cannot be known is
+   * reported once per fault (late-charges.ts).
    */
   refundLate(failure: StoreFailure, request: StoreRequest): void {
-    const { late } = failure
-    if (late === undefined || request.cost === 0) return
-    const refund = (decision: Decision) => {
-      if (decision?.allowed === true)
-        void this.refund({ ...request, at: decision.now + (decision.wait ?? 0) })
-    }
-    // A late rejection was reported already, as the timeout.
-    Promise.resolve(late).then(refund, () => {})
+    if (failure.late !== undefined) this.#late.follow(failure.late, request)
   }
 
   /** Gives back an admitted request's cost. Resolves true when the store did; a failure is reported, never thrown. */
@@ -200,6 +200,8 @@ export class StoreGateway {
   ): Decision {
     if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, undefined, call)
     if (known !== undefined) this.#breaker(known, (each) => each.success(known))
+    // The store answers again: charges waiting to be given back go now.
+    this.#late.retry()
     const { notices } = decision
     // `!= null`: a store written in JavaScript may answer `notices: null`.
     if (notices != null) {
@@ -227,16 +229,21 @@ export class StoreGateway {
       if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
       else if (this.#firstTime(error)) this.#breaker(scope, (each) => each.failure(scope))
     }
-    this.#call.report(error, this.#context(operation, request.key, scope))
-    return new StoreFailure(scope, operation === 'consume' ? pending : undefined)
+    if (firstTime(this.#reported, error))
+      this.#call.report(error, this.#context(operation, request.key, scope))
+    // A consume the store may still apply: a grouping store's late reply, or a call that timed out here.
+    const late =
+      operation !== 'consume'
+        ? undefined
+        : pending instanceof LateReply || isTimeout(error)
+          ? pending
+          : undefined
+    return new StoreFailure(scope, late)
   }
 
   /** Whether a breaker has not counted this error yet (an error object shared by a failed group counts once). */
   #firstTime(error: unknown): boolean {
-    if (typeof error !== 'object' || error === null) return true
-    if (this.#counted.has(error)) return false
-    this.#counted.add(error)
-    return true
+    return firstTime(this.#counted, error)
   }
 
   /** A shed decision: no call was made and nothing failed; one process warning per 10 s says it happens. */
@@ -296,4 +303,16 @@ export class StoreGateway {
     if (from !== to) this.#onBreaker({ limiter: this.#call.limiter, store: this.role, scope, from, to })
     return value
   }
+}
+
+/** Whether `error` is not in `seen` yet, adding it: one failed call answers many decisions with one error object. */
+function firstTime(seen: WeakSet<object>, error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return true
+  if (seen.has(error)) return false
+  seen.add(error)
+  return true
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof RateLimitError && error.code === 'ERR_RATEWINDOW_STORE_TIMEOUT'
 }

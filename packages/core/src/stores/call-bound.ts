@@ -5,29 +5,47 @@
  */
 import { RateLimitError } from '../support/errors.js'
 
-/** A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. */
+/**
+ * A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. It
+ * resolves if the reply comes, rejects if the call fails after all (its connection closed: the store may or may not
+ * have applied it), and stays pending while neither happens.
+ */
 export class LateReply<T> implements PromiseLike<T> {
   #value: T | undefined
-  #arrived = false
-  #listeners: ((value: T) => void)[] | undefined
+  #error: unknown
+  #state: 'waiting' | 'arrived' | 'lost' = 'waiting'
+  #listeners: { arrived(value: T): void; lost(error: unknown): void }[] | undefined
 
   /** @internal The store calls it when the reply arrives after all. */
   arrive(value: T): void {
-    if (this.#arrived) return
-    this.#arrived = true
+    if (this.#state !== 'waiting') return
+    this.#state = 'arrived'
     this.#value = value
-    for (const listener of this.#listeners ?? []) listener(value)
+    for (const listener of this.#listeners ?? []) listener.arrived(value)
     this.#listeners = undefined
   }
 
-  // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose (it resolves only if the reply comes)
+  /** @internal The store calls it when the call fails after its decision was answered: the reply is lost. */
+  lose(error: unknown): void {
+    if (this.#state !== 'waiting') return
+    this.#state = 'lost'
+    this.#error = error
+    for (const listener of this.#listeners ?? []) listener.lost(error)
+    this.#listeners = undefined
+  }
+
+  // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose (it settles only if the call does)
   then<A = T, B = never>(
     onArrived?: ((value: T) => A | PromiseLike<A>) | null,
-    _onFailed?: ((reason: unknown) => B | PromiseLike<B>) | null,
+    onLost?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): PromiseLike<A | B> {
-    return new Promise<A | B>((resolve) => {
-      const listener = (value: T) => resolve(onArrived ? onArrived(value) : (value as unknown as A))
-      if (this.#arrived) listener(this.#value as T)
+    return new Promise<A | B>((resolve, reject) => {
+      const listener = {
+        arrived: (value: T) => resolve(onArrived ? onArrived(value) : (value as unknown as A)),
+        lost: (error: unknown) => (onLost ? resolve(onLost(error)) : reject(error)),
+      }
+      if (this.#state === 'arrived') listener.arrived(this.#value as T)
+      else if (this.#state === 'lost') listener.lost(this.#error)
       else if (this.#listeners === undefined) this.#listeners = [listener]
       else this.#listeners.push(listener)
     })

@@ -24,3 +24,13 @@ export function failureKind(error: unknown): FailureKind {
   if (/^ERR (Error running script|user_script:)/.test(message)) return 'key'
   return 'scope'
 }
+
+/**
+ * Whether a call that failed this way, once sent, may still have been applied: not when the server answered it with
+ * an error (a Redis error reply: `ERR …`, `WRONGTYPE …`, `OOM …`, `LOADING …`, `CLUSTERDOWN …`: the script did not
+ * run, or stopped at that error); yes when the reply was lost (a connection closed, a client's own timeout).
+ */
+export function mayHaveRun(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null | undefined)?.message
+  return typeof message !== 'string' || !/^[A-Z][A-Z_]+( |$)/.test(message)
+}

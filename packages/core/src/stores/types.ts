@@ -113,9 +113,11 @@ export interface CallBound<T = Decision> {
   timeoutMs: number
   /**
    * Receives the reply of a call that the store applied after it timed out: a consume's decision (for late
-   * refunds), an acquire's lease (released then: its release may have reached the store before it).
+   * refunds), an acquire's lease (released then: its release may have reached the store before it). `lose`, when
+   * given, receives the failure of such a call that fails after it timed out (its connection closed): the store may
+   * or may not have applied it.
    */
-  late?: { arrive(reply: T): void } | undefined
+  late?: { arrive(reply: T): void; lose?(error: unknown): void } | undefined
   /** Given when the limiter reports store calls (`onStoreCall`): the store fills it in when the call is sent. */
   call?: CallReport | undefined
 }

@@ -35,7 +35,7 @@ export const DEFAULT_MAX_FLIGHTS = 16
 export interface Within<T> {
   /** The longest wait for a sent call, ms; none when undefined (the client's own timeouts then bound it). */
   timeoutMs?: number | undefined
-  late?: { arrive(value: T): void } | undefined
+  late?: { arrive(value: T): void; lose?(error: unknown): void } | undefined
   /** Filled in when the call is sent: how long it waited, and the size of its call. */
   call?: CallReport | undefined
 }
@@ -46,7 +46,7 @@ export interface Entry<P, T> {
   readonly batch: string
   readonly payload: P
   readonly timeoutMs: number | undefined
-  readonly late: { arrive(value: T): void } | undefined
+  readonly late: { arrive(value: T): void; lose?(error: unknown): void } | undefined
   /** Measured only when asked for: when it was queued (performance.now()), and where to report. */
   readonly call: CallReport | undefined
   readonly queued: number
@@ -331,6 +331,8 @@ export class RedisGroups<P, T> {
             if (failureKind(error) === 'key') heard()
           } else {
             failNode(queue, error)
+            // This call was sent: the store may have run it before the failure (a connection closed with it).
+            for (const entry of batch) answer(entry, undefined, error)
           }
           if (--open === 0) flight.end()
           else if (queue.waiting.length > 0) this.#flushLater(queue)
@@ -422,10 +424,14 @@ function failNode<T>(queue: NodeQueue<unknown, T>, error: unknown): void {
   for (const entry of waiting) answer(entry, undefined, error)
 }
 
-/** Answers an entry once; a reply that comes after the entry was answered goes to its late hook. */
+/**
+ * Answers an entry once; what comes after the entry was answered goes to its late hook: the reply, or the failure of
+ * a call that was sent (the reply is lost). An entry answered while waiting was never sent: nothing comes after.
+ */
 function answer<P, T>(entry: Entry<P, T>, value: T | undefined, error: unknown): void {
   if (entry.done) {
     if (error === undefined) entry.late?.arrive(value as T)
+    else entry.late?.lose?.(error)
     return
   }
   entry.done = true

@@ -235,7 +235,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     const bound: Within<number[]> | undefined = within && {
       timeoutMs: within.timeoutMs,
       call: within.call,
-      late: late && { arrive: (reply) => late.arrive(toLeaseDecision(reply)) },
+      late: late && { arrive: (reply) => late.arrive(toLeaseDecision(reply)), lose: late.lose?.bind(late) },
     }
     const reply = await this.#lease(
       request.prefix,
@@ -379,22 +379,26 @@ export class RedisStore implements Store, ConcurrencyStore {
       // Without a late hook, the bound is only its timeout, the same for both types.
       within?.late === undefined
         ? (within as Within<number[]> | undefined)
-        : this.#lateDecision(request, within.timeoutMs, within.late, within.call),
+        : this.#lateDecision(request, mode, within.timeoutMs, within.late, within.call),
     )
   }
 
-  /** A bound whose late reply reaches the limiter as a decision. */
+  /**
+   * A bound whose late reply reaches the limiter as a decision (a refund's says only that it was applied, at the
+   * server's `now`), and whose failure after its timeout as a lost reply.
+   */
   #lateDecision(
     request: StoreRequest,
+    mode: number,
     timeoutMs: number,
     late: NonNullable<CallBound['late']>,
     call: CallBound['call'],
   ): Within<number[]> {
-    return {
-      timeoutMs,
-      late: { arrive: (reply) => late.arrive(this.#toDecision(request, reply)) },
-      call,
-    }
+    const arrive =
+      mode === MODE.refund
+        ? (reply: number[]) => late.arrive({ allowed: true, now: reply[1]!, outcomes: [] })
+        : (reply: number[]) => late.arrive(this.#toDecision(request, reply))
+    return { timeoutMs, late: { arrive, lose: late.lose?.bind(late) }, call }
   }
 
   /**
