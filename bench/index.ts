@@ -16,7 +16,7 @@ import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
 import { type PairRow, pairsTable, runPairs, worstRatio } from './pairs.js'
 import { runRedis } from './redis.js'
-import { runRedisFlood } from './redis-flood.js'
+import { runClusterFlood, runRedisFlood } from './redis-flood.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
 import { runWaiting } from './waiting.js'
 
@@ -37,6 +37,7 @@ const flood = await step('flood', runFlood)
 const waiting = await step('waiting', runWaiting)
 const outage = await step('outage', runOutage)
 const redisFlood = await step('redis flood', runRedisFlood)
+const clusterFlood = await step('cluster flood', runClusterFlood)
 const http = await step('http', () => runHttp({ rounds: quick ? 1 : 3, duration: quick ? 1 : 4 }))
 writeFileSync(join(docs, 'http-ratios.svg'), ratioChart(http))
 const pairs = await step('pairs', () => runPairs({ rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }))
@@ -177,6 +178,20 @@ are decisions the failure policy made because a call failed or timed out: before
 admitted 19,373 this way. \`heap growth\` is the peak while the calls were being made.
 
 ${redisFlood}
+
+## A flood on a Redis Cluster right after connecting
+
+Issue 32: the same floods on a 3-master Cluster (started by the bench), each right after connecting: for each
+client library with its default options, one new Cluster client per row (its groups see the whole flood), every
+node without the scripts (\`SCRIPT FLUSH\`), a limit of 1,000 per minute per key (sliding window counter), default
+limiter options (timeout 250 ms, \`onStoreError: 'allow'\`)
+(\`pnpm --filter @ratewindow/bench redis-flood -- --cluster\`, [redis.md](redis.md#grouped-decisions)). Before issue
+32 the same flood of 30,000 over 10,000 keys had 19,917 and 20,055 answers from the policy with ioredis (the two
+masters it connects to at their first command), 0 to 19,917 with node-redis, 27,694 and 30,000 with GLIDE; 100,000
+at once on one key with one client is past \`maxWaiting\` (50,000 waiting for one node): the rest is shed,
+answered as limited without a store call, never admitted.
+
+${clusterFlood}
 
 ## Redis going away
 
