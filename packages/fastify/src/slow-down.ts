@@ -48,6 +48,12 @@ export function slowDown(options: FastifySlowDownOptions = {}): SlowDownHook {
         return
       }
       request.slowDown = decided.info
+      if (decided.gone) {
+        // The client left before it was counted: nothing is sent, and no later hook nor the handler runs.
+        reply.hijack()
+        done()
+        return
+      }
       const { refusal } = decided
       if (refusal !== undefined) {
         reply

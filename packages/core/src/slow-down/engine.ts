@@ -54,6 +54,11 @@ export interface SlowDownDecision<Req = unknown> {
    * The adapter answers it as it stands and runs nothing more for the request (no `proceed`).
    */
   refusal?: SlowDownRefusal
+  /**
+   * Set when the client left before the request was counted: nothing was counted, and `refusal` is set so that
+   * the adapter answers (a closed connection) and runs nothing more.
+   */
+  gone?: true
 }
 
 /** The answer to a request refused past the bounds on delayed requests: a 429 with the adapters' default body. */
@@ -118,13 +123,18 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     return this.#counted(request, args, decided)
   }
 
-  /** A request whose client left before it was counted (`gone`) is not counted: it goes on, as one skipped. */
+  /**
+   * A request whose client left before it was counted (`gone`) is not counted and goes no further: it is refused,
+   * to nobody (the adapter answers a closed connection), so that no handler runs for it.
+   */
   #counted(
     request: Req,
     args: Args,
     decision: HttpDecision | undefined,
   ): Awaitable<SlowDownDecision<Req> | undefined> {
-    return decision === undefined || decision.gone ? undefined : this.#delay(request, args, decision)
+    if (decision === undefined) return undefined
+    if (decision.gone) return { info: goneInfo(), decision, request, refusal: refusalAfter(0), gone: true }
+    return this.#delay(request, args, decision)
   }
 
   #delay(request: Req, args: Args, decision: HttpDecision): Awaitable<SlowDownDecision<Req>> {
@@ -322,6 +332,11 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   close(): void {
     this.#counter.close()
   }
+}
+
+/** The info of a request whose client left before it was counted: nothing counted, no key. */
+function goneInfo(): SlowDownInfo {
+  return { limit: 0, used: 0, remaining: 0, resetTime: undefined, delay: 0, key: '' }
 }
 
 /** The answer to a request past the bounds: 429, `Retry-After` the delay it would have waited. */
