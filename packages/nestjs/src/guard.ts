@@ -7,6 +7,7 @@ import {
   rawResponse,
   writeHeaders,
 } from './binding.js'
+import { GraphQLRateLimitError, graphqlCall } from './graphql-context.js'
 import type { AppliedLimiter, RateWindowService } from './service.js'
 
 /**
@@ -36,13 +37,23 @@ export class RateLimitException extends HttpException {
 /** What the guard keeps on a request: the decisions made, by engine (several guards count a request once). */
 const DECISIONS = Symbol.for('ratewindow.nestjs.decisions')
 
-type Marked = NestHttpRequest & { [DECISIONS]?: Map<HttpRateLimiter<NestHttpRequest>, HttpDecision> }
+type Marks = { [DECISIONS]?: Map<HttpRateLimiter<NestHttpRequest>, HttpDecision> }
+
+/** What one run of the limiters acts on: the HTTP request and response, and where its decisions are marked. */
+interface Target {
+  request: NestHttpRequest
+  response: PlatformResponse
+  /** The request (HTTP), or the resolver call's `info` (GraphQL: each field resolution decides). */
+  marks: object
+  graphql: boolean
+}
 
 /**
  * The guard: every limiter that applies to the handler (the module's, `@RateLimit()`'s) decides in turn; the
  * first refusal throws `RateLimitException`. Global (`{ provide: APP_GUARD, useClass: RateWindowGuard }`) or per
- * controller or handler (`@UseGuards(RateWindowGuard)`). Contexts other than HTTP (GraphQL, WebSockets,
- * microservices) pass untouched.
+ * controller or handler (`@UseGuards(RateWindowGuard)`). GraphQL resolver calls with the module's
+ * `graphql: true` (each call one decision; a refusal a `GraphQLRateLimitError`); other contexts (GraphQL without
+ * it, WebSockets, microservices) pass untouched.
  */
 export class RateWindowGuard implements CanActivate {
   readonly #service: RateWindowService
@@ -52,37 +63,40 @@ export class RateWindowGuard implements CanActivate {
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    if (context.getType() !== 'http') return true
+    const type = context.getType<string>()
+    if (type !== 'http' && (type !== 'graphql' || !this.#service.graphql)) return true
     const limiters = this.#service.limitersFor(context.getClass(), context.getHandler())
     if (limiters.length === 0) return true
+    if (type === 'graphql') {
+      const call = graphqlCall(context)
+      if (call === undefined) return true
+      return run({ ...call, marks: call.resolution, graphql: true }, limiters, 0)
+    }
     const http = context.switchToHttp()
-    return run(http.getRequest<Marked>(), http.getResponse<PlatformResponse>(), limiters, 0)
+    const request = http.getRequest<NestHttpRequest>()
+    return run({ request, response: http.getResponse(), marks: request, graphql: false }, limiters, 0)
   }
 }
 
 /** Decides with `limiters[from…]`; synchronous while every decision is (the memory store). */
-function run(
-  request: Marked,
-  response: PlatformResponse,
-  limiters: AppliedLimiter[],
-  from: number,
-): boolean | Promise<boolean> {
-  let decisions = request[DECISIONS]
+function run(target: Target, limiters: AppliedLimiter[], from: number): boolean | Promise<boolean> {
+  const marks = target.marks as Marks
+  let decisions = marks[DECISIONS]
   if (decisions === undefined) {
     decisions = new Map()
-    request[DECISIONS] = decisions
+    marks[DECISIONS] = decisions
   }
   for (let i = from; i < limiters.length; i++) {
     const { engine } = limiters[i]!
     if (decisions.has(engine)) continue
-    const decision = engine.decideNow(request)
+    const decision = engine.decideNow(target.request)
     if (decision instanceof Promise) {
       return decision.then((each) => {
-        const denial = answer(request, response, engine, each)
-        return denial ?? run(request, response, limiters, i + 1)
+        const denial = answer(target, engine, each)
+        return denial ?? run(target, limiters, i + 1)
       })
     }
-    const denial = answer(request, response, engine, decision)
+    const denial = answer(target, engine, decision)
     if (denial !== undefined) return denial
   }
   return true
@@ -90,13 +104,12 @@ function run(
 
 /** Writes one decision; a rejected promise (the exception) for a refusal, undefined when the request goes on. */
 function answer(
-  request: Marked,
-  response: PlatformResponse,
+  { request, response, marks, graphql }: Target,
   engine: HttpRateLimiter<NestHttpRequest>,
   decision: HttpDecision | undefined,
 ): Promise<never> | undefined {
   if (decision === undefined) return undefined
-  request[DECISIONS]!.set(engine, decision)
+  ;(marks as Marks)[DECISIONS]!.set(engine, decision)
   request.rateLimit = decision.result
   writeHeaders(response, decision.headers)
   if (decision.result.allowed) {
@@ -104,6 +117,7 @@ function answer(
     engine.followSettle(decision, response)
     return undefined
   }
+  if (graphql) return Promise.reject(new GraphQLRateLimitError(decision.result))
   return engine.body(request, decision).then((body) => {
     // Problem details keep their type through Nest's filters (which send JSON as application/json otherwise).
     if (body.contentType.includes('problem+json'))
@@ -126,7 +140,8 @@ export class RateWindowMiddleware implements NestMiddleware {
   }
 
   use(request: NestHttpRequest, response: unknown, next: (error?: unknown) => void): void | Promise<void> {
-    const verdict = run(request, response as PlatformResponse, this.#service.moduleLimiters(), 0)
+    const target = { request, response: response as PlatformResponse, marks: request, graphql: false }
+    const verdict = run(target, this.#service.moduleLimiters(), 0)
     if (verdict === true) return next()
     // A refusal rejects with the RateLimitException, which Nest passes to the app's exception filters.
     return Promise.resolve(verdict).then(() => next())

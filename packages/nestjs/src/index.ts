@@ -15,6 +15,7 @@ export {
 } from '@ratewindow/core'
 export type { NestHttpRequest, NestHttpResponse, NestPlatform } from './binding.js'
 export { RateLimit, SkipRateLimit } from './decorators.js'
+export { GraphQLRateLimitError } from './graphql-context.js'
 export { RateLimitException, RateWindowGuard, RateWindowMiddleware } from './guard.js'
 export { RateLimitInfo, RateWindowModule, type RateWindowModuleAsyncOptions } from './module.js'
 export type { RateWindowModuleOptions, RateWindowOptions, RouteRateWindowOptions } from './options.js'

@@ -27,6 +27,14 @@ export interface RateWindowModuleOptions extends RateWindowOptions {
    * budget per client across the routes the guard covers. @default false
    */
   perRoute?: boolean
+  /**
+   * Apply the guard in GraphQL contexts too (`@nestjs/graphql`, Apollo and Mercurius drivers; tested on Nest 12):
+   * each guarded resolver call is one decision of each limiter that applies, with its `cost`; the key from the
+   * HTTP request of the GraphQL context (Apollo: `req`; Mercurius: `reply.request`). A refusal is a GraphQL error
+   * (`extensions.code` `'RATE_LIMITED'`, `retryAfter`) with the RateLimit and `Retry-After` headers on the HTTP
+   * response. Off, GraphQL resolvers pass untouched. @default false
+   */
+  graphql?: boolean
 }
 
 /**
@@ -37,7 +45,7 @@ export interface RateWindowModuleOptions extends RateWindowOptions {
  * names (`max`, `windowMs`, `ttl`, …) at compile time.
  */
 export type RouteRateWindowOptions = RateWindowOptions & {
-  readonly [Name in PeerOptionName | 'limiters' | 'perRoute' | 'ttl']?: never
+  readonly [Name in PeerOptionName | 'limiters' | 'perRoute' | 'graphql' | 'ttl']?: never
 }
 
 /** The name of the module's limiter when it has one and no `name` was given. */
@@ -61,18 +69,23 @@ export function mergeOptions(base: RateWindowOptions, override: RateWindowOption
 export function moduleLimiters(options: RateWindowModuleOptions): {
   limiters: Map<string, RateWindowOptions>
   perRoute: boolean
+  /** Whether the guard applies in GraphQL contexts. */
+  graphql: boolean
   /** Whether the limiters were named in `limiters` (their counters are then scoped by name). */
   named: boolean
 } {
   requireObject(options, 'RateWindowModule.forRoot()', "{ limit: 100, window: '1m' }")
-  const { limiters, perRoute = false, ...shared } = options
+  const { limiters, perRoute = false, graphql = false, ...shared } = options
   if (typeof perRoute !== 'boolean') {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'perRoute', perRoute, 'true or false')
+  }
+  if (typeof graphql !== 'boolean') {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'graphql', graphql, 'true or false')
   }
   const byName = new Map<string, RateWindowOptions>()
   if (limiters === undefined) {
     byName.set(shared.name ?? DEFAULT_LIMITER, shared)
-    return { limiters: byName, perRoute, named: false }
+    return { limiters: byName, perRoute, graphql, named: false }
   }
   if (!Array.isArray(limiters) || limiters.length === 0) {
     throw invalid(
@@ -102,5 +115,5 @@ export function moduleLimiters(options: RateWindowModuleOptions): {
     }
     byName.set(name, mergeOptions(shared, each as RateWindowOptions))
   }
-  return { limiters: byName, perRoute, named: true }
+  return { limiters: byName, perRoute, graphql, named: true }
 }

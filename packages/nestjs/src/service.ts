@@ -49,6 +49,8 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   readonly #discovery: DiscoveryService | undefined
   readonly #limiters: Map<string, RateWindowOptions>
   readonly #perRoute: boolean
+  /** Whether the guard applies in GraphQL contexts (`graphql: true`). */
+  readonly graphql: boolean
   readonly #named: boolean
   #platform: NestPlatform | undefined
   /** Engines by scope: `''` for the module's, the controller's, or the controller's and handler's names. */
@@ -66,30 +68,43 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     this.#options = options
     this.#adapterHost = adapterHost
     this.#discovery = discovery
-    const { limiters, perRoute, named } = moduleLimiters(options)
+    const { limiters, perRoute, graphql, named } = moduleLimiters(options)
     this.#limiters = limiters
     this.#perRoute = perRoute
+    this.graphql = graphql
     this.#named = named
     for (const name of limiters.keys()) this.#known.add(name)
   }
 
   /**
-   * The platform (from the HTTP adapter once the app has one), then every limiter of every controller; a
-   * `@RateLimit()` or `@SkipRateLimit()` naming no limiter is refused here, when the app starts.
+   * The platform (from the HTTP adapter once the app has one), then every limiter of every controller (and, with
+   * `graphql: true`, of every resolver); a `@RateLimit()` or `@SkipRateLimit()` naming no limiter is refused here,
+   * when the app starts.
    */
   onModuleInit(): void {
     this.#platformNow()
     const skips: [where: string, target: Fn][] = []
-    for (const wrapper of this.#discovery?.getControllers() ?? []) {
-      const controller = wrapper.metatype as Fn | null | undefined
-      if (typeof controller !== 'function') continue
-      skips.push([controller.name, controller])
-      const prototype = controller.prototype as Record<string, unknown>
+    const controllers = (this.#discovery?.getControllers() ?? []).map((wrapper) => [wrapper.metatype, false])
+    const resolvers = this.graphql
+      ? (this.#discovery?.getProviders() ?? []).map((wrapper) => [wrapper.metatype, true])
+      : []
+    for (const [metatype, resolver] of [...controllers, ...resolvers]) {
+      const owner = metatype as Fn | null | undefined
+      if (typeof owner !== 'function') continue
+      const prototype = owner.prototype as Record<string, unknown> | undefined
+      if (prototype === undefined) continue
+      const handlers: [string, Fn][] = []
       for (const name of methodNames(prototype)) {
         const handler = prototype[name]
-        if (typeof handler !== 'function') continue
-        this.limitersFor(controller, handler as Fn)
-        skips.push([`${controller.name}.${name}`, handler as Fn])
+        // A provider's methods count when they resolve GraphQL fields (`@Query()`, `@Mutation()`, …).
+        if (typeof handler !== 'function' || (resolver && !reflector.get(RESOLVER_TYPE, handler))) continue
+        handlers.push([name, handler as Fn])
+      }
+      if (resolver && handlers.length === 0) continue
+      skips.push([owner.name, owner])
+      for (const [name, handler] of handlers) {
+        this.limitersFor(owner, handler)
+        skips.push([`${owner.name}.${name}`, handler])
       }
     }
     // After every controller: a name one `@RateLimit()` adds may be skipped anywhere.
@@ -172,7 +187,7 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
 
   /** Options for a limiter a `@RateLimit()` adds: the module's shared options under that name. */
   #shared(name: string): RateWindowOptions {
-    const { limiters: _limiters, perRoute: _perRoute, ...shared } = this.#options
+    const { limiters: _limiters, perRoute: _perRoute, graphql: _graphql, ...shared } = this.#options
     return { ...shared, name }
   }
 
@@ -290,6 +305,9 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
     await Promise.all([...stores].map((store) => store.close?.()))
   }
 }
+
+/** What `@nestjs/graphql` marks a resolver method with (`@Query()`, `@Mutation()`, `@ResolveField()`, …). */
+const RESOLVER_TYPE = 'graphql:resolver_type'
 
 /** The error for a name no limiter of the app has, listing those it has. */
 function unknownLimiter(what: string, names: Iterable<string>, hint = ''): RateLimitError {
