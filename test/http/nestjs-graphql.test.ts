@@ -12,6 +12,7 @@ import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius'
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import { Test } from '@nestjs/testing'
+import { rateLimitPlugin } from '@ratewindow/graphql/apollo'
 import {
   MemoryStore,
   RateLimit,
@@ -21,6 +22,7 @@ import {
   RedisStore,
   SkipRateLimit,
 } from '@ratewindow/nestjs'
+import { mercuriusRateLimit } from '@ratewindow/nestjs/mercurius'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
@@ -236,3 +238,60 @@ describe('Nest 12 GraphQL, resolvers checked at start', () => {
     )
   })
 })
+
+/** The cost model's limiter for a driver: @ratewindow/graphql's Apollo plugin, or our Mercurius hooks. */
+function costModel(driver: Driver) {
+  const options = { limit: 20, window: '1m', prefix: `nest-gql-cost-${driver}-${Date.now()}:` } as const
+  const store = stores.redis()
+  if (driver === 'mercurius') return { hooks: mercuriusRateLimit({ ...options, store }).hooks, plugins: [] }
+  const plugin = rateLimitPlugin({
+    ...options,
+    store,
+    // The client address as Express gives it behind the trusted proxy (`req.ip`).
+    clientIp: (operation) => (operation.context as { req: { ip?: string } }).req.ip,
+  })
+  return { hooks: undefined, plugins: [plugin] }
+}
+
+describe.each(['apollo', 'mercurius'] as const)(
+  'Nest 12 GraphQL, %s driver with the operation cost model (Redis)',
+  (driver) => {
+    it('the estimate decided once per operation before any resolver, settled to the actual cost; a refusal 429 with Retry-After; hostile operations refused unrun', async () => {
+      const { plugins, hooks } = costModel(driver)
+      const query = await start(
+        driver,
+        { limit: 100, window: '1m', graphql: true, store: stores.memory() },
+        plugins,
+        hooks,
+      )
+      const cheap = await query('{ hello }')
+      expect(cheap.body).toEqual({ data: { hello: 'hi' } })
+      // The plugin's figures are written after the guard's: the operation's budget (20, 1 used), then 2 more.
+      expect(cheap.headers.get('ratelimit-remaining')).toBe('19')
+      const two = await query('{ hello free }')
+      expect(two.headers.get('ratelimit-remaining')).toBe('17')
+      // Estimated 1 + 10 × 1 = 11, two books came back: settled to 1 + 2 × 1 = 3 before the response.
+      const settled = await query('{ books(first: 10) { title } }')
+      expect(settled.body.data?.books).toHaveLength(2)
+      expect(settled.headers.get('ratelimit-remaining')).toBe('14')
+      const aliases = Array.from({ length: 1000 }, (_, i) => `a${i}: hello`).join(' ')
+      const hostile = await query(`{ ${aliases} }`)
+      expect(hostile.status).toBe(400)
+      expect(hostile.body.errors).toHaveLength(1)
+      expect(hostile.body.errors?.[0]?.extensions).toMatchObject({ code: 'MAX_COST_EXCEEDED', cost: 1000 })
+      const tooMuch = await query(
+        `{ ${aliases
+          .split(' ')
+          .slice(0, 15 * 2)
+          .join(' ')} }`,
+      )
+      expect(tooMuch.status).toBe(429)
+      expect(tooMuch.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 15 })
+      expect(tooMuch.body.errors?.[0]?.extensions?.retryAfter).toBeGreaterThan(0)
+      expect(tooMuch.headers.get('retry-after')).toBe(
+        String(tooMuch.body.errors?.[0]?.extensions?.retryAfter),
+      )
+      expect(calls.hello).toBe(2)
+    })
+  },
+)
