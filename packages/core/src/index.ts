@@ -32,6 +32,7 @@ export {
   rateLimitHeaders,
 } from './http/headers.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './http/keys.js'
+export { rateLimiterOptionsFrom } from './http/limiter-options.js'
 export {
   type ConcurrencyOptions,
   DELAY_DEFAULTS,

@@ -6,6 +6,8 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   MemoryStore,
+  RateLimiter,
+  rateLimiterOptionsFrom,
   type TrackedResponse,
 } from '../src/index.js'
 
@@ -247,5 +249,27 @@ describe('HttpRateLimiter.decideNow: no promise where nothing is asynchronous', 
     expect(await result.settle!(4)).toEqual({ charged: 3, refunded: 0, uncharged: 0 })
     expect(result.cost).toBe(4)
     expect((engine.decideNow({ ip: '192.0.2.1' }) as HttpDecision).result.remaining).toBe(5)
+  })
+})
+
+describe('rateLimiterOptionsFrom: HTTP options as a RateLimiter (messages outside HTTP)', () => {
+  it('limit, window and algorithm make the rule, with the limiter options kept', async () => {
+    const store = new MemoryStore()
+    const options = rateLimiterOptionsFrom({
+      limit: 2,
+      window: '1m',
+      algorithm: 'fixed-window',
+      store,
+      prefix: 'm',
+    })
+    expect(options).toMatchObject({ store, prefix: 'm' })
+    const limiter = new RateLimiter(options)
+    const allowed = [await limiter.limit('k'), await limiter.limit('k'), await limiter.limit('k')]
+    expect(allowed.map((result) => result.allowed)).toEqual([true, true, false])
+  })
+
+  it('refuses a limit that needs a request, naming the option', () => {
+    expect(() => rateLimiterOptionsFrom({ limit: () => 3 }, '@RateLimit() of Chat.send')).toThrow(/`limit`/)
+    expect(() => rateLimiterOptionsFrom({ windowMs: 1000 } as never)).toThrow(/windowMs/)
   })
 })
