@@ -1,0 +1,344 @@
+/**
+ * `@ratewindow/nestjs/websockets`: message limits on NestJS gateways (`@nestjs/websockets`, on the Socket.IO and
+ * `ws` platforms), opt-in beside the HTTP guard, which lets WebSocket contexts through. The decisions are
+ * `@ratewindow/ws`'s engine (`WebSocketLimiter`); this file reads Nest's contexts and answers Nest's way.
+ */
+import type { IncomingMessage } from 'node:http'
+import {
+  type CanActivate,
+  type DynamicModule,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Module,
+  type OnApplicationShutdown,
+} from '@nestjs/common'
+import { WsException } from '@nestjs/websockets'
+import {
+  type Awaitable,
+  type FrameworkBinding,
+  invalid,
+  rateLimiterOptionsFrom,
+  rejectUnknownOptions,
+  requireObject,
+} from '@ratewindow/core'
+import {
+  type LimitedConnection,
+  type MessageRefusal,
+  refusalMessage,
+  WebSocketLimiter,
+  type WebSocketLimitOptions,
+} from '@ratewindow/ws'
+import { RATE_LIMIT_METADATA, reflector, SKIP_RATE_LIMIT_METADATA } from './decorators.js'
+import {
+  mergeOptions,
+  moduleLimiters,
+  type RateWindowModuleOptions,
+  type RateWindowOptions,
+} from './options.js'
+import { RATEWINDOW_OPTIONS } from './service.js'
+
+/** One message a gateway handler receives: its pattern (`@SubscribeMessage('chat')`) and its data. */
+export interface NestWsMessage {
+  event: string
+  data: unknown
+}
+
+/** `RateWindowWsModule.forRoot()` options: how the module's limiters count the messages of a gateway. */
+export interface RateWindowWsOptions {
+  /**
+   * Count each connection's messages on its own (`'connection'`), or every connection of a key together
+   * (`'key'`: with a shared store such as Redis, across processes). @default 'connection'
+   */
+  per?: 'connection' | 'key'
+  /**
+   * The client's key, from the handshake request (Socket.IO's `socket.request`, the `ws` upgrade request).
+   * @default the module's `key` called with the handshake request, else the socket's address, IPv6 masked
+   */
+  key?: (request: IncomingMessage) => Awaitable<string>
+  /**
+   * Past the limit: `'drop'` refuses the message with a `RateLimitWsException` (Nest's exception filter sends
+   * the client an `exception` event, `{ error: 'rate_limited', reason, retryAfter }`; a Socket.IO client that
+   * asked for an acknowledgement gets the same object as its answer); `'close'` closes the connection (`ws`:
+   * code 1008; Socket.IO: the `exception` event, then a disconnect). @default 'drop'
+   */
+  onLimit?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['onLimit']
+  /** What one message costs. @default 1 */
+  cost?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['cost']
+  /** Messages of one connection waiting for the store at once; one more is refused as `'busy'`. @default 64 */
+  maxPending?: number
+  /** The reason of a 1008 close (`ws`), cut to 123 bytes of UTF-8. @default 'rate limited' */
+  closeReason?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['closeReason']
+  /** Receives what fails out of the client's sight (a `cost` function that throws). @default console.error */
+  onError?: (error: unknown) => void
+}
+
+export const RATEWINDOW_WS_OPTIONS = 'RATEWINDOW_WS_OPTIONS'
+
+const WS_OPTION_NAMES = ['per', 'key', 'onLimit', 'cost', 'maxPending', 'closeReason', 'onError'] as const
+
+/** A refused message: a `WsException` whose error is `{ error: 'rate_limited', reason, retryAfter }`. */
+export class RateLimitWsException extends WsException {
+  readonly refusal: MessageRefusal
+
+  constructor(refusal: MessageRefusal) {
+    super(refusalMessage(refusal))
+    this.name = 'RateLimitWsException'
+    this.refusal = refusal
+  }
+}
+
+/** The sockets Nest hands a gateway: a Socket.IO socket, or a `ws` WebSocket. */
+interface GatewayClient {
+  /** Socket.IO's handshake request. */
+  request?: IncomingMessage
+  once(event: string, listener: () => void): unknown
+  close?(code: number, reason: string): unknown
+  emit?(event: string, payload: unknown): unknown
+  disconnect?(close: boolean): unknown
+}
+
+/** The handshake requests of `ws` clients, which Nest gives only to `handleConnection(client, request)`. */
+const handshakes = new WeakMap<object, IncomingMessage>()
+
+/**
+ * On `@nestjs/platform-ws`, the guard needs each client's handshake request, which Nest passes to the gateway's
+ * `handleConnection(client, request)` only: call `rememberHandshake(client, request)` there. Socket.IO needs
+ * nothing (`socket.request`).
+ */
+export function rememberHandshake(client: object, request: IncomingMessage): void {
+  handshakes.set(client, request)
+}
+
+// biome-ignore lint/complexity/noBannedTypes: Nest identifies gateways and handlers by their functions
+type Fn = Function
+
+/** One limiter of a handler: the engine, and the connections it admitted, by client. */
+interface HandlerLimiter {
+  engine: WebSocketLimiter<IncomingMessage, NestWsMessage>
+  connections: WeakMap<object, Promise<LimitedConnection<NestWsMessage>>>
+}
+
+/**
+ * The gateway guard: `@UseGuards(RateWindowWsGuard)` on a gateway or a `@SubscribeMessage` handler. Each message
+ * of the handlers it covers is decided by the module's limiters (`limit`, `window`, `algorithm` or `rules`,
+ * `store`…), merged with the handler's or gateway's `@RateLimit()` as on HTTP routes, and counted per handler,
+ * per connection (or per key: `per`). `@SkipRateLimit()` exempts a handler. Contexts other than WebSockets pass.
+ */
+export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
+  readonly #module: RateWindowModuleOptions
+  readonly #options: RateWindowWsOptions
+  readonly #byHandler = new WeakMap<Fn, HandlerLimiter[]>()
+  readonly #engines: WebSocketLimiter<IncomingMessage, NestWsMessage>[] = []
+
+  constructor(module: RateWindowModuleOptions, options: RateWindowWsOptions) {
+    this.#module = module
+    this.#options = options
+  }
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    if (context.getType() !== 'ws') return true
+    const limiters = this.#limitersFor(context.getClass(), context.getHandler())
+    if (limiters.length === 0) return true
+    const ws = context.switchToWs()
+    const client = ws.getClient<GatewayClient>()
+    const message = { event: String(ws.getPattern()), data: ws.getData() }
+    const ack = context.getArgs()[2]
+    return Promise.all(limiters.map((each) => this.#connectionOf(each, client))).then((connections) =>
+      decide(connections, message, typeof ack === 'function' ? ack : undefined),
+    )
+  }
+
+  onApplicationShutdown(): void {
+    for (const engine of this.#engines.splice(0)) engine.close()
+  }
+
+  #connectionOf(limiter: HandlerLimiter, client: GatewayClient): Promise<LimitedConnection<NestWsMessage>> {
+    let connection = limiter.connections.get(client)
+    if (connection === undefined) {
+      connection = admit(limiter.engine, client)
+      limiter.connections.set(client, connection)
+    }
+    return connection
+  }
+
+  #limitersFor(gateway: Fn, handler: Fn): HandlerLimiter[] {
+    let limiters = this.#byHandler.get(handler)
+    if (limiters === undefined) {
+      limiters = this.#resolve(gateway, handler).map((engine) => ({ engine, connections: new WeakMap() }))
+      this.#byHandler.set(handler, limiters)
+    }
+    return limiters
+  }
+
+  /** The module's limiters for a handler, each merged with the gateway's and the handler's `@RateLimit()`. */
+  #resolve(gateway: Fn, handler: Fn): WebSocketLimiter<IncomingMessage, NestWsMessage>[] {
+    const skipped = [handler, gateway].map((target) =>
+      reflector.get<true | string[] | undefined>(SKIP_RATE_LIMIT_METADATA, target),
+    )
+    if (skipped.includes(true)) return []
+    const skips = new Set(skipped.flatMap((each) => (Array.isArray(each) ? each : [])))
+    const { limiters, named } = moduleLimiters(this.#module)
+    const only = limiters.size === 1 ? [...limiters.keys()][0] : undefined
+    const merged = new Map(limiters)
+    for (const target of [gateway, handler]) {
+      for (const options of reflector.get<RateWindowOptions[] | undefined>(RATE_LIMIT_METADATA, target) ??
+        []) {
+        const name = named ? (options.name ?? only) : only
+        if (name === undefined) continue
+        // A name the module does not have adds a limiter on the module's shared options (as on HTTP routes).
+        merged.set(name, mergeOptions(merged.get(name) ?? this.#shared(), { ...options, name }))
+      }
+    }
+    const where = `${gateway.name}.${handler.name}`
+    const engines: WebSocketLimiter<IncomingMessage, NestWsMessage>[] = []
+    for (const [name, options] of merged) {
+      if (skips.has(name) || options.enabled === false) continue
+      engines.push(this.#engine(where, name, options))
+    }
+    return engines
+  }
+
+  #shared(): RateWindowOptions {
+    const { limiters: _limiters, perRoute: _perRoute, ...shared } = this.#module
+    return shared
+  }
+
+  #engine(
+    where: string,
+    name: string,
+    options: RateWindowOptions,
+  ): WebSocketLimiter<IncomingMessage, NestWsMessage> {
+    const { per = 'connection', key = options.key, ...rest } = this.#options
+    const { key: _key, ipv6Subnet, ...limiter } = options
+    const messages = rateLimiterOptionsFrom(
+      { ...limiter, prefix: `${limiter.prefix ?? 'rw-ws-nest'}:${where}@${name}` },
+      `@RateLimit() of ${where}`,
+    )
+    const engine = new WebSocketLimiter<IncomingMessage, NestWsMessage>(
+      {
+        ...rest,
+        key: key as WebSocketLimitOptions<IncomingMessage, NestWsMessage>['key'],
+        ipv6Subnet,
+        [per === 'key' ? 'messagesPerKey' : 'messagesPerConnection']: messages,
+      },
+      handshakeBinding,
+      [],
+      'RateWindowWsGuard',
+    )
+    this.#engines.push(engine)
+    return engine
+  }
+}
+
+/** Admits a client once per limiter: its key from the handshake request; its limits end when it goes. */
+async function admit(
+  engine: WebSocketLimiter<IncomingMessage, NestWsMessage>,
+  client: GatewayClient,
+): Promise<LimitedConnection<NestWsMessage>> {
+  const request = client.request ?? handshakes.get(client)
+  if (request === undefined)
+    throw new Error(
+      'RateWindowWsGuard needs the handshake request: on @nestjs/platform-ws, call ' +
+        'rememberHandshake(client, request) in the gateway’s handleConnection(client, request).',
+    )
+  const admission = await engine.admit(request)
+  // No upgrade limit and no connection limit are set: every admission opens a connection.
+  if (!admission.allowed) throw new RateLimitWsException({ reason: 'limit', retryAfter: 0 })
+  const { connection } = admission
+  const waiting = new Set<() => void>()
+  pending.set(connection, waiting)
+  /** The connection is over: the guards of its messages still waiting settle (false), holding nothing. */
+  const end = () => {
+    connection.close()
+    for (const settle of waiting) settle()
+    waiting.clear()
+  }
+  connection.attach((code, reason, refusal) => {
+    end()
+    if (typeof client.disconnect === 'function') {
+      client.emit?.('exception', refusalMessage(refusal))
+      process.nextTick(() => client.disconnect?.(true))
+    } else client.close?.(code, reason)
+  })
+  client.once(typeof client.disconnect === 'function' ? 'disconnect' : 'close', end)
+  return connection
+}
+
+/** The guards waiting on each connection's decisions, settled when it ends. */
+const pending = new WeakMap<LimitedConnection<NestWsMessage>, Set<() => void>>()
+
+/**
+ * Decides one message with every limiter of its handler (all must admit it). A refusal rejects with
+ * `RateLimitWsException` (and answers a Socket.IO acknowledgement); a connection closed meanwhile resolves false.
+ */
+function decide(
+  connections: LimitedConnection<NestWsMessage>[],
+  message: NestWsMessage,
+  ack: ((answer: unknown) => void) | undefined,
+): Promise<boolean> {
+  let chain: Promise<boolean> = Promise.resolve(true)
+  for (const connection of connections) {
+    chain = chain.then((allowed) => (allowed ? one(connection, message, ack) : false))
+  }
+  return chain
+}
+
+function one(
+  connection: LimitedConnection<NestWsMessage>,
+  message: NestWsMessage,
+  ack: ((answer: unknown) => void) | undefined,
+): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    if (connection.closed) return resolve(false)
+    const waiting = pending.get(connection)
+    // A message dropped because its connection ended (the client left, or `onLimit: 'close'`) is neither
+    // delivered nor refused: its guard settles (false) when the connection ends.
+    const gone = () => resolve(false)
+    waiting?.add(gone)
+    connection.receive(
+      message,
+      () => {
+        waiting?.delete(gone)
+        resolve(true)
+      },
+      (refusal) => {
+        waiting?.delete(gone)
+        ack?.(refusalMessage(refusal))
+        reject(new RateLimitWsException(refusal))
+      },
+    )
+  })
+}
+
+/** The handshake request's address: the socket's (the HTTP platform's trust-proxy rules do not reach it). */
+const handshakeBinding: FrameworkBinding<IncomingMessage> = {
+  name: 'NestJS gateway',
+  clientIp: (request) => request.socket?.remoteAddress,
+  untrustedForwardedFor: () => undefined,
+  trustProxyHint: 'pass `key` to RateWindowWsModule.forRoot()',
+}
+
+/**
+ * The gateway guard's module: `RateWindowWsModule.forRoot()` beside `RateWindowModule.forRoot()` (whose limiters
+ * it applies to messages), then `@UseGuards(RateWindowWsGuard)` on the gateways or handlers to limit.
+ */
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class, its dynamic form a static method
+export class RateWindowWsModule {
+  static forRoot(options: RateWindowWsOptions = {}): DynamicModule {
+    requireObject(options, 'RateWindowWsModule.forRoot()', "{ per: 'connection', onLimit: 'drop' }")
+    rejectUnknownOptions(options, WS_OPTION_NAMES, 'RateWindowWsModule.forRoot()')
+    if (options.per !== undefined && options.per !== 'connection' && options.per !== 'key')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'per', options.per, "'connection' or 'key'")
+    return {
+      module: RateWindowWsModule,
+      global: true,
+      providers: [{ provide: RATEWINDOW_WS_OPTIONS, useValue: options }, RateWindowWsGuard],
+      exports: [RATEWINDOW_WS_OPTIONS, RateWindowWsGuard],
+    }
+  }
+}
+Module({})(RateWindowWsModule)
+Injectable()(RateWindowWsGuard)
+Inject(RATEWINDOW_OPTIONS)(RateWindowWsGuard, undefined, 0)
+Inject(RATEWINDOW_WS_OPTIONS)(RateWindowWsGuard, undefined, 1)
