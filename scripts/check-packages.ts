@@ -277,6 +277,34 @@ import { ThrottlerStore } from '@ratewindow/nestjs/throttler'
 export class AppModule {}
 `
 
+/** A gateway limited by `@ratewindow/nestjs/websockets` (Nest 12): the entry resolves with @nestjs/websockets alone. */
+const NEST_WEBSOCKETS_PROGRAM = `import type { IncomingMessage } from 'node:http'
+import { Module, UseGuards } from '@nestjs/common'
+import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets'
+import { RateLimit, RateWindowModule } from '@ratewindow/nestjs'
+import { RateWindowWsGuard, RateWindowWsModule, rememberHandshake } from '@ratewindow/nestjs/websockets'
+
+@WebSocketGateway()
+@UseGuards(RateWindowWsGuard)
+class ChatGateway {
+  handleConnection(client: object, request: IncomingMessage) {
+    rememberHandshake(client, request)
+  }
+
+  @RateLimit({ limit: 20, window: '10s' })
+  @SubscribeMessage('chat')
+  chat(@MessageBody() text: string) {
+    return { echo: text }
+  }
+}
+
+@Module({
+  imports: [RateWindowModule.forRoot({ limit: 100, window: '1m' }), RateWindowWsModule.forRoot({ onLimit: 'drop' })],
+  providers: [ChatGateway],
+})
+export class AppModule {}
+`
+
 /** A gradual migration: @fastify/rate-limit on one part of the app, @ratewindow/fastify on another. */
 const FASTIFY_MIGRATION_PROGRAM = `import Fastify from 'fastify'
 import fastifyRateLimit from '@fastify/rate-limit'
@@ -964,18 +992,25 @@ const projects: Project[] = [
   ).map(
     ([nest, platform]): Project => ({
       name: `nestjs-${nest}-${platform}`,
-      tarballs: ['core', 'nestjs'],
+      // @ratewindow/nestjs depends on @ratewindow/ws (its `websockets` entry; nothing of it loads otherwise).
+      tarballs: ['core', 'ws', 'nestjs'],
       dependencies: [
         `@nestjs/common@${nest}`,
         `@nestjs/core@${nest}`,
         `@nestjs/platform-${platform}@${nest}`,
         '@nestjs/throttler@6',
+        // The gateway entry (Nest 12 only), its optional peer beside the HTTP platform.
+        ...(nest === '12' ? ['@nestjs/websockets@12'] : []),
         'reflect-metadata@0.2',
         'rxjs@7',
         '@types/node@20',
         ...(platform === 'express' ? ['@types/express@5'] : []),
       ],
-      programs: { 'nestjs.ts': NEST_PROGRAM, 'nestjs-throttler.ts': NEST_THROTTLER_PROGRAM },
+      programs: {
+        'nestjs.ts': NEST_PROGRAM,
+        'nestjs-throttler.ts': NEST_THROTTLER_PROGRAM,
+        ...(nest === '12' ? { 'nestjs-websockets.ts': NEST_WEBSOCKETS_PROGRAM } : {}),
+      },
       runs: serverRuns(`nestjs-${platform}`),
       typescripts: ['5.9', '7'],
       decorators: true,
