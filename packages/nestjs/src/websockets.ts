@@ -18,6 +18,7 @@ import {
   type Awaitable,
   type FrameworkBinding,
   invalid,
+  RateLimitError,
   rateLimiterOptionsFrom,
   rejectUnknownOptions,
   requireObject,
@@ -185,7 +186,12 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
       for (const options of reflector.get<RateWindowOptions[] | undefined>(RATE_LIMIT_METADATA, target) ??
         []) {
         const name = named ? (options.name ?? only) : only
-        if (name === undefined) continue
+        if (name === undefined)
+          throw new RateLimitError(
+            'ERR_RATEWINDOW_INVALID_OPTION',
+            `@RateLimit() of ${target.name} needs a \`name\`: the module has several limiters (${[...limiters.keys()].join(', ')}).`,
+            { option: 'name' },
+          )
         // A name the module does not have adds a limiter on the module's shared options (as on HTTP routes).
         merged.set(name, mergeOptions(merged.get(name) ?? this.#shared(), { ...options, name }))
       }
