@@ -29,7 +29,7 @@ import {
   refusalMessage,
   WebSocketLimiter,
   type WebSocketLimitOptions,
-} from '@ratewindow/ws'
+} from '@ratewindow/ws/engine'
 import { RATE_LIMIT_METADATA, reflector, SKIP_RATE_LIMIT_METADATA } from './decorators.js'
 import {
   mergeOptions,
