@@ -462,4 +462,22 @@ describe('a wall clock that jumps while calls wait (issue 32)', () => {
     const most = Math.max(...starts.map((end) => starts.filter((at) => at > end - 1_000 && at <= end).length))
     expect({ early: early.length, most }).toEqual({ early: 0, most: 10 })
   })
+
+  it('a forward jump of the store’s own clock (MemoryStore on Date.now) moves no call already waiting when a new call comes after it (attack round: 11 waiters went at once, 20 starts in one second)', async () => {
+    const api = limiter({ rules: gcra({ limit: 10, window: '1s', burst: 1 }), store: new MemoryStore() })
+    const starts: number[] = []
+    const waits = Array.from({ length: 20 }, () =>
+      api.wait('k').then(() => void starts.push(performance.now())),
+    )
+    await settle()
+    await vi.advanceTimersByTimeAsync(500)
+    // The wall clock, this store's clock, jumps 1 s forward; then one more call comes.
+    vi.setSystemTime(Date.now() + 1_000)
+    const late = api.wait('k').then(() => void starts.push(performance.now()))
+    await vi.advanceTimersByTimeAsync(4_000)
+    await Promise.all([...waits, late])
+    const most = Math.max(...starts.map((end) => starts.filter((at) => at > end - 1_000 && at <= end).length))
+    // The waiters keep their slots, 100 ms apart; the new call is the store's to place on its jumped clock.
+    expect(most).toBeLessThanOrEqual(11)
+  })
 })

@@ -209,14 +209,17 @@ export class RateLimiter {
       (reserve === undefined || cached.retryAfter > reserve || cached.blocked !== undefined)
     )
       return this.#finishLimit(request, cached, route)
-    // A reservation (`reserve`: the longest wait, ms, never past the horizon) goes to the rules that enforce;
-    // shadow rules decide now.
+    // A reservation (`reserve`: the longest wait, ms, within the horizon) goes to the enforcing rules only.
     if (reserve !== undefined) reserve = Math.min(reserve, this.waiting.horizonMs)
     const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
     const allowOnError = onStoreError === undefined ? this.#allowOnError : onStoreError === 'allow'
+    const sentAt = reserve === undefined ? 0 : this.waiting.sending()
     const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume', allowOnError)
-    if (decided instanceof Promise) return decided.then((result) => this.#afterStore(request, result, route))
-    return this.#afterStore(request, decided, route)
+    const result =
+      decided instanceof Promise
+        ? decided.then((each) => this.#afterStore(request, each, route))
+        : this.#afterStore(request, decided, route)
+    return reserve === undefined ? result : this.waiting.sent(result, sentAt)
   }
 
   #afterStore(

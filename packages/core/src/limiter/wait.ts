@@ -79,6 +79,8 @@ export class SlotWaits {
   readonly #giveBack: (result: RateLimitResult) => Promise<void>
   /** The slots held by waiters, where a rule gives back only the last slot reserved (reserved-slots.ts). */
   readonly #held: ReservedSlots | undefined
+  /** When each reservation's call was sent (steady time), for its wait's lower bound (`WaitQueue.waitForSlot`). */
+  readonly #sentAt = new WeakMap<RateLimitResult, number>()
 
   /**
    * `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode); `giveBack`: the
@@ -104,6 +106,21 @@ export class SlotWaits {
     return this.#queue.size
   }
 
+  /**
+   * Marks `result` (a reservation, or its promise) with the steady time its call was sent (`sending()`), which
+   * `forSlot` waits no earlier than, plus its delay.
+   */
+  sent(result: Awaitable<RateLimitResult>, sentAt: number): Awaitable<RateLimitResult> {
+    if (result instanceof Promise) return result.then((each) => this.sent(each, sentAt))
+    this.#sentAt.set(result, sentAt)
+    return result
+  }
+
+  /** The steady time now: a reservation's sending time, for `sent`. */
+  sending(): number {
+    return this.#queue.now()
+  }
+
   /** Throws, naming `option`, when the limiter cannot reserve slots. */
   check(option: string): void {
     if (this.#cannotReserve !== undefined) {
@@ -123,7 +140,7 @@ export class SlotWaits {
     try {
       // Only the store's answers share its clock (a fallback store keeps its own).
       if (result.source !== 'store') await this.#queue.wait(delay, signal)
-      else await this.#queue.waitForSlot(result.at, delay, signal)
+      else await this.#queue.waitForSlot(result.at, delay, signal, this.#sentAt.get(result))
     } catch (reason) {
       await (held === undefined ? this.#giveBack(result) : this.#held!.left(held)).catch(ignore)
       throw reason

@@ -51,13 +51,27 @@ export class WaitQueue {
   }
 
   /**
-   * Resolves at the slot `at` the store decided (its clock) `delay` ms before it, as seen from here; rejects as
-   * `wait` does.
+   * Resolves at the slot `at` the store decided (its clock) `delay` ms before it, as seen from here, and not before
+   * `sentAt` + `delay` (steady time) when the call's sending time is known; rejects as `wait` does.
    */
-  waitForSlot(at: number, delay: number, signal?: WaitSignal): Promise<void> {
+  waitForSlot(at: number, delay: number, signal?: WaitSignal, sentAt?: number): Promise<void> {
     const now = PLATFORM_STEADY_TIMERS.now()
     this.#storeOffset = Math.min(this.#storeOffset, now - (at - delay))
-    return this.wait(at + this.#storeOffset - now, signal)
+    const queued = this.wait(at + this.#storeOffset - now, signal)
+    if (sentAt === undefined) return queued
+    // Never before `sentAt` + `delay` (steady time): the store decided after the call was sent, so its slot is at
+    // least `delay` after that. This holds when a later answer shows the store's clock ahead by more than any
+    // answer's latency (the store's clock jumped forward: MemoryStore's Date.now(), a Redis failover): the queue's
+    // clock then leaps, and without this bound every waiter due within the jump would go at once.
+    return queued.then(() => {
+      const rest = sentAt + delay - PLATFORM_STEADY_TIMERS.now()
+      return rest > 0 ? this.wait(rest, signal) : undefined
+    })
+  }
+
+  /** The steady time now, for `waitForSlot`'s `sentAt`. */
+  now(): number {
+    return PLATFORM_STEADY_TIMERS.now()
   }
 
   /**
