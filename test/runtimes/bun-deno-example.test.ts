@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import request from 'supertest'
@@ -44,7 +45,13 @@ let output = ''
 async function stopExample(): Promise<void> {
   if (child !== undefined && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child!.once('exit', resolve))
-    child.kill()
+    // The whole process group: node_modules/.bin's shim runs Bun as a child of its own, which a kill of the shim
+    // alone left running after the tests (one Bun server per case; Deno's servers still outlive them).
+    try {
+      process.kill(-child.pid!, 'SIGTERM')
+    } catch {
+      child.kill()
+    }
     await exited
   }
   child = undefined
@@ -60,6 +67,8 @@ async function startExample(script: string, env: Record<string, string>): Promis
     cwd: example,
     env: { ...process.env, ...env, PORT: String(port), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own, stopped whole (stopExample).
+    detached: true,
   })
   child.stdout!.on('data', (chunk) => {
     output += chunk
