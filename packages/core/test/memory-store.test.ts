@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
+import type { Decision } from '../src/index.js'
 import {
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimiter,
   slidingWindowCounter,
@@ -119,5 +121,42 @@ describe('MemoryStore', () => {
     now = 1_000_001
     expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 0, source: 'store' })
     store.close()
+  })
+})
+
+describe('MemoryStore’s default clock (issue 32, attack round)', () => {
+  it('a step of the wall clock while slots are reserved gives no new caller a slot beside them (a 3 s step placed the next slot 3 s early)', async () => {
+    const store = new MemoryStore()
+    const rule = gcra({ limit: 10, window: '1s', burst: 1 })
+    const limiter = new RateLimiter({ rules: rule, store })
+    const request = { prefix: limiter.namespace, key: 'k', rules: [rule], cost: 1, reserve: 60_000 }
+    const slotOf = (decision: Decision, sentAt: number) => sentAt + (decision.wait ?? 0)
+    let last = 0
+    for (let i = 0; i < 40; i++) last = slotOf(store.consume(request) as Decision, performance.now())
+    // The wall clock steps 3 s forward (NTP, a resumed VM): Date.now is all it moves.
+    const wall = Date.now
+    const stepped = vi.spyOn(Date, 'now').mockImplementation(() => wall.call(Date) + 3_000)
+    try {
+      const next = slotOf(store.consume(request) as Decision, performance.now())
+      // One interval (100 ms) after the queue's last slot, on the steady clock (a ms for rounding to whole ms).
+      expect(next - last).toBeGreaterThanOrEqual(99)
+    } finally {
+      stepped.mockRestore()
+    }
+    store.close?.()
+  })
+
+  it('follows a test’s fake Date (vi.useFakeTimers, vi.setSystemTime), even when built before it', async () => {
+    const store = new MemoryStore()
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), store })
+    vi.useFakeTimers({ toFake: ['Date'], now: 1_700_000_000_000 })
+    try {
+      expect((await limiter.limit('a')).allowed).toBe(true)
+      expect((await limiter.limit('a')).allowed).toBe(false)
+      vi.setSystemTime(1_700_000_000_000 + 3_600_000)
+      expect((await limiter.limit('a')).allowed).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

@@ -66,6 +66,17 @@ const realNow: () => number = (() => {
   return typeof clock?.now === 'function' ? clock.now.bind(clock) : () => Date.now()
 })()
 
+/** The wall clock's epoch ms when this module loaded, minus the steady clock's reading then. */
+const steadyOrigin = Date.now() - realNow()
+
+/**
+ * Epoch ms that a step of the wall clock does not move (NTP, a resumed VM): the wall clock when this module loaded
+ * plus the steady clock's time since, in whole ms like `Date.now()`.
+ */
+export function steadyEpochNow(): number {
+  return Math.floor(steadyOrigin + realNow())
+}
+
 /**
  * The real timers as one `Timers` (timers.ts). NOTE: called as methods of this object, so each calls the platform's
  * function without a `this` of its own: workerd refuses a `clearTimeout` called on another object (Illegal

@@ -3,7 +3,7 @@ import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
-import { realClearTimeout, realSetImmediate, realSetTimeout } from '../../time/real-timers.js'
+import { realClearTimeout, realSetImmediate, realSetTimeout, steadyEpochNow } from '../../time/real-timers.js'
 import type {
   ConcurrencyStore,
   Decision,
@@ -31,8 +31,10 @@ import { type Linked, RecencyList } from './recency.js'
 
 export interface MemoryStoreOptions {
   /**
-   * Current time in epoch ms. Inject one to drive time in tests and simulations. @default `Date.now()`, read at
-   * each call: the store follows the fake timers of a test (`vi.useFakeTimers()`), even when built before them
+   * Current time in epoch ms. Inject one to drive time in tests and simulations. @default the wall clock when the
+   * process started plus the steady clock's time since (a step of the wall clock does not move it), or a test's fake
+   * `Date` while one is installed (`vi.useFakeTimers()`, `vi.setSystemTime()`), read at each call, even when the store
+   * was built before them. To follow a mocked `Date.now` instead, pass `clock: () => Date.now()`
    */
   clock?: () => number
   /**
@@ -365,9 +367,14 @@ function warnPerIsolate(): void {
   )
 }
 
-/** `Date.now()` looked up at each call, so that fake timers installed later apply (not a captured `Date.now`). */
+/**
+ * The default clock: epoch ms on the steady clock, so that a step of the wall clock while calls wait for reserved
+ * slots lets no new caller start beside them (issue 32's attack round: a 1 s step forward gave 20 starts in one
+ * second for a limit of 10). A test's fake `Date` drives it instead (`vi.useFakeTimers()`, `vi.setSystemTime()`),
+ * looked up at each call so that fake timers installed later apply.
+ */
 function now(): number {
-  return Date.now()
+  return (Date as { clock?: unknown }).clock !== undefined ? Date.now() : steadyEpochNow()
 }
 
 function isTime(value: unknown): value is number {
