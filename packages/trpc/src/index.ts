@@ -1,0 +1,16 @@
+export type { RateLimitObserver, RateLimitResult, SettleResult, Store } from '@ratewindow/core'
+export {
+  AccessList,
+  combineObservers,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+export { RateLimitExceeded, rateLimitErrorFormatter, retryAfterOf } from './errors.js'
+export { type RateLimitContext, type RateLimitMiddleware, rateLimit } from './middleware.js'
+export type { TrpcCall, TrpcRateLimitOptions } from './options.js'

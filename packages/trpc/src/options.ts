@@ -1,0 +1,114 @@
+/**
+ * The middleware's options: core's middleware options where they mean the same for a procedure call (rules, keys,
+ * lists, cost, headers, the store and its failure policy), and the one of tRPC's own (`clientIp`). The options
+ * that need an HTTP response of the procedure's own (`message`, `statusCode`, `concurrency`, `delay`, the refunds
+ * after the response) have no place in a call that shares its response with a batch: they are refused by name.
+ */
+import {
+  type HttpRateLimitOptions,
+  invalid,
+  namesOf,
+  rejectUnknownOptions,
+  requireObject,
+} from '@ratewindow/core'
+import type { TRPCProcedureType } from '@trpc/server'
+
+/**
+ * One procedure call, as the options' functions (`key`, `skip`, `cost`, `rules`, `limit`, …) receive it: the
+ * middleware's own arguments, `next` aside. With a batch (`httpBatchLink`), each call of the batch is one of these.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the app's context and meta types, as tRPC's own middleware types take them.
+export interface TrpcCall<TContext = any, TMeta = any> {
+  /** The context your `createContext` made (the adapter's `req`, `res` or `resHeaders` in it, if you put them). */
+  ctx: TContext
+  /** `'query'`, `'mutation'` or `'subscription'`. */
+  type: TRPCProcedureType
+  /** The procedure's path, such as `'post.byId'`. */
+  path: string
+  /** The input, as the validators before this middleware left it (none yet when it comes first). */
+  input: unknown
+  /** The input as the client sent it, before any validator ran. */
+  getRawInput: () => Promise<unknown>
+  /** The procedure's `.meta()`, if any: a place for per-procedure rules. */
+  meta: TMeta | undefined
+  /** Aborts when the client cancels the call or disconnects. */
+  signal: AbortSignal | undefined
+  /** The call's place in its batch (0 without one). */
+  batchIndex: number
+}
+
+/** The options of `rateLimit()`. */
+// biome-ignore lint/suspicious/noExplicitAny: the app's context and meta types.
+export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
+  extends Omit<
+    HttpRateLimitOptions<TrpcCall<TContext, TMeta>>,
+    | 'statusCode'
+    | 'denyStatusCode'
+    | 'message'
+    | 'problemDetails'
+    | 'concurrency'
+    | 'delay'
+    | 'reservationHorizon'
+    | 'skipFailedRequests'
+    | 'skipSuccessfulRequests'
+    | 'requestWasSuccessful'
+  > {
+  /**
+   * The client address for the default key, by your own means: behind a proxy you control, the address it
+   * forwards; with the fetch adapter, what the runtime tells (Bun's `server.requestIP`, Deno's `remoteAddr`) put in
+   * your context. @default the socket address of the Node request in the context (`ctx.req`), as tRPC's Node
+   * adapters give it (standalone, Express, Fastify, WebSocket)
+   */
+  clientIp?: (call: TrpcCall<TContext, TMeta>) => string | undefined
+}
+
+const TRPC_NAMES = namesOf<TrpcRateLimitOptions>({
+  store: true,
+  prefix: true,
+  group: true,
+  timeout: true,
+  onStoreError: true,
+  onShed: true,
+  fallback: true,
+  onError: true,
+  circuitBreaker: true,
+  blockedCache: true,
+  name: true,
+  shadow: true,
+  observer: true,
+  penalty: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  rules: true,
+  key: true,
+  ipv6Subnet: true,
+  allowList: true,
+  denyList: true,
+  skip: true,
+  enabled: true,
+  cost: true,
+  headers: true,
+  legacyHeaders: true,
+  partitionKeySecret: true,
+  clientIp: true,
+})
+
+/** The options resolved: the engine's part, and `clientIp`. */
+export interface TrpcConfig<TContext, TMeta> {
+  engine: HttpRateLimitOptions<TrpcCall<TContext, TMeta>>
+  clientIp: ((call: TrpcCall<TContext, TMeta>) => string | undefined) | undefined
+}
+
+/** Checks the options of tRPC's own, once; core's engine checks the rest when it is built. */
+export function resolveTrpcOptions<TContext, TMeta>(
+  options: TrpcRateLimitOptions<TContext, TMeta>,
+  where: string,
+): TrpcConfig<TContext, TMeta> {
+  requireObject(options, 'options', "{ limit: 100, window: '1m', key: ({ ctx }) => ctx.user.id }")
+  rejectUnknownOptions(options, TRPC_NAMES, where)
+  const { clientIp, ...engine } = options
+  if (clientIp !== undefined && typeof clientIp !== 'function')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clientIp', clientIp, 'a function of the call')
+  return { engine, clientIp }
+}
