@@ -1,0 +1,194 @@
+/**
+ * The middleware on real tRPC servers (the Node adapter's standalone server, the fetch adapter on a Node server),
+ * asked by the real @trpc/client over HTTP (httpLink and httpBatchLink), on the memory store and a real
+ * redis-server: calls counted per caller, refused with TOO_MANY_REQUESTS and retryAfter, headers on the response,
+ * each call of a batch decided, exactly the limit admitted under concurrency.
+ */
+import { MemoryStore, RateLimitError, RedisStore, type Store } from '@ratewindow/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { standaloneClient } from '../../../test/support/redis.js'
+import { unhandledRejections } from '../../../test/support/unhandled.js'
+import { fixedWindow, RateLimitExceeded, rateLimit, slidingWindowLog } from '../src/index.js'
+import type { TrpcRateLimitOptions } from '../src/options.js'
+import {
+  type AdapterKind,
+  type Context,
+  type Meta,
+  refusalOf,
+  startServer,
+  type TestServer,
+} from './servers.js'
+
+let prefixes = 0
+/** A prefix of its own per server: tests never share counters, in one Redis or across runs. */
+const freshPrefix = () => `trpc${process.pid}x${Date.now().toString(36)}x${prefixes++}`
+
+const STORES: [string, () => Store][] = [
+  ['memory', () => new MemoryStore()],
+  ['Redis', () => new RedisStore({ client: standaloneClient() })],
+]
+const KINDS: AdapterKind[] = ['node', 'fetch']
+
+const unhandled = unhandledRejections()
+const servers: TestServer[] = []
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()))
+  expect(unhandled).toEqual([])
+})
+
+/** The caller's key: the `x-user` header, put in the context by `createContext`. */
+const byUser = ({ ctx }: { ctx: Context }) => ctx.user ?? 'anonymous'
+
+describe.each(STORES)('on %s', (_store, makeStore) => {
+  describe.each(KINDS)('the %s adapter', (kind) => {
+    const start = async (options: TrpcRateLimitOptions<Context, Meta>) => {
+      const server = await startServer(kind, { store: makeStore(), prefix: freshPrefix(), ...options })
+      servers.push(server)
+      return server
+    }
+
+    it('admits the limit with the RateLimit headers and ctx.rateLimit, then refuses with TOO_MANY_REQUESTS, retryAfter in the data and Retry-After on the response', async () => {
+      const server = await start({ limit: 3, window: '1m', key: byUser })
+      const { trpc, seen } = server.client({ user: 'alice' })
+      for (const left of [2, 1, 0]) {
+        expect(await trpc.hello.query()).toEqual({ remaining: left, limit: 3 })
+        expect([seen.status, seen.headers?.get('ratelimit-remaining')]).toEqual([200, String(left)])
+      }
+      const refused = await refusalOf(trpc.hello.query())
+      expect(server.calls.count).toBe(3)
+      expect(refused.message).toMatch(/^Too many requests: retry in \d+ seconds?\.$/)
+      expect(refused.data).toMatchObject({ code: 'TOO_MANY_REQUESTS', httpStatus: 429, path: 'hello' })
+      const retryAfter = refused.data?.retryAfter
+      expect(retryAfter).toBeGreaterThan(0)
+      expect(retryAfter).toBeLessThanOrEqual(60)
+      expect(seen.status).toBe(429)
+      expect(seen.headers?.get('retry-after')).toBe(String(retryAfter))
+      expect(seen.headers?.get('ratelimit-limit')).toBe('3')
+      expect(seen.headers?.get('ratelimit-remaining')).toBe('0')
+      // The server saw the TRPCError, its cause the refusal with the decision.
+      const [error] = server.errors as { code: string; cause: unknown }[]
+      expect(error?.code).toBe('TOO_MANY_REQUESTS')
+      const cause = error?.cause as RateLimitExceeded
+      expect(cause).toBeInstanceOf(RateLimitExceeded)
+      expect([cause.retryAfter, cause.result.remaining, cause.headers['Retry-After']]).toEqual([
+        retryAfter,
+        0,
+        String(retryAfter),
+      ])
+      // Another caller has a counter of its own.
+      expect(await server.client({ user: 'bob' }).trpc.hello.query()).toEqual({ remaining: 2, limit: 3 })
+    })
+
+    it('decides each call of a batch: the first ones pass, the rest are refused with their data', async () => {
+      const server = await start({ limit: 3, key: byUser })
+      const { trpc, seen } = server.client({ user: 'carol', batch: true })
+      const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => trpc.hello.query()))
+      const passed = outcomes.filter((outcome) => outcome.status === 'fulfilled')
+      const refused = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []))
+      expect([passed.length, refused.length, server.calls.count]).toEqual([3, 2, 3])
+      for (const error of refused)
+        expect(error.data).toMatchObject({ code: 'TOO_MANY_REQUESTS', retryAfter: expect.any(Number) })
+      // One response for the batch: mixed outcomes are 207, and a refusal in it sets Retry-After.
+      expect(seen.status).toBe(207)
+      expect(seen.headers?.get('retry-after')).toMatch(/^\d+$/)
+      expect(seen.headers?.get('ratelimit-limit')).toBe('3')
+    })
+
+    it('admits exactly the limit of 200 concurrent calls', async () => {
+      const server = await start({ limit: 50, key: byUser })
+      const { trpc } = server.client({ user: 'dave' })
+      const outcomes = await Promise.allSettled(Array.from({ length: 200 }, () => trpc.hello.query()))
+      const passed = outcomes.filter((outcome) => outcome.status === 'fulfilled').length
+      const codes = new Set(
+        outcomes.map((outcome) => (outcome.status === 'rejected' ? outcome.reason.data?.code : 'OK')),
+      )
+      expect([passed, server.calls.count]).toEqual([50, 50])
+      expect(codes).toEqual(new Set(['OK', 'TOO_MANY_REQUESTS']))
+    })
+
+    it('applies rules by procedure type and a cost by procedure meta', async () => {
+      const reads = slidingWindowLog({ limit: 10, window: '1m' })
+      const writes = fixedWindow({ limit: 1, window: '1m', name: 'writes' })
+      const server = await start({
+        key: byUser,
+        rules: ({ type }) => (type === 'mutation' ? writes : reads),
+        cost: ({ meta }) => meta?.cost ?? 1,
+      })
+      const { trpc, seen } = server.client({ user: 'erin' })
+      expect(await trpc.save.mutate()).toBe('saved')
+      expect((await refusalOf(trpc.save.mutate())).data?.code).toBe('TOO_MANY_REQUESTS')
+      expect(await trpc.heavy.query()).toBe('heavy')
+      expect(seen.headers?.get('ratelimit-remaining')).toBe('5')
+      expect(await trpc.hello.query()).toEqual({ remaining: 4, limit: 10 })
+    })
+
+    it("sends the headers of a settled charge: the procedure's ctx.rateLimit.settle", async () => {
+      const server = await start({ limit: 10, key: byUser })
+      const { trpc, seen } = server.client({ user: 'frank' })
+      expect(await trpc.settle.query(4)).toBe('settled')
+      expect(seen.headers?.get('ratelimit-remaining')).toBe('6')
+      expect(await trpc.hello.query()).toEqual({ remaining: 5, limit: 10 })
+    })
+  })
+})
+
+describe('the default key', () => {
+  it("is the Node request's socket address on the Node adapter", async () => {
+    const server = await startServer('node', { limit: 2, prefix: freshPrefix() })
+    servers.push(server)
+    const { trpc } = server.client()
+    expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+    await server.middleware.resetKey('127.0.0.1')
+    expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+  })
+
+  it('is refused on the fetch adapter, whose request carries no address: an error naming `key`, the procedure not run', async () => {
+    const server = await startServer('fetch', { limit: 2, prefix: freshPrefix() })
+    servers.push(server)
+    const refused = await refusalOf(server.client().trpc.hello.query())
+    expect(refused.data?.code).toBe('INTERNAL_SERVER_ERROR')
+    expect(server.calls.count).toBe(0)
+    const [error] = server.errors as { cause: unknown }[]
+    const cause = error?.cause as RateLimitError
+    expect(cause).toBeInstanceOf(RateLimitError)
+    expect(cause).toMatchObject({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'key' })
+    expect(cause.message).toMatch(/pass `key`/)
+  })
+
+  it('is `clientIp` when given', async () => {
+    const server = await startServer('fetch', {
+      limit: 2,
+      prefix: freshPrefix(),
+      clientIp: ({ ctx }) => (ctx.user === undefined ? undefined : '203.0.113.7'),
+    })
+    servers.push(server)
+    const { trpc } = server.client({ user: 'grace' })
+    expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+    await server.middleware.resetKey('203.0.113.7')
+    expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+  })
+})
+
+describe('options', () => {
+  it('refuses at construction the options that need a response of their own, and a bad `clientIp`', () => {
+    for (const option of ['statusCode', 'message', 'concurrency', 'delay', 'skipFailedRequests'])
+      expect(() => rateLimit({ [option]: undefined } as never)).toThrow(
+        expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }),
+      )
+    expect(() => rateLimit({ clientIp: '127.0.0.1' } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'clientIp' }),
+    )
+    expect(() => rateLimit({ limit: 0 })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_LIMIT' }),
+    )
+  })
+
+  it('lets a skipped call through, unlimited and without ctx.rateLimit', async () => {
+    const server = await startServer('node', { limit: 1, key: byUser, skip: ({ path }) => path === 'hello' })
+    servers.push(server)
+    const { trpc, seen } = server.client({ user: 'heidi' })
+    for (let i = 0; i < 3; i++)
+      expect(await trpc.hello.query()).toEqual({ remaining: undefined, limit: undefined })
+    expect(seen.headers?.get('ratelimit-remaining')).toBeNull()
+  })
+})
