@@ -6,6 +6,7 @@
  */
 import { MemoryStore, RateLimitError, RedisStore, type Store } from '@ratewindow/core'
 import { afterEach, describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/connections.js'
 import { standaloneClient } from '../../../test/support/redis.js'
 import { unhandledRejections } from '../../../test/support/unhandled.js'
 import { fixedWindow, RateLimitExceeded, rateLimit, slidingWindowLog } from '../src/index.js'
@@ -140,6 +141,26 @@ describe('the default key', () => {
     expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
     await server.middleware.resetKey('127.0.0.1')
     expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+  })
+
+  it('is not the X-Forwarded-For a client chose: keyed by the socket, with one warning naming `clientIp`', async () => {
+    const warnings: { code?: string; message: string }[] = []
+    const listen = (warning: Error & { code?: string }) => void warnings.push(warning)
+    process.on('warning', listen)
+    try {
+      const server = await startServer('node', { limit: 2, prefix: freshPrefix() })
+      servers.push(server)
+      const { trpc } = server.client({ forwardedFor: '203.0.113.9' })
+      expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+      await server.middleware.resetKey('127.0.0.1')
+      expect(await trpc.hello.query()).toEqual({ remaining: 1, limit: 2 })
+      await until(() => warnings.length > 0, 'the proxy warning')
+      const proxyWarnings = warnings.filter((warning) => warning.code === 'RATEWINDOW_UNTRUSTED_PROXY')
+      expect(proxyWarnings).toHaveLength(1)
+      expect(proxyWarnings[0]?.message).toMatch(/pass `clientIp`/)
+    } finally {
+      process.off('warning', listen)
+    }
   })
 
   it('is refused on the fetch adapter, whose request carries no address: an error naming `key`, the procedure not run', async () => {

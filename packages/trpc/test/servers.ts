@@ -74,8 +74,8 @@ export interface TestServer {
   /** Resolver calls so far. */
   calls: { count: number }
   middleware: RateLimitMiddleware<Context, Meta>
-  /** A client of `user` (the `x-user` header); `batch` for httpBatchLink. */
-  client(options?: { user?: string; batch?: boolean }): {
+  /** A client of `user` (the `x-user` header), `forwardedFor` its X-Forwarded-For; `batch` for httpBatchLink. */
+  client(options?: { user?: string; forwardedFor?: string; batch?: boolean }): {
     trpc: ReturnType<typeof createTRPCClient<AppRouter>>
     seen: Seen
   }
@@ -128,11 +128,14 @@ export async function startServer(
     calls,
     middleware,
     errors,
-    client({ user, batch = false } = {}) {
+    client({ user, forwardedFor, batch = false } = {}) {
       const seen: Seen = { status: undefined, headers: undefined }
       const link = (batch ? httpBatchLink : httpLink)<AppRouter>({
         url,
-        headers: user === undefined ? {} : { 'x-user': user },
+        headers: {
+          ...(user === undefined ? {} : { 'x-user': user }),
+          ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }),
+        },
         fetch: async (input, init) => {
           const response = await fetch(input, init)
           seen.status = response.status
