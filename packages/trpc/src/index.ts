@@ -12,5 +12,10 @@ export {
   tokenBucket,
 } from '@ratewindow/core'
 export { RateLimitExceeded, rateLimitErrorFormatter, retryAfterOf } from './errors.js'
-export { type RateLimitContext, type RateLimitMiddleware, rateLimit } from './middleware.js'
-export type { TrpcCall, TrpcRateLimitOptions } from './options.js'
+export {
+  type RateLimitArguments,
+  type RateLimitContext,
+  type RateLimitMiddleware,
+  rateLimit,
+} from './middleware.js'
+export type { KeySource, TrpcCall, TrpcRateLimitOptions } from './options.js'

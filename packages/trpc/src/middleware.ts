@@ -8,7 +8,7 @@ import { HttpRateLimiter, type RateLimitResult } from '@ratewindow/core'
 import { TRPCError, type TRPCMiddlewareFunction } from '@trpc/server'
 import { trpcBinding, writeHeaders } from './binding.js'
 import { refusalError } from './errors.js'
-import { resolveTrpcOptions, type TrpcCall, type TrpcRateLimitOptions } from './options.js'
+import { type KeySource, resolveTrpcOptions, type TrpcCall, type TrpcRateLimitOptions } from './options.js'
 
 /** What the middleware adds to the context of the procedures it admits. */
 export interface RateLimitContext {
@@ -29,6 +29,15 @@ export interface RateLimitMiddleware<TContext = any, TMeta = any>
   close(): void
 }
 
+/**
+ * `rateLimit()`'s argument: optional when the context holds a Node request to read the address from (or is not
+ * typed); else the options, with `key` or `clientIp` (see `KeySource`).
+ */
+export type RateLimitArguments<TContext, TMeta> =
+  unknown extends KeySource<TContext, TMeta>
+    ? [options?: TrpcRateLimitOptions<TContext, TMeta>]
+    : [options: TrpcRateLimitOptions<TContext, TMeta> & KeySource<TContext, TMeta>]
+
 const WHERE = 'rateLimit()'
 
 /**
@@ -39,9 +48,9 @@ const WHERE = 'rateLimit()'
  */
 // biome-ignore lint/suspicious/noExplicitAny: the app's context and meta types.
 export function rateLimit<TContext = any, TMeta = any>(
-  options: TrpcRateLimitOptions<TContext, TMeta> = {},
+  ...[options]: RateLimitArguments<TContext, TMeta>
 ): RateLimitMiddleware<TContext, TMeta> {
-  const { engine: engineOptions, clientIp } = resolveTrpcOptions(options, WHERE)
+  const { engine: engineOptions, clientIp } = resolveTrpcOptions<TContext, TMeta>(options ?? {}, WHERE)
   const engine = new HttpRateLimiter<TrpcCall<TContext, TMeta>>(engineOptions, trpcBinding(clientIp, WHERE), {
     where: WHERE,
   })

@@ -62,6 +62,19 @@ export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
   clientIp?: (call: TrpcCall<TContext, TMeta>) => string | undefined
 }
 
+/**
+ * What the compiler asks of the options for a context type: without a Node request in the context (`req` with a
+ * socket, as tRPC's Node adapters give it), the default key has no address to read, so `key` or `clientIp` is
+ * required. A context typed `any` (the default) asks nothing; a fetch adapter's context without either fails at
+ * the call, with a coded error naming `key`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the app's context and meta types.
+export type KeySource<TContext = any, TMeta = any> = TContext extends { req: { socket: unknown } }
+  ? unknown
+  :
+      | { key: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['key']> }
+      | { clientIp: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['clientIp']> }
+
 const TRPC_NAMES = namesOf<TrpcRateLimitOptions>({
   store: true,
   prefix: true,
