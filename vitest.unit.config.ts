@@ -16,6 +16,7 @@ export default defineConfig({
       'packages/graphql/test/plugins.test.ts',
       'packages/otel/test/metrics.test.ts',
       'packages/testing/test/kit.test.ts',
+      'packages/trpc/test/middleware.test.ts',
       'packages/ws/test/limits.test.ts',
       'packages/ws/test/stall.test.ts',
     ],
