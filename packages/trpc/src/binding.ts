@@ -16,15 +16,17 @@ interface NodeRequest {
 type HeaderSetter = (name: string, value: string) => void
 
 /**
- * The binding for `rateLimit()`: `clientIp` is the option, when given; `where` names the options in messages.
+ * The binding for `rateLimit()`: `clientIp` is the option, when given; `keyed` whether `key` is; `where` names the
+ * options in messages.
  */
 export function trpcBinding<TContext, TMeta>(
   clientIp: ((call: TrpcCall<TContext, TMeta>) => string | undefined) | undefined,
+  keyed: boolean,
   where: string,
 ): FrameworkBinding<TrpcCall<TContext, TMeta>> {
   return {
     name: 'tRPC',
-    clientIp: clientIp ?? ((call) => nodeAddress(call, where)),
+    clientIp: clientIp ?? ((call) => nodeAddress(call, keyed, where)),
     // A closed connection has no address left (the Node adapter), or its signal aborted: nothing to decide.
     gone: (call) => call.signal?.aborted === true || nodeRequestOf(call)?.socket?.destroyed === true,
     untrustedForwardedFor: (call) => {
@@ -80,11 +82,13 @@ function nodeRequestOf(call: TrpcCall): NodeRequest | undefined {
 
 /**
  * The default client address: the socket's, of the Node request in the context. Without one (the fetch adapter,
- * or a context without `req`), a coded error naming `key`: the fetch adapter's `Request` carries no address.
+ * or a context without `req`): none when `key` keys the call (the address lists then match no address), else a
+ * coded error naming `key`, since the fetch adapter's `Request` carries no address.
  */
-function nodeAddress(call: TrpcCall, where: string): string | undefined {
+function nodeAddress(call: TrpcCall, keyed: boolean, where: string): string | undefined {
   const request = nodeRequestOf(call)
   if (request !== undefined) return request.socket?.remoteAddress
+  if (keyed) return undefined
   throw new RateLimitError(
     'ERR_RATEWINDOW_INVALID_OPTION',
     `${where} found no client address: the tRPC context holds no Node request (\`ctx.req\`, as the standalone, Express and Fastify adapters give it). With the fetch adapter (Next.js route handlers, Workers, Bun, Deno) the request carries no address: pass \`key\` (e.g. the user or API token in the context) or \`clientIp\`.`,

@@ -51,9 +51,13 @@ export function rateLimit<TContext = any, TMeta = any>(
   ...[options]: RateLimitArguments<TContext, TMeta>
 ): RateLimitMiddleware<TContext, TMeta> {
   const { engine: engineOptions, clientIp } = resolveTrpcOptions<TContext, TMeta>(options ?? {}, WHERE)
-  const engine = new HttpRateLimiter<TrpcCall<TContext, TMeta>>(engineOptions, trpcBinding(clientIp, WHERE), {
-    where: WHERE,
-  })
+  const engine = new HttpRateLimiter<TrpcCall<TContext, TMeta>>(
+    engineOptions,
+    trpcBinding(clientIp, engineOptions.key !== undefined, WHERE),
+    {
+      where: WHERE,
+    },
+  )
   const middleware: TRPCMiddlewareFunction<TContext, TMeta, object, RateLimitContext, unknown> =
     async function rateLimitMiddleware(call) {
       // The middleware's arguments are the call (`next` aside); its context is the app's, as tRPC simplifies it.

@@ -169,6 +169,7 @@ describe('the default key', () => {
     servers.push(server)
     const refused = await refusalOf(server.client().trpc.hello.query())
     expect(refused.data?.code).toBe('INTERNAL_SERVER_ERROR')
+    expect(refused.data).not.toHaveProperty('retryAfter') // the formatter leaves other errors as they are
     expect(server.calls.count).toBe(0)
     const [error] = server.errors as { cause: unknown }[]
     const cause = error?.cause as RateLimitError
@@ -203,6 +204,19 @@ describe('options', () => {
     expect(() => rateLimit({ limit: 0 })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_LIMIT' }),
     )
+  })
+
+  it('refuses a deny-listed caller with FORBIDDEN (403) on the fetch adapter with a key (the address lists found no address and failed the call with a 500)', async () => {
+    const server = await startServer('fetch', { limit: 5, key: byUser, denyList: { keys: ['mallory'] } })
+    servers.push(server)
+    const { trpc, seen } = server.client({ user: 'mallory' })
+    const refused = await refusalOf(trpc.hello.query())
+    expect([refused.data?.code, refused.data?.httpStatus, refused.data?.retryAfter]).toEqual([
+      'FORBIDDEN',
+      403,
+      0,
+    ])
+    expect([seen.status, seen.headers?.get('retry-after'), server.calls.count]).toEqual([403, null, 0])
   })
 
   it('lets a skipped call through, unlimited and without ctx.rateLimit', async () => {
