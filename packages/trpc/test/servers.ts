@@ -7,7 +7,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getRequestListener } from '@hono/node-server'
-import { createTRPCClient, httpBatchLink, httpLink, type TRPCClientError } from '@trpc/client'
+import {
+  createTRPCClient,
+  httpBatchLink,
+  httpBatchStreamLink,
+  httpLink,
+  type TRPCClientError,
+} from '@trpc/client'
 import { initTRPC } from '@trpc/server'
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch'
 import { createHTTPHandler } from '@trpc/server/adapters/standalone'
@@ -75,8 +81,11 @@ export interface TestServer {
   /** Resolver calls so far. */
   calls: { count: number }
   middleware: RateLimitMiddleware<Context, Meta>
-  /** A client of `user` (the `x-user` header), `forwardedFor` its X-Forwarded-For; `batch` for httpBatchLink. */
-  client(options?: { user?: string; forwardedFor?: string; batch?: boolean }): {
+  /**
+   * A client of `user` (the `x-user` header), `forwardedFor` its X-Forwarded-For; `batch` for httpBatchLink
+   * (`'stream'` for httpBatchStreamLink).
+   */
+  client(options?: { user?: string; forwardedFor?: string; batch?: boolean | 'stream' }): {
     trpc: ReturnType<typeof createTRPCClient<AppRouter>>
     seen: Seen
   }
@@ -92,6 +101,11 @@ export async function startServer(
 ): Promise<TestServer> {
   const calls = { count: 0 }
   const errors: unknown[] = []
+  // Unless a test says otherwise, a sliding window log: exact counts and no window boundary a test could cross (a
+  // fixed window starts over at its boundary, a sliding window counter's estimate falls as it passes one), and a
+  // wait of at most the window.
+  if (options.rules === undefined && options.algorithm === undefined)
+    options = { algorithm: 'sliding-window-log', ...options }
   // The context may hold either adapter's request, so the compiler asks for `key` or `clientIp`: the tests of the
   // default key pass neither on purpose.
   const middleware = rateLimit<Context, Meta>(
@@ -135,7 +149,7 @@ export async function startServer(
     errors,
     client({ user, forwardedFor, batch = false } = {}) {
       const seen: Seen = { status: undefined, headers: undefined }
-      const link = (batch ? httpBatchLink : httpLink)<AppRouter>({
+      const link = (batch === 'stream' ? httpBatchStreamLink : batch ? httpBatchLink : httpLink)<AppRouter>({
         url,
         headers: {
           ...(user === undefined ? {} : { 'x-user': user }),
