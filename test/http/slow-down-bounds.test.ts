@@ -4,12 +4,13 @@
  * (item 7); delayed requests are bounded per key and per middleware, past which one is answered 429 (item 8).
  * Delays run on driven timers: nothing here waits on time, and a wait for the server is bounded (`until`).
  */
+import type { Socket } from 'node:net'
 import { type DecisionOutcome, MemoryStore } from '@ratewindow/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
 import { pipelined, until } from '../support/connections.js'
 import { ManualTimers } from '../support/timers.js'
-import { headerOf } from './harness.js'
+import { connectionsClosed, headerOf } from './harness.js'
 import { type CommonSlowDownOptions, call, SLOW_FRAMEWORKS, type SlowApp } from './slow-down-harness.js'
 
 const apps: SlowApp[] = []
@@ -89,6 +90,47 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
     // Its places are free again: the same key is delayed, not refused.
     const after = await call(app, timers)
     expect([after.status, after.waited, app.handled]).toEqual([200, 60_000, 1])
+  })
+
+  it('a client that pipelines 4,000 requests, so that the server stops reading its connection, and leaves: none of its 10 delayed handlers runs when the delays end', async () => {
+    const { app, timers, count } = await start({ delayAfter: 0, delayMs: 60_000 })
+    const sockets: Socket[] = []
+    app.server.on('connection', (socket: Socket) => void sockets.push(socket))
+    const client = await pipelined(app.url, 4_000)
+    // The 429s queued behind the delayed requests pass Node's high-water mark: it stops reading the connection,
+    // and with it the client's leaving (its close is read only once reading resumes).
+    await until(
+      () => count('delayed') === 10 && sockets[0]?.isPaused() === true,
+      () =>
+        `the server stops reading the connection with 10 requests delayed (${count('delayed')} delayed, ${count('shed')} shed, paused: ${sockets[0]?.isPaused()})`,
+    )
+    await client.close()
+    timers.advance(60_000)
+    await connectionsClosed(app)
+    expect(app.handled).toBe(0)
+    // The places are free again: the same key is delayed, not refused, and its handler runs.
+    const after = await call(app, timers)
+    expect([after.status, after.waited, app.handled]).toEqual([200, 60_000, 1])
+  })
+
+  it('a client that stays on its stalled connection gets an answer to each of its 4,000 requests: the delayed ones whose delay ends while it is stalled are answered 429', async () => {
+    const pipelinedCount = 4_000
+    const { app, timers } = await start({ delayAfter: 0, delayMs: 60_000 })
+    const client = await pipelined(app.url, pipelinedCount)
+    const statuses = () => [...client.received().matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((each) => each[1])
+    // Each round: the delays end, and the answers let the server read on (and delay the next 10).
+    for (let round = 0; statuses().length < pipelinedCount; round++) {
+      expect(round, 'rounds of delays').toBeLessThan(pipelinedCount)
+      await until(
+        () => timers.pending > 0 || statuses().length === pipelinedCount,
+        () => `a request is delayed, or every request is answered (${statuses().length} answered)`,
+      )
+      timers.advance(60_000)
+    }
+    const answered = statuses()
+    expect(answered.filter((status) => status !== '200' && status !== '429')).toEqual([])
+    expect(answered.filter((status) => status === '200').length).toBe(app.handled)
+    await client.close()
   })
 
   it('the 11th delayed request of one key is answered 429, with Retry-After the delay it would have waited and the default body; the 10 go on', async () => {

@@ -26,15 +26,15 @@ import {
   honoAddress,
   koaErrorsAsJson,
   listening,
+  type RunningApp,
   serveHono,
-  type TestApp,
 } from './harness.js'
 import { NEST_MAJOR, type NestPlatformName, startNest } from './nest-harness.js'
 
 /** The options every adapter shares; callbacks get the adapter's own arguments. */
 export type CommonSlowDownOptions = SlowDownOptions<never[]>
 
-export interface SlowApp extends TestApp {
+export interface SlowApp extends RunningApp {
   /** Handlers that ran. */
   readonly handled: number
 }
@@ -65,13 +65,7 @@ function expressFramework(name: string, create: typeof express5): SlowFramework 
       })
       app.use(expressErrorsAsJson)
       const server = app.listen(0, '127.0.0.1')
-      const running = await listening(server)
-      return {
-        ...running,
-        get handled() {
-          return handled
-        },
-      }
+      return withHandled({ ...(await listening(server)), server }, () => handled)
     },
   }
 }
@@ -92,8 +86,8 @@ function koaFramework(name: string, Koa: typeof Koa3): SlowFramework {
         ctx.type = 'json'
         ctx.body = JSON.stringify(ctx.state.slowDown ?? null)
       })
-      const running = await listening(app.listen(0, '127.0.0.1'))
-      return withHandled(running, () => handled)
+      const server = app.listen(0, '127.0.0.1')
+      return withHandled({ ...(await listening(server)), server }, () => handled)
     },
   }
 }
@@ -116,7 +110,7 @@ function fastifyFramework(name: string, create: typeof fastify5): SlowFramework 
       })
       await app.listen({ port: 0, host: '127.0.0.1' })
       const running = await listening(app.server, () => app.close())
-      return withHandled(running, () => handled)
+      return withHandled({ ...running, server: app.server }, () => handled)
     },
   }
 }
@@ -191,7 +185,7 @@ function nestFramework(name: string, platform: NestPlatformName): SlowFramework 
   }
 }
 
-function withHandled(running: TestApp, handled: () => number): SlowApp {
+function withHandled(running: RunningApp, handled: () => number): SlowApp {
   return {
     ...running,
     get handled() {
@@ -225,7 +219,7 @@ export interface Call {
  * runs on `timers`, and nothing else is delayed meanwhile).
  */
 export async function call(
-  app: SlowApp,
+  app: Pick<SlowApp, 'url'>,
   timers: ManualTimers,
   path = '/',
   headers: Record<string, string> = {},

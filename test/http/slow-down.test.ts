@@ -213,7 +213,8 @@ describe("slowDown() keys by the adapter's rules", () => {
       app.get('/', (request, response) => {
         response.json(request.slowDown ?? null)
       })
-      const running = await listening(app.listen(0, '127.0.0.1'))
+      const server = app.listen(0, '127.0.0.1')
+      const running = { ...(await listening(server)), server }
       apps.push({ ...running, handled: 0 })
       const answer = await fetch(running.url, { headers: { 'x-forwarded-for': '203.0.113.9' } })
       // Keyed by the socket's address, not by the header a client chose.
@@ -232,7 +233,8 @@ describe("slowDown() keys by the adapter's rules", () => {
       const own = request as unknown as Record<string, unknown>
       response.json({ speed: own.speed ?? null, slowDown: request.slowDown ?? null })
     })
-    const running = await listening(app.listen(0, '127.0.0.1'))
+    const server = app.listen(0, '127.0.0.1')
+    const running = { ...(await listening(server)), server }
     apps.push({ ...running, handled: 0 })
     const body = (await (await fetch(running.url)).json()) as { speed: Answered; slowDown: Answered }
     expect(body.speed).toMatchObject({ used: 1, limit: 3, remaining: 2, delay: 0 })
@@ -269,7 +271,8 @@ describe("slowDown() keys by the adapter's rules", () => {
             response.status(500).json({ option: error.option ?? null, message: error.message })
           },
         )
-        const running = await listening(app.listen(0, '127.0.0.1'))
+        const server = app.listen(0, '127.0.0.1')
+        const running = { ...(await listening(server)), server }
         apps.push({ ...running, handled: 0 })
         const answer = await fetch(running.url, { signal: AbortSignal.timeout(5_000) })
         expect(answer.status).toBe(500)
@@ -293,7 +296,8 @@ describe("slowDown() keys by the adapter's rules", () => {
     app.get('/', (request, response) => {
       response.json(request.slowDown ?? null)
     })
-    const running = await listening(app.listen(0, '127.0.0.1'))
+    const server = app.listen(0, '127.0.0.1')
+    const running = { ...(await listening(server)), server }
     const slow = { ...running, handled: 0 }
     apps.push(slow)
     await call(slow, timers)

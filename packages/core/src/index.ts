@@ -16,9 +16,11 @@ export type { CircuitBreakerOptions } from './gateway/circuit-breaker.js'
 export { AccessList, type AccessListEntries, type AccessListOption } from './http/access-list.js'
 export {
   type ClosableSocket,
+  connectionStalled,
   type Defer,
   type EngineScope,
   type FrameworkBinding,
+  type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
 } from './http/binding.js'

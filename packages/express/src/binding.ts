@@ -1,4 +1,4 @@
-import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { Request, Response } from 'express'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Express: addresses, trust proxy, routes. */
@@ -9,6 +9,7 @@ export const binding: FrameworkBinding<Request> = {
   app: (request) => request.app,
   // A closed connection takes the address with it (`request.ip` is undefined then).
   gone: (request) => request.socket.destroyed === true,
+  stalled: connectionStalled,
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined ? undefined : !request.app.get('trust proxy'),
   trustProxyHint: "call app.set('trust proxy', <number of proxies or their addresses>)",

@@ -60,7 +60,10 @@ export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddlewa
       }
       own[property] = decided.info
       if (decided.refusal !== undefined) refuse(response, decided.refusal)
-      else engine.proceed(decided, args, response, () => next())
+      else
+        engine.proceed(decided, args, response, (late) =>
+          late === undefined ? next() : refuse(response, late),
+        )
     }
     try {
       own[property] = undefined
@@ -91,7 +94,10 @@ export function slowDown(options: ExpressSlowDownOptions = {}): SlowDownMiddlewa
   })
 }
 
-/** Answers a request refused past the bounds on delayed requests: 429, Retry-After, the default body. */
+/**
+ * Answers a request refused past the bounds on delayed requests, or at the end of its delay on a stalled
+ * connection: 429, Retry-After, the default body.
+ */
 function refuse(response: Response, { statusCode, headers, contentType, payload }: SlowDownRefusal): void {
   response.status(statusCode).set(headers).type(contentType).send(payload)
 }

@@ -1,4 +1,4 @@
-import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Fastify: addresses, trust proxy, routes. */
@@ -7,6 +7,7 @@ export const binding: FrameworkBinding<FastifyRequest> = {
   clientIp: (request) => request.ip || request.raw.socket.remoteAddress,
   onClose: (request, listener) => socketClosed(request.raw.socket, listener),
   gone: (request) => request.raw.socket.destroyed === true,
+  stalled: (request) => connectionStalled(request.raw),
   // Fastify does not expose `trustProxy` after construction; without it, request.ip is the socket address.
   untrustedForwardedFor: (request) =>
     request.headers['x-forwarded-for'] === undefined

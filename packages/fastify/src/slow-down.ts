@@ -3,6 +3,7 @@ import {
   SlowDownEngine,
   type SlowDownInfo,
   type SlowDownOptions,
+  type SlowDownRefusal,
 } from '@ratewindow/core'
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { binding } from './binding.js'
@@ -54,8 +55,7 @@ export function slowDown(options: FastifySlowDownOptions = {}): SlowDownHook {
         done()
         return
       }
-      const { refusal } = decided
-      if (refusal !== undefined) {
+      const answer = (refusal: SlowDownRefusal) => {
         reply
           .code(refusal.statusCode)
           .headers(refusal.headers)
@@ -63,13 +63,17 @@ export function slowDown(options: FastifySlowDownOptions = {}): SlowDownHook {
           .send(refusal.payload)
         // After a reply was sent, Fastify runs nothing more for the request.
         done()
+      }
+      if (decided.refusal !== undefined) {
+        answer(decided.refusal)
         return
       }
       engine.proceed(
         decided,
         args,
         reply.raw,
-        () => done(),
+        // Refused at the end of its delay (a stalled connection), or on to the handler.
+        (late) => (late === undefined ? done() : answer(late)),
         () => {
           // The client is gone: nothing is sent, and no later hook nor the handler runs.
           reply.hijack()

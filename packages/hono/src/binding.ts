@@ -1,10 +1,12 @@
 import {
   AccessList,
   type ClosableSocket,
+  connectionStalled,
   type Defer,
   emitWarning,
   type FrameworkBinding,
   RateLimitError,
+  type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
 } from '@ratewindow/core'
@@ -65,6 +67,8 @@ export function honoBinding<E extends Env>(
       return () => signal.removeEventListener('abort', listener)
     },
     gone: (c) => c.req.raw.signal.aborted,
+    // On Node only: a pipelining connection that Node stopped reading (elsewhere the runtime reads on).
+    stalled: (c) => connectionStalled(nodeMessageOf(c)),
     untrustedForwardedFor: (c) =>
       c.req.header('x-forwarded-for') === undefined
         ? undefined
@@ -87,10 +91,19 @@ export function honoBinding<E extends Env>(
   }
 }
 
-/** The Node socket of a request served by @hono/node-server (its `incoming` in `c.env`); undefined elsewhere. */
+/** Node's request served by @hono/node-server (its `incoming` in `c.env`); undefined elsewhere. */
+function nodeMessageOf(
+  c: Context,
+): (ReceivedMessage & { socket?: Partial<ClosableSocket> | null }) | undefined {
+  const env = c.env as
+    | { incoming?: ReceivedMessage & { socket?: Partial<ClosableSocket> | null } }
+    | undefined
+  return typeof env === 'object' && env !== null ? env.incoming : undefined
+}
+
+/** The Node socket of a request served by @hono/node-server; undefined elsewhere. */
 function nodeSocketOf(c: Context): ClosableSocket | undefined {
-  const env = c.env as { incoming?: { socket?: Partial<ClosableSocket> } } | undefined
-  const socket = typeof env === 'object' && env !== null ? env.incoming?.socket : undefined
+  const socket = nodeMessageOf(c)?.socket
   return typeof socket?.once === 'function' ? (socket as ClosableSocket) : undefined
 }
 

@@ -1,4 +1,9 @@
-import { SlowDownEngine, type SlowDownInfo, type SlowDownOptions } from '@ratewindow/core'
+import {
+  SlowDownEngine,
+  type SlowDownInfo,
+  type SlowDownOptions,
+  type SlowDownRefusal,
+} from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import { addressSource, deferOf, HandlerResponse, type HonoAddressOptions, honoBinding } from './binding.js'
 
@@ -61,24 +66,26 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
       return
     }
     c.set('slowDown', decided.info)
-    const { refusal } = decided
-    if (refusal !== undefined) {
+    const answer = (refusal: SlowDownRefusal) => {
       c.header('Content-Type', refusal.contentType)
       return c.body(refusal.payload, refusal.statusCode, refusal.headers)
     }
+    if (decided.refusal !== undefined) return answer(decided.refusal)
     const response = new HandlerResponse(c)
-    const admitted = await new Promise<boolean>((resolve) =>
+    // true: on to `next()`; false: the client left; a refusal: refused at the end of its delay (a stalled connection).
+    const admitted = await new Promise<boolean | SlowDownRefusal>((resolve) =>
       engine.proceed(
         decided,
         args,
         response,
-        () => resolve(true),
+        (late) => resolve(late ?? true),
         () => resolve(false),
         deferOf(c),
       ),
     )
     // The client left while delayed: nothing runs for it, and nobody reads this answer.
-    if (!admitted) return new Response(null, { status: 499 })
+    if (admitted === false) return new Response(null, { status: 499 })
+    if (admitted !== true) return answer(admitted)
     try {
       await next()
     } finally {

@@ -1,4 +1,4 @@
-import { type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
 import type { Context } from 'koa'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Koa: addresses, trust proxy, routes. */
@@ -9,6 +9,7 @@ export const binding: FrameworkBinding<Context> = {
   app: (ctx) => ctx.app,
   // A closed connection takes the address with it (`ctx.ip` is '' then).
   gone: (ctx) => ctx.req.socket.destroyed === true,
+  stalled: (ctx) => connectionStalled(ctx.req),
   untrustedForwardedFor: (ctx) => (ctx.get('x-forwarded-for') === '' ? undefined : !ctx.app.proxy),
   trustProxyHint: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
   permissiveTrustProxy: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),

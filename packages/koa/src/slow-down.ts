@@ -3,6 +3,7 @@ import {
   SlowDownEngine,
   type SlowDownInfo,
   type SlowDownOptions,
+  type SlowDownRefusal,
 } from '@ratewindow/core'
 import type { Context, Middleware, Next } from 'koa'
 import { binding } from './binding.js'
@@ -38,12 +39,8 @@ export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
   function go(ctx: Context, next: Next, decided: SlowDownDecision<Context> | undefined): Promise<unknown> {
     if (decided === undefined) return next()
     ctx.state.slowDown = decided.info
-    const { refusal } = decided
-    if (refusal !== undefined) {
-      ctx.status = refusal.statusCode
-      ctx.set(refusal.headers)
-      ctx.type = refusal.contentType
-      ctx.body = refusal.payload
+    if (decided.refusal !== undefined) {
+      answer(ctx, decided.refusal)
       return Promise.resolve()
     }
     if (decided.info.delay <= 0) {
@@ -59,7 +56,11 @@ export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
         decided,
         [ctx],
         ctx.res,
-        () => next().then(resolve, reject),
+        (late) => {
+          // Refused at the end of its delay (a stalled connection), or on down the chain.
+          if (late === undefined) next().then(resolve, reject)
+          else resolve(answer(ctx, late))
+        },
         () => resolve(undefined),
       )
     })
@@ -75,4 +76,15 @@ export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
+}
+
+/**
+ * Answers a request refused past the bounds on delayed requests, or at the end of its delay on a stalled
+ * connection: 429, Retry-After, the default body.
+ */
+function answer(ctx: Context, { statusCode, headers, contentType, payload }: SlowDownRefusal): void {
+  ctx.status = statusCode
+  ctx.set(headers)
+  ctx.type = contentType
+  ctx.body = payload
 }

@@ -1,6 +1,8 @@
 import type { ServerResponse } from 'node:http'
 import {
+  connectionStalled,
   type FrameworkBinding,
+  type ReceivedMessage,
   type SlowDownDecision,
   SlowDownEngine,
   type SlowDownOptions,
@@ -47,6 +49,8 @@ const nestMiddlewareBinding: FrameworkBinding<NestHttpRequest> = {
   permissiveTrustProxyHint: `On platform-express: ${EXPRESS.permissiveTrustProxyHint} On platform-fastify: ${FASTIFY.permissiveTrustProxyHint}`,
   route: (request) => platformOf(request).route?.(request),
   onClose: (request, listener) => platformOf(request).onClose!(request, listener),
+  // Node's request on both platforms (middie hands Node's to a Nest middleware).
+  stalled: (request) => connectionStalled(request as ReceivedMessage),
 }
 
 /**
@@ -82,7 +86,10 @@ export function slowDown(options: NestSlowDownOptions = {}): SlowDownMiddleware 
       }
       request.slowDown = decided.info
       if (decided.refusal !== undefined) refuse(response, decided.refusal)
-      else engine.proceed(decided, args, response, () => next())
+      else
+        engine.proceed(decided, args, response, (late) =>
+          late === undefined ? next() : refuse(response, late),
+        )
     }
     const decided = engine.decide(request, args)
     if (decided instanceof Promise) return decided.then(go)
@@ -94,7 +101,10 @@ export function slowDown(options: NestSlowDownOptions = {}): SlowDownMiddleware 
   })
 }
 
-/** Answers a request refused past the bounds on delayed requests, on Node's response (both platforms). */
+/**
+ * Answers a request refused past the bounds on delayed requests, or at the end of its delay on a stalled
+ * connection, on Node's response (both platforms).
+ */
 function refuse(
   response: ServerResponse,
   { statusCode, headers, contentType, payload }: SlowDownRefusal,

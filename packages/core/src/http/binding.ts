@@ -47,6 +47,14 @@ export interface FrameworkBinding<Req> {
    */
   gone?(request: Req): boolean
   /**
+   * Whether the connection of `request` has stopped being read with the request received whole: HTTP/1.1
+   * pipelining, where Node stops reading a connection whose queued responses pass its high-water mark, and a
+   * client that leaves is not heard (its `close` is read only once reading resumes, and that waits for this
+   * request's answer). A delayed request (`slowDown()`) whose connection is stalled when its delay ends is
+   * refused instead of run. Adapters on Node answer `connectionStalled(request)`.
+   */
+  stalled?(request: Req): boolean
+  /**
    * Sets headers on the response `target` the adapter passed to `followSettle` (its response, context or reply),
    * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
    */
@@ -128,6 +136,25 @@ export function socketClosed(socket: ClosableSocket | undefined, listener: () =>
   return () => {
     own.delete(entry)
   }
+}
+
+/** The part of Node's `IncomingMessage` `connectionStalled` reads (core's types do not depend on Node's). */
+export interface ReceivedMessage {
+  /** True once the whole request was received. */
+  readonly complete?: boolean
+  readonly socket?: { isPaused?(): boolean } | null
+}
+
+/**
+ * `FrameworkBinding.stalled` for a Node request: received whole, on a connection Node has paused. A request whose
+ * own body is still coming (an upload the app has not read yet pauses its socket too) is not stalled.
+ *
+ * NOTE: Node's HTTP server pauses a connection only while the responses queued on it pass the socket's
+ * high-water mark, or while a body is not read: with the request whole, the pause is the queue of a client that
+ * pipelined more than the server answers, and only answering the request at the head of that queue resumes it.
+ */
+export function connectionStalled(message: ReceivedMessage | undefined): boolean {
+  return message?.complete === true && message.socket?.isPaused?.() === true
 }
 
 /** The framework's route of the request, for observer events; none without `route`, or when it throws. */

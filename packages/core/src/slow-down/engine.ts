@@ -233,12 +233,17 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
    * adapter ends its part of the request). Arms `skipFailedRequests` and `skipSuccessfulRequests` on `response`;
    * `args` go to `requestWasSuccessful`. `defer` keeps a refund after the response alive (`executionCtx.waitUntil`
    * on Workers). Not for a refused decision (`refusal`): the adapter answers that one.
+   *
+   * A request whose connection is stalled when its delay ends (the binding's `stalled`: a client that pipelined
+   * more than the server answers, whose leaving cannot be heard) is refused then: `proceed` gets the refusal,
+   * which the adapter answers as one from `decide`, running nothing more. An adapter that ignores the argument
+   * runs the request as before.
    */
   proceed(
     decided: SlowDownDecision<Req>,
     args: Args,
     response: TrackedResponse,
-    proceed: () => void,
+    proceed: (refusal?: SlowDownRefusal) => void,
     abandon?: () => void,
     defer?: Defer,
   ): void {
@@ -262,6 +267,10 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     const entry = this.#queue.add(info.delay, () => {
       stop?.()
       leave()
+      if (this.#stalledConnection(decided.request)) {
+        this.#stalled(decision, info, proceed, defer)
+        return
+      }
       state.ran = true
       proceed()
     })
@@ -289,6 +298,30 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   #left(decision: HttpDecision, abandon: (() => void) | undefined, defer: Defer | undefined): void {
     if (this.#config.skipFailedRequests) this.#refund(decision, defer)
     abandon?.()
+  }
+
+  /** The binding's `stalled`; a binding that throws (in a timer: nothing would catch it) counts as not stalled. */
+  #stalledConnection(request: Req): boolean {
+    try {
+      return this.#binding.stalled?.(request) === true
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * The delay ended on a stalled connection: whether the client is still there cannot be known, so nothing runs
+   * for it; it is answered as past the bounds. The handler never ran: with `skipFailedRequests`, its count is
+   * taken back.
+   */
+  #stalled(
+    decision: HttpDecision,
+    info: SlowDownInfo,
+    proceed: (refusal?: SlowDownRefusal) => void,
+    defer: Defer | undefined,
+  ): void {
+    if (this.#config.skipFailedRequests) this.#refund(decision, defer)
+    proceed(refusalAfter(info.delay))
   }
 
   /** Delayed requests of this middleware waiting now. */
