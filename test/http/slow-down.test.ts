@@ -190,6 +190,64 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
   })
 })
 
+/** The status of the response a two-parameter `requestWasSuccessful` gets: `statusCode`, or `status` (Koa, Hono). */
+function statusOf(response: unknown): number {
+  const { statusCode, status } = response as { statusCode?: number; status?: number }
+  return statusCode ?? status ?? Number.NaN
+}
+
+// Issue 32: slowDown() called `requestWasSuccessful` with its callbacks' arguments only, where rateLimit() calls a
+// function of one parameter with the status code: `(statusCode) => statusCode < 400` got the request, judged no
+// response a success, and skipSuccessfulRequests gave nothing back.
+describe.each(SLOW_FRAMEWORKS)(
+  '$name: requestWasSuccessful by its form, as rateLimit() calls it',
+  (framework) => {
+    const start = async (requestWasSuccessful: (...args: never[]) => unknown) => {
+      const timers = new ManualTimers(new ManualClock())
+      // The store's clock stands still: the requests of a test are all in one window.
+      const app = await framework.start({
+        store: new MemoryStore({ clock: new ManualClock(1_800_000_000_000).read }),
+        timers,
+        delayAfter: 1,
+        delayMs: 700,
+        skipSuccessfulRequests: true,
+        requestWasSuccessful: requestWasSuccessful as never,
+      })
+      apps.push(app)
+      return { app, timers }
+    }
+
+    /** Three successes given back, then a failure that counts: the next request is the second of the window. */
+    async function successesGivenBack(app: SlowApp, timers: ManualTimers) {
+      const used: (number | undefined)[] = []
+      for (let i = 0; i < 3; i++) used.push((await call(app, timers)).info?.used)
+      await call(app, timers, '/fail')
+      const next = await call(app, timers)
+      expect([...used, next.info?.used, next.waited]).toEqual([1, 1, 1, 2, 700])
+    }
+
+    it('`(statusCode)` gets the status code (regression: it got the request)', async () => {
+      const statuses: unknown[] = []
+      const { app, timers } = await start((statusCode: number) => {
+        statuses.push(statusCode)
+        return statusCode < 400
+      })
+      await successesGivenBack(app, timers)
+      expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 500])
+    })
+
+    it("`(req, res)` gets the adapter's request and response, as rateLimit()'s", async () => {
+      const requests: unknown[] = []
+      const { app, timers } = await start((request: unknown, response: unknown) => {
+        requests.push(request)
+        return statusOf(response) < 400
+      })
+      await successesGivenBack(app, timers)
+      expect(requests.every((each) => typeof each === 'object' && each !== null)).toBe(true)
+    })
+  },
+)
+
 describe('Hono: slowDown() needs the client address', () => {
   it('refuses to guess it: getConnInfo, clientIp or a keyGenerator, named in the error', () => {
     expect(() => honoSlowDown({ delayAfter: 1 })).toThrow(

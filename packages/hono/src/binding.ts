@@ -310,3 +310,15 @@ export function deferOf(c: Context): Defer | undefined {
   const waitUntil = context?.waitUntil
   return typeof waitUntil === 'function' ? (work) => waitUntil.call(context, work) : undefined
 }
+
+/**
+ * A two-parameter `requestWasSuccessful` gets `(c, c.res)` with `c.res` read when the request is judged (after
+ * `await next()`): the response the handler returned, which replaces the one the context held before. For
+ * `rateLimit()` and `slowDown()` alike.
+ */
+export function withHandlerResponse<O extends { requestWasSuccessful?: unknown }>(options: O): O {
+  const check = options.requestWasSuccessful
+  if (typeof check !== 'function' || check.length < 2) return options
+  const byResponse = check as (c: Context, response: Response) => unknown
+  return { ...options, requestWasSuccessful: (c: Context, _response: unknown) => byResponse(c, c.res) }
+}

@@ -1,12 +1,18 @@
 import {
-  type Awaitable,
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
   type RateLimitResult,
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
-import { addressSource, deferOf, type GetConnInfo, HandlerResponse, honoBinding } from './binding.js'
+import {
+  addressSource,
+  deferOf,
+  type GetConnInfo,
+  HandlerResponse,
+  honoBinding,
+  withHandlerResponse,
+} from './binding.js'
 
 export type { GetConnInfo } from './binding.js'
 
@@ -120,17 +126,6 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     reset: (c: Context<any>) => engine.reset(c),
     close: () => engine.close(),
   })
-}
-
-/**
- * A two-parameter `requestWasSuccessful` gets `(c, c.res)` with `c.res` read when the request is judged (after
- * `await next()`): the response the handler returned, which replaces the one the context held before.
- */
-function withHandlerResponse<E extends Env>(options: HonoRateLimitOptions<E>): HonoRateLimitOptions<E> {
-  const check = options.requestWasSuccessful
-  if (typeof check !== 'function' || check.length < 2) return options
-  const byResponse = check as (c: Context<E>, response: Response) => Awaitable<boolean>
-  return { ...options, requestWasSuccessful: (c: Context<E>, _response: Response) => byResponse(c, c.res) }
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

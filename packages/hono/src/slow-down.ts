@@ -5,7 +5,14 @@ import {
   type SlowDownRefusal,
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
-import { addressSource, deferOf, HandlerResponse, type HonoAddressOptions, honoBinding } from './binding.js'
+import {
+  addressSource,
+  deferOf,
+  HandlerResponse,
+  type HonoAddressOptions,
+  honoBinding,
+  withHandlerResponse,
+} from './binding.js'
 
 /** The variables `slowDown()` sets: `c.get('slowDown')` (undefined when the request was skipped). */
 export interface SlowDownVariables {
@@ -24,7 +31,7 @@ export interface SlowDownEnv {
  */
 // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env, as Hono's own middleware types take.
 export interface HonoSlowDownOptions<E extends Env = any>
-  extends SlowDownOptions<[Context<E>]>,
+  extends SlowDownOptions<[Context<E>], Response>,
     HonoAddressOptions<E> {}
 
 /** The middleware, with a handle to forget a client's count. */
@@ -54,7 +61,11 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
     ADDRESS_NAMES,
     'pass `trustProxy` to slowDown() (the number of proxies in front of the app, or their addresses)',
   )
-  const engine = new SlowDownEngine<Context<E>, [Context<E>]>(options, binding, ADDRESS_NAMES)
+  const engine = new SlowDownEngine<Context<E>, [Context<E>], Response>(
+    withHandlerResponse(options),
+    binding,
+    ADDRESS_NAMES,
+  )
 
   const middleware: MiddlewareHandler<SlowDownEnv> = async (c, next) => {
     const context = c as unknown as Context<E>

@@ -1,4 +1,5 @@
 import {
+  type Awaitable,
   type SlowDownDecision,
   SlowDownEngine,
   type SlowDownInfo,
@@ -15,8 +16,11 @@ declare module 'koa' {
   }
 }
 
-/** express-slow-down 2's options, on ratewindow's stores; callbacks take `(ctx)` (`delayMs` takes `(used, ctx)`). */
-export type KoaSlowDownOptions = SlowDownOptions<[Context]>
+/**
+ * express-slow-down 2's options, on ratewindow's stores; callbacks take `(ctx)` (`delayMs` takes `(used, ctx)`),
+ * but a two-parameter `requestWasSuccessful` takes `(ctx, ctx.response)`, as `rateLimit()`'s.
+ */
+export type KoaSlowDownOptions = SlowDownOptions<[Context], Context['response']>
 
 /** The middleware, with a handle to forget a client's count. */
 export interface SlowDownMiddleware extends Middleware {
@@ -34,7 +38,7 @@ export interface SlowDownMiddleware extends Middleware {
  * `maxWaiting` (1000) delayed requests waiting at once, one more is answered 429 without `next()`.
  */
 export function slowDown(options: KoaSlowDownOptions = {}): SlowDownMiddleware {
-  const engine = new SlowDownEngine<Context, [Context]>(options, binding)
+  const engine = new SlowDownEngine<Context, [Context], Context['response']>(withResponse(options), binding)
 
   function go(ctx: Context, next: Next, decided: SlowDownDecision<Context> | undefined): Promise<unknown> {
     if (decided === undefined) return next()
@@ -87,4 +91,12 @@ function answer(ctx: Context, { statusCode, headers, contentType, payload }: Slo
   ctx.set(headers)
   ctx.type = contentType
   ctx.body = payload
+}
+
+/** A two-parameter `requestWasSuccessful` gets `(ctx, ctx.response)`, as `rateLimit()`'s (callbacks get `ctx` alone). */
+function withResponse(options: KoaSlowDownOptions): KoaSlowDownOptions {
+  const check = options.requestWasSuccessful
+  if (typeof check !== 'function' || check.length < 2) return options
+  const byResponse = check as (ctx: Context, response: Context['response']) => Awaitable<boolean>
+  return { ...options, requestWasSuccessful: (ctx, _response) => byResponse(ctx, ctx.response) }
 }

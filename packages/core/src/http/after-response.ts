@@ -44,6 +44,8 @@ export interface RefundRule {
   refund: () => void
   /** Receives a throw or rejection of `wasSuccessful`. */
   report: (error: unknown) => void
+  /** Keeps an async verdict alive after the response, as the refund (a Worker's `waitUntil`). */
+  defer?: Defer
 }
 
 /**
@@ -69,8 +71,10 @@ export function refundAfterResponse(response: TrackedResponse, rule: RefundRule)
     const settle = (ok: unknown) => {
       if (ok === true ? rule.skipSuccessfulRequests : rule.skipFailedRequests) rule.refund()
     }
-    if (isThenable(success)) Promise.resolve(success).then(settle, rule.report)
-    else settle(success)
+    if (isThenable(success)) {
+      const verdict = Promise.resolve(success).then(settle, rule.report)
+      rule.defer?.(verdict)
+    } else settle(success)
   }
   response.once('finish', judge)
   response.once('close', judge)

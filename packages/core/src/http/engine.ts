@@ -299,14 +299,10 @@ export class HttpRateLimiter<Req, Res = unknown> {
     refundAfterResponse(response, {
       skipFailedRequests,
       skipSuccessfulRequests,
-      wasSuccessful: () => {
-        const verdict = config.requestWasSuccessful(response.statusCode, request as Req, reply)
-        // An async verdict: the runtime keeps it alive as it does the refund (a Worker's `waitUntil`).
-        if (defer !== undefined && isThenable(verdict)) defer(Promise.resolve(verdict).catch(() => {}))
-        return verdict
-      },
+      wasSuccessful: () => config.requestWasSuccessful(response.statusCode, request as Req, reply),
       refund: () => giveBack(limiter, result, this.#report, defer),
       report: (error) => this.#report(error, { operation: 'refund', key: result.key }),
+      defer,
     })
   }
 

@@ -21,12 +21,12 @@ export interface SlowDownCall<Req, Args> {
  * can count exactly, so that it only counts. A store that cannot answer, or sheds, lets the request through.
  * `onError` hears the store's failures (the engine's, with its default log).
  */
-export function countingEngine<Req, Args extends unknown[]>(
-  options: SlowDownOptions<Args>,
+export function countingEngine<Req, Args extends unknown[], Res>(
+  options: SlowDownOptions<Args, Res>,
   windowMs: number,
   binding: FrameworkBinding<Req>,
   where: string,
-  onError: SlowDownOptions<Args>['onError'],
+  onError: SlowDownOptions<Args, Res>['onError'],
 ): HttpRateLimiter<SlowDownCall<Req, Args>> {
   const { keyGenerator, skip, observer } = options
   const capacity = Math.min(1_000_000_000, Math.floor(MAX_PRODUCT / windowMs))

@@ -77,7 +77,7 @@ export interface SlowDownRefusal {
  * `HttpRateLimiter` (slow-down/call-binding.ts); the places are the wait room's (http/wait-room.ts); the waiting
  * is one shared timer (delay-queue.ts); the refund after the response is the HTTP engine's (http/after-response.ts).
  */
-export class SlowDownEngine<Req, Args extends unknown[]> {
+export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
   readonly #config: SlowDownConfig<Args>
   readonly #counter: HttpRateLimiter<SlowDownCall<Req, Args>>
   readonly #binding: FrameworkBinding<Req>
@@ -88,7 +88,7 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
   readonly #report: (error: unknown, context: FailureContext) => void
 
   constructor(
-    options: SlowDownOptions<Args> = {},
+    options: SlowDownOptions<Args, Res> = {},
     binding: FrameworkBinding<Req>,
     adapterNames: readonly string[] = [],
     where = 'slowDown()',
@@ -344,11 +344,13 @@ export class SlowDownEngine<Req, Args extends unknown[]> {
     refundAfterResponse(response, {
       skipFailedRequests,
       skipSuccessfulRequests,
-      wasSuccessful: () =>
-        requestWasSuccessful === undefined ? response.statusCode < 400 : requestWasSuccessful(...args),
+      // A two-parameter check gets the callbacks' first two arguments: the request and the response (Koa and
+      // Hono, whose callbacks get one, wrap it to hand it theirs).
+      wasSuccessful: () => requestWasSuccessful(response.statusCode, args[0], args[1]),
       judged: () => state.ran,
       refund: () => this.#refund(decision, defer),
       report: (error) => this.#report(error, { operation: 'refund', key: decision.result.key }),
+      defer,
     })
   }
 

@@ -3,6 +3,8 @@
  * mean refusing, with what to do instead), fills every default from `SLOW_DOWN_DEFAULTS`, and checks each value.
  */
 import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
+import { HTTP_DEFAULTS } from '../http/options.js'
+import { type RequestWasSuccessful, type SuccessCheck, successCheck } from '../http/success-check.js'
 import type { WaitingBounds } from '../http/wait-room.js'
 import type { FailureContext } from '../limiter/options.js'
 import type { RateLimitObserver } from '../observe.js'
@@ -14,9 +16,11 @@ import { type DelayTimers, PLATFORM_TIMERS } from '../time/delay-queue.js'
 
 /**
  * The options of `slowDown()`: express-slow-down 2's names and meanings. `Args` are the arguments the adapter
- * passes to each callback: Express `(req, res)`, Koa `(ctx)`, Fastify `(request, reply)`, Hono `(c)`.
+ * passes to each callback: Express `(req, res)`, Koa `(ctx)`, Fastify `(request, reply)`, Hono `(c)`. `Res` is
+ * the response a two-parameter `requestWasSuccessful` receives after the request (`args[0]`), as `rateLimit()`'s:
+ * Express `res`, Koa `ctx.response`, Fastify `reply`, Hono `c.res`.
  */
-export interface SlowDownOptions<Args extends unknown[]> {
+export interface SlowDownOptions<Args extends unknown[], Res = Args[1]> {
   /** The window requests are counted in, ms (a fixed window: every client's ends at the same instant). @default 60000 */
   windowMs?: number
   /** Requests of a window that go at full speed; later ones are delayed. A number or a function. @default 1 */
@@ -53,8 +57,12 @@ export interface SlowDownOptions<Args extends unknown[]> {
   skipFailedRequests?: boolean
   /** Take back the count of a request whose response was sent and succeeded. @default false */
   skipSuccessfulRequests?: boolean
-  /** What counts as success for the two options above. @default the response status is below 400 */
-  requestWasSuccessful?: (...args: Args) => Awaitable<boolean>
+  /**
+   * What counts as success for the two options above, as `rateLimit()`'s: a function of one parameter gets the
+   * response's status code, one of two the adapter's request and response (express-slow-down's `(req, res)`;
+   * Koa `(ctx, ctx.response)`, Hono `(c, c.res)`), sync or async. @default the response status is below 400
+   */
+  requestWasSuccessful?: RequestWasSuccessful<Args[0], Res>
   /**
    * Where the counts live: `MemoryStore` (this process), `RedisStore` or `SyncedStore` (shared by every
    * process). Counts are kept apart from every `rateLimit()` on the same store. @default new MemoryStore()
@@ -178,8 +186,8 @@ export interface SlowDownConfig<Args extends unknown[]> {
   skipSuccessfulRequests: boolean
   /** The bounds on delayed requests waiting at once; `Infinity` where the option is `false`. */
   bounds: WaitingBounds
-  /** Undefined: the response status is below 400. */
-  requestWasSuccessful: SlowDownOptions<Args>['requestWasSuccessful']
+  /** `requestWasSuccessful` as the engine asks it: with every argument, each form taking its own. */
+  requestWasSuccessful: SuccessCheck<Args[0]>
   timers: DelayTimers
 }
 
@@ -188,8 +196,8 @@ export interface SlowDownConfig<Args extends unknown[]> {
  * Express's `requestPropertyName`), fills every default, and validates each value. `where` names the options in
  * messages. The options the counting engine takes (store, prefix, key…) are checked by it.
  */
-export function resolveSlowDownOptions<Args extends unknown[]>(
-  options: SlowDownOptions<Args>,
+export function resolveSlowDownOptions<Args extends unknown[], Res>(
+  options: SlowDownOptions<Args, Res>,
   adapterNames: readonly string[],
   where: string,
 ): SlowDownConfig<Args> {
@@ -267,7 +275,7 @@ export function resolveSlowDownOptions<Args extends unknown[]>(
       maxPerKey: parseBound(options.maxPerKey, 'maxPerKey', SLOW_DOWN_DEFAULTS.maxPerKey),
       maxWaiting: parseBound(options.maxWaiting, 'maxWaiting', SLOW_DOWN_DEFAULTS.maxWaiting),
     },
-    requestWasSuccessful: options.requestWasSuccessful,
+    requestWasSuccessful: successCheck(options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful),
     timers,
   }
 }
