@@ -94,15 +94,49 @@ describe('@ratewindow/hono', () => {
     expect(seen[0]).toMatchObject({ allowed: true, key: '203.0.113.6', remaining: 1 })
   })
 
-  // Issue 32: Hono's own test style, `app.request()`, has no connection: `getConnInfo` from @hono/node-server threw
-  // on the missing bindings, and every request answered 500.
-  it("app.request() with @hono/node-server's getConnInfo: no connection, one key and one warning, not a 500 (regression)", async () => {
+  // Issue 32: Hono's own test style, `app.request()`, has no connection: `getConnInfo` from @hono/node-server throws
+  // on the missing bindings. Every such request shared one key, `::`, with a warning (a runtime's helper used on
+  // another runtime would key every client so): it is a coded error now that names the fixes, and `::` an opt-in.
+  it("app.request() with @hono/node-server's getConnInfo and no key: ERR_RATEWINDOW_NO_CONNECTION_INFO naming the fixes, not one key shared by every request", async () => {
+    const errors: (Error & { code?: string; option?: string })[] = []
+    const app = new Hono<RateLimitEnv>()
+    app.onError((error, c) => {
+      errors.push(error)
+      return honoErrorsAsJson(error, c)
+    })
+    app.use(rateLimit({ limit: 2, window: '1m', getConnInfo }))
+    app.get('/', (c) => c.text(c.get('rateLimit')!.key))
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await app.request('/')).status)
+    expect(statuses).toEqual([500, 500, 500])
+    expect(errors.map((error) => [error.code, error.option])).toEqual(
+      Array(3).fill(['ERR_RATEWINDOW_NO_CONNECTION_INFO', 'getConnInfo']),
+    )
+    expect(errors[0]!.message).toMatch(
+      /`key`.*`clientIp`.*`getConnInfo` of the runtime.*`allowNoConnection: true`/s,
+    )
+    expect(errors[0]!.cause).toBeInstanceOf(Error)
+  })
+
+  it('app.request() with a `key` function needs no connection: each test client its own key', async () => {
+    const app = new Hono<RateLimitEnv>()
+    app.use(
+      rateLimit({ limit: 1, window: '1m', getConnInfo, key: (c) => c.req.header('x-user') ?? 'anonymous' }),
+    )
+    app.get('/', (c) => c.text(c.get('rateLimit')!.key))
+    const as = (user: string) => app.request('/', { headers: { 'x-user': user } })
+    expect([(await as('ada')).status, (await as('ada')).status, (await as('grace')).status]).toEqual([
+      200, 429, 200,
+    ])
+  })
+
+  it('`allowNoConnection: true` keys app.request() as one client, `::`, with one warning (the behaviour before)', async () => {
     const warnings: (Error & { code?: string })[] = []
     const listener = (warning: Error) => warnings.push(warning)
     process.on('warning', listener)
     try {
       const app = new Hono<RateLimitEnv>()
-      app.use(rateLimit({ limit: 2, window: '1m', getConnInfo, trustProxy: 1 }))
+      app.use(rateLimit({ limit: 2, window: '1m', getConnInfo, trustProxy: 1, allowNoConnection: true }))
       app.get('/', (c) => c.text(c.get('rateLimit')!.key))
       const first = await app.request('/')
       expect([first.status, await first.text()]).toEqual([200, '::'])
@@ -119,7 +153,16 @@ describe('@ratewindow/hono', () => {
     }
     const ours = warnings.filter((warning) => warning.code === 'RATEWINDOW_NO_CONNECTION_INFO')
     expect(ours).toHaveLength(1) // once per process (this file's modules)
-    expect(ours[0]!.message).toMatch(/app\.request\(\).*`clientIp`/)
+    expect(ours[0]!.message).toMatch(/app\.request\(\).*`allowNoConnection`/)
+  })
+
+  it('`allowNoConnection` is checked at construction: a boolean, and only with `getConnInfo`', () => {
+    expect(() => rateLimit({ getConnInfo, allowNoConnection: 'yes' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'allowNoConnection' }),
+    )
+    expect(() => rateLimit({ clientIp: (c) => c.req.header('x-client'), allowNoConnection: true })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'allowNoConnection' }),
+    )
   })
 
   it('resets a key through the handle', async () => {

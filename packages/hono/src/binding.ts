@@ -36,7 +36,18 @@ export interface HonoAddressOptions<E extends Env = any> {
    * sets the header: any client could then choose its own key. Needs `getConnInfo`. @default none
    */
   trustProxy?: number | string | readonly string[]
+  /**
+   * For tests with Hono's `app.request()`, which has no connection: a request whose `getConnInfo` finds none is
+   * keyed as one client shared by every such request, the unspecified address `::` (with one process warning,
+   * `RATEWINDOW_NO_CONNECTION_INFO`), instead of failing with `ERR_RATEWINDOW_NO_CONNECTION_INFO`. Never in
+   * production: a runtime's helper on another runtime finds no connection for any client, and every client would
+   * share that key. Needs `getConnInfo`. @default false
+   */
+  allowNoConnection?: boolean
 }
+
+/** The names of `HonoAddressOptions`, for the middlewares' lists of known options. */
+export const ADDRESS_NAMES = ['getConnInfo', 'clientIp', 'trustProxy', 'allowNoConnection'] as const
 
 /**
  * What the engines of `rateLimit()` and `slowDown()` know of Hono: the address `clientIp` finds (from
@@ -120,7 +131,14 @@ export function addressSource<E extends Env>(
   keyed: boolean,
   keyOption: string,
 ): ((c: Context<E>) => string | undefined) | undefined {
-  const { getConnInfo, clientIp, trustProxy } = options
+  const { getConnInfo, clientIp, trustProxy, allowNoConnection = false } = options
+  if (typeof allowNoConnection !== 'boolean')
+    throw invalidOption('allowNoConnection', '`allowNoConnection` must be true or false.')
+  if (allowNoConnection && getConnInfo === undefined)
+    throw invalidOption(
+      'allowNoConnection',
+      "`allowNoConnection` is for `getConnInfo`: it keys the requests it finds no connection for (Hono's app.request()).",
+    )
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function')
     throw invalidOption('getConnInfo', "`getConnInfo` must be a function, such as Hono's getConnInfo helper.")
   if (clientIp !== undefined && typeof clientIp !== 'function')
@@ -149,7 +167,8 @@ export function addressSource<E extends Env>(
       )
     return clientIp
   }
-  const peer = (c: Context<E>) => connectionAddress(getConnInfo!, c)
+  const noConnection = allowNoConnection ? sharedNoConnectionAddress : noConnectionError(keyOption)
+  const peer = (c: Context<E>) => connectionAddress(getConnInfo!, c, noConnection)
   if (trustProxy === undefined) return peer
   if (typeof trustProxy === 'number') {
     if (!Number.isSafeInteger(trustProxy) || trustProxy < 1) {
@@ -182,7 +201,7 @@ export function addressSource<E extends Env>(
 
 /**
  * The address of a request without a connection (`getConnInfo` threw: no runtime bindings, as with `app.request()`
- * in tests): the unspecified address `::`, one key for all such requests.
+ * in tests), with `allowNoConnection`: the unspecified address `::`, one key for all such requests.
  */
 export const NO_CONNECTION_ADDRESS = '::'
 
@@ -191,25 +210,51 @@ let warnedNoConnection = false
 /**
  * The connection's peer address from `getConnInfo`. A request that came with no connection to read (Hono's own
  * `app.request()` in tests gives none: `@hono/node-server`'s helper then throws on the missing `c.env.incoming`,
- * Bun's and Deno's on the missing server) is keyed as `NO_CONNECTION_ADDRESS` instead of failing with a 500,
- * with one process warning that says so: outside tests it means the app runs with another runtime's helper.
+ * Bun's and Deno's on the missing server; outside tests, a runtime's helper on another runtime) is answered by
+ * `noConnection`: an error that names the fixes, or with `allowNoConnection`, one shared address.
  */
-function connectionAddress(getConnInfo: GetConnInfo, c: Context): string | undefined {
+function connectionAddress(
+  getConnInfo: GetConnInfo,
+  c: Context,
+  noConnection: (error: unknown) => string,
+): string | undefined {
   try {
     return getConnInfo(c).remote.address
   } catch (error) {
-    if (!warnedNoConnection) {
-      warnedNoConnection = true
-      emitWarning(
-        `getConnInfo found no connection to read (${(error as Error)?.message ?? String(error)}), as with ` +
-          `Hono's app.request() in tests: such requests share one key, '${NO_CONNECTION_ADDRESS}'. Outside tests, ` +
-          'pass the getConnInfo of the runtime the app runs on (every client would share that key); in tests, ' +
-          '`clientIp` (e.g. from a header the test sets) keys clients apart (docs/testing.md).',
-        'RATEWINDOW_NO_CONNECTION_INFO',
-      )
-    }
-    return NO_CONNECTION_ADDRESS
+    return noConnection(error)
   }
+}
+
+/** Why `getConnInfo` found no connection, for messages. */
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * Without `allowNoConnection`: the request fails (the framework's error handling, a 500), naming the fixes. Every
+ * such request would otherwise share one key, which outside tests is every client's.
+ */
+function noConnectionError(keyOption: string): (error: unknown) => never {
+  return (error) => {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_NO_CONNECTION_INFO',
+      `\`getConnInfo\` found no connection to read (${reasonOf(error)}), as with Hono's app.request() in tests, or the helper of another runtime than the app's: every such request would share one key. ` +
+        `Pass a \`${keyOption}\` function (in tests, from a header the test sets) or \`clientIp\`, or the \`getConnInfo\` of the runtime the app runs on; in tests only, \`allowNoConnection: true\` keys them all as one client, '${NO_CONNECTION_ADDRESS}' (docs/testing.md).`,
+      { option: 'getConnInfo', cause: error },
+    )
+  }
+}
+
+/** With `allowNoConnection`: one address for every request without a connection, and one warning that says so. */
+function sharedNoConnectionAddress(error: unknown): string {
+  if (!warnedNoConnection) {
+    warnedNoConnection = true
+    emitWarning(
+      `getConnInfo found no connection to read (${reasonOf(error)}), as with Hono's app.request() in tests: ` +
+        `with \`allowNoConnection\`, such requests share one key, '${NO_CONNECTION_ADDRESS}'. Outside tests, pass the ` +
+        'getConnInfo of the runtime the app runs on and drop `allowNoConnection` (every client would share that key).',
+      'RATEWINDOW_NO_CONNECTION_INFO',
+    )
+  }
+  return NO_CONNECTION_ADDRESS
 }
 
 /**

@@ -6,6 +6,7 @@ import {
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
+  ADDRESS_NAMES,
   addressSource,
   deferOf,
   type GetConnInfo,
@@ -49,6 +50,13 @@ export interface HonoRateLimitOptions<E extends Env = any>
    * sets the header: any client could then choose its own key. Needs `getConnInfo`. @default none
    */
   trustProxy?: number | string | readonly string[]
+  /**
+   * For tests with Hono's `app.request()` (no connection): a request whose `getConnInfo` finds none is keyed as
+   * one client, `::`, with one warning, instead of failing with `ERR_RATEWINDOW_NO_CONNECTION_INFO`. Never in
+   * production (every client would share that key); in tests a `key` function is better. Needs `getConnInfo`.
+   * @default false
+   */
+  allowNoConnection?: boolean
   /** Replaces the default 429 answer: return the response. Headers are already set (`c.header`). */
   handler?: (c: Context<E>, result: RateLimitResult) => Response | Promise<Response>
 }
@@ -77,7 +85,7 @@ export interface RateLimitMiddleware extends MiddlewareHandler<RateLimitEnv> {
 export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> = {}): RateLimitMiddleware {
   const clientIp = addressSource(options, options.key !== undefined, 'key')
   const { handler } = options
-  const binding = honoBinding<E>(clientIp, options, ['handler', 'getConnInfo', 'clientIp', 'trustProxy'])
+  const binding = honoBinding<E>(clientIp, options, ['handler', ...ADDRESS_NAMES])
   const engine = new HttpRateLimiter(withHandlerResponse(options), binding)
   const tracks =
     engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true

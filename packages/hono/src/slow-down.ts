@@ -6,6 +6,7 @@ import {
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
+  ADDRESS_NAMES,
   addressSource,
   deferOf,
   HandlerResponse,
@@ -41,8 +42,6 @@ export interface SlowDownMiddleware extends MiddlewareHandler<SlowDownEnv> {
   /** Call when the app goes: gives up the counters, and closes the memory store made for itself. */
   close(): void
 }
-
-const ADDRESS_NAMES = ['getConnInfo', 'clientIp', 'trustProxy'] as const
 
 /**
  * Hono middleware (Node, Bun, Deno, Workers) that delays instead of refusing (express-slow-down 2's model): every request
