@@ -24,7 +24,7 @@ const CLASSES: [string, string, Record<string, unknown>][] = [
   ['CircuitBreakerOptions', 'gateway/circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
   ['BlockedCacheOptions', 'limiter/blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],
   ['PenaltyOptions', 'algorithms/penalty.ts', PENALTY_DEFAULTS],
-  ['SlowDownOptions<Args extends unknown[]>', 'slow-down/options.ts', SLOW_DOWN_DEFAULTS],
+  ['SlowDownOptions<Args extends unknown[], Res = Args[1]>', 'slow-down/options.ts', SLOW_DOWN_DEFAULTS],
   ['WaitOptions', 'limiter/wait.ts', WAIT_DEFAULTS],
   ['DelayOptions', 'http/options.ts', DELAY_DEFAULTS],
 ]
