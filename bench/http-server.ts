@@ -9,7 +9,13 @@
  * trust-proxy rules on X-Forwarded-For) and formats the `RateLimit` value per request (Node then checks a new
  * string each time), the part of any limiter's work that is not its decision; `floor-redis` adds to the header
  * floor one ioredis EVALSHA of a script that only INCRs a key per client with a TTL. No limiter that sets headers
- * (or that calls Redis once per request) can beat them.
+ * (or that calls Redis once per request) can beat them. `floor-redis-grouped` (issue 33) is that floor grouped:
+ * the requests of one event-loop turn share one EVALSHA that INCRs each one's key and answers each one's count,
+ * sent at the end of the turn (no decision, no bound, no timeout): the distance to what grouping can reach.
+ *
+ * Our other memory rows (issue 33): `ratewindow-no-headers` (`headers: false`, the work of a peer that sends no
+ * headers on allowed responses, as the bench's rate-limiter-flexible middleware) and `ratewindow-default-headers`
+ * (our default headers, draft-6: four).
  *
  * The parent asks for this process's CPU time over IPC (`process.cpuUsage()`), to report Node CPU per request.
  */
@@ -41,6 +47,13 @@ const STATE = `limit=${limit}, remaining=${limit - 1}, reset=60`
 const INCR_TTL = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`
+/** The grouped floor's script: the INCR-with-TTL of each key, its counts in order. */
+const INCR_TTL_EACH = `local counts = {}
+for i = 1, #KEYS do
+  counts[i] = redis.call('INCR', KEYS[i])
+  if counts[i] == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+end
+return counts`
 /**
  * `floor-key` reads the client address here (kept from being optimised away) and formats the state header per
  * request, with a `remaining` that counts down: what any IP-keyed limiter must do besides deciding.
@@ -48,14 +61,50 @@ return n`
 export let sink: string | undefined
 let left = limit
 const state = variant === 'floor-key' ? () => `limit=${limit}, remaining=${--left}, reset=60` : () => STATE
-type FloorClient = Redis & { floor(key: string, ttl: number): Promise<number> }
-const floorClient = (): FloorClient | undefined => {
-  if (variant !== 'floor-redis') return undefined
-  const client = redis()
-  client.defineCommand('floor', { numberOfKeys: 1, lua: INCR_TTL }) // EVALSHA, EVAL once on NOSCRIPT
-  return client as FloorClient
+type FloorClient = Redis & {
+  floor(key: string, ttl: number): Promise<number>
+  floorEach(keys: number, ...keysThenTtl: (string | number)[]): Promise<number[]>
+}
+/** The floors' one Redis call per request: per request (`floor-redis`) or shared by a turn (`-grouped`). */
+const floorCall = (): ((key: string) => Promise<unknown>) | undefined => {
+  if (variant !== 'floor-redis' && variant !== 'floor-redis-grouped') return undefined
+  const client = redis() as FloorClient
+  // EVALSHA, EVAL once on NOSCRIPT; `floorEach` takes the number of keys first.
+  client.defineCommand('floor', { numberOfKeys: 1, lua: INCR_TTL })
+  client.defineCommand('floorEach', { lua: INCR_TTL_EACH })
+  if (variant === 'floor-redis') return (key) => client.floor(key, 60_000)
+  // The requests of this turn: their keys, and how to answer each.
+  let keys: string[] = []
+  let waiters: { resolve(count: number): void; reject(error: unknown): void }[] = []
+  const send = () => {
+    const answering = waiters
+    client.floorEach(keys.length, ...keys, 60_000).then(
+      (counts) => {
+        for (const [i, waiter] of answering.entries()) waiter.resolve(counts[i]!)
+      },
+      (error) => {
+        for (const waiter of answering) waiter.reject(error)
+      },
+    )
+    keys = []
+    waiters = []
+  }
+  return (key) =>
+    new Promise((resolve, reject) => {
+      if (keys.length === 0) setImmediate(send)
+      keys.push(key)
+      waiters.push({ resolve, reject })
+    })
 }
 const ours = (): HttpRateLimitOptions<unknown> | undefined => {
+  if (variant === 'ratewindow-no-headers' || variant === 'ratewindow-default-headers')
+    return {
+      limit,
+      window: '1m',
+      ...(variant === 'ratewindow-no-headers' ? { headers: false } : {}),
+      store: new MemoryStore({ maxKeys: 1_000_000 }),
+      blockedCache: false,
+    }
   if (variant === 'ratewindow')
     return {
       limit,
@@ -102,7 +151,7 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
 async function start(): Promise<number> {
   const options = ours()
   const floor = variant.startsWith('floor-')
-  const client = floorClient()
+  const client = floorCall()
   const peer =
     options || floor || variant === 'bare'
       ? undefined
@@ -120,7 +169,7 @@ async function start(): Promise<number> {
       })
     if (client)
       app.use((request, response, next) => {
-        client.floor(`floor:${request.ip}`, 60_000).then(() => {
+        client(`floor:${request.ip}`).then(() => {
           response.setHeader('RateLimit-Policy', POLICY)
           response.setHeader('RateLimit', state())
           next()
@@ -140,7 +189,7 @@ async function start(): Promise<number> {
     if (options) app.use(koaRateLimit(options))
     if (floor)
       app.use(async (ctx, next) => {
-        if (client) await client.floor(`floor:${ctx.ip}`, 60_000)
+        if (client) await client(`floor:${ctx.ip}`)
         else if (variant === 'floor-key') sink = ctx.ip
         ctx.set('RateLimit-Policy', POLICY)
         ctx.set('RateLimit', state())
@@ -161,7 +210,7 @@ async function start(): Promise<number> {
     if (options) app.use(honoRateLimit({ ...options, getConnInfo, trustProxy: '127.0.0.1' }))
     if (floor)
       app.use(async (c, next) => {
-        if (client) await client.floor(`floor:${c.req.header('x-forwarded-for')}`, 60_000)
+        if (client) await client(`floor:${c.req.header('x-forwarded-for')}`)
         else if (variant === 'floor-key')
           sink = getConnInfo(c).remote.address === '127.0.0.1' ? c.req.header('x-forwarded-for') : undefined
         c.header('RateLimit-Policy', POLICY)
@@ -186,7 +235,7 @@ async function start(): Promise<number> {
     })
   if (client)
     app.addHook('onRequest', async (request, reply) => {
-      await client.floor(`floor:${request.ip}`, 60_000)
+      await client(`floor:${request.ip}`)
       reply.header('RateLimit-Policy', POLICY)
       reply.header('RateLimit', state())
     })

@@ -4,7 +4,8 @@
  * and with 10k. Every configuration's server runs in its own process, started once; the rounds alternate
  * between them and the median is reported, as a ratio to the bare framework measured in the same rounds and
  * as a ratio to its floor (issue 12): `floor-headers` (bare + one hook setting two draft-7-size headers) for the
- * memory stores, `floor-redis` (that + one EVALSHA of an INCR-with-TTL script) for the Redis stores.
+ * memory stores, `floor-redis` (that + one EVALSHA of an INCR-with-TTL script) for the Redis stores; on the allowed
+ * path `floor-redis-grouped` (that EVALSHA shared by the requests of one event-loop turn), against `floor-redis`.
  * Node CPU per request is the server process's `process.cpuUsage()` delta (asked over IPC) ÷ responses; Redis
  * CPU per request is the `INFO cpu` used_cpu_sys + used_cpu_user delta ÷ responses (one redis-server, one
  * configuration loaded at a time).
@@ -70,7 +71,10 @@ export function variantsOf(framework: string): string[] {
     'floor-headers',
     'floor-key',
     'floor-redis',
+    'floor-redis-grouped',
     'ratewindow',
+    'ratewindow-no-headers',
+    'ratewindow-default-headers',
     'ratewindow-redis',
     'ratewindow-redis-fixed',
     'ratewindow-redis-cached',
@@ -172,7 +176,7 @@ async function redisCpu(redis: Redis): Promise<number> {
 }
 
 /** Script calls (EVALSHA and EVAL) the server has run so far: with responses, the decisions per call. */
-async function scriptCalls(redis: Redis): Promise<number> {
+export async function scriptCalls(redis: Redis): Promise<number> {
   const info = await redis.info('commandstats')
   let calls = 0
   for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1])
@@ -209,6 +213,7 @@ export async function load(
   const responses = results.reduce((sum, result) => sum + result.responses, 0) || 1
   const nodeCpu = cpuAfter.reduce((sum, cpu, i) => sum + cpu - cpuBefore[i]!, 0)
   return {
+    responses,
     rps: results.reduce((sum, result) => sum + result.rps, 0),
     p50: median(results.map((result) => result.p50)),
     p99: Math.max(...results.map((result) => result.p99)),
@@ -275,6 +280,8 @@ export async function runHttp(
           'bare',
           'floor-headers',
           'floor-redis',
+          // What grouping can reach (issue 33): the floor's INCRs of a turn in one call.
+          ...(path === 'allowed' ? ['floor-redis-grouped'] : []),
           'ratewindow',
           'ratewindow-redis',
           ...(path === 'denied' ? ['ratewindow-redis-cached'] : []),

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { startServer } from '../bench/http.js'
-import { checkPairs, pairsOf } from '../bench/pairs.js'
+import { checkPairs, noiseOf, pairsOf, selfPairs } from '../bench/pairs.js'
 
 describe('bench pairs', () => {
   it('refuses a pair naming a configuration the framework does not have, before starting anything', () => {
@@ -22,11 +22,30 @@ describe('bench pairs', () => {
       ['floor-key', 'floor-headers'],
       ['ratewindow', 'floor-key'],
       ['ratewindow', 'hono-rate-limiter'],
+      ['ratewindow-default-headers', 'hono-rate-limiter'],
     ])
     expect(() => checkPairs(['hono'], pairsOf('hono'))).not.toThrow()
     expect(() => checkPairs(['hono'], [['ratewindow-redis', 'hono-rate-limiter-redis']])).toThrow(
       /hono has no configuration hono-rate-limiter-redis/,
     )
+  })
+
+  it('pairs RedisStore with the grouped floor, and each peer with our configuration doing its work (issue 33)', () => {
+    const fastify = pairsOf('fastify')
+    expect(fastify).toContainEqual(['ratewindow-redis', 'floor-redis-grouped'])
+    expect(fastify).toContainEqual(['floor-redis-grouped', 'floor-redis'])
+    expect(fastify).toContainEqual(['ratewindow-no-headers', 'rate-limiter-flexible'])
+    expect(pairsOf('express')).toContainEqual(['ratewindow-default-headers', 'express-rate-limit'])
+    for (const framework of ['express', 'koa', 'fastify', 'hono'])
+      expect(() => checkPairs([framework], pairsOf(framework))).not.toThrow()
+  })
+
+  it('A/A pairs each configuration of the target pairs against itself, one process a side', () => {
+    const pairs = selfPairs('koa')
+    expect(pairs).toContainEqual(['ratewindow-redis', 'ratewindow-redis'])
+    expect(pairs).toContainEqual(['floor-redis-grouped', 'floor-redis-grouped'])
+    expect(pairs.every(([config, reference]) => config === reference && !config.endsWith('-x4'))).toBe(true)
+    expect(noiseOf([])).toEqual({ median: 0, round: 0 })
   })
 
   it('startServer rejects when the server process exits before listening, instead of waiting for ever', async () => {
