@@ -84,6 +84,10 @@ export function variantsOf(framework: string): string[] {
   ]
 }
 
+/** Pins a process and its threads to `cpuList` (`taskset`, e.g. '1'); false where that is not possible. */
+export const pinTo = (cpuList: string, pid: number): boolean =>
+  spawnSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' }).status === 0
+
 /** The number of server processes of a configuration. */
 const processesOf = (config: string) => (config.endsWith('-x4') ? 4 : 1)
 
@@ -104,8 +108,10 @@ export async function startServer(
   path: string,
   redisUrl: string,
   cpus?: string,
+  /** Node flags for this server, after BENCH_NODE_FLAGS' (e.g. `--cpu-prof`: profile.ts). */
+  nodeFlags: readonly string[] = [],
 ): Promise<Server> {
-  const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const flags = [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), ...nodeFlags]
   const { name, benchDir } = buildOf(variant)
   // Without the source condition the packages resolve to their built dist, as users get them.
   const child: ChildProcess = spawn(
@@ -117,10 +123,8 @@ export async function startServer(
       env: { ...process.env, REDIS_URL: redisUrl },
     },
   )
-  if (cpus !== undefined) {
-    const pinned = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(child.pid)], { stdio: 'ignore' })
-    if (pinned.status !== 0) console.error(`bench: could not pin a ${variant} server to CPU ${cpus}`)
-  }
+  if (cpus !== undefined && !pinTo(cpus, child.pid!))
+    console.error(`bench: could not pin a ${variant} server to CPU ${cpus}`)
   try {
     return { port: await portOf(child, `${framework} ${variant}`), child }
   } catch (error) {

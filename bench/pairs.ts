@@ -25,10 +25,9 @@
  * (`selfPairs`), the noise. Before/after a change: `--pairs
  * ratewindow:ratewindow@before` with `BENCH_BEFORE=<root of the earlier checkout>` (see `buildOf` in http.ts).
  */
-import { spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { RedisServer } from '../test/support/redis-server.js'
-import { load, type Server, startServer, variantsOf } from './http.js'
+import { load, pinTo, type Server, startServer, variantsOf } from './http.js'
 import { PEERS } from './peers.js'
 import { argument, median, table } from './stats.js'
 
@@ -175,9 +174,7 @@ export async function runPairs(
   // Two cores or more: the load generator (this process) on core 0, the paired servers on core 1. redis-server,
   // started after, inherits core 0: it stands for a Redis on another machine, and its work is not taken from the
   // servers' core.
-  const pin = (cpuList: string, pid: number) =>
-    spawnSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' }).status === 0
-  const pinned = cpus().length >= 2 && pin('0', process.pid)
+  const pinned = cpus().length >= 2 && pinTo('0', process.pid)
   if (!pinned)
     console.error('pairs: taskset unavailable or refused: servers and load generator are not pinned')
   const redis = await RedisServer.start()
@@ -256,7 +253,7 @@ export async function runPairs(
     }
   } finally {
     await redis.stop()
-    if (pinned) pin(allCores, process.pid)
+    if (pinned) pinTo(allCores, process.pid)
   }
   return { rows, pinned }
 }

@@ -1,0 +1,421 @@
+/**
+ * Where a server's time goes, by our units (issue 33): a framework's bench server (http-server.ts) under
+ * `node --cpu-prof`, loaded by autocannon, its self time grouped by unit: adapter, address, key, engine, limiter,
+ * store, headers, grouping, client (the Redis client, ours and the library), framework, and Node's own.
+ *
+ * Attribution: the servers run the built packages, as users get them. @ratewindow/core's dist is one bundle, so a
+ * profile names `dist/index.js` for every function; its source map (built beside it) maps each function's start
+ * back to its source file under packages/core/src, and `UNITS` maps source files to units. (The
+ * `@ratewindow/source` condition would name the sources directly, but under tsx's transform: not the code that
+ * runs in production, docs/profiling.md.) An adapter's dist is the adapter; a package under node_modules is the
+ * framework, the Redis client or a peer; bench/ is the server's own route and the floors' hooks.
+ *
+ * Window: the profile covers the process's life; only the samples taken while the measured load ran are kept
+ * (the profile's clock is the monotonic clock of `process.hrtime`), so start-up and the warm-up do not count.
+ * `µs/req` is a unit's sampled time ÷ responses in that window; `share` its part of all non-idle samples.
+ *
+ * Before and after in one command: `--before` adds `<variant>@before` for each variant, run from the checkout in
+ * BENCH_BEFORE (http.ts `buildOf`) at the same time as the variant, both pinned to one core as in pairs.ts.
+ *
+ *   pnpm --filter @ratewindow/bench profile -- --frameworks koa --variants ratewindow,ratewindow-redis --keys 1
+ *   BENCH_BEFORE=<built checkout> pnpm --filter @ratewindow/bench profile -- --frameworks hono --before
+ *   [--duration 5] [--interval 250 (µs between samples)] [--top 12 (functions listed)] [--json]
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { SourceMap } from 'node:module'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { RedisServer } from '../test/support/redis-server.js'
+import { load, pinTo, type Server, startServer } from './http.js'
+import { argument, table } from './stats.js'
+
+/** The units, in the order the tables list them. */
+export const UNIT_ORDER = [
+  'adapter',
+  'address',
+  'key',
+  'engine',
+  'limiter',
+  'store',
+  'headers',
+  'grouping',
+  'client',
+  'support',
+  'framework',
+  'peer',
+  'bench',
+  'gc',
+  'node/other',
+] as const
+export type Unit = (typeof UNIT_ORDER)[number]
+
+/**
+ * @ratewindow/core's source files (under packages/core/src) by unit: the first prefix that matches. The one place
+ * that says which file is which unit (test/bench-profile.test.ts checks that every source file has an entry).
+ */
+export const UNITS: readonly [prefix: string, unit: Unit][] = [
+  ['http/ip.ts', 'address'],
+  ['http/proxy-warnings.ts', 'address'],
+  ['http/keys.ts', 'key'],
+  ['limiter/namespaces.ts', 'key'],
+  ['support/hash.ts', 'key'],
+  ['http/headers.ts', 'headers'],
+  ['http/header-mix.ts', 'headers'],
+  ['http/', 'engine'],
+  ['slow-down/', 'engine'],
+  ['limiter/', 'limiter'],
+  ['gateway/', 'limiter'],
+  ['observe.ts', 'limiter'],
+  ['result.ts', 'limiter'],
+  ['stores/redis/groups.ts', 'grouping'],
+  ['stores/redis/send-group.ts', 'grouping'],
+  ['stores/redis/batch-script.ts', 'grouping'],
+  ['stores/redis/flight-clock.ts', 'grouping'],
+  ['stores/redis/clients/', 'client'],
+  ['stores/', 'store'],
+  ['algorithms/', 'store'],
+  ['support/', 'support'],
+  ['time/', 'support'],
+]
+
+/** Packages under node_modules that are a Redis client (or its parts), and the peers' libraries. */
+const CLIENT_PACKAGES =
+  /^(ioredis|ioredis6|iovalkey|redis|redis5|@redis\/.*|@valkey\/.*|denque|redis-parser|redis-errors|cluster-key-slot|standard-as-callback|lodash\..*)$/
+const PEER_PACKAGES =
+  /^(rate-limiter-flexible|express-rate-limit|rate-limit-redis|@fastify\/rate-limit|koa-ratelimit|hono-rate-limiter|@nestjs\/throttler)$/
+/** Packages of the server's tooling, not of the request path (tsx's loader): Node's side. */
+const TOOL_PACKAGES = /^(tsx|esbuild|get-tsconfig|resolve-pkg-maps)$/
+
+/** A core source path (relative to packages/core/src) → its unit. */
+export function unitOfSource(path: string): Unit | undefined {
+  for (const [prefix, unit] of UNITS) if (path.startsWith(prefix)) return unit
+  return undefined
+}
+
+interface CallFrame {
+  functionName: string
+  url: string
+  lineNumber: number
+  columnNumber: number
+}
+interface ProfileNode {
+  id: number
+  callFrame: CallFrame
+}
+export interface CpuProfile {
+  nodes: ProfileNode[]
+  startTime: number
+  endTime: number
+  samples: number[]
+  timeDeltas: number[]
+}
+
+/** Where a function is: its unit and, for our packages, its source file. */
+export interface Place {
+  unit: Unit
+  file: string
+}
+
+const maps = new Map<string, SourceMap | undefined>()
+function sourceMapOf(path: string): SourceMap | undefined {
+  if (!maps.has(path)) {
+    let map: SourceMap | undefined
+    try {
+      map = new SourceMap(JSON.parse(readFileSync(`${path}.map`, 'utf8')))
+    } catch {
+      map = undefined
+    }
+    maps.set(path, map)
+  }
+  return maps.get(path)
+}
+
+/** The unit of one profile node's function. */
+export function placeOf(frame: CallFrame): Place {
+  const { functionName, url } = frame
+  if (functionName === '(garbage collector)') return { unit: 'gc', file: '' }
+  if (url === '' || url.startsWith('node:')) return { unit: 'node/other', file: url }
+  const path = url.startsWith('file:') ? fileURLToPath(url) : url
+  const ours = /\/packages\/([^/]+)\/(dist|src)\/(.*)$/.exec(path)
+  if (ours) {
+    const [, name, folder, rest] = ours as unknown as [string, string, string, string]
+    if (name !== 'core') return { unit: 'adapter', file: `${name}/${folder}/${rest}` }
+    let source = folder === 'src' ? rest : undefined
+    if (source === undefined) {
+      const entry = sourceMapOf(path)?.findEntry(frame.lineNumber, frame.columnNumber) as
+        | { originalSource?: string }
+        | undefined
+      source = /src\/(.*)$/.exec(entry?.originalSource ?? '')?.[1]
+    }
+    // index.ts (the export list) runs nothing per request; a position the map does not resolve is Node's side.
+    const unit = source === undefined ? undefined : unitOfSource(source)
+    return unit === undefined
+      ? { unit: 'node/other', file: `core/${folder}/${source ?? rest}` }
+      : { unit, file: `core/src/${source}` }
+  }
+  const modules = path.lastIndexOf('/node_modules/')
+  if (modules >= 0) {
+    const parts = path.slice(modules + '/node_modules/'.length).split('/')
+    const name = parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!
+    const unit = CLIENT_PACKAGES.test(name)
+      ? 'client'
+      : PEER_PACKAGES.test(name)
+        ? 'peer'
+        : TOOL_PACKAGES.test(name)
+          ? 'node/other'
+          : 'framework'
+    return { unit, file: name }
+  }
+  if (/\/bench\/[^/]+$/.test(path))
+    return { unit: 'bench', file: path.slice(path.lastIndexOf('/bench/') + 1) }
+  return { unit: 'node/other', file: path }
+}
+
+/** One variant's profile, summed by unit and by function over the samples between `from` and `to` (µs). */
+export interface Summary {
+  /** Sampled µs, idle left out. */
+  busyUs: number
+  units: Record<Unit, number>
+  files: Map<string, { unit: Unit; us: number }>
+  functions: Map<string, { unit: Unit; us: number }>
+}
+
+export function summarise(profile: CpuProfile, from = -Infinity, to = Infinity): Summary {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const places = new Map<number, Place | undefined>()
+  const units = Object.fromEntries(UNIT_ORDER.map((unit) => [unit, 0])) as Record<Unit, number>
+  const files = new Map<string, { unit: Unit; us: number }>()
+  const functions = new Map<string, { unit: Unit; us: number }>()
+  let busyUs = 0
+  let at = profile.startTime
+  const { samples, timeDeltas } = profile
+  for (let i = 0; i < samples.length; i++) {
+    at += timeDeltas[i]!
+    // A sample stands for the time until the next one.
+    const us = i + 1 < samples.length ? timeDeltas[i + 1]! : 0
+    if (at < from || at > to || us <= 0) continue
+    const id = samples[i]!
+    if (!places.has(id)) {
+      const frame = byId.get(id)!.callFrame
+      places.set(id, /^\((idle|root)\)$/.test(frame.functionName) ? undefined : placeOf(frame))
+    }
+    const place = places.get(id)
+    if (place === undefined) continue
+    busyUs += us
+    units[place.unit] += us
+    const file = files.get(place.file) ?? { unit: place.unit, us: 0 }
+    file.us += us
+    files.set(place.file, file)
+    const frame = byId.get(id)!.callFrame
+    const name = `${frame.functionName || '(anonymous)'} ${place.file}`
+    const fn = functions.get(name) ?? { unit: place.unit, us: 0 }
+    fn.us += us
+    functions.set(name, fn)
+  }
+  return { busyUs, units, files, functions }
+}
+
+/** One profiled server of a run: its summary, responses and Node CPU in the measured window. */
+export interface ProfiledVariant {
+  framework: string
+  keys: number
+  variant: string
+  responses: number
+  rps: number
+  /** Node CPU per response (process.cpuUsage), µs, profiler included. */
+  nodeUs: number
+  summary: Summary
+}
+
+/** The newest profile of the main thread (`.0.` thread id in the name) in `dir`, or the largest. */
+function readProfile(dir: string): CpuProfile {
+  const files = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile'))
+  if (files.length === 0) throw new Error(`profile: no .cpuprofile in ${dir} (did the server exit normally?)`)
+  const profiles = files.map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as CpuProfile)
+  return profiles.sort((a, b) => b.samples.length - a.samples.length)[0]!
+}
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+
+export async function runProfiles(options: {
+  frameworks: string[]
+  variants: string[]
+  keys: number[]
+  duration: number
+  intervalUs: number
+  before: boolean
+}): Promise<ProfiledVariant[]> {
+  const pinned = cpus().length >= 2 && pinTo('0', process.pid)
+  const redis = await RedisServer.start()
+  const redisUrl = `redis://127.0.0.1:${redis.port}`
+  const results: ProfiledVariant[] = []
+  try {
+    for (const framework of options.frameworks)
+      for (const keys of options.keys)
+        for (const variant of options.variants) {
+          const names = options.before ? [variant, `${variant}@before`] : [variant]
+          const dirs = names.map(() => mkdtempSync(join(tmpdir(), 'ratewindow-profile-')))
+          const servers: Server[] = []
+          try {
+            for (const [i, name] of names.entries())
+              servers.push(
+                await startServer(framework, name, 'allowed', redisUrl, pinned ? '1' : undefined, [
+                  '--cpu-prof',
+                  `--cpu-prof-dir=${dirs[i]}`,
+                  `--cpu-prof-interval=${options.intervalUs}`,
+                ]),
+              )
+            const measure = (seconds: number) =>
+              Promise.all(servers.map((server) => load([server], keys, seconds, 25)))
+            await measure(1)
+            const from = monotonicUs()
+            const loads = await measure(options.duration)
+            const to = monotonicUs()
+            await Promise.all(
+              servers.map(
+                (server) =>
+                  new Promise((resolve) => {
+                    server.child.once('exit', resolve)
+                    server.child.kill('SIGTERM')
+                  }),
+              ),
+            )
+            for (const [i, name] of names.entries()) {
+              const profile = readProfile(dirs[i]!)
+              if (profile.endTime < to || profile.startTime > from)
+                throw new Error(
+                  `profile: ${name}'s profile (${profile.startTime}–${profile.endTime} µs) does not cover the load (${from}–${to} µs): not the same clock`,
+                )
+              results.push({
+                framework,
+                keys,
+                variant: name,
+                responses: loads[i]!.responses,
+                rps: loads[i]!.rps,
+                nodeUs: loads[i]!.nodeUs,
+                summary: summarise(profile, from, to),
+              })
+            }
+          } finally {
+            for (const server of servers) server.child.kill()
+            for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+          }
+          console.error(`profile: ${framework} ${keys} key(s) ${names.join(' and ')} done`)
+        }
+  } finally {
+    await redis.stop()
+    if (pinned)
+      pinTo(
+        cpus()
+          .map((_, i) => i)
+          .join(','),
+        process.pid,
+      )
+  }
+  return results
+}
+
+const percent = (part: number, whole: number) => `${((100 * part) / (whole || 1)).toFixed(1)} %`
+const perRequest = (us: number, responses: number) => (us / (responses || 1)).toFixed(2)
+
+/**
+ * The table of one framework and key count: per unit, each variant's share of its busy samples and µs per
+ * response; the units no variant spent time in are left out.
+ */
+export function unitTable(rows: readonly ProfiledVariant[]): string {
+  const shown = UNIT_ORDER.filter((unit) => rows.some((row) => row.summary.units[unit] > 0))
+  return table(
+    ['unit', ...rows.flatMap((row) => [`${row.variant} share`, `${row.variant} µs/req`])],
+    [
+      ...shown.map((unit) => [
+        unit,
+        ...rows.flatMap((row) => [
+          percent(row.summary.units[unit], row.summary.busyUs),
+          perRequest(row.summary.units[unit], row.responses),
+        ]),
+      ]),
+      ['all (sampled)', ...rows.flatMap((row) => ['100 %', perRequest(row.summary.busyUs, row.responses)])],
+    ],
+  )
+}
+
+/** The functions of ours (not framework, Node, GC) with the most self time in one variant. */
+export function topTable(row: ProfiledVariant, count: number): string {
+  const ours = new Set<Unit>(['framework', 'peer', 'bench', 'gc', 'node/other'])
+  const top = [...row.summary.functions.entries()]
+    .filter(([, fn]) => !ours.has(fn.unit))
+    .sort((a, b) => b[1].us - a[1].us)
+    .slice(0, count)
+  return table(
+    ['function (file)', 'unit', 'µs/req', 'share'],
+    top.map(([name, fn]) => [
+      name,
+      fn.unit,
+      perRequest(fn.us, row.responses),
+      percent(fn.us, row.summary.busyUs),
+    ]),
+  )
+}
+
+export function toJson(rows: readonly ProfiledVariant[]): unknown {
+  const sorted = (map: Map<string, { unit: Unit; us: number }>, responses: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1].us - a[1].us)
+      .map(([name, { unit, us }]) => ({ name, unit, usPerRequest: us / (responses || 1) }))
+  return rows.map((row) => ({
+    framework: row.framework,
+    keys: row.keys,
+    variant: row.variant,
+    responses: row.responses,
+    rps: row.rps,
+    nodeUsPerRequest: row.nodeUs,
+    sampledUsPerRequest: row.summary.busyUs / (row.responses || 1),
+    units: Object.fromEntries(
+      UNIT_ORDER.map((unit) => [
+        unit,
+        {
+          share: row.summary.units[unit] / (row.summary.busyUs || 1),
+          usPerRequest: row.summary.units[unit] / (row.responses || 1),
+        },
+      ]),
+    ),
+    files: sorted(row.summary.files, row.responses),
+    functions: sorted(row.summary.functions, row.responses).slice(0, 100),
+  }))
+}
+
+export function profileReport(rows: readonly ProfiledVariant[], top: number): string {
+  const sections: string[] = []
+  const groups = new Map<string, ProfiledVariant[]>()
+  for (const row of rows) {
+    const name = `${row.framework}, ${row.keys.toLocaleString('en-US')} key${row.keys > 1 ? 's' : ''}`
+    groups.set(name, [...(groups.get(name) ?? []), row])
+  }
+  for (const [name, group] of groups) {
+    const loads = group
+      .map(
+        (row) =>
+          `${row.variant}: ${Math.round(row.rps).toLocaleString('en-US')} req/s, ${row.nodeUs.toFixed(1)} µs Node CPU/req`,
+      )
+      .join('; ')
+    sections.push(`### ${name}\n\n${loads} (under the profiler)\n\n${unitTable(group)}`)
+    if (top > 0)
+      for (const row of group)
+        sections.push(`Top ${top} functions of ours, ${row.variant}:\n\n${topTable(row, top)}`)
+  }
+  return sections.join('\n\n')
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await runProfiles({
+    frameworks: (argument('frameworks') ?? 'express,koa,fastify,hono').split(','),
+    variants: (argument('variants') ?? 'ratewindow,ratewindow-redis').split(','),
+    keys: (argument('keys') ?? '1,10000').split(',').map(Number),
+    duration: Number(argument('duration') ?? '5'),
+    intervalUs: Number(argument('interval') ?? '250'),
+    before: process.argv.includes('--before'),
+  })
+  if (process.argv.includes('--json')) console.log(JSON.stringify(toJson(rows), null, 2))
+  else console.log(profileReport(rows, Number(argument('top') ?? '12')))
+}
