@@ -146,22 +146,34 @@ export function buildOf(variant: string): { name: string; benchDir: string } {
 }
 
 /**
- * The port a server process prints once listening. Rejects when the process exits (or cannot be spawned) before
- * printing it, e.g. on a variant its framework does not have: waiting for a line that never comes left the
- * caller hanging for as long as its other servers kept the event loop alive.
+ * The port a server process prints once listening (the line `{"port":N}`: other lines, such as `--trace-gc`'s,
+ * may come before it). Rejects when the process exits (or cannot be spawned) before printing it, e.g. on a
+ * variant its framework does not have: waiting for a line that never comes left the caller hanging for as long
+ * as its other servers kept the event loop alive.
  */
 export async function portOf(child: ChildProcess, name: string): Promise<number> {
   const stop = new AbortController()
+  let output = ''
+  const port = new Promise<number>((resolve) => {
+    const read = (chunk: Buffer) => {
+      output += chunk.toString()
+      const line = /^\{"port":(\d+)\}$/m.exec(output)
+      if (line === null) return
+      child.stdout!.off('data', read)
+      resolve(Number(line[1]))
+    }
+    child.stdout!.on('data', read)
+    stop.signal.addEventListener('abort', () => child.stdout!.off('data', read))
+  })
   try {
-    const [line] = (await Promise.race([
-      once(child.stdout!, 'data', { signal: stop.signal }),
+    return await Promise.race([
+      port,
       once(child, 'exit', { signal: stop.signal }).then(([code, signal]) => {
         throw new Error(
           `bench server ${name} exited (${signal ?? `code ${code}`}) before listening; its error is above`,
         )
       }),
-    ])) as [Buffer]
-    return JSON.parse(line.toString()).port as number
+    ])
   } finally {
     stop.abort()
   }

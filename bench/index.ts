@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { runAccuracy } from './accuracy.js'
+import { allocationTable, runAllocation, SEMI_SPACE_MB } from './allocation.js'
 import { runClients } from './clients.js'
 import { runCore } from './core.js'
 import { runFlood } from './flood.js'
@@ -16,6 +17,7 @@ import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
 import { noiseOf, type PairRow, pairsTable, runPairs, SAME_WORK, selfPairs, worstRatio } from './pairs.js'
 import { PEERS } from './peers.js'
+import { profileReport, runProfiles } from './profile.js'
 import { runRedis } from './redis.js'
 import { runClusterFlood, runRedisFlood } from './redis-flood.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
@@ -66,6 +68,22 @@ for (const framework of ['express', 'koa', 'fastify', 'hono'])
   )
 const noise = noiseOf(aa)
 const nest = await step('nestjs', () => runNestPairs({ rounds: quick ? 1 : 5, duration: quick ? 1 : 2 }))
+// Issue 33: with BENCH_BEFORE (a built checkout of the earlier build), the profile and the allocation figures are
+// before and after, from the same run.
+const before = process.env.BENCH_BEFORE !== undefined
+const allocation = await step('allocation', () =>
+  runAllocation({ rounds: quick ? 1 : 3, duration: quick ? 1 : 3, before }),
+)
+const profiles = await step('profile', () =>
+  runProfiles({
+    frameworks: ['express', 'koa', 'fastify', 'hono'],
+    variants: ['ratewindow', 'ratewindow-redis'],
+    keys: [1, 10_000],
+    duration: quick ? 1 : 4,
+    intervalUs: 250,
+    before,
+  }),
+)
 
 const markdown = `# Benchmarks
 
@@ -158,6 +176,33 @@ default (sliding window counter, server time) does more work in Redis per decisi
 ![req/s as a ratio to the bare framework](http-ratios.svg)
 
 ${httpTable(http)}
+
+## Allocation per decision
+
+Issue 33: each framework's server (\`bench/http-server.ts\`, draft-7 headers, the allowed path) with its young
+generation fixed at ${SEMI_SPACE_MB} MB a semi-space (\`--min-semi-space-size\` = \`--max-semi-space-size\`) and
+\`--trace-gc-nvp\`, loaded by autocannon from another process (50 connections, ${quick ? 1 : 3} s, after a warm-up
+second; medians of ${quick ? 1 : 3} rounds): minor GCs (scavenges) per 100,000 decisions, and the bytes allocated per
+decision that the GC trace reports (\`allocated=\`; Node 20 has no \`total_allocated_bytes\`). \`− bare\` takes the
+bare framework's figure away (measured the same way, of the same build): what the limiter allocates, and on
+RedisStore its Redis client. \`≈ KB from GCs\` is the scavenge count times the semi-space: close to the measured
+bytes, less what survives a scavenge. ${before ? '`@before` rows are the build in BENCH_BEFORE, `− bare` against its own bare server. ' : ''}Alone:
+\`pnpm --filter @ratewindow/bench allocation\`.
+
+${allocationTable(allocation)}
+
+## Where the time goes: CPU profiles by unit
+
+Issue 33: each framework's server under \`node --cpu-prof\` (250 µs between samples), loaded by autocannon for
+${quick ? 1 : 4} s after a warm-up second (only the samples of those seconds count), self time grouped by our units;
+\`µs/req\` is a unit's sampled time per response, \`share\` its part of the server's busy samples. The core's bundled
+functions are placed by their source file through the dist's source map (the table \`UNITS\` in
+\`bench/profile.ts\`); \`framework\` is every package under node_modules other than the Redis client, \`node/other\`
+Node's own JavaScript and native work (HTTP parsing and writing, the event loop), \`gc\` the garbage collector,
+\`bench\` the server's route. ${before ? 'Each variant ran at the same time as its `@before` (the build in BENCH_BEFORE), both on one core. ' : ''}Alone, with the functions behind each unit:
+\`pnpm --filter @ratewindow/bench profile\` (\`--json\` for files and functions).
+
+${profileReport(profiles, 0)}
 
 ## Core decisions per second
 

@@ -228,12 +228,15 @@ export interface ProfiledVariant {
   summary: Summary
 }
 
-/** The newest profile of the main thread (`.0.` thread id in the name) in `dir`, or the largest. */
+/**
+ * The profile of the server's main thread: `--cpu-prof` writes one per thread (`CPU.<date>.<time>.<pid>.<thread>.
+ * <n>.cpuprofile`), and tsx's loader runs on a thread of its own, idle most of the time.
+ */
 function readProfile(dir: string): CpuProfile {
-  const files = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile'))
-  if (files.length === 0) throw new Error(`profile: no .cpuprofile in ${dir} (did the server exit normally?)`)
-  const profiles = files.map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as CpuProfile)
-  return profiles.sort((a, b) => b.samples.length - a.samples.length)[0]!
+  const main = readdirSync(dir).find((name) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(name))
+  if (main === undefined)
+    throw new Error(`profile: no main-thread profile in ${dir} (did the server exit normally?)`)
+  return JSON.parse(readFileSync(join(dir, main), 'utf8')) as CpuProfile
 }
 
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
