@@ -1,5 +1,5 @@
 /**
- * The profile's attribution (bench/profile.ts, issue 33): every source file of the core has a unit, bundled
+ * The profile's attribution (bench/profile-units.ts, issue 33): every source file of the core has a unit, bundled
  * functions are found in their source file through the dist's source map, and the summary keeps only the samples
  * of the measured window.
  */
@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { type CpuProfile, placeOf, summarise, unitOfSource } from '../bench/profile.js'
+import { type CpuProfile, placeOf, summarise, unitOfSource } from '../bench/profile-units.js'
 
 const core = join(import.meta.dirname, '..', 'packages', 'core')
 const sources = (readdirSync(join(core, 'src'), { recursive: true }) as string[])
