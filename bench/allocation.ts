@@ -9,14 +9,15 @@
  * server's output while the measured load runs, and divided by the responses. (Node 20 has no
  * `total_allocated_bytes` in `v8.getHeapStatistics()`; the GC trace's bytes agree with the count: one scavenge ≈
  * one semi-space of allocation, less what survives it, the `≈ KB from GCs` column.) Decisions are HTTP requests
- * from autocannon in another process, so the load generator allocates nothing here; the bare framework is
+ * from autocannon in another process (a fixed number per round, `REQUESTS`), so the load generator allocates
+ * nothing here; the bare framework is
  * measured the same way, and `− bare` is our figure: the limiter's own allocation (and, on Redis, its client's),
  * with the framework's and Node's HTTP taken out.
  *
  * Before and after: `--before` (with BENCH_BEFORE, http.ts `buildOf`) adds `<variant>@before` for each variant,
  * its `− bare` taken against `bare@before`; the `after ÷ before` column is of the `− bare` scavenges.
  *
- *   pnpm --filter @ratewindow/bench allocation -- [--frameworks koa,hono] [--keys 1] [--rounds 3] [--duration 3]
+ *   pnpm --filter @ratewindow/bench allocation -- [--frameworks koa,hono] [--keys 1] [--rounds 3] [--requests 30000]
  *   [--variants ratewindow,ratewindow-redis] [--before]
  */
 import type { ChildProcess } from 'node:child_process'
@@ -27,6 +28,13 @@ import { argument, median, table } from './stats.js'
 
 /** The fixed semi-space, MB: small, so that a decision's bytes show as scavenges in a short run. */
 export const SEMI_SPACE_MB = 1
+/**
+ * Requests per round: a GC trace counts bytes when a GC happens, so a round is exact to one semi-space (1 MB) at
+ * each end: ±0.07 KB a decision over 30,000, and a count exact to one scavenge in hundreds.
+ */
+export const REQUESTS = 30_000
+/** Requests of the warm-up round: the first requests run unoptimised code, which allocates more. */
+const WARM_UP = 5_000
 const GC_FLAGS = [
   `--min-semi-space-size=${SEMI_SPACE_MB}`,
   `--max-semi-space-size=${SEMI_SPACE_MB}`,
@@ -98,12 +106,13 @@ export async function runAllocation(
     variants?: string[]
     keys?: number[]
     rounds?: number
-    duration?: number
+    /** Requests per round and server: a fixed number, so that the figures' precision does not depend on speed. */
+    requests?: number
     before?: boolean
   } = {},
 ): Promise<AllocationRow[]> {
   const rounds = options.rounds ?? 3
-  const duration = options.duration ?? 3
+  const requests = options.requests ?? REQUESTS
   const variants = options.variants ?? ['ratewindow', 'ratewindow-redis']
   const builds = options.before ? ['', '@before'] : ['']
   const redis = await RedisServer.start()
@@ -126,10 +135,16 @@ export async function runAllocation(
           for (let round = -1; round < rounds; round++) {
             for (const config of configs) {
               const { server, trace } = servers.get(config)!
-              // Round -1 warms up: the first requests run unoptimised code, which allocates more.
+              // Round -1 warms up.
               await settled(trace)
               const start = trace.snapshot()
-              const measured = await load([server], keys, round < 0 ? 1 : duration, 50, info)
+              const measured = await load(
+                [server],
+                keys,
+                { requests: round < 0 ? WARM_UP : requests },
+                50,
+                info,
+              )
               await settled(trace)
               if (round < 0) continue
               const n = measured.responses
@@ -224,7 +239,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     variants: argument('variants')?.split(','),
     keys: (argument('keys') ?? '1,10000').split(',').map(Number),
     rounds: Number(argument('rounds') ?? '3'),
-    duration: Number(argument('duration') ?? '3'),
+    requests: Number(argument('requests') ?? REQUESTS),
     before: process.argv.includes('--before'),
   })
   console.log(allocationTable(rows))

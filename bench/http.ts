@@ -206,7 +206,8 @@ export async function scriptCalls(redis: Redis): Promise<number> {
 export async function load(
   servers: readonly Server[],
   keys: number,
-  seconds: number,
+  /** Seconds, or a number of requests (spread over the servers). */
+  length: number | { requests: number },
   connections: number,
   redis?: Redis,
 ) {
@@ -218,7 +219,7 @@ export async function load(
       loadOne(
         server.port,
         keys,
-        seconds,
+        typeof length === 'number' ? length : { requests: Math.ceil(length.requests / servers.length) },
         Math.floor(connections / servers.length) + (i < connections % servers.length ? 1 : 0),
       ),
     ),
@@ -240,12 +241,17 @@ export async function load(
   }
 }
 
-async function loadOne(port: number, keys: number, seconds: number, connections: number) {
+async function loadOne(
+  port: number,
+  keys: number,
+  length: number | { requests: number },
+  connections: number,
+) {
   let next = 0
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/`,
     connections,
-    duration: seconds,
+    ...(typeof length === 'number' ? { duration: length } : { amount: length.requests }),
     requests: [
       {
         setupRequest: (request) => {

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { runAccuracy } from './accuracy.js'
-import { allocationTable, runAllocation, SEMI_SPACE_MB } from './allocation.js'
+import { allocationTable, REQUESTS, runAllocation, SEMI_SPACE_MB } from './allocation.js'
 import { runClients } from './clients.js'
 import { runCore } from './core.js'
 import { runFlood } from './flood.js'
@@ -72,7 +72,7 @@ const nest = await step('nestjs', () => runNestPairs({ rounds: quick ? 1 : 5, du
 // before and after, from the same run.
 const before = process.env.BENCH_BEFORE !== undefined
 const allocation = await step('allocation', () =>
-  runAllocation({ rounds: quick ? 1 : 3, duration: quick ? 1 : 3, before }),
+  runAllocation({ rounds: quick ? 1 : 3, requests: quick ? 5_000 : REQUESTS, before }),
 )
 const profiles = await step('profile', () =>
   runProfiles({
@@ -181,8 +181,8 @@ ${httpTable(http)}
 
 Issue 33: each framework's server (\`bench/http-server.ts\`, draft-7 headers, the allowed path) with its young
 generation fixed at ${SEMI_SPACE_MB} MB a semi-space (\`--min-semi-space-size\` = \`--max-semi-space-size\`) and
-\`--trace-gc-nvp\`, loaded by autocannon from another process (50 connections, ${quick ? 1 : 3} s, after a warm-up
-second; medians of ${quick ? 1 : 3} rounds): minor GCs (scavenges) per 100,000 decisions, and the bytes allocated per
+\`--trace-gc-nvp\`, loaded by autocannon from another process (50 connections, ${(quick ? 5_000 : REQUESTS).toLocaleString('en-US')}
+requests a round after 5,000 to warm up; medians of ${quick ? 1 : 3} rounds): minor GCs (scavenges) per 100,000 decisions, and the bytes allocated per
 decision that the GC trace reports (\`allocated=\`; Node 20 has no \`total_allocated_bytes\`). \`− bare\` takes the
 bare framework's figure away (measured the same way, of the same build): what the limiter allocates, and on
 RedisStore its Redis client. \`≈ KB from GCs\` is the scavenge count times the semi-space: close to the measured
