@@ -190,10 +190,13 @@ Issue 33: each framework's server (\`bench/http-server.ts\`, draft-7 headers, th
 generation fixed at ${SEMI_SPACE_MB} MB a semi-space (\`--min-semi-space-size\` = \`--max-semi-space-size\`) and
 \`--trace-gc-nvp\`, loaded by autocannon from another process (50 connections, ${(quick ? 5_000 : REQUESTS).toLocaleString('en-US')}
 requests a round after 5,000 to warm up; medians of ${quick ? 1 : 3} rounds): minor GCs (scavenges) per 100,000 decisions, and the bytes allocated per
-decision that the GC trace reports (\`allocated=\`; Node 20 has no \`total_allocated_bytes\`). \`− bare\` takes the
+decision that the GC trace reports (\`allocated=\`, the heap's growth between two GCs; Node 20 has no
+\`total_allocated_bytes\`). \`− bare\` takes the
 bare framework's figure away (measured the same way, of the same build): what the limiter allocates, and on
 RedisStore its Redis client. \`≈ KB from GCs\` is the scavenge count times the semi-space: close to the measured
-bytes, less what survives a scavenge. ${before ? '`@before` rows are the build in BENCH_BEFORE, `− bare` against its own bare server. ' : ''}Alone:
+bytes when no major GC runs (apart from what survives a scavenge, and what V8 puts straight in the old space);
+where they do (\`major GCs /100k\`: the Redis path promotes what waits for its reply), the old space's sweeping
+frees memory between two GCs, the growth is no longer only allocation, and the scavenge count is the measure. ${before ? '`@before` rows are the build in BENCH_BEFORE, `− bare` against its own bare server. ' : ''}Alone:
 \`pnpm --filter @ratewindow/bench allocation\`.
 
 ${allocationTable(allocation)}

@@ -11,12 +11,12 @@ const line = (kind: string, allocated: number) =>
   `[1:0x1]  89 ms: pause=2.3 mutator=78.4 gc=${kind} reduce_memory=0 scavenge=0.41 total_size_before=4074320 allocated=${allocated} promoted=0\n`
 
 describe('bench allocation', () => {
-  it('counts scavenges and sums the bytes of every GC, lines split across chunks', () => {
+  it('counts scavenges and major GCs and sums the bytes of every GC, lines split across chunks', () => {
     const trace = new GcTrace()
     const text = `{"port":1}\n${line('s', 1000)}${line('mc', 500)}${line('s', 2000)}`
     trace.read(text.slice(0, 150))
     trace.read(text.slice(150))
-    expect(trace.snapshot()).toEqual({ scavenges: 2, bytes: 3500 })
+    expect(trace.snapshot()).toEqual({ scavenges: 2, majors: 1, bytes: 3500 })
   })
 
   it('starts a server whose GC trace comes before its port line, and follows the trace', async () => {
