@@ -194,9 +194,10 @@ decision that the GC trace reports (\`allocated=\`, the heap's growth between tw
 \`total_allocated_bytes\`). \`− bare\` takes the
 bare framework's figure away (measured the same way, of the same build): what the limiter allocates, and on
 RedisStore its Redis client. \`≈ KB from GCs\` is the scavenge count times the semi-space: close to the measured
-bytes when no major GC runs (apart from what survives a scavenge, and what V8 puts straight in the old space);
-where they do (\`major GCs /100k\`: the Redis path promotes what waits for its reply), the old space's sweeping
-frees memory between two GCs, the growth is no longer only allocation, and the scavenge count is the measure. ${before ? '`@before` rows are the build in BENCH_BEFORE, `− bare` against its own bare server. ' : ''}Alone:
+bytes when no major GC runs (apart from what survives a scavenge, and what V8 puts straight in the old space).
+With no major GC (\`major GCs /100k\` 0) the bytes are the finer figure (one scavenge is ${SEMI_SPACE_MB} MB); where
+they run, the old space's sweeping frees memory between two GCs, the growth is no longer only allocation, and the
+scavenge count is the measure. ${before ? '`@before` rows are the build in BENCH_BEFORE, `− bare` against its own bare server. ' : ''}Alone:
 \`pnpm --filter @ratewindow/bench allocation\`.
 
 ${allocationTable(allocation)}
