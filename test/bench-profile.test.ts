@@ -3,7 +3,8 @@
  * functions are found in their source file through the dist's source map, and the summary keeps only the samples
  * of the measured window.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -31,10 +32,26 @@ describe('bench profile attribution', () => {
     expect(unitOfSource('stores/local/memory.ts')).toBe('store')
   })
 
-  it('finds a bundled function in its source file through the source map of the built dist', () => {
-    const dist = join(core, 'dist', 'index.js')
-    const lines = readFileSync(dist, 'utf8').split('\n')
-    const line = lines.findIndex((text) => /^function parseIp\(/.test(text))
+  it('finds a bundled function in its source file through the source map beside the bundle', () => {
+    // A bundle of one function whose map points its first position at http/ip.ts.
+    const dir = join(mkdtempSync(join(tmpdir(), 'profile-map-')), 'packages', 'core', 'dist')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'index.js'), 'function parseIp() {}\n')
+    writeFileSync(
+      join(dir, 'index.js.map'),
+      JSON.stringify({ version: 3, sources: ['../src/http/ip.ts'], names: [], mappings: 'AAAA' }),
+    )
+    expect(placeOf(frame(pathToFileURL(join(dir, 'index.js')).href, 'parseIp'))).toEqual({
+      unit: 'address',
+      file: 'core/src/http/ip.ts',
+    })
+  })
+
+  const dist = join(core, 'dist', 'index.js')
+  it.skipIf(!existsSync(dist))('places a function of the built core through its source map', () => {
+    const line = readFileSync(dist, 'utf8')
+      .split('\n')
+      .findIndex((text) => /^function parseIp\(/.test(text))
     expect(line).toBeGreaterThan(0)
     expect(placeOf(frame(pathToFileURL(dist).href, 'parseIp', line, 0))).toEqual({
       unit: 'address',
