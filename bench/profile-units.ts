@@ -116,7 +116,7 @@ function sourceMapOf(path: string): SourceMap | undefined {
 export function placeOf(frame: CallFrame): Place {
   const { functionName, url } = frame
   if (functionName === '(garbage collector)') return { unit: 'gc', file: '' }
-  if (url === '' || url.startsWith('node:')) return { unit: 'node/other', file: url }
+  if (url === '' || url.startsWith('node:')) return { unit: 'node/other', file: url || functionName }
   const path = url.startsWith('file:') ? fileURLToPath(url) : url
   const ours = /\/packages\/([^/]+)\/(dist|src)\/(.*)$/.exec(path)
   if (ours) {
