@@ -1,0 +1,20 @@
+export type { HeadersCarrier, NextAddressOptions } from './address.js'
+export type { ActionDecision, ActionRateLimiter, ActionRateLimitOptions, ActionRequest } from './action.js'
+export { rateLimitAction } from './action.js'
+export type { NextRateLimitOptions, NextRequestLike } from './binding.js'
+export type { NextMiddlewareOptions, RateLimitMiddleware } from './middleware.js'
+export { rateLimit } from './middleware.js'
+export type { RateLimitedHandler } from './route.js'
+export { rateLimitOf, withRateLimit } from './route.js'
+export type { RateLimitObserver, RateLimitResult, Store } from '@ratewindow/core'
+export {
+  AccessList,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimitError,
+  RedisStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'

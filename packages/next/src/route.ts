@@ -1,0 +1,92 @@
+import type { RateLimitResult, TrackedResponse } from '@ratewindow/core'
+import { denial, type NextRateLimitOptions, nextEngine, withHeaders } from './binding.js'
+
+/** The decision of each request a `withRateLimit` handler admitted, for `rateLimitOf`. */
+const decisions = new WeakMap<object, RateLimitResult>()
+
+/**
+ * The rate limit decision of `request` inside a `withRateLimit` handler (with `settle` for reserve-then-settle);
+ * undefined when the request was skipped or outside such a handler.
+ */
+export function rateLimitOf(request: Request): RateLimitResult | undefined {
+  return decisions.get(request)
+}
+
+/** A route handler as `withRateLimit` returns it, with handles on its counters. */
+export type RateLimitedHandler<Req extends Request, Context> = ((
+  request: Req,
+  context: Context,
+) => Promise<Response>) & {
+  /** Forgets `key` in every counter of this limiter. Rejects on a store error. */
+  resetKey(key: string): Promise<void>
+  /** Gives up the counters, and closes the memory store made for itself (a `store` you passed stays open). */
+  close(): void
+}
+
+/**
+ * Limits a route handler (`export const POST = withRateLimit(handler, { limit: 10, window: '1m', trustProxy: 1 })`):
+ * a refused request gets 429 with the RateLimit headers, `Retry-After` and the body, and the handler does not
+ * run; an admitted one runs it, and its response gets the RateLimit headers. The handler reads the decision with
+ * `rateLimitOf(request)`. Every option works here, `skipFailedRequests`, `concurrency` and `delay` included
+ * (judged by the handler's response, once it returned). Build it once, at module level.
+ */
+export function withRateLimit<Req extends Request, Context = unknown>(
+  handler: (request: Req, context: Context) => Response | Promise<Response>,
+  options: NextRateLimitOptions<Req> = {},
+): RateLimitedHandler<Req, Context> {
+  if (typeof handler !== 'function')
+    throw new TypeError('withRateLimit(handler, options): `handler` must be the route handler function.')
+  const engine = nextEngine<Req>(options, 'withRateLimit()')
+  const tracks =
+    engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true
+
+  async function rateLimitedHandler(request: Req, context: Context): Promise<Response> {
+    const decision = await engine.decide(request)
+    if (decision === undefined) return handler(request, context)
+    if (decision.gone) return new Response(null, { status: decision.statusCode })
+    if (!decision.result.allowed) return denial(engine, request, decision, options.handler)
+    decisions.set(request, decision.result)
+    // `settle` in the handler rewrites these before they are added to its response.
+    const headers = new Headers(decision.headers)
+    engine.followSettle(decision, headers)
+    const tracked = tracks ? new HandlerResponse() : undefined
+    if (tracked !== undefined) engine.track(tracked, decision, undefined, request)
+    let response: Response | undefined
+    try {
+      response = await handler(request, context)
+    } finally {
+      tracked?.finish(response?.status ?? 500)
+    }
+    return withHeaders(response, Object.fromEntries(headers))
+  }
+  return Object.assign(rateLimitedHandler, {
+    resetKey: (key: string) => engine.resetKey(key),
+    close: () => engine.close(),
+  })
+}
+
+/**
+ * What the engine reads to judge a refund and give back an in-flight slot: the handler's response, finished when
+ * the handler returned it (or threw: a 500).
+ */
+class HandlerResponse implements TrackedResponse {
+  statusCode = 200
+  writableFinished = false
+  readonly #listeners: { event: 'finish' | 'close'; listener: () => void }[] = []
+
+  get writableEnded(): boolean {
+    return this.writableFinished
+  }
+
+  once(event: 'finish' | 'close', listener: () => void): void {
+    this.#listeners.push({ event, listener })
+  }
+
+  finish(statusCode: number): void {
+    this.statusCode = statusCode
+    this.writableFinished = true
+    for (const event of ['finish', 'close'] as const)
+      for (const each of this.#listeners) if (each.event === event) each.listener()
+    this.#listeners.length = 0
+  }
+}
