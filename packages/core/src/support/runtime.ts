@@ -9,12 +9,20 @@ interface WarningProcess {
 
 /**
  * A process warning (`process.emitWarning`, with its `code`) where the runtime has one (Node, Bun, Deno), else
- * `console.warn` (Workers).
+ * `console.warn` (Workers, and Next.js's Edge runtime, whose `process.emitWarning` throws).
  */
 export function emitWarning(message: string, code: string): void {
   const host = (globalThis as { process?: Partial<WarningProcess> }).process
-  if (typeof host?.emitWarning === 'function') host.emitWarning(message, { code })
-  else console.warn(`[ratewindow] ${code}: ${message}`)
+  if (typeof host?.emitWarning === 'function') {
+    try {
+      host.emitWarning(message, { code })
+      return
+    } catch {
+      // NOTE: Next.js's Edge runtime defines `process.emitWarning` as a function that throws ("A Node.js API is
+      // used … not supported in the Edge Runtime"): a warning must never fail the request that caused it.
+    }
+  }
+  console.warn(`[ratewindow] ${code}: ${message}`)
 }
 
 /** A random v4 UUID (Web Crypto's `crypto.randomUUID`, a global in Node 20, Bun, Deno and Workers). */
