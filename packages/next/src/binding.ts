@@ -37,7 +37,8 @@ export const RESPONSE_OPTIONS = [
   'concurrency',
   'delay',
 ] as const
-export type ResponseOption = (typeof RESPONSE_OPTIONS)[number]
+/** Those options, and `requestWasSuccessful`, which only they read: left out of the types where they are refused. */
+export type ResponseOption = (typeof RESPONSE_OPTIONS)[number] | 'requestWasSuccessful'
 
 /**
  * Refuses the options that need the response: Next.js runs the route after middleware (or proxy) has returned,
