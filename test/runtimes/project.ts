@@ -4,8 +4,9 @@
  * `@hono/node-server` and the Redis clients linked from the workspace, and the test's own app modules built to
  * plain JavaScript beside them, so that Node, Bun and Deno run the same files.
  */
-import { execFile } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
@@ -93,3 +94,51 @@ export const RUNTIMES = {
 } as const
 
 export type Runtime = keyof typeof RUNTIMES
+
+/** A port no one listens on now (127.0.0.1). */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** A server a test started: its output so far, and how to stop it. */
+export interface ServerProcess {
+  readonly child: ChildProcess
+  output(): string
+  /** Stops its whole process group (a launcher's children too) and resolves once it exited. */
+  stop(): Promise<void>
+}
+
+/** Starts `binary` with `args` in a process group of its own, its stdout and stderr kept together. */
+export function startServer(
+  binary: string,
+  args: string[],
+  { cwd, env }: { cwd: string; env: NodeJS.ProcessEnv },
+): ServerProcess {
+  let output = ''
+  const child = spawn(binary, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  child.stdout!.on('data', (chunk) => {
+    output += chunk
+  })
+  child.stderr!.on('data', (chunk) => {
+    output += chunk
+  })
+  return {
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      // The whole process group: a launcher (`next start`, a node_modules/.bin shim) runs the server as a child.
+      try {
+        process.kill(-child.pid!, 'SIGTERM')
+      } catch {
+        child.kill()
+      }
+      await exited
+    },
+  }
+}
