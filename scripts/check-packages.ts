@@ -43,6 +43,7 @@ const packages = [
   'testing',
   'trpc',
   'ws',
+  'next',
 ] as const
 type Package = (typeof packages)[number]
 
@@ -64,6 +65,11 @@ interface Project {
   typescripts: ('5.9' | '7')[]
   /** Whether the project must compile with no `@types/node` at all (core only, and core with otel). */
   noNodeTypes?: boolean
+  /**
+   * Skip lib checks with TypeScript 7 too, as the framework's own projects do (create-next-app sets skipLibCheck:
+   * Next's declarations need the DOM lib and its compiled webpack's types, and fail lib checks whatever ours).
+   */
+  skipLibCheck?: boolean
   /** Compile with `experimentalDecorators` and `emitDecoratorMetadata`, as Nest projects do. */
   decorators?: boolean
   /** Typechecks left out, each for a reason of the project's own dependencies (said where it is set). */
@@ -376,6 +382,58 @@ function otelRun(moduleSystem: 'esm' | 'cjs'): string {
     (decisions?.dataPoints ?? []).map((point) => [point.attributes['ratewindow.outcome'], point.value]),
   )
   if (counts.allowed !== 2 || counts.limited !== 1) throw new Error('decisions ' + JSON.stringify(counts))
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/** @ratewindow/next's three entry points, typed against Next's own `NextRequest`. */
+const NEXT_PROGRAM = `import {
+  type ActionDecision,
+  rateLimit,
+  rateLimitAction,
+  rateLimitOf,
+  withRateLimit,
+} from '@ratewindow/next'
+import type { NextRequest } from 'next/server.js'
+
+export const proxy = rateLimit({
+  limit: 100,
+  window: '1m',
+  key: (request: NextRequest) => request.cookies.get('session')?.value ?? 'anonymous',
+})
+
+export const config = { matcher: '/api/:path*' }
+
+export const POST = withRateLimit(
+  async (request: Request) => Response.json({ remaining: rateLimitOf(request)?.remaining }),
+  { limit: 10, window: '1m', trustProxy: 1, skipFailedRequests: true },
+)
+
+const limit = rateLimitAction({ limit: 5, window: '10m', trustProxy: 1 })
+
+export async function subscribe(headers: Headers): Promise<ActionDecision> {
+  return limit(headers)
+}
+`
+
+/**
+ * Runtime check of @ratewindow/next outside a Next build (as a test of one's middleware runs it): limit 1 behind
+ * one proxy; the first request goes on (`x-middleware-next`) with the headers, the second gets 429.
+ */
+function nextRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { rateLimit } = ${load('@ratewindow/next')}
+  const { NextRequest } = ${load('next/server.js')}
+  const middleware = rateLimit({ limit: 1, window: '1m', trustProxy: 1 })
+  const request = () => new NextRequest('http://localhost/api', { headers: { 'x-forwarded-for': '203.0.113.7' } })
+  const first = await middleware(request())
+  const second = await middleware(request())
+  if (first.headers.get('x-middleware-next') !== '1' || first.headers.get('ratelimit-remaining') !== '0')
+    throw new Error('first ' + JSON.stringify([...first.headers]))
+  if (second.status !== 429 || !second.headers.get('retry-after')) throw new Error('second ' + second.status)
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })
@@ -1166,6 +1224,18 @@ const projects: Project[] = [
     // that lib ES2023 with @types/node lacks: with lib checks on (TypeScript 7), they fail in any such project.
     skip: ({ version, program }) => version === '7' && program === 'ws-hono.ts',
   },
+  ...(['15', '16'] as const).map(
+    (major): Project => ({
+      // Next ships CommonJS (no `exports` map: ESM imports name `next/server.js`, as the package does).
+      name: `next-${major}`,
+      tarballs: ['core', 'next'],
+      dependencies: [`next@${major}`, 'react@19', 'react-dom@19', '@types/react@19', '@types/node@20'],
+      programs: { 'next.ts': NEXT_PROGRAM },
+      runs: { 'run-next.mjs': nextRun('esm'), 'run-next.cjs': nextRun('cjs') },
+      typescripts: ['5.9', '7'],
+      skipLibCheck: true,
+    }),
+  ),
   {
     // Socket.IO alone: the entry needs neither ws's types nor Hono.
     name: 'socket-io',
@@ -1456,7 +1526,7 @@ function prepare(
             moduleResolution: resolution,
             strict: true,
             noEmit: true,
-            skipLibCheck: version === '5.9' && !project.noNodeTypes,
+            skipLibCheck: (version === '5.9' && !project.noNodeTypes) || project.skipLibCheck === true,
             esModuleInterop: true,
             types: project.noNodeTypes ? [] : ['node'],
             ...(project.decorators ? { experimentalDecorators: true, emitDecoratorMetadata: true } : {}),
