@@ -1,11 +1,3 @@
-export type { HeadersCarrier, NextAddressOptions } from './address.js'
-export type { ActionDecision, ActionRateLimiter, ActionRateLimitOptions, ActionRequest } from './action.js'
-export { rateLimitAction } from './action.js'
-export type { NextRateLimitOptions, NextRequestLike } from './binding.js'
-export type { NextMiddlewareOptions, RateLimitMiddleware } from './middleware.js'
-export { rateLimit } from './middleware.js'
-export type { RateLimitedHandler } from './route.js'
-export { rateLimitOf, withRateLimit } from './route.js'
 export type { RateLimitObserver, RateLimitResult, Store } from '@ratewindow/core'
 export {
   AccessList,
@@ -18,3 +10,11 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export type { ActionDecision, ActionRateLimiter, ActionRateLimitOptions, ActionRequest } from './action.js'
+export { rateLimitAction } from './action.js'
+export type { HeadersCarrier, NextAddressOptions } from './address.js'
+export type { NextRateLimitOptions, NextRequestLike } from './binding.js'
+export type { NextMiddlewareOptions, RateLimitMiddleware } from './middleware.js'
+export { rateLimit } from './middleware.js'
+export type { RateLimitedHandler } from './route.js'
+export { rateLimitOf, withRateLimit } from './route.js'
