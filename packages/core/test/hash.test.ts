@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  clientKeyDigest,
   hmacSha256,
   sha1,
   sha1Hex,
@@ -100,6 +101,30 @@ describe('core hashing is byte-identical to node:crypto', () => {
     expect(sha1Hex('abc')).toBe('a9993e364706816aba3e25717850c26c9cd0d89d')
     expect(toHex(sha256(new Uint8Array(1_000_000).fill(0x61)))).toBe(
       'cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0',
+    )
+  })
+})
+
+describe('clientKeyDigest: one hash per client identifier (issue 32, attack round)', () => {
+  it('is the SHA-256 of a well-formed identifier, as before (its Redis key unchanged)', () => {
+    for (const key of ['user', '198.51.100.7', '2001:db8::/56', 'é', '😀', '#x', 'a'.repeat(300)])
+      expect(clientKeyDigest(key)).toBe(createHash('sha256').update(key).digest('base64url'))
+  })
+
+  it('tells apart identifiers that UTF-8 would make one (lone surrogates as U+FFFD)', () => {
+    const pairs = [
+      ['user\uD800', 'user\uFFFD'],
+      ['#\uD800', '#\uDBFF'],
+      [`${'x'.repeat(200)}\uDC00`, `${'x'.repeat(200)}\uFFFD`],
+      ['\u0000', ''],
+    ]
+    for (const [a, b] of pairs) expect(clientKeyDigest(a!)).not.toBe(clientKeyDigest(b!))
+  })
+
+  it('is one to one on any string (no two distinct identifiers share a hash, short of a SHA-256 collision)', () => {
+    fc.assert(
+      fc.property(text, text, (a, b) => a === b || clientKeyDigest(a) !== clientKeyDigest(b)),
+      runs,
     )
   })
 })

@@ -124,6 +124,22 @@ describe('MemoryStore', () => {
   })
 })
 
+describe('MemoryStore: identifiers that differ by a lone surrogate (issue 32, attack round)', () => {
+  it('keeps their counters apart when they are hashed (a # prefix, or over 128 characters): one shared counter before', async () => {
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 3, window: '1h' }),
+      store: new MemoryStore(),
+    })
+    for (const [a, b] of [
+      ['#\uD800', '#\uDBFF'],
+      [`${'x'.repeat(200)}\uDC00`, `${'x'.repeat(200)}\uFFFD`],
+    ]) {
+      for (let i = 0; i < 3; i++) await limiter.limit(a!)
+      expect((await limiter.limit(b!)).allowed).toBe(true)
+    }
+  })
+})
+
 describe('MemoryStore’s default clock (issue 32, attack round)', () => {
   it('a step of the wall clock while slots are reserved gives no new caller a slot beside them (a 3 s step placed the next slot 3 s early)', async () => {
     const store = new MemoryStore()

@@ -271,3 +271,34 @@ export const sha256Base64url = (text: string): string => toBase64url(sha256(utf8
 
 /** `createHash('sha1').update(text).digest('hex')`: a Redis script's SHA. */
 export const sha1Hex = (text: string): string => toHex(sha1(utf8(text)))
+
+/** A code unit of a UTF-16 surrogate pair, whichever half. */
+const SURROGATE = /[\uD800-\uDFFF]/
+
+/**
+ * The SHA-256 (base64url) of a client identifier, one to one: UTF-8 turns a lone surrogate into U+FFFD, so
+ * `'user\uD800'` and `'user\uFFFD'` had one hash and shared a counter (issue 32's attack round). An identifier
+ * that is not well-formed UTF-16, or that starts with U+0000, is hashed as U+0000 followed by its code units in
+ * hex; every other identifier as it is, so its hash (its Redis key) is unchanged.
+ */
+export function clientKeyDigest(key: string): string {
+  if (key.charCodeAt(0) !== 0 && !(SURROGATE.test(key) && !isWellFormed(key))) return sha256Base64url(key)
+  let escaped = '\u0000'
+  for (let i = 0; i < key.length; i++) escaped += key.charCodeAt(i).toString(16).padStart(4, '0')
+  return sha256Base64url(escaped)
+}
+
+/** `String.prototype.isWellFormed` (ES2024), where the runtime lacks it: no lone surrogate. */
+function isWellFormed(text: string): boolean {
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed
+  if (typeof native === 'function') return native.call(text)
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) i++
+      else return false
+    } else if (code >= 0xdc00 && code <= 0xdfff) return false
+  }
+  return true
+}

@@ -1,4 +1,4 @@
-import { sha256Base64url } from '../../support/hash.js'
+import { clientKeyDigest } from '../../support/hash.js'
 
 /** Identifiers longer than this are kept hashed, so that a memory bound in keys is a bound in bytes too. */
 const MAX_RAW_LENGTH = 128
@@ -13,5 +13,5 @@ const HASHED = '#'
  * collision. RedisStore needs no such rule: it hashes every identifier.
  */
 export function storedClientId(key: string): string {
-  return key.length > MAX_RAW_LENGTH || key.startsWith(HASHED) ? `${HASHED}${sha256Base64url(key)}` : key
+  return key.length > MAX_RAW_LENGTH || key.startsWith(HASHED) ? `${HASHED}${clientKeyDigest(key)}` : key
 }

@@ -1,7 +1,7 @@
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../../algorithms/types.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
-import { sha256Base64url } from '../../support/hash.js'
+import { clientKeyDigest } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { prefixOption } from '../../support/validators.js'
 import type {
@@ -314,7 +314,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
     let hash = this.#hashes.get(key)
     if (hash === undefined) {
-      hash = sha256Base64url(key).slice(0, 22)
+      hash = clientKeyDigest(key).slice(0, 22)
       if (key.length <= HASH_CACHE_KEY_LENGTH) {
         if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
         this.#hashes.set(key, hash)

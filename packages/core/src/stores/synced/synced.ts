@@ -1,7 +1,7 @@
 import type { Rule } from '../../algorithms/types.js'
 import { type Duration, parseDuration } from '../../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
-import { sha256Base64url } from '../../support/hash.js'
+import { clientKeyDigest } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { throttledErrorLog } from '../../support/report.js'
 import { prefixOption } from '../../support/validators.js'
@@ -243,7 +243,7 @@ export class SyncedStore implements Store {
 
   /** The Redis key holding `rule`'s shared counts for `key` under a limiter `prefix`. */
   keyFor(prefix: string, key: string, rule: Rule): string {
-    const hash = sha256Base64url(key).slice(0, 22)
+    const hash = clientKeyDigest(key).slice(0, 22)
     return `${this.#prefix}${prefix}{${hash}}:${rule.id}:s`
   }
 
