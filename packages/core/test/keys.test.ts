@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { SPECIAL_BLOCKS } from '../src/http/keys.js'
+import { IpKeys, SPECIAL_BLOCKS } from '../src/http/keys.js'
 import { ipKey, RateLimitError } from '../src/index.js'
 
 describe('ipKey', () => {
@@ -95,5 +95,49 @@ describe('ipKey', () => {
       }),
       { numRuns: 2000 },
     )
+  })
+})
+
+describe('IpKeys (a middleware’s keys, recent IPv6 keys remembered)', () => {
+  /** The key, or the error's code. */
+  const keyOrCode = (key: () => string) => {
+    try {
+      return key()
+    } catch (error) {
+      return (error as RateLimitError).code
+    }
+  }
+
+  it('gives what ipKey gives, for every subnet, asked once or again (bad addresses are never remembered)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.ipV6(), fc.ipV4(), fc.ipV4Extended(), fc.string()), { maxLength: 20 }),
+        fc.oneof(fc.integer({ min: 1, max: 128 }), fc.constant(false as const)),
+        (addresses, ipv6Subnet) => {
+          const keys = new IpKeys(ipv6Subnet)
+          for (const address of [...addresses, ...addresses]) {
+            expect(keyOrCode(() => keys.of(address))).toBe(keyOrCode(() => ipKey(address, { ipv6Subnet })))
+          }
+        },
+      ),
+      { numRuns: 500 },
+    )
+  })
+
+  it('keys an address with a long zone id as ipKey does (such texts are not remembered)', () => {
+    const keys = new IpKeys(56)
+    const address = `fe80::1%${'a'.repeat(10_000)}`
+    expect(keys.of(address)).toBe('fe80::1')
+    expect(keys.of(address)).toBe(ipKey(address))
+  })
+
+  it('stays exact past its bound of remembered keys', () => {
+    const keys = new IpKeys(56)
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 10_000; i++) {
+        const address = `2001:db8:${(i >> 8).toString(16)}:${(i & 255).toString(16)}00::${i}`
+        expect(keys.of(address)).toBe(ipKey(address))
+      }
+    }
   })
 })

@@ -7,7 +7,7 @@ import type { RateLimiter } from '../limiter/limiter.js'
 import type { Awaitable } from '../stores/types.js'
 import type { FrameworkBinding } from './binding.js'
 import type { DecisionWriter, HttpDecision } from './decision.js'
-import { ipKey } from './keys.js'
+import { IpKeys } from './keys.js'
 import type { HttpConfig } from './options.js'
 import { ProxyWarnings } from './proxy-warnings.js'
 import { step } from './step.js'
@@ -27,7 +27,8 @@ export class AccessGate<Req> {
   readonly #writer: DecisionWriter<Req>
   readonly #first: () => RateLimiter | undefined
   readonly #proxyWarnings: ProxyWarnings<Req>
-  readonly #ipKeyOptions: { ipv6Subnet: number | false | undefined }
+  /** The default key, the client IP (IPv6 masked): `ipv6Subnet` parsed once, recent IPv6 keys remembered. */
+  readonly #ipKeys: IpKeys
 
   constructor(
     config: HttpConfig<Req>,
@@ -40,7 +41,7 @@ export class AccessGate<Req> {
     this.#writer = writer
     this.#first = first
     this.#proxyWarnings = new ProxyWarnings(binding)
-    this.#ipKeyOptions = { ipv6Subnet: config.ipv6Subnet }
+    this.#ipKeys = new IpKeys(config.ipv6Subnet)
   }
 
   /**
@@ -58,7 +59,7 @@ export class AccessGate<Req> {
   /** The key of `request`: `key`'s answer, or the client IP `ip` (asked when not given), IPv6 masked. */
   key(request: Req, ip?: string): Awaitable<string> {
     const { key } = this.#config
-    return key ? key(request) : ipKey(ip ?? this.#binding.clientIp(request) ?? '', this.#ipKeyOptions)
+    return key ? key(request) : this.#ipKeys.of(ip ?? this.#binding.clientIp(request) ?? '')
   }
 
   /**
@@ -71,7 +72,7 @@ export class AccessGate<Req> {
     if (this.#config.key) return this.#config.key(request)
     const ip = this.#binding.clientIp(request)
     if (!ip && this.#binding.gone?.(request) === true) return GONE
-    return ipKey(ip ?? '', this.#ipKeyOptions)
+    return this.#ipKeys.of(ip ?? '')
   }
 
   /** The access lists by key: a denial, undefined for a request that passes unlimited, or go on. */

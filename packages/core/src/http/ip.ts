@@ -37,7 +37,7 @@ export function parseIp(text: string, out: Uint16Array): IpKind {
 export function parseIpBetween(text: string, start: number, end: number, out: Uint16Array): IpKind {
   const colon = text.indexOf(':', start)
   if (colon < 0 || colon >= end) {
-    out.fill(0, 0, 5)
+    zero(out, 0, 5)
     out[5] = 0xffff
     return parseIpv4(text, start, end, out, 6) ? IPV4 : NOT_AN_IP
   }
@@ -57,7 +57,7 @@ export function parseIpBetween(text: string, start: number, end: number, out: Ui
     gap = 0
     i += 2
     if (i === end) {
-      out.fill(0)
+      zero(out, 0, 8)
       return IPV6
     }
   }
@@ -96,9 +96,17 @@ export function parseIpBetween(text: string, start: number, end: number, out: Ui
     if (count > 7) return NOT_AN_IP
     const tail = count - gap
     for (let j = 0; j < tail; j++) out[7 - j] = out[count - 1 - j]!
-    out.fill(0, gap, 8 - tail)
+    zero(out, gap, 8 - tail)
   }
   return dotted ? IPV6_DOTTED : IPV6
+}
+
+/**
+ * Zeroes `out` from `from` to `to`.
+ * NOTE: a loop, not `out.fill(0, from, to)`: the builtin call cost about half of parsing an IPv4 address.
+ */
+function zero(out: Uint16Array, from: number, to: number): void {
+  for (let i = from; i < to; i++) out[i] = 0
 }
 
 const hexDigit = (code: number): number =>
@@ -154,7 +162,8 @@ export const lowIpv4 = (g: ArrayLike<number>): number => ((g[6]! << 16) | g[7]!)
 export const ipv4Text = (ip: number): string =>
   `${ip >>> 24}.${(ip >>> 16) & 0xff}.${(ip >>> 8) & 0xff}.${ip & 0xff}`
 
-const zeros = (g: ArrayLike<number>, from: number, to: number) => {
+/** Whether the groups from `from` to `to` are all zero. */
+export const zeros = (g: ArrayLike<number>, from: number, to: number): boolean => {
   for (let i = from; i < to; i++) if (g[i] !== 0) return false
   return true
 }
@@ -217,7 +226,13 @@ export function formatIpv6(groups: ArrayLike<number>): string {
     }
     i = j
   }
-  const hex = Array.from({ length: 8 }, (_, i) => groups[i]!.toString(16))
-  if (bestStart < 0) return hex.join(':')
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`
+  // Built by concatenation: no array per call (a client's IPv6 key is formatted at each cache miss).
+  let text = ''
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      text += '::'
+      i += bestLength - 1
+    } else text += `${i === 0 || i === bestStart + bestLength ? '' : ':'}${groups[i]!.toString(16)}`
+  }
+  return text
 }

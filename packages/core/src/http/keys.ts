@@ -1,5 +1,5 @@
 import { describeValue, invalid, RateLimitError } from '../support/errors.js'
-import { formatIpv6, IPV4, IPV4_CARRIERS, ipv4Text, isSpace, NOT_AN_IP, parseIp } from './ip.js'
+import { formatIpv6, IPV4, IPV4_CARRIERS, ipv4Text, isSpace, NOT_AN_IP, parseIp, zeros } from './ip.js'
 
 export interface IpKeyOptions {
   /**
@@ -41,7 +41,47 @@ export function parseIpv6Subnet(value: unknown): number | false {
  * fall into one bucket shared by everyone.
  */
 export function ipKey(address: string, options: IpKeyOptions = {}): string {
-  const subnet = parseIpv6Subnet(options.ipv6Subnet)
+  return keyOfIp(address, parseIpv6Subnet(options.ipv6Subnet))
+}
+
+/** The most IPv6 keys an `IpKeys` remembers; when full, it forgets them all at once and starts again. */
+const REMEMBERED_IPV6_KEYS = 4_096
+/**
+ * The longest address text remembered: IPv6 text is at most 45 characters, but a zone id (`%eth0`, ignored) may
+ * be of any length, and long texts must not make the bound in keys a bound in nothing.
+ */
+const REMEMBERED_LENGTH = 64
+
+/**
+ * `ipKey` for one middleware: `ipv6Subnet` parsed once, and the keys of recent IPv6 addresses remembered by
+ * their text (bounded), so that a client seen again costs a lookup instead of a parse and a format. An IPv4
+ * address, its own key, is parsed each time: that allocates nothing, and a bounded cache would only churn under
+ * many clients.
+ * @internal
+ */
+export class IpKeys {
+  readonly #subnet: number | false
+  readonly #ipv6 = new Map<string, string>()
+
+  constructor(ipv6Subnet: unknown) {
+    this.#subnet = parseIpv6Subnet(ipv6Subnet)
+  }
+
+  /** The key of `address`, as `ipKey` gives it; throws as `ipKey` does. */
+  of(address: string): string {
+    const known = this.#ipv6.get(address)
+    if (known !== undefined) return known
+    const key = keyOfIp(address, this.#subnet)
+    // An IPv4 address is its own key: nothing to remember.
+    if (key === address || address.length > REMEMBERED_LENGTH) return key
+    if (this.#ipv6.size >= REMEMBERED_IPV6_KEYS) this.#ipv6.clear()
+    this.#ipv6.set(address, key)
+    return key
+  }
+}
+
+/** `ipKey` with `ipv6Subnet` already parsed. */
+function keyOfIp(address: string, subnet: number | false): string {
   const kind = typeof address === 'string' ? parseIp(address, GROUPS) : NOT_AN_IP
   if (kind === IPV4) return isTrimmed(address) ? address : address.trim()
   if (kind === NOT_AN_IP) {
@@ -49,10 +89,10 @@ export function ipKey(address: string, options: IpKeyOptions = {}): string {
       option: 'key',
     })
   }
-  const groups = Array.from(GROUPS)
-  const special = SPECIAL_BLOCKS.find((block) => block.matches(groups))
-  if (special !== undefined) return special.key(groups)
+  const groups = GROUPS
+  for (const special of SPECIAL_BLOCKS) if (special.matches(groups)) return special.key(groups)
   if (subnet === false) return formatIpv6(groups)
+  // Masked in place: GROUPS is scratch space, read again only by the next parse.
   for (let i = 0; i < 8; i++) {
     const keep = Math.min(16, Math.max(0, subnet - i * 16))
     groups[i] = keep === 0 ? 0 : groups[i]! & ((0xffff << (16 - keep)) & 0xffff)
@@ -66,8 +106,8 @@ const isTrimmed = (text: string) => !isSpace(text.charCodeAt(0)) && !isSpace(tex
 
 interface SpecialBlock {
   block: string
-  matches(groups: readonly number[]): boolean
-  key(groups: readonly number[]): string
+  matches(groups: ArrayLike<number>): boolean
+  key(groups: ArrayLike<number>): string
 }
 
 /**
@@ -79,14 +119,14 @@ export const SPECIAL_BLOCKS: readonly SpecialBlock[] = [
   // Loopback and unspecified: one host each, never grouped with the IPv4-compatible block.
   {
     block: '::1/128, ::/128',
-    matches: (g) => g.every((group, i) => group === 0 || (i === 7 && group === 1)),
+    matches: (g) => zeros(g, 0, 7) && g[7]! <= 1,
     key: formatIpv6,
   },
   // The blocks that carry an IPv4 client's address (ip.ts): keyed by that IPv4.
   ...IPV4_CARRIERS.map(({ block, matches, ipv4 }) => ({
     block,
     matches,
-    key: (g: readonly number[]) => ipv4Text(ipv4(g)),
+    key: (g: ArrayLike<number>) => ipv4Text(ipv4(g)),
   })),
   // Local-use NAT64 (RFC 8215): where the IPv4 sits depends on the operator's prefix length, but each IPv4
   // client has one fixed address (the suffix is zero): key the whole address.
