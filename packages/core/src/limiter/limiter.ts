@@ -16,6 +16,9 @@ import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import { ShadowRules } from './shadow.js'
 import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
 
+/** The rule of a `cost` argument, made once (not per request). */
+const COST = { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' } as const
+
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
   cost?: number
@@ -367,7 +370,7 @@ export class RateLimiter {
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
     keyArgument(key)
-    wholeNumber(cost, 'cost', { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' })
+    wholeNumber(cost, 'cost', COST)
     if (cost > this.maxCost) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
