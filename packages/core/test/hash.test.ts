@@ -1,9 +1,10 @@
 import { createHash, createHmac } from 'node:crypto'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   clientKeyDigest,
   hmacSha256,
+  pureSha256Base64url,
   sha1,
   sha1Hex,
   sha256,
@@ -36,15 +37,47 @@ describe('core hashing is byte-identical to node:crypto', () => {
     )
   })
 
-  it('sha256 of text, as RedisStore and SyncedStore key hashes (base64url, first 22)', () => {
+  it('sha256 of text, as RedisStore and SyncedStore key hashes (base64url, first 22), on both paths', () => {
     fc.assert(
       fc.property(text, (value) => {
         const node = createHash('sha256').update(value).digest('base64url')
+        // The platform's hash (node:crypto through process.getBuiltinModule, as on Node here) …
         expect(sha256Base64url(value)).toBe(node)
         expect(sha256Base64url(value).slice(0, 22)).toBe(node.slice(0, 22))
+        // … and the pure one, which Web-standard runtimes use.
+        expect(pureSha256Base64url(value)).toBe(node)
       }),
       runs,
     )
+  })
+
+  it('sha256Base64url takes node:crypto where process.getBuiltinModule gives it, else the pure hash', async () => {
+    const getBuiltinModule = process.getBuiltinModule
+    /** A fresh copy of hash.ts (its lookup not made yet), loaded while `getBuiltinModule` is `stub`. */
+    const freshHash = async (stub: ((id: string) => unknown) | undefined) => {
+      vi.resetModules()
+      ;(process as { getBuiltinModule?: unknown }).getBuiltinModule = stub
+      try {
+        const hash = await import('../src/support/hash.js')
+        return hash.sha256Base64url('ratewindow ✓ \ud800')
+      } finally {
+        process.getBuiltinModule = getBuiltinModule
+      }
+    }
+    const expected = createHash('sha256').update('ratewindow ✓ \ud800').digest('base64url')
+    const asked: string[] = []
+    const recording = (id: string) => {
+      asked.push(id)
+      return getBuiltinModule(id)
+    }
+    expect(await freshHash(recording)).toBe(expected)
+    expect(asked).toEqual(['node:crypto'])
+    expect(await freshHash(undefined)).toBe(expected)
+    expect(
+      await freshHash(() => {
+        throw new Error('no such module here')
+      }),
+    ).toBe(expected)
   })
 
   it('sha256 and sha1 of bytes, every length up to 300', () => {

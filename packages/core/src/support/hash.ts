@@ -266,8 +266,45 @@ function encode64(bytes: Uint8Array, alphabet: string, pad: boolean): string {
   return text
 }
 
-/** `createHash('sha256').update(text).digest('base64url')`. */
-export const sha256Base64url = (text: string): string => toBase64url(sha256(utf8(text)))
+/**
+ * `createHash('sha256').update(text).digest('base64url')`: the platform's own where it has one (`node:crypto`,
+ * 0.9 µs for a short key against 2.2 µs here), else the pure one; both give the same bytes (test/hash.test.ts).
+ */
+export function sha256Base64url(text: string): string {
+  const createHash = platformCreateHash()
+  return createHash === undefined
+    ? pureSha256Base64url(text)
+    : createHash('sha256').update(text, 'utf8').digest('base64url')
+}
+
+/** @internal `sha256Base64url` on the pure implementation, whatever the platform has. */
+export const pureSha256Base64url = (text: string): string => toBase64url(sha256(utf8(text)))
+
+type CreateHash = (algorithm: 'sha256') => {
+  update(text: string, encoding: 'utf8'): { digest(encoding: 'base64url'): string }
+}
+
+/** `node:crypto`'s `createHash` once looked up: a function, or null where the platform has none. */
+let createHashFound: CreateHash | null | undefined
+
+/**
+ * The synchronous `createHash` of `node:crypto`, where `process.getBuiltinModule` gives it (Node 20.16 and later,
+ * Bun, Deno): asked at the first hash, never at load, and without a static `node:` import, so that core still
+ * loads on Web-standard runtimes (Workers without `nodejs_compat`), which get undefined.
+ */
+function platformCreateHash(): CreateHash | undefined {
+  if (createHashFound === undefined) {
+    const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
+    let crypto: { createHash?: unknown } | undefined
+    try {
+      crypto = host?.getBuiltinModule?.('node:crypto') as { createHash?: unknown } | undefined
+    } catch {
+      crypto = undefined
+    }
+    createHashFound = typeof crypto?.createHash === 'function' ? (crypto.createHash as CreateHash) : null
+  }
+  return createHashFound ?? undefined
+}
 
 /** `createHash('sha1').update(text).digest('hex')`: a Redis script's SHA. */
 export const sha1Hex = (text: string): string => toHex(sha1(utf8(text)))
