@@ -3,7 +3,7 @@
  * rule set (one decision script) that waited for one node and one hash slot, decided one after another in arrival
  * order, exactly as the single-decision script decides them one call at a time.
  */
-import { decisionScript, type Script, scriptCache } from './script.js'
+import { decisionScript, MODE, type Script, scriptCache } from './script.js'
 
 /**
  * KEYS     the key sets of the clients in the group, one after another, `keysPerCall` keys each (a client's rule
@@ -12,21 +12,26 @@ import { decisionScript, type Script, scriptCache } from './script.js'
  * ARGV[2]  keys per call
  * ARGV[3]  shared arguments (S): the rule set's parameters, then the penalty's, as the single script takes them
  * then     the S shared arguments
- * then     per call, 5 arguments: its key set (1-based), mode, now (epoch ms, or -1: the server's TIME, read once
- *          for the whole group), cost, and the `at` of a refund or the longest wait of a reservation (0 otherwise)
+ * then     per call, in arrival order: its key set (1-based) alone for a plain call (consume, the server's TIME,
+ *          cost 1: the usual one); otherwise the key set negated, then mode, now (epoch ms, or -1: the server's
+ *          TIME, read once for the whole group), cost, and the `at` of a refund or the longest wait of a
+ *          reservation (0 otherwise)
  *
- * Returns D records, one after another, each followed by its length: what the single-decision script returns
- * for each call.
+ * Returns D records, one after another, each preceded by its length: what the single-decision script returns
+ * for each call (script-table.ts, "Replies").
  *
  * Exact by construction: each call runs the single-decision script's own body, as a function of its keys and
  * arguments, in arrival order. Keys that hold strings (the fixed window, sliding window counter, token bucket,
- * GCRA and penalty states) are read from Redis once per group and written once at its end: the body's GET, SET,
+ * GCRA and penalty states) are read from Redis once per group (one MGET for the whole group when it holds
+ * several clients) and written once at its end: the body's GET, SET,
  * DEL and PTTL on them go through a table of the group's pending writes, which answers as Redis would after
  * those writes (time does not move while a script runs). Any other command on a key (the sliding window log's
  * sorted set) first writes what is pending for that key, then goes to Redis.
+ * PERF (issue 33): a call builds no table of its own: its keys and arguments are written into two tables reused by
+ * every call, and its reply goes straight into the group's.
  */
 function batchScript(codes: readonly number[], penalty: boolean): string {
-  const body = decisionScript(codes, penalty).replaceAll("redis.call('TIME')", 'serverTime()')
+  const body = decisionScript(codes, penalty, appendRecord).replaceAll("redis.call('TIME')", 'serverTime()')
   return `local real = redis
 local pending, order = {}, {}
 local function flushKey(key)
@@ -107,90 +112,144 @@ local function serverTime()
   if time == nil then time = real.call('TIME') end
   return time
 end
+local out, n = {}, 0
 local function decide(KEYS, ARGV)
 ${body}
 end
 local calls, perCall, shared = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local out, n = {}, 0
-local first = 4 + shared
-for c = 0, calls - 1 do
-  local at = first + c * 5
-  local base = (tonumber(ARGV[at]) - 1) * perCall
-  local keys = {}
+local keys, args = {}, {}
+${body.includes("'GET'") ? PREFETCH : ''}for s = 1, shared do args[3 + s] = ARGV[3 + s] end
+local last, a = 4 + shared, 4 + shared
+for c = 1, calls do
+  local set = tonumber(ARGV[a])
+  if set > 0 then
+    args[1], args[2], args[3], args[last] = '0', '-1', '1', nil
+    a = a + 1
+  else
+    set = -set
+    local mode = ARGV[a + 1]
+    args[1], args[2], args[3] = mode, ARGV[a + 2], ARGV[a + 3]
+    if mode == '2' or mode == '4' then args[last] = ARGV[a + 4] else args[last] = nil end
+    a = a + 5
+  end
+  local base = (set - 1) * perCall
   for k = 1, perCall do keys[k] = KEYS[base + k] end
-  local mode = ARGV[at + 1]
-  local args = { mode, ARGV[at + 2], ARGV[at + 3] }
-  for s = 1, shared do args[3 + s] = ARGV[3 + s] end
-  if mode == '2' or mode == '4' then args[4 + shared] = ARGV[at + 4] end
-  local reply = decide(keys, args)
-  for i = 1, #reply do out[n + i] = reply[i] end
-  n = n + #reply
-  out[n + 1] = #reply
-  n = n + 1
+  decide(keys, args)
 end
 for _, key in ipairs(order) do flushKey(key) end
 return out
 `
 }
 
+/**
+ * With several key sets in the group, one MGET reads them all ahead (1,000 keys per MGET at most: Lua's `unpack`
+ * has a limit), in place of one GET per key: a value found is what the body's GET then answers. MGET answers nil
+ * for a missing key and for a key of another type (an older format, or foreign content): those are left to the
+ * body's own GET, which tells the two apart.
+ */
+const PREFETCH = `if #KEYS > perCall then
+  for from = 1, #KEYS, 1000 do
+    local to = math.min(#KEYS, from + 999)
+    local values = real.call('MGET', unpack(KEYS, from, to))
+    for i = from, to do
+      local value = values[i - from + 1]
+      if value then entry(KEYS[i]).value = value end
+    end
+  end
+end
+`
+
+/** A call's reply inside the batch script: its length, then its numbers, appended to the group's reply. */
+function appendRecord(values: readonly string[]): string {
+  const slots = values.map((_, i) => `out[n + ${i + 2}]`).join(', ')
+  return `out[n + 1], ${slots} = ${values.length}, ${values.join(', ')}
+  n = n + ${values.length + 1}
+  return`
+}
+
 /** The batch script of the decision script for these algorithm codes (and a penalty, or none), built once. */
 export const batchScriptFor: (codes: readonly number[], penalty: boolean) => Script = scriptCache(batchScript)
 
-/** One call of a group: its client's keys, and its own mode, now, cost and refund `at`. */
+/** One decision of a group: its client's key set and its own mode, now, cost and `at`. */
 export interface BatchCall {
-  readonly keys: readonly string[]
-  /** The single-decision script's ARGV: mode, now, cost, the shared arguments, and a refund's `at` last. */
-  readonly args: readonly string[]
+  /** The beginning of the client's keys: each key is this and one of the rule set's suffixes. */
+  readonly base: string
+  readonly mode: number
+  /** Epoch ms, or -1: the server's TIME. */
+  readonly now: number
+  readonly request: { readonly cost: number }
+  /** A refund's `at` or a reservation's longest wait (ms); 0 otherwise. */
+  readonly at: number
+}
+
+/** The arguments of one decision as the single-decision script takes them (script.ts). */
+export function singleArguments(call: BatchCall, shared: readonly string[]): string[] {
+  const args = [MODE_ARGS[call.mode]!, numberArg(call.now), numberArg(call.request.cost)]
+  for (const arg of shared) args.push(arg)
+  if (call.mode === MODE.refund || call.mode === MODE.reserve) args.push(numberArg(call.at))
+  return args
 }
 
 /**
- * KEYS and ARGV of a batch script call for `calls` of one rule set (the shared arguments are the same for all):
- * each client's key set is sent once.
+ * KEYS and ARGV of a batch script call for `calls` of one rule set, whose keys end in `suffixes` and whose shared
+ * arguments are `shared`: each client's key set is sent once, and a plain call (consume, server time, cost 1) as
+ * its key set alone.
  */
 export function batchArguments(
   calls: readonly BatchCall[],
-  sharedCount: number,
+  suffixes: readonly string[],
+  shared: readonly string[],
 ): { keys: string[]; args: string[] } {
-  const perCall = calls[0]!.keys.length
   const keys: string[] = []
-  const sets = new Map<string, number>()
-  const args = [String(calls.length), String(perCall), String(sharedCount)]
-  const first = calls[0]!.args
-  for (let s = 0; s < sharedCount; s++) args.push(first[3 + s]!)
+  // Most groups are one client over and over (a hot key) or a new one each call: the last set is checked first.
+  let sets: Map<string, number> | undefined
+  let lastBase = ''
+  let lastSet = 0
+  const args = [String(calls.length), String(suffixes.length), String(shared.length)]
+  for (const arg of shared) args.push(arg)
   for (const call of calls) {
-    const id = call.keys[0]!
-    let set = sets.get(id)
+    const base = call.base
+    let set = base === lastBase ? lastSet : sets?.get(base)
     if (set === undefined) {
-      set = sets.size + 1
-      sets.set(id, set)
-      for (const key of call.keys) keys.push(key)
+      set = keys.length / suffixes.length + 1
+      sets ??= new Map()
+      sets.set(base, set)
+      for (const suffix of suffixes) keys.push(`${base}${suffix}`)
     }
-    const refund = call.args.length > 3 + sharedCount
-    args.push(
-      String(set),
-      call.args[0]!,
-      call.args[1]!,
-      call.args[2]!,
-      refund ? call.args[3 + sharedCount]! : '0',
-    )
+    lastBase = base
+    lastSet = set
+    const { mode, now, at } = call
+    const cost = call.request.cost
+    if (mode === MODE.consume && now === -1 && cost === 1) args.push(String(set))
+    else args.push(String(-set), MODE_ARGS[mode]!, numberArg(now), numberArg(cost), numberArg(at))
   }
   return { keys, args }
 }
 
 /**
- * Splits a batch script's reply into each call's reply (as the single-decision script returns it): every record
- * is followed by its length.
+ * Reads a batch script's reply, one record per call in order (each preceded by its length): `each` receives the
+ * index of the call and where its record starts and how long it is. False when the reply does not hold `calls`
+ * records of at least two numbers.
  */
-export function batchReplies(reply: readonly unknown[], calls: number): number[][] {
-  const replies: number[][] = new Array(calls)
-  let end = reply.length
-  for (let c = calls - 1; c >= 0; c--) {
-    const length = Number(reply[end - 1])
-    const start = end - 1 - length
-    const record: number[] = new Array(length)
-    for (let i = 0; i < length; i++) record[i] = Number(reply[start + i])
-    replies[c] = record
-    end = start
+export function eachRecord(
+  reply: readonly unknown[],
+  calls: number,
+  each: (call: number, start: number, length: number) => void,
+): boolean {
+  let at = 0
+  for (let call = 0; call < calls; call++) {
+    const length = Number(reply[at])
+    if (!(length >= 2) || at + length >= reply.length) return false
+    each(call, at + 1, length)
+    at += length + 1
   }
-  return replies
+  return at === reply.length
+}
+
+/** The decision script's modes as arguments, rendered once. */
+const MODE_ARGS = Object.values(MODE).map(String)
+
+/** A whole number as the scripts take it: the usual ones without formatting. */
+function numberArg(value: number): string {
+  return value === -1 ? '-1' : value === 0 ? '0' : value === 1 ? '1' : String(value)
 }

@@ -62,7 +62,14 @@ return out
 export const LEASE_SCRIPT: Script = scriptOf(LEASE_LUA)
 export const LEASE_BATCH_SCRIPT: Script = scriptOf(LEASE_BATCH_LUA)
 
-export /** The lease script's reply { allowed, in flight, ms until the earliest lease expires } as a `LeaseDecision`. */
-function toLeaseDecision(reply: number[]): LeaseDecision {
-  return { allowed: reply[0] === 1, inFlight: reply[1]!, nextExpiry: reply[2]! }
+/**
+ * The lease script's reply { allowed, in flight, ms until the earliest lease expires }, from `start` in `reply`, as a
+ * `LeaseDecision`.
+ */
+export function toLeaseDecision(reply: readonly unknown[], start = 0): LeaseDecision {
+  return {
+    allowed: Number(reply[start]) === 1,
+    inFlight: Number(reply[start + 1]),
+    nextExpiry: Number(reply[start + 2]),
+  }
 }

@@ -26,11 +26,11 @@ import {
   RedisGroups,
   type Within,
 } from './groups.js'
-import { LEASE_MODE, toLeaseDecision } from './lease-script.js'
+import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
 import { repairedRules } from './repaired.js'
 import { MODE, paramCount, type Script, scriptFor } from './script.js'
-import { LEASE_PREPARED, type Prepared, type ScriptCall, sendGroup } from './send-group.js'
+import { type DecisionCall, LEASE_PREPARED, type Prepared, type ScriptCall, sendGroup } from './send-group.js'
 
 export interface RedisStoreOptions {
   /**
@@ -69,17 +69,17 @@ export const REDIS_STORE_DEFAULTS = {
   prefix: '',
   maxWaiting: DEFAULT_MAX_WAITING,
 } as const satisfies Partial<RedisStoreOptions>
-/** The decision script's modes as arguments, rendered once. */
-const MODE_ARGS = Object.values(MODE).map(String)
-
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
 
-/** The groups of each client: every RedisStore on one client connection shares them (issue 18). */
-const GROUPS = new WeakMap<object, RedisGroups<ScriptCall, number[]>>()
+/**
+ * The groups of each client: every RedisStore on one client connection shares them (issue 18). Each call resolves
+ * to the value its `Prepared` decodes from the reply: a `Decision`, a charge, a `LeaseDecision`.
+ */
+const GROUPS = new WeakMap<object, RedisGroups<ScriptCall, unknown>>()
 
 /** The groups of `client`, made on first use: its calls grouped per node, its scripts loaded per node. */
-function groupsOf(client: RedisClient, runner: RedisScriptRunner): RedisGroups<ScriptCall, number[]> {
+function groupsOf(client: RedisClient, runner: RedisScriptRunner): RedisGroups<ScriptCall, unknown> {
   let groups = GROUPS.get(client)
   if (groups === undefined) {
     const together = runner.together?.bind(runner)
@@ -93,8 +93,7 @@ function groupsOf(client: RedisClient, runner: RedisScriptRunner): RedisGroups<S
       // The calls of a flight to one node (several rule sets, or several slots of a Cluster node) in one write.
       together:
         together &&
-        ((call: ScriptCall, send: () => void) =>
-          together(runner.cluster ? clusterSlot(call.keys[0]!) : 0, send)),
+        ((call: ScriptCall, send: () => void) => together(runner.cluster ? clusterSlot(call.base) : 0, send)),
     })
     GROUPS.set(client, groups)
   }
@@ -126,7 +125,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
   readonly boundsWait = true
   readonly #runner: RedisScriptRunner
-  readonly #groups: RedisGroups<ScriptCall, number[]>
+  readonly #groups: RedisGroups<ScriptCall, unknown>
   readonly #maxWaiting: number
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #hashes = new Map<string, string>()
@@ -210,34 +209,28 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   async refund(request: RefundRequest, within?: CallBound): Promise<void> {
-    const reply = await this.#run(request, MODE.refund, request.at, within)
-    const [repaired] = repairedRules(request, reply[2])
+    const { notices } = (await this.#run(request, MODE.refund, request.at, within)) as Decision
     // A refund has no decision to carry the notice: fail it, so that the limiter reports it to onError.
-    if (repaired !== undefined) throw repaired
+    if (notices?.[0] !== undefined) throw notices[0]
   }
 
-  async charge(
+  charge(
     request: StoreRequest,
     within?: CallBound,
   ): Promise<{ charged: number; notices?: readonly Error[] }> {
-    const reply = await this.#run(request, MODE.charge, 0, within)
-    const notices = repairedRules(request, reply[2 + 3 * request.rules.length])
-    return notices.length > 0 ? { charged: reply[0]!, notices } : { charged: reply[0]! }
+    return this.#run(request, MODE.charge, 0, within) as Promise<{
+      charged: number
+      notices?: readonly Error[]
+    }>
   }
 
   /**
    * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
    * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
    */
-  async acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
-    const late = within?.late
-    // A late lease reaches the limiter as a `LeaseDecision`, for its release.
-    const bound: Within<number[]> | undefined = within && {
-      timeoutMs: within.timeoutMs,
-      call: within.call,
-      late: late && { arrive: (reply) => late.arrive(toLeaseDecision(reply)), lose: late.lose?.bind(late) },
-    }
-    const reply = await this.#lease(
+  acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
+    // A late lease reaches the limiter as a `LeaseDecision` (what the call decodes to), for its release.
+    return this.#lease(
       request.prefix,
       request.key,
       [
@@ -247,9 +240,8 @@ export class RedisStore implements Store, ConcurrencyStore {
         String(request.limit),
         String(request.leaseMs),
       ],
-      bound,
-    )
-    return toLeaseDecision(reply)
+      within as Within<unknown> | undefined,
+    ) as Promise<LeaseDecision>
   }
 
   async release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Promise<void> {
@@ -270,35 +262,19 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Queues a lease script call for its node, grouped like decisions (lease calls of one slot in one execution,
    * apart from decisions); `within` bounds the wait once sent.
    */
-  #lease(
-    prefix: string,
-    key: string,
-    args: string[],
-    within: Within<number[]> | undefined,
-  ): Promise<number[]> {
-    const leaseKey = this.leaseKeyFor(prefix, key)
-    return this.#submit(leaseKey, LEASE_PREPARED, [leaseKey], args, within)
+  #lease(prefix: string, key: string, args: string[], within: Within<unknown> | undefined): Promise<unknown> {
+    return this.#submit({ prepared: LEASE_PREPARED, base: this.leaseKeyFor(prefix, key), args }, within)
   }
 
-  /** Queues one script call for the node of `key` (its hash slot on a Cluster). */
-  #submit(
-    key: string,
-    prepared: Prepared,
-    keys: string[],
-    args: string[],
-    within: Within<number[]> | undefined,
-  ): Promise<number[]> {
+  /** Queues one script call for the node of its keys (their hash slot on a Cluster). */
+  #submit(call: ScriptCall, within: Within<unknown> | undefined): Promise<unknown> {
     const runner = this.#runner
-    // One node on a single server; on a Cluster, calls of one slot go together, and the slots of a node fly together.
-    const slot = runner.cluster ? clusterSlot(key) : 0
-    const node = runner.cluster ? (runner.nodeOf?.(slot) ?? slot) : ''
-    return this.#groups.submit(
-      node,
-      slot === 0 ? prepared.batchKey : `${slot}:${prepared.batchKey}`,
-      { prepared, keys, args },
-      within,
-      this.#maxWaiting,
-    )
+    const { batchKey } = call.prepared
+    if (!runner.cluster) return this.#groups.submit('', batchKey, call, within, this.#maxWaiting)
+    // On a Cluster, calls of one slot go together, and the slots of a node fly together.
+    const slot = clusterSlot(call.base)
+    const node = runner.nodeOf?.(slot) ?? slot
+    return this.#groups.submit(node, `${slot}:${batchKey}`, call, within, this.#maxWaiting)
   }
 
   async reset(target: StoreTarget): Promise<void> {
@@ -324,81 +300,71 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * PERF (issue 12): one `then` on the client's promise, not three `async` layers (each cost microtask turns on
-   * every request). A synchronous throw on the way (a bad key, a client that throws) still rejects.
+   * PERF (issues 12, 33): the group's promise resolves with the decision itself, decoded from the group's reply
+   * (`#decode`): no `then` here, no closure per call. A synchronous throw on the way (a bad key, a bad clock) still
+   * rejects.
    */
   #decide(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<Decision> {
+    return this.#run(request, mode, at, within) as Promise<Decision>
+  }
+
+  /**
+   * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
+   * next group. Resolves with what `#decode` reads from its reply; a late reply reaches `within.late` the same.
+   */
+  #run(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<unknown> {
     try {
-      return this.#run(request, mode, at, within).then((reply) => this.#toDecision(request, reply))
+      const call: DecisionCall = {
+        prepared: this.#prepare(request.rules, request.penalty),
+        request,
+        base: this.#base(request.prefix, request.key),
+        mode,
+        now: this.#now(),
+        at,
+      }
+      // The bound is only read: its late hook receives a `Decision` (a `LeaseDecision` for leases), as decoded.
+      return this.#submit(call, within as Within<unknown> | undefined)
     } catch (error) {
       return Promise.reject(error)
     }
   }
 
-  #toDecision(request: StoreRequest, reply: number[]): Decision {
-    const outcomes: RuleOutcome[] = new Array(request.rules.length)
-    for (let i = 0; i < outcomes.length; i++) {
-      outcomes[i] = { remaining: reply[2 + 3 * i]!, reset: reply[3 + 3 * i]!, retryAfter: reply[4 + 3 * i]! }
+  /**
+   * What a decision call resolves to, read from its record of the reply (script.ts): a `Decision` (a refund's says
+   * only that it was applied, at the server's `now`, and what was repaired), or a charge's units.
+   */
+  #decode(call: DecisionCall, reply: readonly unknown[], start: number): unknown {
+    const { request } = call
+    const rules = request.rules.length
+    if (call.mode === MODE.refund) {
+      const refunded: Decision = { allowed: true, now: Number(reply[start + 1]), outcomes: [] }
+      const mask = Number(reply[start + 2])
+      if (mask) refunded.notices = repairedRules(request, mask)
+      return refunded
+    }
+    const mask = Number(reply[start + 2 + 3 * rules])
+    if (call.mode === MODE.charge) {
+      const charged = Number(reply[start])
+      return mask ? { charged, notices: repairedRules(request, mask) } : { charged }
+    }
+    const outcomes: RuleOutcome[] = new Array(rules)
+    for (let i = 0, at = start + 2; i < rules; i++, at += 3) {
+      outcomes[i] = {
+        remaining: Number(reply[at]),
+        reset: Number(reply[at + 1]),
+        retryAfter: Number(reply[at + 2]),
+      }
     }
     // A reservation answers 1 + its wait (ms) in place of 1.
-    const first = reply[0]!
-    const decision: Decision = { allowed: first >= 1, now: reply[1]!, outcomes }
+    const first = Number(reply[start])
+    const decision: Decision = { allowed: first >= 1, now: Number(reply[start + 1]), outcomes }
     if (first > 1) decision.wait = first - 1
-    const blocked = request.penalty === undefined ? 0 : reply[3 + 3 * outcomes.length]!
+    const blocked = request.penalty === undefined ? 0 : Number(reply[start + 3 + 3 * rules])
     if (blocked > 0) decision.blocked = blocked
     // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
-    const mask = reply[2 + 3 * outcomes.length]
     const evicted = this.#eviction.poll()
     if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
     return decision
-  }
-
-  /**
-   * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
-   * next group. May throw before queueing (a bad clock): callers catch.
-   */
-  #run(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<number[]> {
-    const { rules, penalty } = request
-    const prepared = this.#prepare(rules, penalty)
-    const base = this.#base(request.prefix, request.key)
-    const { suffixes } = prepared
-    const keys: string[] = new Array(suffixes.length)
-    for (let i = 0; i < suffixes.length; i++) keys[i] = `${base}${suffixes[i]}`
-    const args = [
-      MODE_ARGS[mode]!,
-      this.#clock === undefined ? '-1' : String(this.#now()),
-      request.cost === 1 ? '1' : String(request.cost),
-    ]
-    for (const arg of prepared.args) args.push(arg)
-    if (mode === MODE.refund || mode === MODE.reserve) args.push(String(at))
-    return this.#submit(
-      base,
-      prepared,
-      keys,
-      args,
-      // Without a late hook, the bound is only its timeout, the same for both types.
-      within?.late === undefined
-        ? (within as Within<number[]> | undefined)
-        : this.#lateDecision(request, mode, within.timeoutMs, within.late, within.call),
-    )
-  }
-
-  /**
-   * A bound whose late reply reaches the limiter as a decision (a refund's says only that it was applied, at the
-   * server's `now`), and whose failure after its timeout as a lost reply.
-   */
-  #lateDecision(
-    request: StoreRequest,
-    mode: number,
-    timeoutMs: number,
-    late: NonNullable<CallBound['late']>,
-    call: CallBound['call'],
-  ): Within<number[]> {
-    const arrive =
-      mode === MODE.refund
-        ? (reply: number[]) => late.arrive({ allowed: true, now: reply[1]!, outcomes: [] })
-        : (reply: number[]) => late.arrive(this.#toDecision(request, reply))
-    return { timeoutMs, late: { arrive, lose: late.lose?.bind(late) }, call }
   }
 
   /**
@@ -428,6 +394,7 @@ export class RedisStore implements Store, ConcurrencyStore {
         suffixes,
         args,
         penalty,
+        decode: (call, reply, start) => this.#decode(call as DecisionCall, reply, start),
       }
       if (penalty === undefined) this.#prepared.set(rules, prepared)
       else this.#preparedWithPenalty.set(rules, prepared)

@@ -6,6 +6,22 @@
  * hash. The decision and batch entries are the scripts the store runs (`scriptFor` and `batchScriptFor` build each
  * once); the lease entries are the scripts lease-script.ts hashes for RedisStore. SyncedStore's script (stores/synced/script.ts, a layer
  * above) is pinned by the same test.
+ *
+ * Replies (integers only; each script's own comment details its KEYS and ARGV):
+ *
+ * | script        | reply                                                                                           |
+ * | ------------- | ----------------------------------------------------------------------------------------------- |
+ * | decision      | one record: { first, now, per rule: remaining, reset, retryAfter, then repaired, then with a   |
+ * |               | penalty blocked }; a refund's is { 1, now, repaired } (script.ts)                               |
+ * | decision batch| D records in call order, each preceded by its length: { length, ...record } × D (batch-script.ts) |
+ * | lease         | { allowed, in flight, ms until the earliest lease expires } (lease-script.ts)                   |
+ * | lease batch   | D lease records of 3, one after another                                                         |
+ *
+ * The store reads a group's reply once: each call's promise resolves with the value decoded from its record
+ * (`Prepared.decode`, send-group.ts), and no array is built per call. A change of format changes the script's
+ * SHA1, so during a rolling deploy each process runs its own version of a script by its own hash and reads its own
+ * replies; what the scripts keep in Redis (the state of each key) is another matter: a change to it must ship with
+ * a test that the new script reads the old one's state.
  */
 import { ALGORITHMS } from '../../algorithms/index.js'
 import { batchScriptFor } from './batch-script.js'

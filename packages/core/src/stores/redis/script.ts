@@ -40,8 +40,15 @@ const LOCAL_RULES = 10
  * NOTE: numbers concatenated into strings go through num(): Lua's default number formatting keeps 14 digits only.
  * A number passed to redis.call as it is keeps 17 digits (Redis 6.2, `%.17g`) or its shortest exact form (7.0 and
  * later, and Valkey): exact for the whole numbers below 2^53 the algorithms compute, and cheaper than formatting.
+ *
+ * `reply` writes the statement that answers those numbers (given as Lua expressions): a list returned, by default;
+ * the batch script appends them to its group's reply instead (batch-script.ts).
  */
-export function decisionScript(codes: readonly number[], penalty = false): string {
+export function decisionScript(
+  codes: readonly number[],
+  penalty = false,
+  reply: (values: readonly string[]) => string = returnTable,
+): string {
   const n = codes.length
   const twins = codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua)
   let arg = 3
@@ -85,7 +92,7 @@ if not (${twin.fits(r, 'cost')}) then allowed = false end
 end
 `,
   )
-  const reply = [
+  const values = [
     'first',
     'now',
     ...rules.flatMap((r) => [r.v('remaining'), r.v('reset'), r.v('retry')]),
@@ -135,7 +142,7 @@ ${waits}  if w > 0 and w <= tonumber(ARGV[#ARGV]) then wait, allowed = w, true e
 end
 if mode == '${MODE.refund}' then
   local at = tonumber(ARGV[#ARGV])
-${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  return { 1, now, repaired }
+${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  ${reply(['1', 'now', 'repaired'])}
 end
 
 if mode == '${MODE.charge}' then
@@ -182,10 +189,15 @@ end
 }local first = allowed and 1 or 0
 if mode == '${MODE.charge}' then first = cost end
 if wait > 0 then first = 1 + wait end
-return { ${reply.join(', ')} }
+${reply(values)}
 `
   // The helper is defined (a closure per call) only in scripts that use it.
   return body.includes('num(') ? `local function num(n) return string.format('%.0f', n) end\n${body}` : body
+}
+
+/** The single-decision script's reply statement: its numbers as one list. */
+function returnTable(values: readonly string[]): string {
+  return `return { ${values.join(', ')} }`
 }
 
 export interface Script {

@@ -1,15 +1,16 @@
 import type { Penalty } from '../../algorithms/penalty.js'
 import { RateLimitError } from '../../support/errors.js'
-import { batchArguments, batchReplies } from './batch-script.js'
+import type { StoreRequest } from '../types.js'
+import { type BatchCall, batchArguments, eachRecord, singleArguments } from './batch-script.js'
 import type { RedisScriptRunner } from './clients/index.js'
 import type { Entry } from './groups.js'
-import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT } from './lease-script.js'
+import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT, toLeaseDecision } from './lease-script.js'
 import type { LoadedScripts } from './loaded-scripts.js'
 import type { Script } from './script.js'
 
 /**
- * What the store sends for one rule set, rendered once: its script, the keys' suffixes, and the arguments after
- * the mode, now and cost (the rules' parameters, then the penalty's).
+ * What the store sends for one rule set, rendered once: its script, the keys' suffixes, the arguments after the
+ * mode, now and cost (the rules' parameters, then the penalty's), and how a call's reply is read.
  */
 export interface Prepared {
   script: Script
@@ -23,72 +24,97 @@ export interface Prepared {
   suffixes: string[]
   args: string[]
   penalty: Penalty | undefined
+  /**
+   * What a call's promise resolves to (and its late hook receives), read from its record in the reply: `length`
+   * numbers from `start` (script-table.ts, "Replies"). The reply is read once per group, and nothing is built per
+   * call but this value.
+   */
+  decode(call: ScriptCall, reply: readonly unknown[], start: number, length: number): unknown
 }
+
+/** One decision waiting for its group (a consume, peek, reservation, refund or charge of one client). */
+export interface DecisionCall extends BatchCall {
+  readonly prepared: Prepared
+  readonly request: StoreRequest
+}
+
+/** One lease call waiting for its group: its sorted set (`base`) and the lease script's five arguments. */
+export interface LeaseCall {
+  readonly prepared: typeof LEASE_PREPARED
+  readonly base: string
+  readonly args: string[]
+}
+
+export type ScriptCall = DecisionCall | LeaseCall
 
 /** What lease calls send: they group like decisions, apart from them (their own batch script). */
 export const LEASE_PREPARED: Prepared = {
   script: LEASE_SCRIPT,
   batch: LEASE_BATCH_SCRIPT,
   batchKey: 'lease',
-  suffixes: [],
+  suffixes: [''],
   args: [],
   penalty: undefined,
+  decode: (_call, reply, start) => toLeaseDecision(reply, start),
 }
 
-/** One script call waiting for its group: the single-call script's keys and arguments. */
-export interface ScriptCall {
-  readonly prepared: Prepared
-  readonly keys: string[]
-  readonly args: string[]
-}
+/** The numbers of one lease call's reply. */
+const LEASE_REPLY = 3
 
 /**
- * Sends one group of calls (one script and slot) and answers each call's reply. One call goes as the
- * single-decision script, exactly as without grouping.
+ * Sends one group of calls (one script and slot) and answers each call's value, decoded from the one reply. One
+ * call goes as the single-decision script, exactly as without grouping.
  */
 export function sendGroup(
   runner: RedisScriptRunner,
   scripts: LoadedScripts,
-  entries: readonly Entry<ScriptCall, number[]>[],
-): Promise<number[][]> {
-  const runScript = (script: Script, keys: readonly string[], args: readonly string[]) =>
-    scripts.run(script, keys, args)
+  entries: readonly Entry<ScriptCall, unknown>[],
+): Promise<unknown[]> {
+  const first = entries[0]!.payload
+  const { prepared } = first
   if (entries.length === 1) {
-    const { prepared, keys, args } = entries[0]!.payload
-    return runScript(prepared.script, keys, args).then((reply) => [checkReply(runner, reply)])
+    const args = isLease(first) ? first.args : singleArguments(first, prepared.args)
+    const keys = isLease(first) ? [first.base] : prepared.suffixes.map((suffix) => `${first.base}${suffix}`)
+    return scripts.run(prepared.script, keys, args).then((reply) => {
+      if (!Array.isArray(reply) || reply.length < 2) throw unexpected(runner, reply)
+      return [prepared.decode(first, reply, 0, reply.length)]
+    })
   }
-  const { prepared } = entries[0]!.payload
   if (prepared === LEASE_PREPARED) {
     const keys: string[] = []
     const args: string[] = []
-    for (const entry of entries) {
-      keys.push(entry.payload.keys[0]!)
-      for (const arg of entry.payload.args) args.push(arg)
+    for (const { payload } of entries) {
+      keys.push(payload.base)
+      for (const arg of (payload as LeaseCall).args) args.push(arg)
     }
-    return runScript(prepared.batch, keys, args).then((reply) => {
-      const numbers = checkReply(runner, reply)
-      return entries.map((_, i) => numbers.slice(3 * i, 3 * i + 3))
+    return scripts.run(prepared.batch, keys, args).then((reply) => {
+      if (!Array.isArray(reply) || reply.length !== LEASE_REPLY * entries.length)
+        throw unexpected(runner, reply)
+      return entries.map(({ payload }, i) => prepared.decode(payload, reply, LEASE_REPLY * i, LEASE_REPLY))
     })
   }
-  const { keys, args } = batchArguments(
-    entries.map((entry) => entry.payload),
-    prepared.args.length,
-  )
-  return runScript(prepared.batch, keys, args).then((reply) => {
-    if (!Array.isArray(reply)) checkReply(runner, reply)
-    const replies = batchReplies(reply as unknown[], entries.length)
-    for (const each of replies) checkReply(runner, each)
-    return replies
+  const calls = entries.map((entry) => entry.payload as DecisionCall)
+  const { keys, args } = batchArguments(calls, prepared.suffixes, prepared.args)
+  return scripts.run(prepared.batch, keys, args).then((reply) => {
+    const values: unknown[] = new Array(calls.length)
+    const read =
+      Array.isArray(reply) &&
+      eachRecord(reply, calls.length, (call, start, length) => {
+        values[call] = prepared.decode(calls[call]!, reply, start, length)
+      })
+    if (!read) throw unexpected(runner, reply)
+    return values
   })
 }
 
-/** A script's reply as numbers, or a store error naming the client family when it is not a list. */
-function checkReply(runner: RedisScriptRunner, reply: unknown): number[] {
-  if (!Array.isArray(reply) || reply.length < 2) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_STORE',
-      `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
-    )
-  }
-  return reply.map(Number)
+function isLease(call: ScriptCall): call is LeaseCall {
+  return call.prepared === LEASE_PREPARED
+}
+
+/** A store error naming the client family, for a reply that is not what the script returns. */
+function unexpected(runner: RedisScriptRunner, reply: unknown): RateLimitError {
+  return new RateLimitError(
+    'ERR_RATEWINDOW_STORE',
+    `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
+  )
 }
