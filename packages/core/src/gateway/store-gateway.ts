@@ -6,7 +6,7 @@
  */
 
 import type { BreakerEvent, FailureContext, StoreCallEvent } from '../observe.js'
-import { isShed, LateReply } from '../stores/call-bound.js'
+import { isShed, LateBound, LateReply } from '../stores/call-bound.js'
 import { failureKind } from '../stores/failure-kind.js'
 import type {
   Awaitable,
@@ -99,11 +99,13 @@ export class StoreGateway {
     const store = this.store
     if (store.boundsWait === true) {
       // A grouping store bounds the wait from the moment its call is sent: no timer here (see `boundsWait`).
-      const late = operation === 'consume' ? new LateReply<Decision>() : undefined
       const call = this.#onStoreCall === undefined ? undefined : { waitedMs: 0, groupSize: 0 }
+      const timeoutMs = this.#call.timeoutMs
+      // A consume's bound is its late reply too (one object: see `LateBound`).
+      const late = operation === 'consume' ? new LateBound<Decision>(timeoutMs, call) : undefined
       let sent: Promise<Decision>
       try {
-        sent = Promise.resolve(store[operation](request, { timeoutMs: this.#call.timeoutMs, late, call }))
+        sent = Promise.resolve(store[operation](request, late ?? { timeoutMs, call }))
       } catch (error) {
         sent = Promise.reject(error)
       }

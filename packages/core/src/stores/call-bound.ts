@@ -4,6 +4,7 @@
  * grouping code both depend on this, not on each other.
  */
 import { RateLimitError } from '../support/errors.js'
+import type { CallBound, CallReport } from './types.js'
 
 /**
  * A reply that arrives after its decision was answered without it (timed out): for the refund of a late charge. It
@@ -49,6 +50,21 @@ export class LateReply<T> implements PromiseLike<T> {
       else if (this.#listeners === undefined) this.#listeners = [listener]
       else this.#listeners.push(listener)
     })
+  }
+}
+
+/**
+ * A grouped call's bound and its late reply in one object: a `CallBound` whose `late` is itself. The gateway makes
+ * one per grouped consume (one object per decision instead of two, issue 33).
+ */
+export class LateBound<T> extends LateReply<T> implements CallBound<T> {
+  readonly late: LateReply<T> = this
+
+  constructor(
+    readonly timeoutMs: number,
+    readonly call: CallReport | undefined,
+  ) {
+    super()
   }
 }
 
