@@ -228,7 +228,7 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Takes an in-flight lease (ConcurrencyLimiter) in one script: a sorted set per key, lease ids scored by their
    * expiry; expired ones are dropped first, so a crashed process's slots come back after the lease time.
    */
-  acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
+  async acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
     // A late lease reaches the limiter as a `LeaseDecision` (what the call decodes to), for its release.
     return this.#lease(
       request.prefix,
