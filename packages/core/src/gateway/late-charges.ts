@@ -5,7 +5,7 @@
  * to `onError` once per fault, with the count: a call whose connection closed while the store had it (the store may
  * or may not have applied it), a give-back that failed once sent, and give-backs past the retry bounds.
  */
-import { isShed, LateReply } from '../stores/call-bound.js'
+import { isShed, LateBound } from '../stores/call-bound.js'
 import { mayHaveRun } from '../stores/failure-kind.js'
 import type { CallReport, Decision, RefundRequest, Store, StoreRequest } from '../stores/types.js'
 import { isThenable } from '../support/awaitable.js'
@@ -104,14 +104,11 @@ export class LateCharges {
     const grouped = store.boundsWait === true
     // A grouping store fills in the call report when it sends the call: groupSize 0 means it never did.
     const call: CallReport | undefined = grouped ? { waitedMs: 0, groupSize: 0 } : undefined
-    const late = grouped ? new LateReply<Decision>() : undefined
+    const late = grouped ? new LateBound<Decision>(this.#call.timeoutMs, call) : undefined
     let pending: PromiseLike<void> | undefined
     let sent: Promise<void>
     try {
-      const returned = store.refund(
-        refund,
-        grouped ? { timeoutMs: this.#call.timeoutMs, late, call } : undefined,
-      )
+      const returned = store.refund(refund, late)
       pending = isThenable(returned) ? returned : undefined
       sent =
         pending === undefined || grouped ? Promise.resolve(returned) : this.#call.bound(pending, 'refund')
