@@ -69,6 +69,9 @@ export const REDIS_STORE_DEFAULTS = {
   prefix: '',
   maxWaiting: DEFAULT_MAX_WAITING,
 } as const satisfies Partial<RedisStoreOptions>
+/** What a charge (settle) answers: the units charged, and what the script repaired. */
+type Charged = { charged: number; notices?: readonly Error[] }
+
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
 
@@ -214,14 +217,8 @@ export class RedisStore implements Store, ConcurrencyStore {
     if (notices?.[0] !== undefined) throw notices[0]
   }
 
-  charge(
-    request: StoreRequest,
-    within?: CallBound,
-  ): Promise<{ charged: number; notices?: readonly Error[] }> {
-    return this.#run(request, MODE.charge, 0, within) as Promise<{
-      charged: number
-      notices?: readonly Error[]
-    }>
+  charge(request: StoreRequest, within?: CallBound): Promise<Charged> {
+    return this.#run(request, MODE.charge, 0, within) as Promise<Charged>
   }
 
   /**
