@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
+import { makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
 
 export interface GcraOptions {
@@ -51,6 +51,11 @@ const MAX_TICKS = 2 ** 53
  * @example gcra({ limit: 10, window: '1s', burst: 20 }) // 10 per second on average, bursts of 20
  */
 export function gcra(options: GcraOptions): Rule {
+  return gcraRule(options, undefined)
+}
+
+/** `gcra`, under the storage id `id` when given (an overridden rule keeps the coded rule's id). */
+function gcraRule(options: GcraOptions, id: string | undefined): Rule {
   requireObject(options, 'gcra', '{ limit: 10, window: "1s", burst: 20 }')
   rejectUnknownOptions(options, GCRA_OPTIONS, 'gcra rule')
   const limit = parseCount(options.limit, 'limit')
@@ -72,17 +77,32 @@ export function gcra(options: GcraOptions): Rule {
   }
   // The time to rest fully from an exhausted burst, for draft-8 policy names and `windowMs`.
   const restMs = Math.ceil((burst * interval) / scale)
-  return makeRule({
-    algorithm: 'gcra',
-    limit: burst,
-    windowMs: restMs,
-    name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
-    id: `gc${limit}-${windowMs}-${burst}`,
-    maxCost: burst,
-    logic: gcraLogic(scale, interval, burst),
-    script: Object.freeze({ code: CODE, params: Object.freeze([scale, interval, burst] as const) }),
-    shadow: parseShadow(options.shadow),
-  })
+  const ruleId = id ?? `gc${limit}-${windowMs}-${burst}`
+  return makeRule(
+    {
+      algorithm: 'gcra',
+      limit: burst,
+      windowMs: restMs,
+      name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
+      id: ruleId,
+      maxCost: burst,
+      logic: gcraLogic(scale, interval, burst),
+      script: Object.freeze({ code: CODE, params: Object.freeze([scale, interval, burst] as const) }),
+      shadow: parseShadow(options.shadow),
+    },
+    // An override sets the rate (`limit` per the same window) and the burst.
+    (newLimit, newBurst) =>
+      gcraRule(
+        {
+          limit: newLimit,
+          window: windowMs,
+          burst: newBurst ?? scaledBurst(burst, limit, newLimit),
+          name: options.name,
+          shadow: options.shadow,
+        },
+        ruleId,
+      ),
+  )
 }
 
 function gcd(a: number, b: number): number {
@@ -153,7 +173,22 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       }
     },
     ttl: (state, now) => toMs(ahead(state, now)),
+    adopt(state, [fromScale, fromInterval], now) {
+      const used = Math.max(0, state.tat - now * fromScale!)
+      // The units used, `used / fromInterval`, in this rule's ticks, rounded up (exact: BigInt).
+      state.tat =
+        used === 0 || !Number.isFinite(used)
+          ? Number.NEGATIVE_INFINITY
+          : now * scale + ceilRatio(used, interval, fromInterval!)
+    },
   }
+}
+
+/** `ceil(a × b / c)` for whole numbers, exact past 2^53. */
+function ceilRatio(a: number, b: number, c: number): number {
+  const product = BigInt(a) * BigInt(b)
+  const divisor = BigInt(c)
+  return Number((product + divisor - 1n) / divisor)
 }
 
 /**

@@ -10,10 +10,33 @@ import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './t
  */
 const RULE_BRAND = Symbol.for('@ratewindow/core.rule')
 
-/** Brands and freezes a rule made by one of the factories. */
-export function makeRule(rule: Rule): Rule {
+/**
+ * How each rule is made again with another limit (an override, algorithms/override.ts): the factory's own
+ * options with the new limit, under the same storage id, so that the overridden rule reads the same state.
+ */
+const RETUNERS = new WeakMap<Rule, Retune>()
+
+/** @internal The rule with `limit` (and `burst`, where the algorithm has one) in place of its own. */
+export type Retune = (limit: number, burst: number | undefined) => Rule
+
+/**
+ * An overridden rate's burst when the override names none: the coded burst in proportion to the rate (10× the
+ * rate, 10× the burst), rounded down, at least 1.
+ */
+export function scaledBurst(burst: number, limit: number, newLimit: number): number {
+  return Math.max(1, Math.floor((burst * newLimit) / limit))
+}
+
+/** Brands and freezes a rule made by one of the factories; `retune` makes it again with another limit. */
+export function makeRule(rule: Rule, retune?: Retune): Rule {
   Object.defineProperty(rule, RULE_BRAND, { value: true })
+  if (retune !== undefined) RETUNERS.set(rule, retune)
   return Object.freeze(rule)
+}
+
+/** @internal How `rule` is made again with another limit; undefined for a rule no factory made. */
+export function retunerOf(rule: Rule): Retune | undefined {
+  return RETUNERS.get(rule)
 }
 
 /** Whether `value` is a rule made by one of the factories (not an object that merely looks like one). */
@@ -85,18 +108,28 @@ export function windowRule(
   const limit = parseCount(options.limit, 'limit')
   const windowMs = parseDuration(options.window, 'window')
   checkProduct(limit, windowMs, '`limit` × `window` (ms)')
-  return makeRule({
-    algorithm,
-    limit,
-    windowMs,
-    name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
-    id: `${algorithm
-      .split('-')
-      .map((word) => word[0])
-      .join('')}${windowMs}`,
-    maxCost: Math.min(limit, maxCost),
-    shadow: parseShadow(options.shadow),
-    logic: makeLogic(limit, windowMs),
-    script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
-  })
+  return makeRule(
+    {
+      algorithm,
+      limit,
+      windowMs,
+      name: parseRuleName(options.name, `${limit}-per-${formatDuration(windowMs)}`),
+      id: `${algorithm
+        .split('-')
+        .map((word) => word[0])
+        .join('')}${windowMs}`,
+      maxCost: Math.min(limit, maxCost),
+      shadow: parseShadow(options.shadow),
+      logic: makeLogic(limit, windowMs),
+      script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
+    },
+    (newLimit) =>
+      windowRule(
+        algorithm,
+        code,
+        { limit: newLimit, window: windowMs, name: options.name, shadow: options.shadow },
+        makeLogic,
+        maxCost,
+      ),
+  )
 }

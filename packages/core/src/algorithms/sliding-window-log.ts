@@ -56,6 +56,25 @@ function push(state: SlidingWindowLogState, time: number, limit: number): void {
   state.size++
 }
 
+/** Removes the `cost` newest entries that `matches` accepts, keeping the others in order. */
+function removeNewest(
+  state: SlidingWindowLogState,
+  cost: number,
+  limit: number,
+  matches: (entry: number) => boolean,
+): void {
+  const kept: number[] = []
+  let left = cost
+  for (let i = state.size - 1; i >= 0; i--) {
+    const entry = at(state, i)
+    if (left > 0 && matches(entry)) left--
+    else kept.push(entry)
+  }
+  state.head = 0
+  state.size = 0
+  for (let i = kept.length - 1; i >= 0; i--) push(state, kept[i]!, limit)
+}
+
 function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<SlidingWindowLogState> {
   const newest = (state: SlidingWindowLogState) => at(state, state.size - 1)
   return {
@@ -87,16 +106,11 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
       for (let i = 0; i < cost; i++) push(state, time, limit)
     },
     refund(state, _now, cost, time) {
-      const kept: number[] = []
-      let left = cost
-      for (let i = state.size - 1; i >= 0; i--) {
-        const entry = at(state, i)
-        if (left > 0 && entry === time) left--
-        else kept.push(entry)
-      }
-      state.head = 0
-      state.size = 0
-      for (let i = kept.length - 1; i >= 0; i--) push(state, kept[i]!, limit)
+      removeNewest(state, cost, limit, (entry) => entry === time)
+    },
+    // The newest entries admitted by now; never a reserved slot (later than now), which a waiter still holds.
+    give(state, now, cost) {
+      removeNewest(state, cost, limit, (entry) => entry <= now)
     },
     report(state, now, pending, deniedCost) {
       const count = state.size + pending

@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../support/duration.js'
 import { requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
+import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
 
 export interface TokenBucketOptions {
@@ -45,6 +45,11 @@ const TOKEN_BUCKET_OPTIONS = namesOf<TokenBucketOptions>({
  * @example tokenBucket({ capacity: 20, refillRate: 5, interval: '1s' }) // bursts of 20, then 5/s
  */
 export function tokenBucket(options: TokenBucketOptions): Rule {
+  return tokenBucketRule(options, undefined)
+}
+
+/** `tokenBucket`, under the storage id `id` when given (an overridden rule keeps the coded rule's id). */
+function tokenBucketRule(options: TokenBucketOptions, id: string | undefined): Rule {
   requireObject(options, 'token-bucket', '{ capacity: 20, refillRate: 5 }')
   rejectUnknownOptions(options, TOKEN_BUCKET_OPTIONS, 'token-bucket rule')
   const capacity = parseCount(options.capacity, 'capacity')
@@ -53,20 +58,35 @@ export function tokenBucket(options: TokenBucketOptions): Rule {
   checkProduct(capacity, intervalMs, '`capacity` × `interval` (ms)')
   checkProduct(refillRate, intervalMs, '`refillRate` × `interval` (ms)')
   const fillMs = Math.ceil((capacity * intervalMs) / refillRate)
-  return makeRule({
-    algorithm: 'token-bucket',
-    limit: capacity,
-    windowMs: fillMs,
-    name: parseRuleName(options.name, `${capacity}-per-${formatDuration(fillMs)}`),
-    id: `tb${capacity}-${refillRate}-${intervalMs}`,
-    maxCost: capacity,
-    shadow: parseShadow(options.shadow),
-    logic: tokenBucketLogic(capacity, refillRate, intervalMs),
-    script: Object.freeze({
-      code: CODE,
-      params: Object.freeze([capacity, refillRate, intervalMs] as const),
-    }),
-  })
+  const ruleId = id ?? `tb${capacity}-${refillRate}-${intervalMs}`
+  return makeRule(
+    {
+      algorithm: 'token-bucket',
+      limit: capacity,
+      windowMs: fillMs,
+      name: parseRuleName(options.name, `${capacity}-per-${formatDuration(fillMs)}`),
+      id: ruleId,
+      maxCost: capacity,
+      shadow: parseShadow(options.shadow),
+      logic: tokenBucketLogic(capacity, refillRate, intervalMs),
+      script: Object.freeze({
+        code: CODE,
+        params: Object.freeze([capacity, refillRate, intervalMs] as const),
+      }),
+    },
+    // An override sets the rate (`limit`: the refill per the same interval) and the burst (the capacity).
+    (newLimit, newBurst) =>
+      tokenBucketRule(
+        {
+          capacity: newBurst ?? scaledBurst(capacity, refillRate, newLimit),
+          refillRate: newLimit,
+          interval: intervalMs,
+          name: options.name,
+          shadow: options.shadow,
+        },
+        ruleId,
+      ),
+  )
 }
 
 function tokenBucketLogic(
@@ -136,6 +156,23 @@ function tokenBucketLogic(
       }
     },
     ttl: (state) => untilFull(state.tokens),
+    adopt(state, [fromCapacity, fromRate], now) {
+      if (Number.isNaN(state.last)) return
+      // Refilled to now at the rate it was kept under, then the units used carried over (an override keeps the
+      // interval, so the scaled units are the same): below zero when more is used than this bucket holds.
+      const fromFull = fromCapacity! * intervalMs
+      const elapsed = now - state.last
+      if (elapsed > 0) {
+        const refill = elapsed >= Math.ceil((fromFull - state.tokens) / fromRate!)
+        state.tokens = refill ? fromFull : state.tokens + elapsed * fromRate!
+        state.last = now
+      }
+      state.tokens = full - (fromFull - state.tokens)
+      if (state.tokens >= full) {
+        state.tokens = full
+        state.fullAt = now
+      }
+    },
   }
 }
 

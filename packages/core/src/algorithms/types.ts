@@ -141,6 +141,20 @@ export interface AlgorithmLogic<S> {
   report(state: S, now: number, pending: number, deniedCost: number): RuleOutcome
   /** How long the state matters; 0 when it equals a fresh state and may be dropped. */
   ttl(state: S, now: number): number
+  /**
+   * An override changed the rule's rate (algorithms/override.ts): converts `state`, kept under the parameters
+   * `from` (the `Rule.script.params` it was written with), to this rule's, keeping the units used and rounding
+   * up, so that a change never admits more than this rule allows (a lowered limit may leave more used than it
+   * holds: nothing is admitted until that has rested). Absent where the state counts units whatever the limit
+   * (the window algorithms).
+   */
+  adopt?(state: S, from: readonly number[], now: number): void
+  /**
+   * Gives back up to `cost` units now, without the time they were admitted (`RateLimiter.give`), the state
+   * advanced to `now`. Absent where `refund` at `now` does it (every algorithm but the log, whose refund removes
+   * the entries of one time).
+   */
+  give?(state: S, now: number, cost: number): void
 }
 
 /**
