@@ -11,6 +11,15 @@ export {
   tokenBucket,
   type WindowRuleOptions,
 } from './algorithms/index.js'
+export {
+  applyOverrideChange,
+  type LimitOverride,
+  liveOverrideRecord,
+  type ManualBlock,
+  type OverrideChange,
+  type OverrideRecord,
+  type RuleLimit,
+} from './algorithms/override.js'
 export type { PenaltyOptions } from './algorithms/penalty.js'
 export type { CircuitBreakerOptions } from './gateway/circuit-breaker.js'
 export { AccessList, type AccessListEntries, type AccessListOption } from './http/access-list.js'
@@ -51,6 +60,15 @@ export {
   type ConcurrencyResult,
 } from './limiter/concurrency.js'
 export { type LimitOptions, RateLimiter } from './limiter/limiter.js'
+export {
+  type BlockOptions,
+  type InspectedRule,
+  type Inspection,
+  LimiterOverrides,
+  type OverrideList,
+  type OverrideListOptions,
+  type OverrideSetOptions,
+} from './limiter/operator.js'
 export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
 export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
@@ -61,6 +79,8 @@ export {
   type DecisionEvent,
   type DecisionOutcome,
   type FailureContext,
+  type OverrideAction,
+  type OverrideEvent,
   type RateLimitObserver,
   type StoreCallEvent,
   type StoreErrorKind,
@@ -112,6 +132,7 @@ export type {
   Decision,
   LeaseDecision,
   LeaseRequest,
+  OverridePage,
   RefundRequest,
   Store,
   StoreRequest,

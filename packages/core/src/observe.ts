@@ -1,3 +1,4 @@
+import type { LimitOverride, ManualBlock, OverrideRecord } from './algorithms/override.js'
 import type { Rule } from './algorithms/types.js'
 import type { DecisionSource, RateLimitResult, RuleResult } from './result.js'
 import { guardedObserver } from './support/report.js'
@@ -52,6 +53,11 @@ export interface DecisionEvent {
   route?: string
   /** The whole result (holds the client key: keep it out of metric labels). */
   result: RateLimitResult
+  /**
+   * Set when the key's override record decided (`overrides: true`): `'limits'` when an override set the limits in
+   * force, `'block'` when a manual block refused it.
+   */
+  override?: 'limits' | 'block'
 }
 
 /**
@@ -67,6 +73,8 @@ export function decisionEvent(
 ): DecisionEvent {
   const event: DecisionEvent = { limiter, rule, outcome, source: result.source, result }
   if (route !== undefined) event.route = route
+  if (result.manualBlock !== undefined) event.override = 'block'
+  else if (result.overridden === true) event.override = 'limits'
   return event
 }
 
@@ -171,6 +179,28 @@ export interface BreakerEvent {
   to: BreakerState
 }
 
+/** What an operator changed on a key (`RateLimiter.overrides`, `block`, `unblock`, `give`, `take`). */
+export type OverrideAction = 'set' | 'delete' | 'block' | 'unblock' | 'give' | 'take'
+
+/**
+ * An override change or a manual action, told once the store applied it. Who called it is the application's
+ * business: log it beside the event.
+ */
+export interface OverrideEvent {
+  /** The limiter's `name`. */
+  limiter: string
+  key: string
+  action: OverrideAction
+  /** `'set'`: the override as given. */
+  override?: LimitOverride
+  /** `'block'`: the block as the store keeps it (its end on the store's clock, its reason). */
+  block?: ManualBlock
+  /** `'give'` and `'take'`: the units asked; `units` of `'take'` are those charged. */
+  units?: number
+  /** The key's record as the store keeps it after the change; undefined when nothing is left. */
+  record?: OverrideRecord | undefined
+}
+
 /**
  * Callbacks that watch a limiter. Each is optional; none can hurt a request: a throw or a rejection is caught
  * and reported as a process warning (at most one per 10 s). Unused, they cost one property check per call.
@@ -180,6 +210,8 @@ export interface RateLimitObserver {
   onDecision?: (event: DecisionEvent) => unknown
   onStoreCall?: (event: StoreCallEvent) => unknown
   onBreaker?: (event: BreakerEvent) => unknown
+  /** An override change or a manual action (`overrides: true`, or `give`/`take`). */
+  onOverride?: (event: OverrideEvent) => unknown
 }
 
 /**
@@ -191,7 +223,7 @@ export interface RateLimitObserver {
 export function combineObservers(...observers: (RateLimitObserver | undefined)[]): RateLimitObserver {
   const list = observers.filter((observer): observer is RateLimitObserver => observer !== undefined)
   const combined: RateLimitObserver = {}
-  for (const name of ['onDecision', 'onStoreCall', 'onBreaker'] as const) {
+  for (const name of ['onDecision', 'onStoreCall', 'onBreaker', 'onOverride'] as const) {
     // Each guarded on its own: one that throws neither stops the next nor hides its failure.
     const callbacks = list.flatMap((observer) => {
       const callback = observer[name] as ((event: never) => unknown) | undefined

@@ -1,3 +1,4 @@
+import type { ManualBlock } from './algorithms/override.js'
 import type { Rule, RuleOutcome } from './algorithms/types.js'
 import type { Decision, StoreRequest } from './stores/types.js'
 
@@ -77,6 +78,16 @@ export interface RateLimitResult {
    * settle, `RateLimiter.settle`): `req.rateLimit.settle(tokensUsed)`. Not serialised (non-enumerable).
    */
   settle?: (actualCost: number) => Promise<SettleResult>
+  /**
+   * Present (true) when an override of the key set the limits in force (`overrides: true`): `limit`, `rule` and
+   * `rules` are those in force.
+   */
+  overridden?: true
+  /**
+   * Present when an operator blocked the key (`block`): the request was refused until `until` (store clock), with
+   * `blocked` the rest of the block. `reason` is for the application and observers, never for the client.
+   */
+  manualBlock?: ManualBlock
 }
 
 /**
@@ -125,7 +136,9 @@ function unknownQuota(
 
 /** Builds the public result from a store decision. */
 export function toResult(request: StoreRequest, decision: Decision, source: DecisionSource): RateLimitResult {
-  const { rules, key, cost } = request
+  const { key, cost } = request
+  // Under an override: the rules in force.
+  const rules = decision.rules ?? request.rules
   const { outcomes, allowed } = decision
   const results: RuleResult[] = new Array(outcomes.length)
   let reported = 0
@@ -172,6 +185,8 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     source,
   }
   const { blocked, wait } = decision
+  if (decision.rules !== undefined) result.overridden = true
+  if (decision.manualBlock !== undefined) result.manualBlock = decision.manualBlock
   if (wait !== undefined && wait > 0) {
     result.delay = wait
     result.at = decision.now + wait

@@ -58,6 +58,7 @@ export interface GraphQLRateLimitOptions<TContext = any>
       | 'concurrency'
       | 'delay'
       | 'reservationHorizon'
+      | 'overrides'
       | 'message'
       | 'problemDetails'
       | 'skipFailedRequests'

@@ -4,6 +4,7 @@ import {
   type DecisionEvent,
   invalid,
   namesOf,
+  type OverrideEvent,
   type RateLimitObserver,
   rejectUnknownOptions,
   type StoreCallEvent,
@@ -127,6 +128,10 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     description: 'Failed store calls, by kind: timeout, key (one key’s data) or scope (server or shard).',
     unit: '{error}',
   })
+  const overrideActions = meter.createCounter('ratewindow.override.actions', {
+    description: 'Override changes and manual actions (set, delete, block, unblock, give, take).',
+    unit: '{action}',
+  })
   const transitions = meter.createCounter('ratewindow.breaker.transitions', {
     description: 'Circuit breaker state changes.',
     unit: '{transition}',
@@ -142,6 +147,7 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
         'ratewindow.source': event.source,
       }
       if (event.route !== undefined) attributes['http.route'] = labels.routes.value(event.route)
+      if (event.override !== undefined) attributes['ratewindow.override'] = event.override
       decisions.add(1, attributes)
     },
     onStoreCall(event: StoreCallEvent): void {
@@ -169,6 +175,12 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
         'ratewindow.store': event.store,
         'ratewindow.breaker.from': event.from,
         'ratewindow.breaker.to': event.to,
+      })
+    },
+    onOverride(event: OverrideEvent): void {
+      overrideActions.add(1, {
+        'ratewindow.limiter': limiterNames.value(event.limiter),
+        'ratewindow.override.action': event.action,
       })
     },
   }

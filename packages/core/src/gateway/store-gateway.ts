@@ -180,6 +180,14 @@ export class StoreGateway {
     return this.#call.run('reset', () => this.store.reset(target))
   }
 
+  /**
+   * An operator's call (an override change, a manual action, an inspection): bounded as every call, and rejecting
+   * with the store's error (the caller is an operator, not a request).
+   */
+  operate<T>(operation: string, run: (store: Store) => Awaitable<T>): Promise<T> {
+    return this.#call.run(operation, () => run(this.store))
+  }
+
   /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
   scopeOf(target: StoreTarget): string | number {
     const store = this.store

@@ -48,6 +48,7 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
     | 'observer'
     | 'penalty'
     | 'reservationHorizon'
+    | 'overrides'
   > {
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)

@@ -1,23 +1,20 @@
 import type { Penalty } from '../algorithms/penalty.js'
-import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
 import type { Rule } from '../algorithms/types.js'
 import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
 import { policyResult, type RateLimitResult, type SettleResult, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, Store, StoreRequest } from '../stores/types.js'
-import { RateLimitError } from '../support/errors.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
 import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
+import { LimiterOverrides } from './operator.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
+import { storeRequest } from './request.js'
 import { ShadowRules } from './shadow.js'
 import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
-
-/** The rule of a `cost` argument, made once (not per request). */
-const COST = { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' } as const
 
 export interface LimitOptions {
   /** Whole units this request costs; 0 checks without consuming. @default 1 */
@@ -66,6 +63,8 @@ export class RateLimiter {
   readonly #ledger: GiveBackLedger
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
   readonly waiting: SlotWaits
+  /** Operating one key's limits live: overrides, blocks, `give`, `take`, `inspect` (docs/operating-limits.md). */
+  readonly overrides: LimiterOverrides
   /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
    */
@@ -110,6 +109,10 @@ export class RateLimiter {
     const modes = this.#modes
     const reserving = modes.allShadow ? this.rules : modes.enforcing
     this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
+    this.overrides = new LimiterOverrides(this, this.#store, config.overrides, {
+      forget: (key) => this.#blocked?.delete(key),
+      onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
+    })
     this.#ledger = new GiveBackLedger({
       store: this.#store,
       fallback: this.#fallback,
@@ -369,17 +372,6 @@ export class RateLimiter {
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
-    keyArgument(key)
-    wholeNumber(cost, 'cost', COST)
-    if (cost > this.maxCost) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
-        `\`cost\` ${cost} exceeds the largest cost the rules accept (${this.maxCost}: the smallest limit, and at most ${LOG_MAX_COST} for a sliding window log): such a request could never pass. Lower the cost or raise the limit.`,
-        { option: 'cost' },
-      )
-    }
-    return this.penalty === undefined
-      ? { prefix: this.namespace, key, rules: this.rules, cost }
-      : { prefix: this.namespace, key, rules: this.rules, cost, penalty: this.penalty }
+    return storeRequest(this, this.overrides.scope, key, cost)
   }
 }

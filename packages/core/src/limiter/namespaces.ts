@@ -58,6 +58,23 @@ export function namespaceOf(
   return `${prefix}:${scope}${signature.length > 48 ? shortHash(signature) : signature}:`
 }
 
+/**
+ * Where a limiter's override records live in its store (`overrides: true`): its prefix and group, or else its
+ * route scope and `name`, and never its rules, so that a deploy that changes a limit in code keeps them and the
+ * members of a group share them. Two unnamed limiters of one prefix (and route) share their records: a `name`
+ * keeps them apart.
+ */
+export function overrideScopeOf(
+  prefix: string,
+  group: string | undefined,
+  name: string | undefined,
+  identity: Identity,
+): string {
+  if (group !== undefined) return `${prefix}:o.g=${group}:`
+  const scope = identity.scope === undefined ? '' : `${shortHash(identity.scope)}.`
+  return `${prefix}:o.${scope}n=${name === undefined ? '' : shortHash(name)}:`
+}
+
 function shortHash(text: string): string {
   return sha256Base64url(text).slice(0, 11)
 }

@@ -11,7 +11,7 @@ import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { throttledErrorLog } from '../support/report.js'
 import { fnOption, oneOf, prefixOption } from '../support/validators.js'
 import type { BlockedCacheOptions } from './blocked-cache.js'
-import { type Identity, namespaceOf, parseGroup } from './namespaces.js'
+import { type Identity, namespaceOf, overrideScopeOf, parseGroup } from './namespaces.js'
 
 // http/ and slow-down/ import `FailureContext` from here until milestone 2 moves their imports to observe.ts.
 export type { FailureContext } from '../observe.js'
@@ -129,6 +129,13 @@ export interface RateLimiterOptions {
    * state by the store (MemoryStore, RedisStore); `reset` clears it. @default none
    */
   penalty?: PenaltyOptions
+  /**
+   * Overrides and manual blocks per key (`limiter.overrides`, `block`, `unblock`; docs/operating-limits.md): the
+   * store keeps one record per client key under this limiter's `prefix` and `group` (or `name`), and every
+   * decision reads it in the same store call. Off, decisions read nothing and cost nothing more. Needs a store
+   * that keeps them (MemoryStore, RedisStore, SyncedStore, the Durable Object store). @default false
+   */
+  overrides?: boolean
 }
 
 /** The limiter's option names other than `rules`: the middleware options share them (http/options.ts). */
@@ -148,9 +155,15 @@ export const LIMITER_OPTION_FLAGS = {
   observer: true,
   penalty: true,
   reservationHorizon: true,
+  overrides: true,
 } as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
-const OBSERVER_NAMES = namesOf<RateLimitObserver>({ onDecision: true, onStoreCall: true, onBreaker: true })
+const OBSERVER_NAMES = namesOf<RateLimitObserver>({
+  onDecision: true,
+  onStoreCall: true,
+  onBreaker: true,
+  onOverride: true,
+})
 const CIRCUIT_BREAKER_NAMES = namesOf<CircuitBreakerOptions>({ failures: true, cooldown: true, clock: true })
 const BLOCKED_CACHE_NAMES = namesOf<BlockedCacheOptions>({ maxKeys: true, clock: true })
 
@@ -190,6 +203,8 @@ export interface LimiterConfig {
   penalty: Penalty | undefined
   /** `reservationHorizon` in ms. */
   reservationHorizonMs: number
+  /** With `overrides: true`: the scope of the limiter's override records in its store (`overrideScopeOf`). */
+  overrides: string | undefined
 }
 
 /**
@@ -298,7 +313,9 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
       }
     }
   }
+  const overrides = parseOverrides(options.overrides, store)
   return {
+    overrides: overrides ? overrideScopeOf(prefix, group, name, identity) : undefined,
     name: name ?? namespace,
     shadow,
     observer,
@@ -318,6 +335,20 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     penalty,
     reservationHorizonMs: parseReservationHorizon(options.reservationHorizon),
   }
+}
+
+/** Validates `overrides`: a boolean, true only with a store that keeps overrides. */
+function parseOverrides(value: unknown, store: Store): boolean {
+  if (value === undefined || value === false) return false
+  if (value !== true) throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'overrides', value, 'true or false')
+  if (store.overrides !== true) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`overrides\` needs a store that keeps overrides and reads them as it decides (MemoryStore, RedisStore, SyncedStore, DurableObjectStore); the \`store\` (${store.constructor?.name ?? typeof store}) does not.`,
+      { option: 'overrides' },
+    )
+  }
+  return true
 }
 
 const USE_OURS =

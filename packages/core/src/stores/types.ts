@@ -1,3 +1,4 @@
+import type { LimitOverride, ManualBlock, OverrideChange, OverrideRecord } from '../algorithms/override.js'
 import type { Penalty } from '../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../algorithms/types.js'
 
@@ -16,6 +17,12 @@ export interface StoreTarget {
    * in the same atomic step. Only stores with `penalties: true` receive one.
    */
   penalty?: Penalty
+  /**
+   * The limiter's override scope (`RateLimiter` option `overrides`), for a store with `overrides: true`: the store
+   * reads the key's override record under it in the same call that decides (`Store.updateOverride`), and decides
+   * with the limits in force and any manual block. Absent: no record is read.
+   */
+  overrides?: string
 }
 
 export interface StoreRequest extends StoreTarget {
@@ -53,6 +60,22 @@ export interface Decision {
    * stands; the limiter passes each to `onError`.
    */
   notices?: readonly Error[]
+  /**
+   * With `StoreTarget.overrides`: the rules in force, in the order of `rules`, when an override changed any
+   * (the outcomes are theirs); absent when the coded rules decided.
+   */
+  rules?: readonly Rule[]
+  /** With `StoreTarget.overrides`: the override in force for the key, when there is one. */
+  override?: LimitOverride
+  /** With `StoreTarget.overrides`: the manual block in force, when the key is blocked (the request was refused). */
+  manualBlock?: ManualBlock
+}
+
+/** One page of `Store.listOverrides`. */
+export interface OverridePage {
+  records: OverrideRecord[]
+  /** Pass it back for the next page; undefined when the scan is done. */
+  cursor: string | undefined
 }
 
 /**
@@ -93,6 +116,26 @@ export interface Store {
    * `delay` and `wait()` with a store that does not.
    */
   readonly reservations?: boolean
+  /**
+   * Whether the store keeps overrides and manual blocks (`updateOverride`, `readOverride`, `listOverrides`) and
+   * reads them in the same call that decides (`StoreTarget.overrides`). The limiter refuses `overrides.set` and
+   * `block` with a store that does not, naming it.
+   */
+  readonly overrides?: boolean
+  /**
+   * Applies `change` to the record of `key` under `scope` atomically, on the store's clock
+   * (`applyOverrideChange`), keeping it until its last part ends; returns the record as it stands after.
+   */
+  updateOverride?(scope: string, key: string, change: OverrideChange): Awaitable<OverrideRecord | undefined>
+  /** The record of `key` under `scope`, ended parts dropped; undefined when there is none. */
+  readOverride?(scope: string, key: string): Awaitable<OverrideRecord | undefined>
+  /** A page of the records under `scope` (`count` is a hint); may scan. */
+  listOverrides?(scope: string, page: { cursor?: string | undefined; count: number }): Awaitable<OverridePage>
+  /**
+   * Gives up to `cost` units back to every rule now, without a result in hand (`RateLimiter.give`), each rule as
+   * far as it holds them (never below empty).
+   */
+  give?(request: StoreRequest, within?: CallBound): Awaitable<void>
   /** Releases timers or connections the store owns. */
   close?(): Awaitable<unknown>
   /**

@@ -6,6 +6,7 @@
  *
  * Every step works on a live state (`liveAt`): the caller replaces an expired one by a fresh one first.
  */
+import { type ManualBlock, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
 import type { Decision, LeaseDecision, LeaseRequest } from '../types.js'
@@ -19,6 +20,11 @@ export interface KeyStateData {
   states: unknown[]
   penalty?: PenaltyState | undefined
   expiresAt: number
+  /**
+   * Under an override: the parameters (`Rule.script.params`) of the rules the states were last written with,
+   * where they differ from the coded rules' (`tuneKey` converts the states when they change).
+   */
+  tuned?: (readonly number[])[] | undefined
 }
 
 /** @internal `state` while it still holds anything at `now`; undefined once expired (it decides as a fresh one). */
@@ -32,6 +38,45 @@ export function freshStates(rules: readonly Rule[]): unknown[] {
 }
 
 /**
+ * @internal The rules in force for `state` under the override `record` (undefined: none, the coded `rules`), its
+ * states converted to them when they were last written under other limits (`AlgorithmLogic.adopt`).
+ */
+export function tuneKey(
+  rules: readonly Rule[],
+  state: KeyStateData,
+  record: OverrideRecord | undefined,
+  now: number,
+): readonly Rule[] {
+  const inForce = rulesWith(rules, record?.limits)
+  const { tuned } = state
+  if (tuned === undefined && inForce === rules) return rules
+  for (let i = 0; i < inForce.length; i++) {
+    const from = tuned?.[i] ?? rules[i]!.script.params
+    const to = inForce[i]!.script.params
+    if (from[0] !== to[0] || from[1] !== to[1] || from[2] !== to[2])
+      inForce[i]!.logic.adopt?.(state.states[i], from, now)
+  }
+  state.tuned = inForce === rules ? undefined : inForce.map((rule) => rule.script.params)
+  return inForce
+}
+
+/**
+ * @internal A decision made under an override record: the rules in force beside it when they are not the coded
+ * ones, and the manual block that refused it.
+ */
+export function underOverride(
+  decision: Decision,
+  rules: readonly Rule[],
+  inForce: readonly Rule[],
+  record: OverrideRecord | undefined,
+): Decision {
+  if (inForce !== rules) decision.rules = inForce
+  if (record?.limits !== undefined) decision.override = record.limits
+  if (record?.block !== undefined) decision.manualBlock = record.block
+  return decision
+}
+
+/**
  * @internal Decides a request on `state` and records it when every rule admits it (all or nothing, the penalty
  * in the same step; a reservation when `reserve` is given).
  */
@@ -42,9 +87,23 @@ export function consumeKey(
   cost: number,
   penalty: Penalty | undefined,
   reserve?: number,
+  block?: ManualBlock,
 ): Decision {
+  if (block !== undefined) return blockedDecision(rules, state.states, now, cost, block)
   if (penalty !== undefined) state.penalty ??= freshPenalty()
   return decideLocally(rules, state.states, now, cost, true, penalty, state.penalty, false, reserve)
+}
+
+/** A manually blocked key: refused whatever its counters say, nothing counted; the rules report as a peek. */
+function blockedDecision(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  block: ManualBlock,
+): Decision {
+  const decision = decideLocally(rules, states, now, cost, false)
+  return { ...decision, allowed: false, blocked: block.until - now }
 }
 
 /** @internal The decision `consumeKey` would give now, on a copy: `live` (undefined: a fresh state) is left as it was. */
@@ -54,11 +113,22 @@ export function peekKey(
   now: number,
   cost: number,
   penalty: Penalty | undefined,
+  record?: OverrideRecord,
 ): Decision {
   // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
-  const states = live === undefined ? freshStates(rules) : structuredClone(live.states)
+  const copy: KeyStateData = {
+    states: live === undefined ? freshStates(rules) : structuredClone(live.states),
+    expiresAt: 0,
+    tuned: live?.tuned,
+  }
+  const inForce = tuneKey(rules, copy, record, now)
+  const block = record?.block
   const penaltyState = live?.penalty === undefined ? undefined : { ...live.penalty }
-  return decideLocally(rules, states, now, cost, false, penalty, penaltyState)
+  const decision =
+    block !== undefined
+      ? blockedDecision(inForce, copy.states, now, cost, block)
+      : decideLocally(inForce, copy.states, now, cost, false, penalty, penaltyState)
+  return underOverride(decision, rules, inForce, record)
 }
 
 /** @internal Gives back `cost` units admitted at `at` (ms) to every rule of `state`. */
@@ -72,6 +142,19 @@ export function refundKey(
   rules.forEach((rule, i) => {
     rule.logic.advance(state.states[i], now)
     rule.logic.refund(state.states[i], now, cost, at)
+  })
+}
+
+/**
+ * @internal Gives up to `cost` units back to every rule of `state` now (`RateLimiter.give`): the newest units a
+ * rule holds, as far as it holds them.
+ */
+export function giveKey(rules: readonly Rule[], state: KeyStateData, now: number, cost: number): void {
+  rules.forEach((rule, i) => {
+    const logic = rule.logic
+    logic.advance(state.states[i], now)
+    if (logic.give !== undefined) logic.give(state.states[i], now, cost)
+    else logic.refund(state.states[i], now, cost, now)
   })
 }
 

@@ -1,3 +1,4 @@
+import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
@@ -9,6 +10,7 @@ import type {
   Decision,
   LeaseDecision,
   LeaseRequest,
+  OverridePage,
   RefundRequest,
   Store,
   StoreRequest,
@@ -21,12 +23,16 @@ import {
   consumeKey,
   dropExpiredLeases,
   freshStates,
+  giveKey,
   type KeyStateData,
   keepKey,
   liveAt,
   peekKey,
   refundKey,
+  tuneKey,
+  underOverride,
 } from './key-state.js'
+import { OverrideTable } from './override-table.js'
 import { type Linked, RecencyList } from './recency.js'
 
 export interface MemoryStoreOptions {
@@ -72,6 +78,9 @@ const SWEEP_SLICE = 5_000
 export class MemoryStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly reservations = true
+  readonly overrides = true
+  /** Overrides and manual blocks, per limiter scope and client key. */
+  readonly #overrides = new OverrideTable()
   /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
   readonly #leases = new Map<string, Map<string, number>>()
   /**
@@ -138,31 +147,87 @@ export class MemoryStore implements Store, ConcurrencyStore {
   consume(request: StoreRequest): Decision {
     const now = this.#now()
     const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
-    const decision = consumeKey(request.rules, entry, now, request.cost, request.penalty, request.reserve)
-    this.#keep(entry, request, now)
-    return decision
+    const record = this.#record(request, now)
+    const rules =
+      record === undefined && entry.tuned === undefined
+        ? request.rules
+        : tuneKey(request.rules, entry, record, now)
+    const decision = consumeKey(
+      rules,
+      entry,
+      now,
+      request.cost,
+      request.penalty,
+      request.reserve,
+      record?.block,
+    )
+    this.#keep(entry, rules, request.penalty, now)
+    return rules === request.rules && record === undefined
+      ? decision
+      : underOverride(decision, request.rules, rules, record)
   }
 
   peek(request: StoreRequest): Decision {
     const now = this.#now()
     const entry = liveAt(this.#table(request).get(this.#key(request)), now)
-    return peekKey(request.rules, entry, now, request.cost, request.penalty)
+    return peekKey(request.rules, entry, now, request.cost, request.penalty, this.#record(request, now))
   }
 
   refund(request: RefundRequest): void {
-    const now = this.#now()
-    const entry = liveAt(this.#table(request).get(this.#key(request)), now)
-    if (entry === undefined) return
-    refundKey(request.rules, entry, now, request.cost, request.at)
-    this.#keep(entry, request, now)
+    this.#change(request, false, (rules, entry, now) =>
+      refundKey(rules, entry, now, request.cost, request.at),
+    )
   }
 
   charge(request: StoreRequest): { charged: number } {
-    const now = this.#now()
-    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
-    const charged = chargeKey(request.rules, entry, now, request.cost)
-    this.#keep(entry, request, now)
+    let charged = 0
+    this.#change(request, true, (rules, entry, now) => {
+      charged = chargeKey(rules, entry, now, request.cost)
+    })
     return { charged }
+  }
+
+  give(request: StoreRequest): void {
+    this.#change(request, false, (rules, entry, now) => giveKey(rules, entry, now, request.cost))
+  }
+
+  updateOverride(scope: string, key: string, change: OverrideChange): OverrideRecord | undefined {
+    return this.#overrides.update(scope, key, change, this.#now())
+  }
+
+  readOverride(scope: string, key: string): OverrideRecord | undefined {
+    return this.#overrides.read(scope, key, this.#now())
+  }
+
+  listOverrides(scope: string, page: { cursor?: string | undefined; count: number }): OverridePage {
+    return this.#overrides.list(scope, page.cursor, page.count, this.#now())
+  }
+
+  /** The key's override record, when the request reads one. */
+  #record(request: StoreRequest, now: number): OverrideRecord | undefined {
+    return request.overrides === undefined
+      ? undefined
+      : this.#overrides.read(request.overrides, request.key, now)
+  }
+
+  /**
+   * A step that changes a key's state (refund, charge, give) under the limits in force; `create`: on a fresh state
+   * when the key has none (a charge), else nothing to change.
+   */
+  #change(
+    request: StoreRequest,
+    create: boolean,
+    step: (rules: readonly Rule[], entry: Entry, now: number) => void,
+  ): void {
+    const now = this.#now()
+    const table = this.#table(request)
+    const entry = create
+      ? this.#take(table, this.#key(request), request.rules, now)
+      : liveAt(table.get(this.#key(request)), now)
+    if (entry === undefined) return
+    const rules = tuneKey(request.rules, entry, this.#record(request, now), now)
+    step(rules, entry, now)
+    this.#keep(entry, rules, request.penalty, now)
   }
 
   acquire(request: LeaseRequest): LeaseDecision {
@@ -182,6 +247,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #sweepLeases(): void {
     const now = this.#clock()
     if (!isTime(now)) return
+    this.#overrides.sweep(now)
     for (const [id, leases] of this.#leases) {
       dropExpiredLeases(leases, now)
       if (leases.size === 0) this.#leases.delete(id)
@@ -204,6 +270,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
   sweep(): void {
     const now = this.#now()
+    this.#overrides.sweep(now)
     for (const table of this.#allTables)
       for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
   }
@@ -214,6 +281,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
    */
   clear(): void {
     this.#leases.clear()
+    this.#overrides.clear()
     for (const table of this.#allTables) table.clear()
     this.#size = 0
     this.#recency.clear()
@@ -291,12 +359,13 @@ export class MemoryStore implements Store, ConcurrencyStore {
     } else if (liveAt(entry, now) === undefined) {
       entry.states = freshStates(rules)
       entry.penalty = undefined
+      entry.tuned = undefined
     }
     return entry
   }
 
   /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
-  #keep(entry: Entry, { rules, penalty }: StoreRequest, now: number): void {
+  #keep(entry: Entry, rules: readonly Rule[], penalty: StoreRequest['penalty'], now: number): void {
     if (keepKey(rules, penalty, entry, now)) this.#recency.touch(entry)
     else this.#remove(entry)
   }

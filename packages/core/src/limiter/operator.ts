@@ -1,0 +1,322 @@
+/**
+ * What an operator does to one key of a limiter while the service runs (issue 34, docs/operating-limits.md):
+ * overrides (`set`, `get`, `delete`, `list`), manual blocks, units given or taken, and `inspect`. Every call goes
+ * to the limiter's store through its gateway (bounded by `timeout`, rejecting with the store's error), and every
+ * change is told to `observer.onOverride`.
+ */
+import {
+  type LimitOverride,
+  type ManualBlock,
+  type OverrideChange,
+  type OverrideRecord,
+  overrideKey,
+  parseLimitOverride,
+  parseReason,
+} from '../algorithms/override.js'
+import type { AlgorithmName, Rule } from '../algorithms/types.js'
+import type { StoreGateway } from '../gateway/store-gateway.js'
+import type { OverrideAction, OverrideEvent } from '../observe.js'
+import { toResult } from '../result.js'
+import type { Store, StoreRequest } from '../stores/types.js'
+import { type Duration, parseTimerDuration } from '../support/duration.js'
+import { RateLimitError, requireObject } from '../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { keyArgument, wholeNumber } from '../support/validators.js'
+import { type RequestBase, storeRequest } from './request.js'
+
+/** Options of `overrides.set`. */
+export interface OverrideSetOptions {
+  /** The override ends this long after it was set, on the store's clock (or at its `until`, if earlier). */
+  ttl?: Duration
+}
+
+/** Options of `block`. */
+export interface BlockOptions {
+  /** How long the key stays blocked, from now on the store's clock. At most '24d'. */
+  for: Duration
+  /** Why: for observers and `inspect`, never sent to the client. At most 256 characters. */
+  reason?: string
+}
+
+/** Options of `overrides.list`. */
+export interface OverrideListOptions {
+  /** The `cursor` of the previous page. @default the first page */
+  cursor?: string
+  /** About how many records per page (a hint: a page may hold fewer, or none, before the scan ends). @default 100 */
+  count?: number
+}
+
+/** A page of `overrides.list`. */
+export interface OverrideList {
+  /** The keys with an override or a manual block, as the store keeps them. */
+  records: OverrideRecord[]
+  /** Pass it to the next `list` call; undefined once every record was listed. */
+  cursor: string | undefined
+}
+
+/** Where one rule of a key stands (`inspect`). */
+export interface InspectedRule {
+  /** The rule's policy name. */
+  name: string
+  algorithm: AlgorithmName
+  /** The limit in force for this key (the burst for GCRA and the token bucket, as `result.limit`). */
+  limit: number
+  /** Whether an override set that limit. */
+  overridden: boolean
+  /** Units used now (`limit` − `remaining`). */
+  used: number
+  /** Cost-1 requests that would pass now. */
+  remaining: number
+  /** Ms until the next unit frees (0 while one is free). */
+  nextFree: number
+  /** Ms until the whole quota is back, if nothing else arrives. */
+  reset: number
+}
+
+/** Where a key stands (`inspect`): read in one store call, changing nothing. */
+export interface Inspection {
+  key: string
+  /** The store's time of the reading, epoch ms. */
+  at: number
+  /** Each rule, in rule order. */
+  rules: InspectedRule[]
+  /** The key's override, when one is in force. */
+  override?: LimitOverride
+  /** The manual block, when the key is blocked by an operator. */
+  block?: ManualBlock
+  /** With a `penalty`: how long (ms) the penalty's block lasts, when the key is blocked by it. */
+  penaltyBlock?: number
+}
+
+/** What the operator needs of its limiter. */
+interface OperatorTarget {
+  readonly name: string
+  readonly rules: readonly Rule[]
+  /** The override scope (`overrides: true`), else undefined. */
+  readonly scope: string | undefined
+  readonly gateway: StoreGateway
+  /** A store request for `key` and `cost`, validated as `limit` does (with the override scope when on). */
+  request(key: string, cost: number, capped?: boolean): StoreRequest
+  /** Forgets a cached denial of `key` in this process (an unblock, a raised limit take effect at once). */
+  forget(key: string): void
+  onOverride: ((event: OverrideEvent) => void) | undefined
+}
+
+/** What the limiter hands its operator besides itself and its gateway. */
+export interface OperatorHooks {
+  forget(key: string): void
+  onOverride: ((event: OverrideEvent) => void) | undefined
+}
+
+const SET_OPTIONS = namesOf<OverrideSetOptions>({ ttl: true })
+const BLOCK_OPTIONS = namesOf<BlockOptions>({ for: true, reason: true })
+const LIST_OPTIONS = namesOf<OverrideListOptions>({ cursor: true, count: true })
+
+/**
+ * The overrides of one limiter: `limiter.overrides` (and `overrides` on every middleware). Needs the limiter
+ * option `overrides: true`.
+ * @example await limiter.overrides.set('customer:42', { limit: 1000 }, { ttl: '7d' })
+ */
+export class LimiterOverrides {
+  /** @internal The limiter's override scope (`overrides: true`), else undefined: what its requests read. */
+  readonly scope: string | undefined
+  readonly #target: OperatorTarget
+
+  /** @internal Made by the limiter. */
+  constructor(
+    limiter: RequestBase & { readonly name: string },
+    gateway: StoreGateway,
+    scope: string | undefined,
+    hooks: OperatorHooks,
+  ) {
+    this.scope = scope
+    this.#target = {
+      name: limiter.name,
+      rules: limiter.rules,
+      scope,
+      gateway,
+      request: (key, cost, capped) => storeRequest(limiter, scope, key, cost, capped),
+      ...hooks,
+    }
+  }
+
+  /**
+   * Sets the override of `key` (replacing any), seen by every process sharing the store at its next decision
+   * (SyncedStore: at its next sync). Validated against the limiter's rules.
+   */
+  async set(key: string, override: LimitOverride, options: OverrideSetOptions = {}): Promise<void> {
+    const target = this.#target
+    const scope = requireScope(target, 'overrides.set')
+    keyArgument(key)
+    overrideKey(key)
+    const limits = parseLimitOverride(override, target.rules)
+    requireObject(options, 'options', "{ ttl: '7d' }")
+    rejectUnknownOptions(options, SET_OPTIONS, 'overrides.set')
+    const change: OverrideChange = { limits }
+    if (options.ttl !== undefined) change.ttlMs = parseTimerDuration(options.ttl, 'ttl')
+    const record = await update(target, scope, key, change, 'overrides.set')
+    target.forget(key)
+    tell(target, { key, action: 'set', override: limits, record })
+  }
+
+  /** The override in force for `key`, or undefined. */
+  async get(key: string): Promise<LimitOverride | undefined> {
+    const record = await read(this.#target, key, 'overrides.get')
+    return record?.limits
+  }
+
+  /** Removes the override of `key` (a manual block stays). */
+  async delete(key: string): Promise<void> {
+    const target = this.#target
+    const scope = requireScope(target, 'overrides.delete')
+    keyArgument(key)
+    const record = await update(target, scope, key, { limits: null }, 'overrides.delete')
+    target.forget(key)
+    tell(target, { key, action: 'delete', record })
+  }
+
+  /**
+   * A page of the keys with an override or a manual block. May scan the store (RedisStore: SCAN over every
+   * master): for an operator's screen, not for requests.
+   */
+  async list(options: OverrideListOptions = {}): Promise<OverrideList> {
+    const target = this.#target
+    const scope = requireScope(target, 'overrides.list')
+    requireObject(options, 'options', '{ count: 100 }')
+    rejectUnknownOptions(options, LIST_OPTIONS, 'overrides.list')
+    const { cursor, count = 100 } = options
+    if (cursor !== undefined && typeof cursor !== 'string')
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        '`cursor` must be the string a previous page returned.',
+        { option: 'cursor' },
+      )
+    wholeNumber(count, 'count', { min: 1 })
+    const store = storeFor(target, 'listOverrides', 'overrides.list')
+    const page = await target.gateway.operate('overrides.list', () =>
+      store.listOverrides!(scope, cursor === undefined ? { count } : { cursor, count }),
+    )
+    return { records: page.records, cursor: page.cursor }
+  }
+
+  /** `block`: refuses every request of `key` for `options.for`, whatever its counters say. */
+  async block(key: string, options: BlockOptions): Promise<ManualBlock> {
+    const target = this.#target
+    const scope = requireScope(target, 'block')
+    keyArgument(key)
+    overrideKey(key)
+    requireObject(options, 'options', "{ for: '1h', reason: 'abuse' }")
+    rejectUnknownOptions(options, BLOCK_OPTIONS, 'block')
+    const forMs = parseTimerDuration(options.for, 'for')
+    const reason = parseReason(options.reason)
+    const change: OverrideChange = { block: reason === undefined ? { forMs } : { forMs, reason } }
+    const record = await update(target, scope, key, change, 'block')
+    const placed = record?.block ?? { until: 0 }
+    tell(target, { key, action: 'block', block: placed, record })
+    return placed
+  }
+
+  /** `unblock`: ends the manual block of `key` (an override stays). */
+  async unblock(key: string): Promise<void> {
+    const target = this.#target
+    const scope = requireScope(target, 'unblock')
+    keyArgument(key)
+    const record = await update(target, scope, key, { block: null }, 'unblock')
+    target.forget(key)
+    tell(target, { key, action: 'unblock', record })
+  }
+
+  /** `give`: gives `units` back to every rule of `key` now, as far as each holds them. */
+  async give(key: string, units: number): Promise<void> {
+    const target = this.#target
+    wholeNumber(units, 'units', { min: 1, code: 'ERR_RATEWINDOW_INVALID_COST' })
+    const request = target.request(key, units, false)
+    const store = storeFor(target, 'give', 'give')
+    await target.gateway.operate('give', () => store.give!(request))
+    target.forget(key)
+    tell(target, { key, action: 'give', units })
+  }
+
+  /** `take`: charges up to `units` of `key` in every rule now (as far as they admit); resolves the units charged. */
+  async take(key: string, units: number): Promise<number> {
+    const target = this.#target
+    wholeNumber(units, 'units', { min: 1, code: 'ERR_RATEWINDOW_INVALID_COST' })
+    const request = target.request(key, units, false)
+    const store = storeFor(target, 'charge', 'take')
+    const { charged } = await target.gateway.operate('take', () => store.charge!(request))
+    tell(target, { key, action: 'take', units: charged })
+    return charged
+  }
+
+  /** `inspect`: where `key` stands, read in one store call (a peek), changing nothing. */
+  async inspect(key: string): Promise<Inspection> {
+    const target = this.#target
+    const request = target.request(key, 1)
+    // One store call: the peek reads the override record and decides with it.
+    const decision = await target.gateway.operate('inspect', (store) => store.peek(request))
+    const result = toResult(request, decision, 'store')
+    const inspection: Inspection = {
+      key,
+      at: decision.now,
+      rules: result.rules.map((each, i) => ({
+        name: each.rule.name,
+        algorithm: each.rule.algorithm,
+        limit: each.rule.limit,
+        overridden: each.rule !== request.rules[i],
+        used: Math.max(0, each.rule.limit - each.remaining),
+        remaining: decision.manualBlock === undefined ? each.remaining : 0,
+        nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
+        reset: each.reset,
+      })),
+    }
+    if (decision.override !== undefined) inspection.override = decision.override
+    if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
+    else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
+    return inspection
+  }
+}
+
+function requireScope(target: OperatorTarget, method: string): string {
+  if (target.scope !== undefined) return target.scope
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_OVERRIDES_OFF',
+    `\`${method}\` needs the limiter option \`overrides: true\` (limiter ${target.name}): without it, decisions read no override or block, and pay nothing for them. Set \`overrides: true\` where the limiter (or middleware) is made.`,
+    { option: 'overrides' },
+  )
+}
+
+/** The store, when it has `method`; else a coded error naming the store. */
+function storeFor(target: OperatorTarget, method: keyof Store, call: string): Store {
+  const store = target.gateway.store
+  if (typeof store[method] === 'function') return store
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_STORE',
+    `\`${call}\` needs a store with \`${method}\`; this limiter's store (${store.constructor?.name ?? typeof store}) has none, so nothing was changed.`,
+    { option: 'store' },
+  )
+}
+
+function update(
+  target: OperatorTarget,
+  scope: string,
+  key: string,
+  change: OverrideChange,
+  call: string,
+): Promise<OverrideRecord | undefined> {
+  const store = storeFor(target, 'updateOverride', call)
+  return target.gateway.operate(call, () => store.updateOverride!(scope, key, change))
+}
+
+async function read(target: OperatorTarget, key: string, call: string): Promise<OverrideRecord | undefined> {
+  const scope = requireScope(target, call)
+  keyArgument(key)
+  const store = storeFor(target, 'readOverride', call)
+  return target.gateway.operate(call, () => store.readOverride!(scope, key))
+}
+
+function tell(
+  target: OperatorTarget,
+  event: Omit<OverrideEvent, 'limiter'> & { action: OverrideAction },
+): void {
+  target.onOverride?.({ limiter: target.name, ...event })
+}

@@ -1,0 +1,45 @@
+import type { Penalty } from '../algorithms/penalty.js'
+import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
+import type { Rule } from '../algorithms/types.js'
+import type { StoreRequest } from '../stores/types.js'
+import { RateLimitError } from '../support/errors.js'
+import { keyArgument, wholeNumber } from '../support/validators.js'
+
+/** The rule of a `cost` argument, made once (not per request). */
+const COST = { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' } as const
+
+/** What a limiter's store requests are made of. */
+export interface RequestBase {
+  readonly namespace: string
+  readonly rules: readonly Rule[]
+  readonly maxCost: number
+  readonly penalty: Penalty | undefined
+}
+
+/**
+ * The store request of `key` for `cost` units, validated (a bad key or cost is a programming error: it throws).
+ * `capped`: a cost above the limiter's `maxCost` throws (a decision's); an operator's `give` and `take` are not
+ * capped (each rule gives or takes as far as it can).
+ */
+export function storeRequest(
+  limiter: RequestBase,
+  overrides: string | undefined,
+  key: string,
+  cost: number,
+  capped = true,
+): StoreRequest {
+  keyArgument(key)
+  wholeNumber(cost, 'cost', COST)
+  if (capped && cost > limiter.maxCost) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+      `\`cost\` ${cost} exceeds the largest cost the rules accept (${limiter.maxCost}: the smallest limit, and at most ${LOG_MAX_COST} for a sliding window log): such a request could never pass. Lower the cost or raise the limit.`,
+      { option: 'cost' },
+    )
+  }
+  const { namespace: prefix, rules, penalty } = limiter
+  const request: StoreRequest =
+    penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
+  if (overrides !== undefined) request.overrides = overrides
+  return request
+}
