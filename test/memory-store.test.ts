@@ -8,5 +8,6 @@ describeStoreConformance(
     name: 'MemoryStore',
     createStore: (clock) => new MemoryStore({ clock: clock.read }),
     reserves: true,
+    overrides: true,
   },
 )

@@ -6,6 +6,7 @@ import { describeBoundaries } from './conformance/boundaries.js'
 import { suiteContext } from './conformance/context.js'
 import { describeGcra } from './conformance/gcra.js'
 import { describeGivenBackSlots } from './conformance/given-back-slots.js'
+import { describeOverrides } from './conformance/overrides.js'
 import { describePenalties } from './conformance/penalties.js'
 import { describeProperties } from './conformance/properties.js'
 import { describeRefundTiming } from './conformance/refund-timing.js'
@@ -21,7 +22,8 @@ export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.
 /**
  * Registers the store conformance suite (the one MemoryStore and RedisStore pass) with the caller's test runner:
  * worked examples of every algorithm, penalties, reserve-then-settle, boundaries, a clock that steps back,
- * refunds, reserved slots given back (never two calls on one slot), and properties over random traces checked against a naive reference model. A store that passes it
+ * refunds, reserved slots given back (never two calls on one slot), overrides and manual blocks (for a store with
+ * `overrides: true`), and properties over random traces checked against a naive reference model. A store that passes it
  * decides exactly as ratewindow's own stores do.
  * @example
  * import { describe, expect, it } from 'vitest'
@@ -39,5 +41,6 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeSeveralRules(suite)
   describeReservations(suite)
   describeGivenBackSlots(suite)
+  describeOverrides(suite)
   describeProperties(suite)
 }

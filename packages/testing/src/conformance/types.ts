@@ -18,6 +18,11 @@ export interface StoreUnderTest {
    * not fails the reservation tests. Otherwise they run only for a store that says it reserves. @default false
    */
   reserves?: boolean
+  /**
+   * Whether the store must keep overrides and manual blocks (`overrides: true`): then one that does not fails
+   * their tests. Otherwise they run only for a store that says it keeps them. @default false
+   */
+  overrides?: boolean
   /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
   timeout?: number
 }
