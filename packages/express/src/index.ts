@@ -2,6 +2,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  type LimiterOverrides,
   type RateLimitResult,
   type ResponseBody,
 } from '@ratewindow/core'
@@ -55,6 +56,11 @@ export interface RateLimitMiddleware extends RequestHandler {
   resetKey(key: string): Promise<void>
   /** Forgets the key of `request` (as `key`, or the client IP, gives it). Rejects on a store error. */
   reset(request: Request): Promise<void>
+  /**
+   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
+   * `overrides: true`), `give`, `take` and `inspect`.
+   */
+  readonly overrides: LimiterOverrides
   /**
    * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
    * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
@@ -127,11 +133,15 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
       decision.then((each) => answer(request, response, next, each), next)
     } else answer(request, response, next, decision)
   }
-  return Object.assign(middleware, {
-    resetKey: (key: string) => engine.resetKey(key),
-    reset: (request: Request) => engine.reset(request),
-    close: () => engine.close(),
-  })
+  return Object.defineProperty(
+    Object.assign(middleware, {
+      resetKey: (key: string) => engine.resetKey(key),
+      reset: (request: Request) => engine.reset(request),
+      close: () => engine.close(),
+    }),
+    'overrides',
+    { get: () => engine.overrides, enumerable: true },
+  ) as RateLimitMiddleware
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

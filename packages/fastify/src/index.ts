@@ -3,6 +3,7 @@ import {
   HttpRateLimiter,
   type HttpRateLimitOptions,
   invalid,
+  type LimiterOverrides,
   type PeerOptionName,
   RateLimitError,
   type RateLimitResult,
@@ -84,6 +85,12 @@ export interface RateLimitHandle {
    * Rejects on a store error.
    */
   reset(request: FastifyRequest, scope?: ResetScope): Promise<void>
+  /**
+   * Operating one key's limits live (docs/operating-limits.md): the handle of the one limiter `scope` selects (any
+   * when there is only one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`.
+   * Throws when `scope` selects none or several.
+   */
+  overrides(scope?: ResetScope): LimiterOverrides
   /**
    * Gives up the counters of every registration on this server to the limiters that replace them (what
    * `fastify.close()` does, with the memory stores they made for themselves). A newer limiter on the same store and
@@ -214,6 +221,16 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   return { hook, run, sent, engine }
 }
 
+/** The one engine a scope selects, for `overrides`: operating a key acts on one limiter's records. */
+function onlyOne<T>(selected: readonly T[]): T {
+  if (selected.length === 1) return selected[0]!
+  throw new RateLimitError(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    `\`overrides(scope)\` needs the scope of one limiter; it selects ${selected.length}. Name one with \`{ route }\`, \`{ registration }\` or \`{ name }\`.`,
+    { option: 'scope' },
+  )
+}
+
 /** Where an engine belongs (its route, registration and name), for scoped resets. */
 interface EngineMembership {
   /** `'POST /login'` for a route's own limiter; undefined for a registration's global one. */
@@ -234,6 +251,10 @@ class Handle implements RateLimitHandle {
 
   async reset(request: FastifyRequest, scope?: ResetScope): Promise<void> {
     await Promise.all(this.#select(scope).map((engine) => engine.reset(request)))
+  }
+
+  overrides(scope?: ResetScope): LimiterOverrides {
+    return onlyOne(this.#select(scope)).overrides
   }
 
   #select(scope: ResetScope | undefined): HttpRateLimiter<FastifyRequest>[] {

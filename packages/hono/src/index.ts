@@ -2,6 +2,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  type LimiterOverrides,
   type RateLimitResult,
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
@@ -69,6 +70,11 @@ export interface RateLimitMiddleware extends MiddlewareHandler<RateLimitEnv> {
   // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
   reset(c: Context<any>): Promise<void>
   /**
+   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
+   * `overrides: true`), `give`, `take` and `inspect`.
+   */
+  readonly overrides: LimiterOverrides
+  /**
    * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
    * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
    * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
@@ -128,12 +134,16 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
       for (const name in headers) if (!c.res.headers.has(name)) c.header(name, headers[name])
     }
   }
-  return Object.assign(middleware, {
-    resetKey: (key: string) => engine.resetKey(key),
-    // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
-    reset: (c: Context<any>) => engine.reset(c),
-    close: () => engine.close(),
-  })
+  return Object.defineProperty(
+    Object.assign(middleware, {
+      resetKey: (key: string) => engine.resetKey(key),
+      // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
+      reset: (c: Context<any>) => engine.reset(c),
+      close: () => engine.close(),
+    }),
+    'overrides',
+    { get: () => engine.overrides, enumerable: true },
+  ) as RateLimitMiddleware
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

@@ -2,6 +2,7 @@ import {
   type HttpDecision,
   HttpRateLimiter,
   type HttpRateLimitOptions,
+  type LimiterOverrides,
   type RateLimitResult,
 } from '@ratewindow/core'
 import type { Context, Middleware, Next } from 'koa'
@@ -29,6 +30,11 @@ export interface RateLimitMiddleware extends Middleware {
   resetKey(key: string): Promise<void>
   /** Forgets the key of `ctx` (as `key`, or the client IP, gives it). Rejects on a store error. */
   reset(ctx: Context): Promise<void>
+  /**
+   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
+   * `overrides: true`), `give`, `take` and `inspect`.
+   */
+  readonly overrides: LimiterOverrides
   /**
    * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
    * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
@@ -84,11 +90,15 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
       ? decision.then((each) => answer(ctx, next, each))
       : answer(ctx, next, decision)
   }
-  return Object.assign(middleware, {
-    resetKey: (key: string) => engine.resetKey(key),
-    reset: (ctx: Context) => engine.reset(ctx),
-    close: () => engine.close(),
-  })
+  return Object.defineProperty(
+    Object.assign(middleware, {
+      resetKey: (key: string) => engine.resetKey(key),
+      reset: (ctx: Context) => engine.reset(ctx),
+      close: () => engine.close(),
+    }),
+    'overrides',
+    { get: () => engine.overrides, enumerable: true },
+  ) as RateLimitMiddleware
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

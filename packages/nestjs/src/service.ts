@@ -1,6 +1,6 @@
 import type { OnApplicationShutdown, OnModuleInit } from '@nestjs/common'
 import type { DiscoveryService, HttpAdapterHost } from '@nestjs/core'
-import { HttpRateLimiter, invalid, RateLimitError, type Store } from '@ratewindow/core'
+import { HttpRateLimiter, invalid, type LimiterOverrides, RateLimitError, type Store } from '@ratewindow/core'
 import { bindingOf, type NestHttpRequest, type NestPlatform } from './binding.js'
 import { RATE_LIMIT_METADATA, reflector, SKIP_RATE_LIMIT_METADATA } from './decorators.js'
 import {
@@ -268,6 +268,21 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   /** Forgets the key of `request` in every limiter (or those of `scope`), each computing it its own way. */
   async reset(request: NestHttpRequest, scope?: ResetScope): Promise<void> {
     await Promise.all(this.#select(scope).map((engine) => engine.reset(request)))
+  }
+
+  /**
+   * Operating one key's limits live (docs/operating-limits.md): the handle of the one limiter `scope` names (any
+   * when the app has one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`.
+   * Throws when `scope` selects none or several.
+   */
+  overrides(scope?: ResetScope): LimiterOverrides {
+    const selected = this.#select(scope)
+    if (selected.length === 1) return selected[0]!.overrides
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`overrides(scope)\` needs one limiter; ${selected.length} are selected. Name one: \`overrides({ name })\`.`,
+      { option: 'scope' },
+    )
   }
 
   /** The module's own limiters (what the middleware applies), made on first use. */

@@ -49,9 +49,13 @@ export async function renderBody<Req>(
   const seconds = toSeconds(result.retryAfter)
   const retry = retryIn(seconds)
   if (result.blocked !== undefined) {
-    // A penalty block: its own wording, under the block's status (`penalty.statusCode`, 403 or another).
+    // A penalty block, or an operator's (`block`): its own wording, under the block's status
+    // (`penalty.statusCode`, 403 or another). An operator's reason is never sent.
     const title = STATUS_PHRASES[statusCode] ?? 'Blocked'
-    const detail = `Blocked after repeated rate limit violations: ${retry}`
+    const detail =
+      result.manualBlock === undefined
+        ? `Blocked after repeated rate limit violations: ${retry}`
+        : `Blocked by an operator: ${retry}`
     if (config.problemDetails) {
       return {
         contentType: 'application/problem+json',

@@ -5,9 +5,11 @@
  */
 import type { ConcurrencyLimiter, ConcurrencyResult } from '../limiter/concurrency.js'
 import type { LimitOptions, RateLimiter } from '../limiter/limiter.js'
+import type { LimiterOverrides } from '../limiter/operator.js'
 import type { RateLimitResult } from '../result.js'
 import type { Awaitable } from '../stores/types.js'
 import { isThenable } from '../support/awaitable.js'
+import { RateLimitError } from '../support/errors.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
 import { giveBack, type Reporter, refundAfterResponse } from './after-response.js'
 import type { Defer, EnginePlacement, FrameworkBinding, TrackedResponse } from './binding.js'
@@ -279,6 +281,20 @@ export class HttpRateLimiter<Req, Res = unknown> {
    */
   async resetKey(key: string): Promise<void> {
     await Promise.all([...this.#limiters.all()].map((limiter) => limiter.reset(key)))
+  }
+
+  /**
+   * Operating one key's limits live (docs/operating-limits.md): the handle of this middleware's limiter (with a
+   * `limit` or `rules` function, of its first one: every limiter of the middleware reads the same records).
+   */
+  get overrides(): LimiterOverrides {
+    const first = this.#limiters.first
+    if (first !== undefined) return first.overrides
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'A middleware with a `rules` function has no limiter before its first request, so no `overrides` handle yet: make a `RateLimiter` with the same `prefix` and `name` (or `group`) and `overrides: true` to operate its keys.',
+      { option: 'rules' },
+    )
   }
 
   /** Forgets the key of `request` (as `key`, or the client IP, would give it); rejects as `resetKey` does. */

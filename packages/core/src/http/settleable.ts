@@ -1,3 +1,4 @@
+import type { ManualBlock } from '../algorithms/override.js'
 import type { Rule } from '../algorithms/types.js'
 import type { ConcurrencyResult } from '../limiter/concurrency.js'
 import type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from '../result.js'
@@ -23,6 +24,8 @@ export class SettleableResult implements RateLimitResult {
   declare rules: RuleResult[]
   declare source: DecisionSource
   declare shadow?: true
+  declare overridden?: true
+  declare manualBlock?: ManualBlock
   readonly #limiter: Settler
   /** Who rewrites unsent headers after a settle, on what response, with which concurrency slot. */
   #follower: SettleFollower | undefined
@@ -45,6 +48,8 @@ export class SettleableResult implements RateLimitResult {
     this.rules = result.rules
     this.source = result.source
     if (result.shadow !== undefined) this.shadow = result.shadow
+    if (result.overridden !== undefined) this.overridden = result.overridden
+    if (result.manualBlock !== undefined) this.manualBlock = result.manualBlock
   }
 
   settle(actualCost: number): Promise<SettleResult> {
