@@ -105,13 +105,15 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       store: new MemoryStore({ maxKeys: 1_000_000 }),
       blockedCache: false,
     }
-  if (variant === 'ratewindow')
+  // `ratewindow-overrides`: overrides and blocks read by every decision (issue 34); against `ratewindow`, their cost.
+  if (variant === 'ratewindow' || variant === 'ratewindow-overrides')
     return {
       limit,
       window: '1m',
       headers: 'draft-7',
       store: new MemoryStore({ maxKeys: 1_000_000 }),
       blockedCache: false,
+      overrides: variant === 'ratewindow-overrides',
     }
   if (variant === 'ratewindow-redis')
     return {
