@@ -299,8 +299,8 @@ export class RateLimiter {
   }
 
   /**
-   * Forgets everything about `key` (in the fallback store too). Rejects with the store's error, or with
-   * `ERR_RATEWINDOW_STORE_TIMEOUT` when a store takes longer than `timeout`.
+   * Forgets `key`'s counters and penalty (in the fallback store too), never its override or manual block. Rejects
+   * with the store's error, or with `ERR_RATEWINDOW_STORE_TIMEOUT` when a store takes longer than `timeout`.
    */
   async reset(key: string): Promise<void> {
     keyArgument(key)

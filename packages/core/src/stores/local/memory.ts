@@ -276,7 +276,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * Forgets every count, block and lease, for every limiter on this store: e.g. in a test's `beforeEach`, so that
+   * Forgets every count, block, override and lease, for every limiter on this store: e.g. in a test's `beforeEach`, so that
    * each test starts with fresh counters on a store shared by the whole file. The store stays usable.
    */
   clear(): void {
