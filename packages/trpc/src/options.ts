@@ -49,6 +49,7 @@ export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
     | 'concurrency'
     | 'delay'
     | 'reservationHorizon'
+    | 'overrides'
     | 'skipFailedRequests'
     | 'skipSuccessfulRequests'
     | 'requestWasSuccessful'
