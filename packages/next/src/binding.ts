@@ -21,10 +21,11 @@ export interface NextRequestLike extends HeadersCarrier {
 
 /**
  * Options of every entry point: the shared middleware options (`limit`, `window`, `store`, `key`, …), with
- * callbacks that receive the request, and how the client address is found.
+ * callbacks that receive the request, and how the client address is found. Not `overrides`: no entry point hands
+ * out an operator handle yet.
  */
 export interface NextRateLimitOptions<Req extends NextRequestLike = Request>
-  extends HttpRateLimitOptions<Req, Response>,
+  extends Omit<HttpRateLimitOptions<Req, Response>, 'overrides'>,
     NextAddressOptions<Req> {
   /** Replaces the default 429 answer (not for a deny-listed client): return the response. */
   handler?: (request: Req, result: RateLimitResult) => Response | Promise<Response>
