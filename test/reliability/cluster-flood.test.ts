@@ -6,6 +6,11 @@
  * nodes it connects to at their first command; node-redis: the calls it writes a turn later), and GLIDE all of
  * them. The full table (30,000 and 100,000 decisions) is a bench: `pnpm --filter @ratewindow/bench redis-flood
  * -- --cluster`.
+ *
+ * Before the client is ready (an application that serves as soon as it has made `new Cluster()`), the client does
+ * not know its slot table yet: RedisStore holds the calls until it does (`readyTimeout`). Before that fix, 20,000
+ * decisions over 4,000 keys were answered by the failure policy for about 14,000 and 2,800 keys admitted 5 times
+ * for a limit of 3, the nodes receiving the whole script once per hash slot (thousands of EVAL).
  */
 import { once } from 'node:events'
 import {
@@ -19,9 +24,10 @@ import { GlideClusterClient, Logger } from '@valkey/valkey-glide'
 import { Cluster } from 'ioredis'
 import { createCluster } from 'redis'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { until } from '../support/connections.js'
 import { recorder } from '../support/recorder.js'
 import type { Address } from '../support/redis-clients.js'
-import { RedisClusterProcesses } from '../support/redis-server.js'
+import { freePort, RedisClusterProcesses } from '../support/redis-server.js'
 
 // GLIDE logs every NOSCRIPT reply as a warning on stdout by default.
 Logger.setLoggerConfig('off')
@@ -124,4 +130,95 @@ describe.each(DEFAULT_CLIENTS)('a flood on a 3-master Cluster right after connec
       ])
     },
   )
+})
+
+/** How many times each node ran `command` since its stats were reset (INFO commandstats). */
+async function commandCalls(command: string): Promise<number[]> {
+  return Promise.all(
+    cluster.nodes.map(async (node) => {
+      const stats = await node.cli('info', 'commandstats')
+      return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    }),
+  )
+}
+
+/** Decisions per source and admissions per key of a flood's results. */
+function tally(results: readonly RateLimitResult[]) {
+  const admitted = new Map<string, number>()
+  const sources = new Map<string, number>()
+  for (const result of results) {
+    sources.set(result.source, (sources.get(result.source) ?? 0) + 1)
+    if (result.allowed) admitted.set(result.key, (admitted.get(result.key) ?? 0) + 1)
+  }
+  return { sources: Object.fromEntries(sources), admitted }
+}
+
+describe('an ioredis Cluster used before its ready event (issue 32, attack round)', () => {
+  it('20,000 decisions over 4,000 keys made right after `new Cluster()`: exactly 3 per key, no policy answers, each master sent each script by EVAL once', async () => {
+    await Promise.all(cluster.nodes.map((node) => node.cli('config', 'resetstat')))
+    const client = new Cluster(cluster.startupNodes)
+    client.on('error', () => {})
+    const { errors, onError } = recorder()
+    const limiter = new RateLimiter({
+      rules: slidingWindowCounter({ limit: 3, window: '1m' }),
+      store: new RedisStore({ client }),
+      prefix: 'flood-cold',
+      onError,
+    })
+    let results: RateLimitResult[]
+    try {
+      // Nothing awaited since `new Cluster()`: the client has no slot table yet.
+      expect(client.status).not.toBe('ready')
+      results = await Promise.all(Array.from({ length: 20_000 }, (_, i) => limiter.limit(`k${i % 4_000}`)))
+    } finally {
+      limiter.release()
+      client.disconnect()
+    }
+    const { sources, admitted } = tally(results)
+    expect({ sources, errors: errors.length, firstError: String(errors[0] ?? '') }).toEqual({
+      sources: { store: 20_000 },
+      errors: 0,
+      firstError: '',
+    })
+    expect(admitted.size).toBe(4_000)
+    expect([Math.min(...admitted.values()), Math.max(...admitted.values())]).toEqual([3, 3])
+    // Two scripts (one decision, a group of decisions) loaded once on each of the three masters; a few more if a
+    // node's first calls raced. Before the fix: one EVAL per hash slot and flight, 1,924 for 5,000 decisions.
+    const evals = await commandCalls('eval')
+    expect(evals.reduce((sum, calls) => sum + calls, 0)).toBeLessThanOrEqual(3 * 2 + 3)
+    expect(Math.min(...(await commandCalls('evalsha')))).toBeGreaterThan(0)
+  })
+
+  it('a Cluster that never connects (nobody listens on its port): the failure policy answers once `readyTimeout` has passed, with one failure on one scope', async () => {
+    const client = new Cluster([{ host: '127.0.0.1', port: await freePort() }])
+    client.on('error', () => {})
+    const { reports, onError } = recorder()
+    const limiter = new RateLimiter({
+      rules: slidingWindowCounter({ limit: 3, window: '1m' }),
+      store: new RedisStore({ client }),
+      prefix: 'never-ready',
+      onError,
+    })
+    const results: RateLimitResult[] = []
+    try {
+      for (let i = 0; i < 100; i++) void limiter.limit(`k${i}`).then((result) => results.push(result))
+      // `readyTimeout` is 2 s by default; the bound leaves room for a loaded machine.
+      await until(
+        () => results.length === 100,
+        () => `100 decisions answered (${results.length})`,
+        {
+          within: 2_000 + 5_000,
+        },
+      )
+    } finally {
+      limiter.release()
+      client.disconnect()
+    }
+    expect(tally(results).sources).toEqual({ policy: 100 })
+    // Held together, they failed together: one report, on the one scope of a client without a slot table.
+    expect(reports.map(({ code, scope }) => ({ code, scope }))).toEqual([
+      { code: 'ERR_RATEWINDOW_STORE_TIMEOUT', scope: 'unknown' },
+    ])
+    expect(String(reports[0]!.error)).toContain('was not ready within 2000 ms')
+  })
 })

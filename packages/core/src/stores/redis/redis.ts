@@ -1,5 +1,6 @@
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../../algorithms/types.js'
+import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
 import { clientKeyDigest } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
@@ -28,6 +29,7 @@ import {
 } from './groups.js'
 import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
+import { ReadyGate } from './ready-gate.js'
 import { repairedRules } from './repaired.js'
 import { MODE, paramCount, type Script, scriptFor } from './script.js'
 import { type DecisionCall, LEASE_PREPARED, type Prepared, type ScriptCall, sendGroup } from './send-group.js'
@@ -53,6 +55,13 @@ export interface RedisStoreOptions {
    * `'shed'`). Counted per client connection and node, which stores on one client share. @default 50000
    */
   maxWaiting?: number
+  /**
+   * The longest a call waits for a client that has never been ready (ioredis or iovalkey, `Redis` or `Cluster`,
+   * making its first connection), in ms or as a duration such as `'2s'`. Meanwhile nothing is sent and the
+   * limiter's `timeout` does not run; past it, the calls held fail together (`ERR_RATEWINDOW_STORE_TIMEOUT`) and
+   * the failure policy answers (docs/redis.md, "Before the client is ready"). @default '2s'
+   */
+  readyTimeout?: Duration
 }
 
 /** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
@@ -63,14 +72,19 @@ const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
   prefix: true,
   clock: true,
   maxWaiting: true,
+  readyTimeout: true,
 })
 /** `RedisStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
 export const REDIS_STORE_DEFAULTS = {
   prefix: '',
   maxWaiting: DEFAULT_MAX_WAITING,
+  readyTimeout: '2s',
 } as const satisfies Partial<RedisStoreOptions>
 /** What a charge (settle) answers: the units charged, and what the script repaired. */
 type Charged = { charged: number; notices?: readonly Error[] }
+
+/** The queue and failure scope of Cluster slots whose master the client does not know (`RedisStore.#nodeOf`). */
+const UNKNOWN_NODE = 'unknown'
 
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
@@ -136,6 +150,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
+  readonly #ready: ReadyGate
 
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
@@ -145,6 +160,7 @@ export class RedisStore implements Store, ConcurrencyStore {
       prefix = REDIS_STORE_DEFAULTS.prefix,
       clock,
       maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
+      readyTimeout = REDIS_STORE_DEFAULTS.readyTimeout,
     } = options
     const runner = clientOption(client)
     prefixOption(prefix)
@@ -164,6 +180,7 @@ export class RedisStore implements Store, ConcurrencyStore {
         'a whole number >= 0, e.g. 50000',
       )
     }
+    this.#ready = new ReadyGate(runner, parseTimerDuration(readyTimeout, 'readyTimeout'))
     this.#runner = runner
     this.#maxWaiting = maxWaiting
     this.#groups = groupsOf(client, runner)
@@ -184,13 +201,23 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /**
    * The failure scope of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
-   * from the client's slot table) or, when the client does not know it, the slot number; on a single server,
-   * `undefined` (one scope).
+   * from the client's slot table), `'unknown'` while the client does not know it, or the slot number for a client
+   * that never tells (no `nodeOf`: Valkey GLIDE); on a single server, `undefined` (one scope).
    */
   scopeOf(target: StoreTarget): string | number | undefined {
     if (!this.#runner.cluster) return undefined
-    const slot = clusterSlot(this.#base(target.prefix, target.key))
-    return this.#runner.nodeOf?.(slot) ?? slot
+    return this.#nodeOf(clusterSlot(this.#base(target.prefix, target.key)))
+  }
+
+  /**
+   * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has
+   * no master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with
+   * every other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each).
+   */
+  #nodeOf(slot: number): string | number {
+    const nodeOf = this.#runner.nodeOf
+    if (nodeOf === undefined) return slot
+    return nodeOf(slot) ?? UNKNOWN_NODE
   }
 
   /**
@@ -265,12 +292,15 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /** Queues one script call for the node of its keys (their hash slot on a Cluster). */
   #submit(call: ScriptCall, within: Within<unknown> | undefined): Promise<unknown> {
+    // A client making its first connection: the call waits, unsent, then goes to the node it then knows.
+    const held = this.#ready.wait(this.#maxWaiting)
+    if (held !== undefined) return held.then(() => this.#submit(call, within))
     const runner = this.#runner
     const { batchKey } = call.prepared
     if (!runner.cluster) return this.#groups.submit('', batchKey, call, within, this.#maxWaiting)
     // On a Cluster, calls of one slot go together, and the slots of a node fly together.
     const slot = clusterSlot(call.base)
-    const node = runner.nodeOf?.(slot) ?? slot
+    const node = this.#nodeOf(slot)
     return this.#groups.submit(node, `${slot}:${batchKey}`, call, within, this.#maxWaiting)
   }
 

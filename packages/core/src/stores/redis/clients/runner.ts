@@ -42,6 +42,17 @@ export interface RedisScriptRunner {
    * waits behind others: Valkey GLIDE (128, or its `inflightRequestsLimit` if lower). Without it, no bound.
    */
   readonly maxInFlight?: number
+  /**
+   * Optional: while the client has never been ready (it is making its first connection, or waits for its first
+   * command to connect), a promise that settles once it is ready or has given up (ended); `undefined` when calls
+   * may go now: once it has been ready, and while it is closed (its calls then fail at once, as the client answers
+   * them). RedisStore holds its calls, unsent and without a clock, while the promise is pending, for at most its
+   * `readyTimeout`: a client's connecting is not Redis failing to answer, and before it knows its Cluster's slot
+   * table a client cannot say which node serves a key. Nothing is sent while it waits: a client that connects on
+   * its first command (ioredis `lazyConnect`) is told to connect here. ioredis and iovalkey (`Redis`, `Cluster`)
+   * have it. Without it, calls go at once, whatever the client's state.
+   */
+  whenReady?(): Promise<void> | undefined
 }
 
 /** True when `error` is the server saying it lacks the script: ioredis and node-redis `NOSCRIPT …`, GLIDE `NoScriptError`. */
