@@ -291,10 +291,10 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /** Queues one script call for the node of its keys (their hash slot on a Cluster). */
-  #submit(call: ScriptCall, within: Within<unknown> | undefined): Promise<unknown> {
-    // A client making its first connection: the call waits, unsent, then goes to the node it then knows.
-    const held = this.#ready.wait(this.#maxWaiting)
-    if (held !== undefined) return held.then(() => this.#submit(call, within))
+  #submit(call: ScriptCall, within: Within<unknown> | undefined, held = false): Promise<unknown> {
+    // A client making its first connection: the call waits, unsent, then goes (once) to the node it then knows.
+    const ready = held ? undefined : this.#ready.wait(this.#maxWaiting)
+    if (ready !== undefined) return ready.then(() => this.#submit(call, within, true))
     const runner = this.#runner
     const { batchKey } = call.prepared
     if (!runner.cluster) return this.#groups.submit('', batchKey, call, within, this.#maxWaiting)

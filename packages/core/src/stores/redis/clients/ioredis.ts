@@ -1,3 +1,4 @@
+import { type ClientState, firstReady, hasEvents } from './first-ready.js'
 import type { RedisScriptRunner } from './runner.js'
 
 /**
@@ -15,12 +16,15 @@ export interface IoredisLike {
   /** `'wait'` (lazyConnect), `'connecting'`, `'connect'`, `'ready'`, `'reconnecting'`, `'close'`, `'end'`, ... */
   readonly status?: string
   connect?(): Promise<void>
-  once?(event: 'ready' | 'end', listener: () => void): unknown
-  removeListener?(event: 'ready' | 'end', listener: () => void): unknown
 }
 
-/** The states of a client that has not connected yet and is trying to (or waits for a first command to). */
-const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting'])
+/**
+ * The states of a client that has not connected yet and is trying to (or waits for a first command to). `'close'`
+ * and `'disconnecting'` pass on the way to `'reconnecting'` after a failed attempt (or to `'end'`).
+ */
+const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting', 'close', 'disconnecting'])
+/** The events after which an ioredis client is no longer connecting: ready, or given up. */
+const STATE_EVENTS = ['ready', 'end']
 
 /** The part of a `net.Socket` that `together` uses. */
 interface Corkable {
@@ -66,7 +70,18 @@ export function ioredisRunner(client: IoredisLike): RedisScriptRunner {
     eval: (lua, keys, args) => client.eval(lua, keys.length, ...keys, ...args),
     del: (keys) => client.del(...keys),
     nodeOf,
-    whenReady: readiness(client),
+    // Held while it makes its first connection (a Cluster then learns its slot table).
+    whenReady: hasEvents(client)
+      ? firstReady(
+          client,
+          () => stateOf(client.status),
+          STATE_EVENTS,
+          () => {
+            // A lazyConnect client connects on its first command, which it does not get while we wait.
+            if (client.status === 'wait') client.connect?.().catch(() => {})
+          },
+        )
+      : undefined,
     // ioredis writes each command to its socket as it is made: corked, the commands of `send` go in one write.
     together: (slot, send) => {
       const stream = connectionOf(slot)
@@ -81,37 +96,8 @@ export function ioredisRunner(client: IoredisLike): RedisScriptRunner {
   }
 }
 
-/**
- * `RedisScriptRunner.whenReady` for an ioredis or iovalkey client: holds while it makes its first connection (a
- * Cluster then learns its slot table), until its `'ready'` or `'end'` event. A client that reconnects after it was
- * ready is not held: its calls go to its offline queue and are bounded by the limiter's `timeout`, as a fault is.
- */
-function readiness(client: IoredisLike): () => Promise<void> | undefined {
-  let ready = false
-  let waiting: Promise<void> | undefined
-  return () => {
-    if (ready) return undefined
-    const status = client.status
-    if (status === 'ready' || status === undefined || typeof client.once !== 'function') {
-      ready = true
-      return undefined
-    }
-    // Closing or ended: the client answers its calls at once (its own error), as before.
-    if (!CONNECTING.has(status)) return undefined
-    if (waiting === undefined) {
-      waiting = new Promise<void>((resolve) => {
-        const settle = () => {
-          client.removeListener?.('ready', settle)
-          client.removeListener?.('end', settle)
-          waiting = undefined
-          resolve()
-        }
-        client.once!('ready', settle)
-        client.once!('end', settle)
-      })
-      // A lazyConnect client connects on its first command; nothing is sent while we wait, so it is told to.
-      if (status === 'wait') client.connect?.().catch(() => {})
-    }
-    return waiting
-  }
+/** Where an ioredis client stands, from its `status` (no status: a client of another shape, taken as ready). */
+function stateOf(status: string | undefined): ClientState {
+  if (status === undefined || status === 'ready') return 'ready'
+  return CONNECTING.has(status) ? 'connecting' : 'closed'
 }

@@ -1,3 +1,4 @@
+import { type ClientState, firstReady, hasEvents } from './first-ready.js'
 import type { RedisScriptRunner } from './runner.js'
 
 interface ScriptOptions {
@@ -16,7 +17,16 @@ export interface NodeRedisLike {
   sendCommand(...args: never[]): Promise<unknown>
   /** A cluster's slot table (node-redis 5 and 6): for each slot, its shard, whose `master.address` is `host:port`. */
   readonly slots?: unknown
+  /** Whether `connect()` was called and the client not closed since, and whether it is connected. */
+  readonly isOpen?: boolean
+  readonly isReady?: boolean
 }
+
+/**
+ * The events after which a node-redis client may be ready (a client's `'ready'`, a cluster's `'connect'`) or
+ * closed (a client's `'end'`, a cluster's `'disconnect'`).
+ */
+const STATE_EVENTS = ['ready', 'connect', 'end', 'disconnect']
 
 /** True for a node-redis client or cluster: camel-case `evalSha` beside `sendCommand`. */
 export function isNodeRedisClient(client: unknown): client is NodeRedisLike {
@@ -44,5 +54,14 @@ export function nodeRedisRunner(client: NodeRedisLike): RedisScriptRunner {
       const address = shard?.master?.address
       return typeof address === 'string' ? address : undefined
     },
+    // Held from `connect()` until it is ready (a cluster refuses commands until then, a client queues them). A
+    // client never told to connect is not held: it refuses its calls at once, as before.
+    whenReady: hasEvents(client) ? firstReady(client, () => stateOf(client), STATE_EVENTS) : undefined,
   }
+}
+
+/** Where a node-redis client or cluster stands (no `isReady`: a client of another shape, taken as ready). */
+function stateOf(client: NodeRedisLike): ClientState {
+  if (client.isReady === undefined || client.isReady) return 'ready'
+  return client.isOpen === true ? 'connecting' : 'closed'
 }
