@@ -44,6 +44,38 @@ describe('RedisStore client recognition', () => {
     }
   })
 
+  it.each([0, -1, '1x', true, Number.POSITIVE_INFINITY])(
+    'refuses readyTimeout %s, naming the option',
+    (readyTimeout) => {
+      const attempt = () =>
+        new RedisStore({ client: standaloneClient(), readyTimeout: readyTimeout as never })
+      expect(attempt).toThrow(/`readyTimeout` must be/)
+    },
+  )
+
+  it('an ioredis client with lazyConnect, used before it connects: told to connect, and the decisions wait for it (issue 32)', async () => {
+    const client = new Redis({ port: redisEnvironment().standalonePort, lazyConnect: true })
+    const errors: unknown[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 2, window: '1h' }),
+      prefix: uniquePrefix(),
+      store: new RedisStore({ client }),
+      onError: (error) => errors.push(error),
+    })
+    try {
+      expect(client.status).toBe('wait')
+      const results = await Promise.all([1, 2, 3].map(() => limiter.limit('k')))
+      expect(results.map(({ source, allowed }) => ({ source, allowed }))).toEqual([
+        { source: 'store', allowed: true },
+        { source: 'store', allowed: true },
+        { source: 'store', allowed: false },
+      ])
+      expect(errors).toEqual([])
+    } finally {
+      client.disconnect()
+    }
+  })
+
   it('takes an explicit adapter as well as the bare client', async () => {
     const client = await connect(NODE_REDIS_6, redisEnvironment().standalonePort)
     const rules = fixedWindow({ limit: 2, window: '1h' })

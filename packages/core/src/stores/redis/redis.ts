@@ -59,9 +59,10 @@ export interface RedisStoreOptions {
    * The longest a call waits for a client that has never been ready (ioredis or iovalkey, `Redis` or `Cluster`,
    * making its first connection), in ms or as a duration such as `'2s'`. Meanwhile nothing is sent and the
    * limiter's `timeout` does not run; past it, the calls held fail together (`ERR_RATEWINDOW_STORE_TIMEOUT`) and
-   * the failure policy answers (docs/redis.md, "Before the client is ready"). @default '2s'
+   * the failure policy answers (docs/redis.md, "Before the client is ready"). `false` holds nothing: calls go to
+   * the client at once, whatever its state, and the limiter's `timeout` runs from then, as before issue 32. @default '2s'
    */
-  readyTimeout?: Duration
+  readyTimeout?: Duration | false
 }
 
 /** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
@@ -150,7 +151,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
-  readonly #ready: ReadyGate
+  readonly #ready: ReadyGate | undefined
 
   constructor(options: RedisStoreOptions) {
     requireObject(options, 'options', '{ client: new Redis() }')
@@ -180,7 +181,10 @@ export class RedisStore implements Store, ConcurrencyStore {
         'a whole number >= 0, e.g. 50000',
       )
     }
-    this.#ready = new ReadyGate(runner, parseTimerDuration(readyTimeout, 'readyTimeout'))
+    this.#ready =
+      readyTimeout === false
+        ? undefined
+        : new ReadyGate(runner, parseTimerDuration(readyTimeout, 'readyTimeout'))
     this.#runner = runner
     this.#maxWaiting = maxWaiting
     this.#groups = groupsOf(client, runner)
@@ -293,7 +297,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   /** Queues one script call for the node of its keys (their hash slot on a Cluster). */
   #submit(call: ScriptCall, within: Within<unknown> | undefined, held = false): Promise<unknown> {
     // A client making its first connection: the call waits, unsent, then goes (once) to the node it then knows.
-    const ready = held ? undefined : this.#ready.wait(this.#maxWaiting)
+    const ready = held ? undefined : this.#ready?.wait(this.#maxWaiting)
     if (ready !== undefined) return ready.then(() => this.#submit(call, within, true))
     const runner = this.#runner
     const { batchKey } = call.prepared
