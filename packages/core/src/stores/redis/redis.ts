@@ -84,8 +84,19 @@ export const REDIS_STORE_DEFAULTS = {
 /** What a charge (settle) answers: the units charged, and what the script repaired. */
 type Charged = { charged: number; notices?: readonly Error[] }
 
-/** The queue and failure scope of Cluster slots whose master the client does not know (`RedisStore.#nodeOf`). */
+/** The queue and failure scope of Cluster slots whose master the client does not know (`nodeFor`). */
 const UNKNOWN_NODE = 'unknown'
+
+/**
+ * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has no
+ * master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with every
+ * other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each). A client that never
+ * tells (no `nodeOf`: Valkey GLIDE) queues per slot.
+ */
+function nodeFor(runner: RedisScriptRunner, slot: number): string | number {
+  if (runner.nodeOf === undefined) return slot
+  return runner.nodeOf(slot) ?? UNKNOWN_NODE
+}
 
 /** The key suffix of a client's penalty state, beside its rule keys. */
 const PENALTY_SUFFIX = 'pen'
@@ -210,18 +221,7 @@ export class RedisStore implements Store, ConcurrencyStore {
    */
   scopeOf(target: StoreTarget): string | number | undefined {
     if (!this.#runner.cluster) return undefined
-    return this.#nodeOf(clusterSlot(this.#base(target.prefix, target.key)))
-  }
-
-  /**
-   * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has
-   * no master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with
-   * every other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each).
-   */
-  #nodeOf(slot: number): string | number {
-    const nodeOf = this.#runner.nodeOf
-    if (nodeOf === undefined) return slot
-    return nodeOf(slot) ?? UNKNOWN_NODE
+    return nodeFor(this.#runner, clusterSlot(this.#base(target.prefix, target.key)))
   }
 
   /**
@@ -304,7 +304,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     if (!runner.cluster) return this.#groups.submit('', batchKey, call, within, this.#maxWaiting)
     // On a Cluster, calls of one slot go together, and the slots of a node fly together.
     const slot = clusterSlot(call.base)
-    const node = this.#nodeOf(slot)
+    const node = nodeFor(runner, slot)
     return this.#groups.submit(node, `${slot}:${batchKey}`, call, within, this.#maxWaiting)
   }
 
