@@ -114,7 +114,10 @@ describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framewo
   })
 
   it('SCRIPT FLUSH and FLUSHALL mid-run: no error; FLUSHALL forgets the counts', async () => {
-    const url = await start({ limit: 3 })
+    // Its own recorder: a late report of the test before (a refund in doubt when its app closed) lands in the
+    // shared one; and a generous timeout: this test is about the flushes, not about a loaded machine's latency.
+    const own = recorder()
+    const url = await start({ limit: 3, timeout: '5s', onError: own.onError })
     await request(url).get('/').expect(200)
     await server.cli('script', 'flush')
     await request(url).get('/').expect(200)
@@ -123,6 +126,6 @@ describe.each(CASES)('$name with RedisStore when Redis dies', ({ family, framewo
     await server.cli('flushall')
     const fresh = await request(url).get('/').expect(200)
     expect(fresh.headers['ratelimit-remaining']).toBe('2')
-    expect(errors).toEqual([])
+    expect(own.errors).toEqual([])
   })
 })
