@@ -106,6 +106,9 @@ describe.each(SLOW_FRAMEWORKS)('$name', (framework) => {
     )
     await client.close()
     timers.advance(60_000)
+    // The delays end on the stalled connection; each request waits up to 5 s for Node to read it again (a slow
+    // request ahead of it would let it go), then is answered 429.
+    timers.advance(5_000)
     await connectionsClosed(app)
     expect(app.handled).toBe(0)
     // The places are free again: the same key is delayed, not refused, and its handler runs.
