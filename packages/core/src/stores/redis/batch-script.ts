@@ -30,8 +30,11 @@ import { decisionScript, MODE, type Script, scriptCache } from './script.js'
  * PERF (issue 33): a call builds no table of its own: its keys and arguments are written into two tables reused by
  * every call, and its reply goes straight into the group's.
  */
-function batchScript(codes: readonly number[], penalty: boolean): string {
-  const body = decisionScript(codes, penalty, appendRecord).replaceAll("redis.call('TIME')", 'serverTime()')
+function batchScript(codes: readonly number[], penalty: boolean, overrides: boolean): string {
+  const body = decisionScript(codes, penalty, appendRecord, overrides).replaceAll(
+    "redis.call('TIME')",
+    'serverTime()',
+  )
   return `local real = redis
 local pending, order = {}, {}
 local function flushKey(key)
@@ -168,7 +171,8 @@ function appendRecord(values: readonly string[]): string {
 }
 
 /** The batch script of the decision script for these algorithm codes (and a penalty, or none), built once. */
-export const batchScriptFor: (codes: readonly number[], penalty: boolean) => Script = scriptCache(batchScript)
+export const batchScriptFor: (codes: readonly number[], penalty: boolean, overrides?: boolean) => Script =
+  scriptCache(batchScript)
 
 /** One decision of a group: its client's key set and its own mode, now, cost and `at`. */
 export interface BatchCall {
@@ -180,6 +184,15 @@ export interface BatchCall {
   readonly request: { readonly cost: number }
   /** A refund's `at` or a reservation's longest wait (ms); 0 otherwise. */
   readonly at: number
+  /** With overrides: the client's override record, the last key of its set (same hash tag). */
+  readonly record?: string | undefined
+}
+
+/** The keys of one call: its base and each suffix, then its override record when it reads one. */
+export function callKeys(call: BatchCall, suffixes: readonly string[]): string[] {
+  const keys = suffixes.map((suffix) => `${call.base}${suffix}`)
+  if (call.record !== undefined) keys.push(call.record)
+  return keys
 }
 
 /** The arguments of one decision as the single-decision script takes them (script.ts). */
@@ -205,16 +218,18 @@ export function batchArguments(
   let sets: Map<string, number> | undefined
   let lastBase = ''
   let lastSet = 0
-  const args = [String(calls.length), String(suffixes.length), String(shared.length)]
+  const perCall = suffixes.length + (calls[0]?.record === undefined ? 0 : 1)
+  const args = [String(calls.length), String(perCall), String(shared.length)]
   for (const arg of shared) args.push(arg)
   for (const call of calls) {
     const base = call.base
     let set = base === lastBase ? lastSet : sets?.get(base)
     if (set === undefined) {
-      set = keys.length / suffixes.length + 1
+      set = keys.length / perCall + 1
       sets ??= new Map()
       sets.set(base, set)
       for (const suffix of suffixes) keys.push(`${base}${suffix}`)
+      if (call.record !== undefined) keys.push(call.record)
     }
     lastBase = base
     lastSet = set

@@ -1,3 +1,4 @@
+import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
@@ -11,12 +12,12 @@ import type {
   Decision,
   LeaseDecision,
   LeaseRequest,
+  OverridePage,
   RefundRequest,
   Store,
   StoreRequest,
   StoreTarget,
 } from '../types.js'
-import { batchScriptFor } from './batch-script.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
 import { EvictionWatch } from './eviction.js'
@@ -29,10 +30,20 @@ import {
 } from './groups.js'
 import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
+import { RECORD_SUFFIX } from './override-lua.js'
+import { listOverrides, readOverride, TIME_SCRIPT, underRecord, updateOverride } from './overrides.js'
 import { ReadyGate } from './ready-gate.js'
 import { repairedRules } from './repaired.js'
-import { MODE, paramCount, type Script, scriptFor } from './script.js'
-import { type DecisionCall, LEASE_PREPARED, type Prepared, type ScriptCall, sendGroup } from './send-group.js'
+import { MODE, type Script, scriptFor } from './script.js'
+import {
+  type DecisionCall,
+  LEASE_PREPARED,
+  PENALTY_SUFFIX,
+  type Prepared,
+  prepareRuleSet,
+  type ScriptCall,
+  sendGroup,
+} from './send-group.js'
 
 export interface RedisStoreOptions {
   /**
@@ -98,9 +109,6 @@ function nodeFor(runner: RedisScriptRunner, slot: number): string | number {
   return runner.nodeOf(slot) ?? UNKNOWN_NODE
 }
 
-/** The key suffix of a client's penalty state, beside its rule keys. */
-const PENALTY_SUFFIX = 'pen'
-
 /**
  * The groups of each client: every RedisStore on one client connection shares them (issue 18). Each call resolves
  * to the value its `Prepared` decodes from the reply: a `Decision`, a charge, a `LeaseDecision`.
@@ -151,6 +159,8 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   readonly penalties = true
   readonly reservations = true
+  /** Overrides and manual blocks (docs/operating-limits.md): read by the decision script itself. */
+  readonly overrides = true
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
   readonly boundsWait = true
   readonly #runner: RedisScriptRunner
@@ -159,6 +169,10 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
   readonly #hashes = new Map<string, string>()
   readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
+  /** Rule sets read with their override records: per rule array, per override scope. */
+  readonly #preparedWithOverrides = new WeakMap<readonly Rule[], Map<string, Prepared>>()
+  /** The override scripts (set, read, list), run by EVALSHA then EVAL like the decisions. */
+  readonly #operatorScripts: LoadedScripts
   readonly #prefix: string
   readonly #clock: (() => number) | undefined
   readonly #eviction: EvictionWatch
@@ -202,6 +216,24 @@ export class RedisStore implements Store, ConcurrencyStore {
     this.#prefix = prefix
     this.#clock = clock
     this.#eviction = new EvictionWatch(client)
+    this.#operatorScripts = new LoadedScripts(runner)
+  }
+
+  /** The Redis key holding the override record of `key` under a limiter's override `scope` (same hash tag). */
+  recordKeyFor(scope: string, key: string): string {
+    return `${this.#prefix}${scope}{${this.#hash(key)}}:${RECORD_SUFFIX}`
+  }
+
+  updateOverride(scope: string, key: string, change: OverrideChange): Promise<OverrideRecord | undefined> {
+    return updateOverride(this.#operatorScripts, this.recordKeyFor(scope, key), key, change, this.#now())
+  }
+
+  readOverride(scope: string, key: string): Promise<OverrideRecord | undefined> {
+    return readOverride(this.#operatorScripts, this.recordKeyFor(scope, key), this.#now())
+  }
+
+  listOverrides(scope: string, page: { cursor?: string | undefined; count: number }): Promise<OverridePage> {
+    return listOverrides(this.#runner, this.#operatorScripts, `${this.#prefix}${scope}`, page, this.#now())
   }
 
   /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */
@@ -245,6 +277,20 @@ export class RedisStore implements Store, ConcurrencyStore {
   async refund(request: RefundRequest, within?: CallBound): Promise<void> {
     const { notices } = (await this.#run(request, MODE.refund, request.at, within)) as Decision
     // A refund has no decision to carry the notice: fail it, so that the limiter reports it to onError.
+    if (notices?.[0] !== undefined) throw notices[0]
+  }
+
+  /**
+   * Gives up to `request.cost` units back to every rule now (`RateLimiter.give`): a refund of units admitted now,
+   * on the server's clock (read first, in its own small script, when the store has no `clock`). NOTE: the sliding
+   * window log gives back only units admitted at that very millisecond, unlike MemoryStore's newest units.
+   */
+  async give(request: StoreRequest, within?: CallBound): Promise<void> {
+    const now =
+      this.#clock === undefined
+        ? Number(await this.#operatorScripts.run(TIME_SCRIPT, [this.#base(request.prefix, request.key)], []))
+        : this.#now()
+    const { notices } = (await this.#run(request, MODE.refund, now, within, now)) as Decision
     if (notices?.[0] !== undefined) throw notices[0]
   }
 
@@ -315,6 +361,11 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   #base(prefix: string, key: string): string {
+    return `${this.#prefix}${prefix}{${this.#hash(key)}}:`
+  }
+
+  /** The hash tag of a client key. */
+  #hash(key: string): string {
     // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
     // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
     // bookkeeping, and a flood of one-off keys costs one hash each, as before.
@@ -327,7 +378,7 @@ export class RedisStore implements Store, ConcurrencyStore {
         this.#hashes.set(key, hash)
       }
     }
-    return `${this.#prefix}${prefix}{${hash}}:`
+    return hash
   }
 
   /**
@@ -343,15 +394,23 @@ export class RedisStore implements Store, ConcurrencyStore {
    * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
    * next group. Resolves with what `#decode` reads from its reply; a late reply reaches `within.late` the same.
    */
-  #run(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<unknown> {
+  #run(
+    request: StoreRequest,
+    mode: number,
+    at: number,
+    within: CallBound | undefined,
+    now = this.#now(),
+  ): Promise<unknown> {
     try {
+      const scope = request.overrides
       const call: DecisionCall = {
-        prepared: this.#prepare(request.rules, request.penalty),
+        prepared: this.#prepare(request.rules, request.penalty, scope),
         request,
         base: this.#base(request.prefix, request.key),
         mode,
-        now: this.#now(),
+        now,
         at,
+        record: scope === undefined ? undefined : this.recordKeyFor(scope, request.key),
       }
       // The bound is only read: its late hook receives a `Decision` (a `LeaseDecision` for leases), as decoded.
       return this.#submit(call, within as Within<unknown> | undefined)
@@ -364,6 +423,9 @@ export class RedisStore implements Store, ConcurrencyStore {
    * What a decision call resolves to, read from its record of the reply (script.ts): a `Decision` (a refund's says
    * only that it was applied, at the server's `now`, and what was repaired), or a charge's units.
    */
+  readonly #decodeCall = (call: ScriptCall, reply: readonly unknown[], start: number): unknown =>
+    this.#decode(call as DecisionCall, reply, start)
+
   #decode(call: DecisionCall, reply: readonly unknown[], start: number): unknown {
     const { request } = call
     const rules = request.rules.length
@@ -395,38 +457,32 @@ export class RedisStore implements Store, ConcurrencyStore {
     // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
     const evicted = this.#eviction.poll()
     if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
+    if (call.record !== undefined) {
+      const record = reply[start + 3 + 3 * rules + (request.penalty === undefined ? 0 : 1)]
+      if (typeof record === 'string' && record !== '') underRecord(decision, request.rules, record)
+    }
     return decision
   }
 
   /**
    * The rule set's script, key suffixes and rendered arguments, built on first use. Cached per rule array (the
-   * limiter passes the same one on every request) and, with a penalty, per penalty object.
+   * limiter passes the same one on every request) and, with a penalty, per penalty object; with overrides, per
+   * override scope too.
    */
-  #prepare(rules: readonly Rule[], penalty: Penalty | undefined): Prepared {
+  #prepare(rules: readonly Rule[], penalty: Penalty | undefined, scope: string | undefined): Prepared {
+    if (scope !== undefined) {
+      const scopes = this.#preparedWithOverrides.get(rules) ?? new Map<string, Prepared>()
+      this.#preparedWithOverrides.set(rules, scopes)
+      let prepared = scopes.get(scope)
+      if (prepared === undefined || prepared.penalty !== penalty) {
+        prepared = prepareRuleSet(rules, penalty, scope, this.#decodeCall)
+        scopes.set(scope, prepared)
+      }
+      return prepared
+    }
     let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
     if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
-      const args = rules.flatMap((rule) =>
-        rule.script.params.slice(0, paramCount(rule.script.code)).map(String),
-      )
-      const suffixes = rules.map((rule) => rule.id)
-      if (penalty !== undefined) {
-        suffixes.push(PENALTY_SUFFIX)
-        for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
-          args.push(String(value))
-      }
-      const script = RedisStore.scriptFor(rules, { penalty: penalty !== undefined })
-      prepared = {
-        script,
-        batch: batchScriptFor(
-          rules.map((rule) => rule.script.code),
-          penalty !== undefined,
-        ),
-        batchKey: `${script.sha1}:${args.join(',')}`,
-        suffixes,
-        args,
-        penalty,
-        decode: (call, reply, start) => this.#decode(call as DecisionCall, reply, start),
-      }
+      prepared = prepareRuleSet(rules, penalty, undefined, this.#decodeCall)
       if (penalty === undefined) this.#prepared.set(rules, prepared)
       else this.#preparedWithPenalty.set(rules, prepared)
     }

@@ -2,6 +2,7 @@ import { ALGORITHMS_BY_CODE } from '../../algorithms/index.js'
 import { PENALTY_LUA } from '../../algorithms/penalty.js'
 import type { LuaRule, LuaTwin } from '../../algorithms/types.js'
 import { sha1Hex } from '../../support/hash.js'
+import { adoptRule, overridePrelude, RETAG, retuneRule } from './override-lua.js'
 
 /** @internal Modes of the decision script. */
 export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4 } as const
@@ -28,11 +29,13 @@ const LOCAL_RULES = 10
  * ARGV[3]  cost, whole units
  * then     each rule's parameters (`Rule.script.params`, as many as its algorithm's twin takes), in rule order
  * then     with a penalty: after, within, block, factor, maxBlock (the last key is the penalty state, same hash tag)
+ * then     with overrides: per rule its policy name and GCRA's window in ms (0 for the others); the last key is
+ *          the client's override record (override-lua.ts), read in this execution
  * last     refund only: the `at` (epoch ms) of the decision being refunded; reserve only: the longest wait (ms)
  *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
- * then `repaired`, then with a penalty how long the key stays blocked (ms) }. A refund returns
- * { 1, now, repaired }.
+ * then `repaired`, then with a penalty how long the key stays blocked (ms), then with overrides the record's JSON
+ * or '' }. A refund returns { 1, now, repaired }.
  * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
  * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
  * and got one on a request that wrote nothing (a peek, a denial). The store reports it (RedisStore:
@@ -47,11 +50,16 @@ const LOCAL_RULES = 10
 export function decisionScript(
   codes: readonly number[],
   penalty = false,
-  reply: (values: readonly string[]) => string = returnTable,
+  replyWith: (values: readonly string[]) => string = returnTable,
+  overrides = false,
 ): string {
+  // With overrides, a state kept under limits other than the coded ones is tagged with them before any reply.
+  const reply = overrides ? (values: readonly string[]) => `${RETAG}${replyWith(values)}` : replyWith
   const n = codes.length
   const twins = codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua)
   let arg = 3
+  // With overrides: each rule's name and extra come after the rules' and the penalty's parameters.
+  const overrideArgs = 3 + twins.reduce((sum, twin) => sum + twin.params, 0) + (penalty ? 5 : 0)
   const rules: LuaRule[] = twins.map((twin, index) => {
     const i = index + 1
     const v = (name: string) => (i <= LOCAL_RULES ? `${name}_${i}` : `R.${name}_${i}`)
@@ -70,7 +78,8 @@ export function decisionScript(
   const bit = (i: number) => 2 ** (i - 1)
 
   const load = each(
-    (twin, r, i) => `${declare(twin, r, i)}${twin.load(r)}if ${r.v('broken')} then
+    (twin, r, i) =>
+      `${declare(twin, r, i)}${overrides ? overrideRule(codes[i - 1]!, r, arg - twin.params + 1, overrideArgs + 2 * i - 1, i) : ''}${twin.load(r)}if ${r.v('broken')} then
   -- Unreadable: forget it, so that the key is rewritten from the fresh state load left.
   redis.call('DEL', ${r.key})
   repaired = repaired + ${bit(i)}
@@ -98,6 +107,7 @@ end
     ...rules.flatMap((r) => [r.v('remaining'), r.v('reset'), r.v('retry')]),
     'repaired',
     ...(penalty ? ['blocked'] : []),
+    ...(overrides ? ['orec'] : []),
   ]
   // NOTE: the mode stays a string (compared with constants: Lua interns strings, so that is one pointer compare),
   // and the usual `now` (-1) and cost (1) are recognised the same way: tonumber parses text on every call.
@@ -110,7 +120,7 @@ else
   now = tonumber(ARGV[2])
 end
 local allowed, repaired = true, 0
-${n > LOCAL_RULES ? 'local R = {}\n' : ''}${load}${
+${overrides ? overridePrelude(n + (penalty ? 1 : 0) + 1) : ''}${n > LOCAL_RULES ? 'local R = {}\n' : ''}${load}${
   penalty
     ? `-- A read that tolerates a key of another type: returns the reply and whether the key is broken.
 local function read(...)
@@ -195,6 +205,14 @@ ${reply(values)}
   return body.includes('num(') ? `local function num(n) return string.format('%.0f', n) end\n${body}` : body
 }
 
+/**
+ * With overrides, per rule before its state is loaded: its limits in force (`retuneRule`), then its state
+ * converted to them (`adoptRule`). `coded`: the ARGV index of its first parameter; `names`: of its name and extra.
+ */
+function overrideRule(code: number, r: LuaRule, coded: number, names: number, index: number): string {
+  return `${retuneRule(code, r, names)}${adoptRule(code, r, coded, index)}`
+}
+
 /** The single-decision script's reply statement: its numbers as one list. */
 function returnTable(values: readonly string[]): string {
   return `return { ${values.join(', ')} }`
@@ -215,25 +233,30 @@ export function scriptOf(lua: string): Script {
  * once per distinct sequence.
  */
 export function scriptCache(
-  build: (codes: readonly number[], penalty: boolean) => string,
-): (codes: readonly number[], penalty: boolean) => Script {
+  build: (codes: readonly number[], penalty: boolean, overrides: boolean) => string,
+): (codes: readonly number[], penalty: boolean, overrides?: boolean) => Script {
   const scripts = new Map<string, Script>()
-  return (codes, penalty) => {
-    const key = `${codes.join(',')}${penalty ? '+p' : ''}`
+  return (codes, penalty, overrides = false) => {
+    const key = `${codes.join(',')}${penalty ? '+p' : ''}${overrides ? '+o' : ''}`
     let script = scripts.get(key)
     if (script === undefined) {
-      script = scriptOf(build(codes, penalty))
+      script = scriptOf(build(codes, penalty, overrides))
       scripts.set(key, script)
     }
     return script
   }
 }
 
-const decisionScripts = scriptCache(decisionScript)
+const decisionScripts = scriptCache((codes, penalty, overrides) =>
+  decisionScript(codes, penalty, returnTable, overrides),
+)
 
-/** The script for a sequence of algorithm codes, in rule order (and a penalty, or none), built once per sequence. */
-export function scriptFor(codes: Iterable<number>, penalty = false): Script {
-  return decisionScripts([...codes], penalty)
+/**
+ * The script for a sequence of algorithm codes, in rule order (and a penalty, or none; reading the key's override
+ * record, or not), built once per sequence.
+ */
+export function scriptFor(codes: Iterable<number>, penalty = false, overrides = false): Script {
+  return decisionScripts([...codes], penalty, overrides)
 }
 
 /** @internal How many parameters the script takes for a rule of algorithm `code`. */

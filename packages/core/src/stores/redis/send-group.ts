@@ -1,12 +1,21 @@
 import type { Penalty } from '../../algorithms/penalty.js'
+import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
 import type { StoreRequest } from '../types.js'
-import { type BatchCall, batchArguments, eachRecord, singleArguments } from './batch-script.js'
+import {
+  type BatchCall,
+  batchArguments,
+  batchScriptFor,
+  callKeys,
+  eachRecord,
+  singleArguments,
+} from './batch-script.js'
 import type { RedisScriptRunner } from './clients/index.js'
 import type { Entry } from './groups.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT, toLeaseDecision } from './lease-script.js'
 import type { LoadedScripts } from './loaded-scripts.js'
-import type { Script } from './script.js'
+import { overrideArgs } from './overrides.js'
+import { paramCount, type Script, scriptFor } from './script.js'
 
 /**
  * What the store sends for one rule set, rendered once: its script, the keys' suffixes, the arguments after the
@@ -74,7 +83,7 @@ export function sendGroup(
   const { prepared } = first
   if (entries.length === 1) {
     const args = isLease(first) ? first.args : singleArguments(first, prepared.args)
-    const keys = isLease(first) ? [first.base] : prepared.suffixes.map((suffix) => `${first.base}${suffix}`)
+    const keys = isLease(first) ? [first.base] : callKeys(first, prepared.suffixes)
     return scripts.run(prepared.script, keys, args).then((reply) => {
       if (!Array.isArray(reply) || reply.length < 2) throw unexpected(runner, reply)
       return [prepared.decode(first, reply, 0, reply.length)]
@@ -117,4 +126,39 @@ function unexpected(runner: RedisScriptRunner, reply: unknown): RateLimitError {
     'ERR_RATEWINDOW_STORE',
     `Unexpected reply from the rate limit script (${runner.family}): ${String(reply)}`,
   )
+}
+
+/** The key suffix of a client's penalty state, beside its rule keys. */
+export const PENALTY_SUFFIX = 'pen'
+
+/**
+ * What the store sends for a rule set (and a penalty, or none; with overrides, the records of `scope`), rendered
+ * once; `decode` reads a call's reply.
+ */
+export function prepareRuleSet(
+  rules: readonly Rule[],
+  penalty: Penalty | undefined,
+  scope: string | undefined,
+  decode: Prepared['decode'],
+): Prepared {
+  const args = rules.flatMap((rule) => rule.script.params.slice(0, paramCount(rule.script.code)).map(String))
+  const suffixes = rules.map((rule) => rule.id)
+  if (penalty !== undefined) {
+    suffixes.push(PENALTY_SUFFIX)
+    for (const value of [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock])
+      args.push(String(value))
+  }
+  if (scope !== undefined) args.push(...overrideArgs(rules))
+  const codes = rules.map((rule) => rule.script.code)
+  const script = scriptFor(codes, penalty !== undefined, scope !== undefined)
+  return {
+    script,
+    batch: batchScriptFor(codes, penalty !== undefined, scope !== undefined),
+    // Calls with overrides read their scope's records: only calls of one scope share a batch.
+    batchKey: `${script.sha1}:${scope === undefined ? '' : `${scope}:`}${args.join(',')}`,
+    suffixes,
+    args,
+    penalty,
+    decode,
+  }
 }

@@ -1,0 +1,166 @@
+/**
+ * RedisStore's override records (issue 34): a change, a read and a page of the list, each one script execution
+ * (override-scripts.ts), and the arguments a decision script with overrides takes beside the rules' own.
+ */
+import { type OverrideChange, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
+import { retunerOf } from '../../algorithms/rule.js'
+import type { Rule } from '../../algorithms/types.js'
+import { invalid } from '../../support/errors.js'
+import type { Decision, OverridePage } from '../types.js'
+import type { RedisScriptRunner } from './clients/index.js'
+import { CLUSTER_SLOTS, clusterSlot } from './cluster-slot.js'
+import type { LoadedScripts } from './loaded-scripts.js'
+import { RECORD_SUFFIX } from './override-lua.js'
+import {
+  LIST_OVERRIDES_SCRIPT,
+  literalPattern,
+  READ_OVERRIDE_SCRIPT,
+  UPDATE_OVERRIDE_SCRIPT,
+} from './override-scripts.js'
+import { scriptOf } from './script.js'
+
+const GCRA_CODE = 5
+
+/** The server's TIME in epoch ms (`give` without a store clock), on the node of KEYS[1]. */
+export const TIME_SCRIPT = scriptOf(`local time = redis.call('TIME')
+return time[1] * 1000 + math.floor(time[2] / 1000)
+`)
+
+/**
+ * Per rule, its policy name and what the script needs beside its parameters to make it again with another limit
+ * (override-lua.ts): GCRA's window in ms, 0 for the others.
+ * NOTE: GCRA's parameters keep the rate as a reduced fraction, which loses the window: the rule made again at
+ * one per window and a burst of one has the window as its interval.
+ */
+export function overrideArgs(rules: readonly Rule[]): string[] {
+  return rules.flatMap((rule) => {
+    const window = rule.script.code === GCRA_CODE ? (retunerOf(rule)?.(1, 1).script.params[1] ?? 0) : 0
+    return [rule.name, String(window)]
+  })
+}
+
+export async function updateOverride(
+  scripts: LoadedScripts,
+  recordKey: string,
+  key: string,
+  change: OverrideChange,
+  now: number,
+): Promise<OverrideRecord | undefined> {
+  const limits =
+    change.limits === null ? 'null' : change.limits === undefined ? '' : JSON.stringify(change.limits)
+  const block = change.block === null ? 'null' : change.block === undefined ? '' : String(change.block.forMs)
+  // The reason after one character: '' says none.
+  const reason = change.block?.reason === undefined ? '' : `-${change.block.reason}`
+  const ttl = change.ttlMs === undefined ? '' : String(change.ttlMs)
+  const reply = await scripts.run(
+    UPDATE_OVERRIDE_SCRIPT,
+    [recordKey],
+    [String(now), key, limits, ttl, block, reason],
+  )
+  return parseRecord(reply)
+}
+
+export async function readOverride(
+  scripts: LoadedScripts,
+  recordKey: string,
+  now: number,
+): Promise<OverrideRecord | undefined> {
+  return parseRecord(await scripts.run(READ_OVERRIDE_SCRIPT, [recordKey], [String(now)]))
+}
+
+/**
+ * A page of the records under `scopeKeys` (the store's prefix and the scope): one SCAN step on one server. On a
+ * Cluster, each master in turn, the cursor `<master>-<SCAN cursor>` (masters in the order of their addresses, read
+ * with each page); a script goes to a master by a key of a slot it serves.
+ */
+export async function listOverrides(
+  runner: RedisScriptRunner,
+  scripts: LoadedScripts,
+  scopeKeys: string,
+  page: { cursor?: string | undefined; count: number },
+  now: number,
+): Promise<OverridePage> {
+  const pattern = `${literalPattern(scopeKeys)}{*}:${RECORD_SUFFIX}`
+  const masters = runner.cluster ? await mastersOf(scripts) : ['']
+  const [at, scan] = parseCursor(page.cursor, masters.length)
+  const reply = (await scripts.run(LIST_OVERRIDES_SCRIPT, runner.cluster ? [masters[at]!] : [], [
+    String(now),
+    scan,
+    pattern,
+    String(page.count),
+  ])) as unknown[]
+  const records: OverrideRecord[] = []
+  for (let i = 1; i < reply.length; i++) {
+    const record = parseRecord(reply[i])
+    if (record !== undefined) records.push(record)
+  }
+  const next = String(reply[0])
+  if (next !== '0') return { records, cursor: `${at}-${next}` }
+  return { records, cursor: at + 1 < masters.length ? `${at + 1}-0` : undefined }
+}
+
+function parseCursor(cursor: string | undefined, masters: number): [number, string] {
+  if (cursor === undefined) return [0, '0']
+  const match = /^(\d+)-(\d+)$/.exec(cursor)
+  if (match === null || Number(match[1]) >= masters) {
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'cursor', cursor, 'a cursor a page of `list` returned')
+  }
+  return [Number(match[1]), match[2]!]
+}
+
+/**
+ * The masters of the Cluster as the server tells them (`CLUSTER SLOTS`, from a script: every client can send
+ * it), in the order of their addresses: for each, a key of the first slot it serves, which routes a script there.
+ */
+async function mastersOf(scripts: LoadedScripts): Promise<string[]> {
+  const ranges = (await scripts.run(CLUSTER_SLOTS_SCRIPT, [keyOfSlot(0)], [])) as unknown[]
+  const firstSlot = new Map<string, number>()
+  for (let i = 0; i + 2 < ranges.length; i += 3) {
+    const node = String(ranges[i + 2])
+    const from = Number(ranges[i])
+    if (from < (firstSlot.get(node) ?? CLUSTER_SLOTS)) firstSlot.set(node, from)
+  }
+  return [...firstSlot.keys()].sort().map((node) => keyOfSlot(firstSlot.get(node)!))
+}
+
+/** The Cluster's slot ranges: { from, to, master's host:port } per range. */
+const CLUSTER_SLOTS_SCRIPT = scriptOf(`local out = {}
+for _, range in ipairs(redis.call('CLUSTER', 'SLOTS')) do
+  out[#out + 1] = range[1]
+  out[#out + 1] = range[2]
+  out[#out + 1] = tostring(range[3][1]) .. ':' .. tostring(range[3][2])
+end
+return out
+`)
+
+/** Hash tags found per slot. */
+const SLOT_KEYS = new Map<number, string>()
+
+/** A key in `slot`: `{<n>}` for the first n that hashes there. */
+function keyOfSlot(slot: number): string {
+  let key = SLOT_KEYS.get(slot)
+  for (let n = 0; key === undefined; n++) if (clusterSlot(`{${n}}`) === slot) key = `{${n}}`
+  SLOT_KEYS.set(slot, key)
+  return key
+}
+
+/** A record from a script's reply: its JSON, or '' for none. */
+function parseRecord(reply: unknown): OverrideRecord | undefined {
+  if (typeof reply !== 'string' || reply === '') return undefined
+  return JSON.parse(reply) as OverrideRecord
+}
+
+/** A decision made under the override record `json` (the decision script's reply): the limits and block in force. */
+export function underRecord(decision: Decision, rules: readonly Rule[], json: string): void {
+  const record = JSON.parse(json) as OverrideRecord
+  if (record.limits !== undefined) {
+    decision.override = record.limits
+    const inForce = rulesWith(rules, record.limits)
+    if (inForce !== rules) decision.rules = inForce
+  }
+  if (record.block !== undefined) {
+    decision.manualBlock = record.block
+    decision.allowed = false
+    decision.blocked = Math.max(1, record.block.until - decision.now)
+  }
+}
