@@ -124,7 +124,7 @@ async function mastersOf(scripts: LoadedScripts): Promise<string[]> {
 }
 
 /** The Cluster's slot ranges: { from, to, master's host:port } per range. */
-const CLUSTER_SLOTS_SCRIPT = scriptOf(`local out = {}
+export const CLUSTER_SLOTS_SCRIPT = scriptOf(`local out = {}
 for _, range in ipairs(redis.call('CLUSTER', 'SLOTS')) do
   out[#out + 1] = range[1]
   out[#out + 1] = range[2]

@@ -12,10 +12,18 @@
  * | script        | reply                                                                                           |
  * | ------------- | ----------------------------------------------------------------------------------------------- |
  * | decision      | one record: { first, now, per rule: remaining, reset, retryAfter, then repaired, then with a   |
- * |               | penalty blocked }; a refund's is { 1, now, repaired } (script.ts)                               |
+ * |               | penalty blocked, then with overrides the record's JSON or '' }; a refund's is { 1, now,       |
+ * |               | repaired[, record] } (script.ts, override-lua.ts)                                               |
  * | decision batch| D records in call order, each preceded by its length: { length, ...record } × D (batch-script.ts) |
  * | lease         | { allowed, in flight, ms until the earliest lease expires } (lease-script.ts)                   |
  * | lease batch   | D lease records of 3, one after another                                                         |
+ * | override set  | the record's JSON as it stands after the change, '' when nothing is left (override-scripts.ts)  |
+ * | override read | the record's JSON, ended parts dropped, or '' (override-scripts.ts)                             |
+ * | override list | { next SCAN cursor, then the JSON of each live record of the step } (override-scripts.ts)       |
+ * | cluster slots | { from, to, master host:port } per slot range (overrides.ts, `list` on a Cluster)               |
+ * | time          | the server's TIME in epoch ms (overrides.ts, `give` without a store clock)                      |
+ *
+ * The record's JSON is the only string a decision returns: the one exception to "integers only".
  *
  * The store reads a group's reply once: each call's promise resolves with the value decoded from its record
  * (`Prepared.decode`, send-group.ts), and no array is built per call. A change of format changes the script's
@@ -26,9 +34,14 @@
 import { ALGORITHMS } from '../../algorithms/index.js'
 import { batchScriptFor } from './batch-script.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT } from './lease-script.js'
+import { LIST_OVERRIDES_SCRIPT, READ_OVERRIDE_SCRIPT, UPDATE_OVERRIDE_SCRIPT } from './override-scripts.js'
+import { CLUSTER_SLOTS_SCRIPT, TIME_SCRIPT } from './overrides.js'
 import { type Script, scriptFor } from './script.js'
 
-/** @internal Every script of the table, by name: `lease`, `lease batch`, `<algorithm>[ + penalty][ batch]`. */
+/**
+ * @internal Every script of the table, by name: `lease`, `lease batch`, `<algorithm>[ + penalty][ + overrides][ batch]`,
+ * and the override scripts.
+ */
 export function redisScripts(): Readonly<Record<string, Script>> {
   const table: Record<string, Script> = {
     lease: LEASE_SCRIPT,
@@ -39,7 +52,14 @@ export function redisScripts(): Readonly<Record<string, Script>> {
       const name = penalty ? `${algorithm.name} + penalty` : algorithm.name
       table[name] = scriptFor([algorithm.code], penalty)
       table[`${name} batch`] = batchScriptFor([algorithm.code], penalty)
+      table[`${name} + overrides`] = scriptFor([algorithm.code], penalty, true)
+      table[`${name} + overrides batch`] = batchScriptFor([algorithm.code], penalty, true)
     }
   }
+  table['override set'] = UPDATE_OVERRIDE_SCRIPT
+  table['override read'] = READ_OVERRIDE_SCRIPT
+  table['override list'] = LIST_OVERRIDES_SCRIPT
+  table['cluster slots'] = CLUSTER_SLOTS_SCRIPT
+  table.time = TIME_SCRIPT
   return Object.freeze(table)
 }
