@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { until } from './connections.js'
 import { redisEnvironment } from './redis.js'
 import { type Address, type ClientFamily, connect } from './redis-clients.js'
+import { describeRedisOverrides } from './redis-overrides-suite.js'
 import { RedisClusterProcesses, RedisServer } from './redis-server.js'
 
 /** One rule per algorithm, all over an hour: distinct names, so that they fit in one limiter. */
@@ -111,6 +112,14 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
       },
     )
     describeRedisOnly(family, name, topology)
+    describeRedisOverrides({
+      family,
+      name,
+      ports: () => topology().ports,
+      connect: () => connect(family, topology().address),
+      prefix: uniquePrefix,
+      rules: () => ALGORITHMS.map(([, make]) => make(1_000)),
+    })
   }
   describeScriptReloads(family)
 }

@@ -1,0 +1,153 @@
+/**
+ * Overrides on RedisStore beyond the conformance section (issue 34), for one client family, standalone and on the
+ * Cluster: the record is read by the decision script itself (MONITOR sees one EVALSHA per decision or per group,
+ * and nothing else naming the client's keys), and processes that share a Redis see a change made by another at
+ * their next decision.
+ */
+
+import { connect as connectSocket, type Socket } from 'node:net'
+import { RateLimiter, type RedisClient, RedisStore, type Rule } from '@ratewindow/core'
+import { Redis } from 'ioredis'
+import { afterAll, describe, expect, it } from 'vitest'
+import { until } from './connections.js'
+import type { ClientFamily } from './redis-clients.js'
+
+export interface OverridesSuiteContext {
+  family: ClientFamily
+  name: 'standalone' | 'Cluster'
+  /** Every server (every master of a Cluster). */
+  ports: () => number[]
+  /** A new connection (a process of its own). */
+  connect: () => Promise<RedisClient>
+  /** A fresh key prefix. */
+  prefix: () => string
+  rules: () => Rule[]
+}
+
+/**
+ * MONITOR on a plain socket to one server: each line's source (`lua` for commands a script ran) and its arguments
+ * (quoted; the keys and arguments here hold no quotes).
+ */
+async function monitorOn(port: number, line: (source: string, args: string[]) => void): Promise<Socket> {
+  const socket = connectSocket({ host: '127.0.0.1', port })
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve)
+    socket.once('error', reject)
+  })
+  let buffered = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => {
+    buffered += chunk
+    let end = buffered.indexOf('\r\n')
+    while (end !== -1) {
+      const text = buffered.slice(0, end)
+      buffered = buffered.slice(end + 2)
+      const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] "(.*)"$/.exec(text)
+      if (match !== null) line(match[1]!, match[2]!.split('" "'))
+      end = buffered.indexOf('\r\n')
+    }
+  })
+  socket.write('MONITOR\r\n')
+  return socket
+}
+
+/** The commands MONITOR sees from clients (not from scripts) naming a key under `prefix`, on every port. */
+async function watch(ports: number[], prefix: string) {
+  const seen: string[][] = []
+  const markers = new Set<string>()
+  const sockets = await Promise.all(
+    ports.map((port) =>
+      monitorOn(port, (source, args) => {
+        if (args[0]?.toLowerCase() === 'echo' && args[1]?.startsWith(prefix)) markers.add(args[1])
+        else if (source !== 'lua' && args.some((arg) => arg.includes(prefix))) seen.push(args)
+      }),
+    ),
+  )
+  const admins = ports.map((port) => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 }))
+  let rounds = 0
+  return {
+    seen,
+    /** Waits until every server's MONITOR stream has passed what was sent before (a marker ECHOed on each). */
+    async settle(): Promise<void> {
+      const round = rounds++
+      await Promise.all(admins.map((admin, i) => admin.echo(`${prefix}marker-${round}-${i}`)))
+      await until(
+        () => admins.every((_, i) => markers.has(`${prefix}marker-${round}-${i}`)),
+        'every MONITOR stream showed its marker',
+      )
+    },
+    close(): void {
+      for (const socket of sockets) socket.destroy()
+      for (const admin of admins) admin.disconnect()
+    },
+  }
+}
+
+export function describeRedisOverrides(context: OverridesSuiteContext): void {
+  const { family, name, connect, prefix } = context
+  const closing: (() => void)[] = []
+  afterAll(() => {
+    for (const close of closing) close()
+  })
+  describe(`RedisStore with ${family.name} (${name}): overrides read in the deciding script`, () => {
+    it('MONITOR: each decision is one EVALSHA, single and grouped, with an override, a block or none', async () => {
+      const store = new RedisStore({ client: await connect() })
+      const limiter = new RateLimiter({ rules: context.rules(), store, prefix: prefix(), overrides: true })
+      await limiter.overrides.set('raised', { limit: 5 })
+      await limiter.overrides.block('blocked', { for: '1h', reason: 'test' })
+      // The single and grouped scripts loaded on every node that serves these keys.
+      for (const key of ['raised', 'blocked', 'plain']) await limiter.limit(key)
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) => limiter.limit(['raised', 'blocked', 'plain'][i % 3]!)),
+      )
+      const monitor = await watch(context.ports(), limiter.prefix)
+      closing.push(monitor.close)
+      await monitor.settle()
+      monitor.seen.length = 0
+
+      for (let i = 0; i < 30; i++) await limiter.limit(['raised', 'blocked', 'plain'][i % 3]!)
+      await monitor.settle()
+      expect(monitor.seen.map((args) => args[0]!.toLowerCase())).toEqual(Array(30).fill('evalsha'))
+
+      monitor.seen.length = 0
+      const before = store.groupStats.calls
+      const results = await Promise.all(
+        Array.from({ length: 300 }, (_, i) => limiter.limit(['raised', 'blocked', 'plain'][i % 3]!)),
+      )
+      await monitor.settle()
+      const calls = store.groupStats.calls - before
+      expect(monitor.seen.map((args) => args[0]!.toLowerCase())).toEqual(Array(calls).fill('evalsha'))
+      expect(calls).toBeLessThan(300)
+      expect(results.filter((result) => result.manualBlock !== undefined)).toHaveLength(100)
+      expect(results.find((result) => result.overridden)?.limit).toBeGreaterThan(1)
+    })
+
+    it('two processes on one Redis see an override and a block set by a third at their next decision', async () => {
+      const shared = prefix()
+      const process = async () =>
+        new RateLimiter({
+          rules: context.rules(),
+          store: new RedisStore({ client: await connect() }),
+          prefix: shared,
+          name: 'api',
+          overrides: true,
+        })
+      const [first, second, operator] = await Promise.all([process(), process(), process()])
+      const coded = (await first.limit('k')).limit
+      expect((await second.limit('k')).overridden).toBeUndefined()
+      await operator.overrides.set('k', { limit: coded * 3 })
+      for (const limiter of [first, second])
+        expect(await limiter.limit('k')).toMatchObject({ overridden: true, limit: coded * 3 })
+      await operator.overrides.block('k', { for: '1m', reason: 'incident' })
+      for (const limiter of [first, second])
+        expect(await limiter.limit('k')).toMatchObject({
+          allowed: false,
+          manualBlock: { reason: 'incident' },
+        })
+      await operator.overrides.unblock('k')
+      await operator.overrides.delete('k')
+      for (const limiter of [first, second])
+        expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: coded })
+    })
+  })
+}
