@@ -6,7 +6,15 @@
  */
 
 import { connect as connectSocket, type Socket } from 'node:net'
-import { RateLimiter, type RedisClient, RedisStore, type Rule } from '@ratewindow/core'
+import {
+  fixedWindow,
+  gcra,
+  RateLimiter,
+  type RedisClient,
+  RedisStore,
+  type Rule,
+  tokenBucket,
+} from '@ratewindow/core'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { until } from './connections.js'
@@ -120,6 +128,37 @@ export function describeRedisOverrides(context: OverridesSuiteContext): void {
       expect(calls).toBeLessThan(300)
       expect(results.filter((result) => result.manualBlock !== undefined)).toHaveLength(100)
       expect(results.find((result) => result.overridden)?.limit).toBeGreaterThan(1)
+    })
+
+    it('rolling deploy: the script with overrides reads the state the scripts without them wrote, and leaves it readable to them', async () => {
+      const shared = prefix()
+      const client = await connect()
+      const limiter = (overrides: boolean) =>
+        new RateLimiter({
+          rules: [
+            gcra({ limit: 10, window: '1h', name: 'gcra' }),
+            tokenBucket({ capacity: 10, refillRate: 10, interval: '1h', name: 'bucket' }),
+            fixedWindow({ limit: 10, window: '1h', name: 'fixed' }),
+          ],
+          store: new RedisStore({ client }),
+          prefix: shared,
+          name: 'api',
+          overrides,
+        })
+      const before = limiter(false)
+      const after = limiter(true)
+      for (let i = 0; i < 6; i++) expect((await before.limit('k')).allowed).toBe(true)
+      // The new version reads the old one's state as it is: 6 of 10 used in every rule.
+      expect((await after.overrides.inspect('k')).rules.map((rule) => rule.used)).toEqual([6, 6, 6])
+      await after.overrides.set('k', { limit: 20 })
+      let admitted = 0
+      for (let i = 0; i < 20; i++) if ((await after.limit('k')).allowed) admitted++
+      expect(admitted).toBe(14)
+      // Once the override is gone, the next decision with overrides writes the coded format again, which the
+      // script without overrides reads: 20 used of 10, nothing admitted.
+      await after.overrides.delete('k')
+      expect((await after.limit('k')).allowed).toBe(false)
+      expect(await before.limit('k')).toMatchObject({ allowed: false, remaining: 0 })
     })
 
     it('two processes on one Redis see an override and a block set by a third at their next decision', async () => {
