@@ -3,10 +3,10 @@
  * (override-scripts.ts), and the arguments a decision script with overrides takes beside the rules' own.
  */
 import { type OverrideChange, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
-import { retunerOf } from '../../algorithms/rule.js'
+import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
 import { invalid } from '../../support/errors.js'
-import type { Decision, OverridePage } from '../types.js'
+import type { Decision, OverridePage, StoreRequest } from '../types.js'
 import type { RedisScriptRunner } from './clients/index.js'
 import { CLUSTER_SLOTS, clusterSlot } from './cluster-slot.js'
 import type { LoadedScripts } from './loaded-scripts.js'
@@ -18,26 +18,12 @@ import {
   UPDATE_OVERRIDE_SCRIPT,
 } from './override-scripts.js'
 import { scriptOf } from './script.js'
-
-const GCRA_CODE = 5
+import { type Prepared, prepareRuleSet } from './send-group.js'
 
 /** The server's TIME in epoch ms (`give` without a store clock), on the node of KEYS[1]. */
 export const TIME_SCRIPT = scriptOf(`local time = redis.call('TIME')
 return time[1] * 1000 + math.floor(time[2] / 1000)
 `)
-
-/**
- * Per rule, its policy name and what the script needs beside its parameters to make it again with another limit
- * (override-lua.ts): GCRA's window in ms, 0 for the others.
- * NOTE: GCRA's parameters keep the rate as a reduced fraction, which loses the window: the rule made again at
- * one per window and a burst of one has the window as its interval.
- */
-export function overrideArgs(rules: readonly Rule[]): string[] {
-  return rules.flatMap((rule) => {
-    const window = rule.script.code === GCRA_CODE ? (retunerOf(rule)?.(1, 1).script.params[1] ?? 0) : 0
-    return [rule.name, String(window)]
-  })
-}
 
 export async function updateOverride(
   scripts: LoadedScripts,
@@ -150,17 +136,50 @@ function parseRecord(reply: unknown): OverrideRecord | undefined {
   return JSON.parse(reply) as OverrideRecord
 }
 
-/** A decision made under the override record `json` (the decision script's reply): the limits and block in force. */
-export function underRecord(decision: Decision, rules: readonly Rule[], json: string): void {
-  const record = JSON.parse(json) as OverrideRecord
+/**
+ * A decision made under the override record the decision script answered (its JSON, '' for none): the limits and
+ * the block in force.
+ */
+export function underRecord(decision: Decision, request: StoreRequest, reply: unknown): void {
+  if (typeof reply !== 'string' || reply === '') return
+  const record = JSON.parse(reply) as OverrideRecord
   if (record.limits !== undefined) {
     decision.override = record.limits
-    const inForce = rulesWith(rules, record.limits)
-    if (inForce !== rules) decision.rules = inForce
+    const inForce = rulesWith(request.rules, record.limits)
+    if (inForce !== request.rules) decision.rules = inForce
   }
   if (record.block !== undefined) {
     decision.manualBlock = record.block
     decision.allowed = false
     decision.blocked = Math.max(1, record.block.until - decision.now)
+  }
+}
+
+/** The server's TIME in epoch ms, on the node of `key`. */
+export async function serverNow(scripts: LoadedScripts, key: string): Promise<number> {
+  return Number(await scripts.run(TIME_SCRIPT, [key], []))
+}
+
+/** What the store sends for rule sets read with their override records: per rule array, per scope. */
+export class PreparedWithOverrides {
+  readonly #cache = new WeakMap<readonly Rule[], Map<string, Prepared>>()
+
+  get(
+    rules: readonly Rule[],
+    penalty: Penalty | undefined,
+    scope: string,
+    decode: Prepared['decode'],
+  ): Prepared {
+    let scopes = this.#cache.get(rules)
+    if (scopes === undefined) {
+      scopes = new Map()
+      this.#cache.set(rules, scopes)
+    }
+    let prepared = scopes.get(scope)
+    if (prepared === undefined || prepared.penalty !== penalty) {
+      prepared = prepareRuleSet(rules, penalty, scope, decode)
+      scopes.set(scope, prepared)
+    }
+    return prepared
   }
 }

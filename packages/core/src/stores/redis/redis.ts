@@ -31,7 +31,14 @@ import {
 import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
 import { RECORD_SUFFIX } from './override-lua.js'
-import { listOverrides, readOverride, TIME_SCRIPT, underRecord, updateOverride } from './overrides.js'
+import {
+  listOverrides,
+  PreparedWithOverrides,
+  readOverride,
+  serverNow,
+  underRecord,
+  updateOverride,
+} from './overrides.js'
 import { ReadyGate } from './ready-gate.js'
 import { repairedRules } from './repaired.js'
 import { MODE, type Script, scriptFor } from './script.js'
@@ -170,7 +177,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #hashes = new Map<string, string>()
   readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
   /** Rule sets read with their override records: per rule array, per override scope. */
-  readonly #preparedWithOverrides = new WeakMap<readonly Rule[], Map<string, Prepared>>()
+  readonly #withOverrides = new PreparedWithOverrides()
   /** The override scripts (set, read, list), run by EVALSHA then EVAL like the decisions. */
   readonly #operatorScripts: LoadedScripts
   readonly #prefix: string
@@ -281,15 +288,12 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * Gives up to `request.cost` units back to every rule now (`RateLimiter.give`): a refund of units admitted now,
-   * on the server's clock (read first, in its own small script, when the store has no `clock`). NOTE: the sliding
-   * window log gives back only units admitted at that very millisecond, unlike MemoryStore's newest units.
+   * `RateLimiter.give`: a refund of units admitted now, on the server's clock (read first when the store has no
+   * `clock`). NOTE: the sliding window log gives back only units admitted at that very millisecond.
    */
   async give(request: StoreRequest, within?: CallBound): Promise<void> {
-    const now =
-      this.#clock === undefined
-        ? Number(await this.#operatorScripts.run(TIME_SCRIPT, [this.#base(request.prefix, request.key)], []))
-        : this.#now()
+    const base = this.#base(request.prefix, request.key)
+    const now = this.#clock === undefined ? await serverNow(this.#operatorScripts, base) : this.#now()
     const { notices } = (await this.#run(request, MODE.refund, now, within, now)) as Decision
     if (notices?.[0] !== undefined) throw notices[0]
   }
@@ -457,10 +461,8 @@ export class RedisStore implements Store, ConcurrencyStore {
     // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
     const evicted = this.#eviction.poll()
     if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
-    if (call.record !== undefined) {
-      const record = reply[start + 3 + 3 * rules + (request.penalty === undefined ? 0 : 1)]
-      if (typeof record === 'string' && record !== '') underRecord(decision, request.rules, record)
-    }
+    if (call.record !== undefined)
+      underRecord(decision, request, reply[start + 3 + 3 * rules + (request.penalty ? 1 : 0)])
     return decision
   }
 
@@ -470,16 +472,7 @@ export class RedisStore implements Store, ConcurrencyStore {
    * override scope too.
    */
   #prepare(rules: readonly Rule[], penalty: Penalty | undefined, scope: string | undefined): Prepared {
-    if (scope !== undefined) {
-      const scopes = this.#preparedWithOverrides.get(rules) ?? new Map<string, Prepared>()
-      this.#preparedWithOverrides.set(rules, scopes)
-      let prepared = scopes.get(scope)
-      if (prepared === undefined || prepared.penalty !== penalty) {
-        prepared = prepareRuleSet(rules, penalty, scope, this.#decodeCall)
-        scopes.set(scope, prepared)
-      }
-      return prepared
-    }
+    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, this.#decodeCall)
     let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
     if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
       prepared = prepareRuleSet(rules, penalty, undefined, this.#decodeCall)

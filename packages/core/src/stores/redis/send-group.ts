@@ -14,7 +14,7 @@ import type { RedisScriptRunner } from './clients/index.js'
 import type { Entry } from './groups.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT, toLeaseDecision } from './lease-script.js'
 import type { LoadedScripts } from './loaded-scripts.js'
-import { overrideArgs } from './overrides.js'
+import { overrideArgs } from './override-lua.js'
 import { paramCount, type Script, scriptFor } from './script.js'
 
 /**
