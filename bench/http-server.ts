@@ -115,13 +115,15 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       blockedCache: false,
       overrides: variant === 'ratewindow-overrides',
     }
-  if (variant === 'ratewindow-redis')
+  // `ratewindow-redis-overrides`: each decision script reads the key's record (issue 34); against `ratewindow-redis`.
+  if (variant === 'ratewindow-redis' || variant === 'ratewindow-redis-overrides')
     return {
       limit,
       window: '1m',
       headers: 'draft-7',
       store: new RedisStore({ client: redis() }),
       blockedCache: false,
+      overrides: variant === 'ratewindow-redis-overrides',
     }
   if (variant === 'ratewindow-synced')
     return {

@@ -77,6 +77,7 @@ export function variantsOf(framework: string): string[] {
     'ratewindow-default-headers',
     'ratewindow-overrides',
     'ratewindow-redis',
+    'ratewindow-redis-overrides',
     'ratewindow-redis-fixed',
     'ratewindow-redis-cached',
     'ratewindow-synced',
