@@ -16,7 +16,7 @@ import type { LuaRule, Rule } from '../../algorithms/types.js'
 /** The suffix of a record's key, after the hash tag. */
 export const RECORD_SUFFIX = 'o'
 
-/** Reads a record's JSON into `rec`, its parts ended at `now` dropped; `rec` is nil when there is none. */
+/** Reads a record: its table, ended parts at `now` dropped (nil when nothing is left), and its JSON as kept. */
 export const READ_RECORD = `local function readRecord(key, now)
   local raw = redis.call('GET', key)
   if type(raw) ~= 'string' then return nil end
@@ -29,23 +29,20 @@ export const READ_RECORD = `local function readRecord(key, now)
     rec.block = nil
   end
   if rec.limits == nil and rec.block == nil then return nil end
-  return rec
+  return rec, raw
 end
 `
 
 /**
  * The prelude of a decision script with overrides, after `now` and `allowed` are set: reads the record (KEYS[key])
- * into `O` (the limits in force, or nil) and `OB` (the manual block, or nil), and keeps its JSON in `orec` for the
- * reply. A blocked key is refused and nothing is counted: a consume or a reservation runs as a peek.
+ * into `O` (the limits in force, or nil) and `OB` (the manual block, or nil), and keeps its JSON as kept in `orec`
+ * for the reply (the store drops its ended parts at the decision's `now`, as the script did: no encoding here). A blocked key is refused and nothing is counted: a consume or a reservation runs as a peek.
  */
 export function overridePrelude(key: number): string {
   return `${READ_RECORD}local O, OB, orec, T = nil, nil, '', {}
 do
-  local rec = readRecord(KEYS[${key}], now)
-  if rec then
-    O, OB = rec.limits, rec.block
-    orec = cjson.encode(rec)
-  end
+  local rec, raw = readRecord(KEYS[${key}], now)
+  if rec then O, OB, orec = rec.limits, rec.block, raw end
 end
 if OB then
   allowed = false

@@ -2,7 +2,12 @@
  * RedisStore's override records (issue 34): a change, a read and a page of the list, each one script execution
  * (override-scripts.ts), and the arguments a decision script with overrides takes beside the rules' own.
  */
-import { type OverrideChange, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
+import {
+  liveOverrideRecord,
+  type OverrideChange,
+  type OverrideRecord,
+  rulesWith,
+} from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
 import { invalid } from '../../support/errors.js'
@@ -142,7 +147,8 @@ function parseRecord(reply: unknown): OverrideRecord | undefined {
  */
 export function underRecord(decision: Decision, request: StoreRequest, reply: unknown): void {
   if (typeof reply !== 'string' || reply === '') return
-  const record = JSON.parse(reply) as OverrideRecord
+  const record = liveOverrideRecord(JSON.parse(reply) as OverrideRecord, decision.now)
+  if (record === undefined) return
   if (record.limits !== undefined) {
     decision.override = record.limits
     const inForce = rulesWith(request.rules, record.limits)
