@@ -104,6 +104,8 @@ end
  */
 const ADOPT: Readonly<Record<number, (to: readonly string[]) => string>> = {
   // GCRA: the TAT in ticks of 1/scale ms; `used` ticks ahead of now converted to the new interval.
+  // NOTE: in doubles, where gcra.ts's `adopt` uses BigInt: exact while used × interval stays below 2^53 (a burst
+  // of a million at one per hour is 3.6e15 ticks × interval 1: exact); past it the ceil may be one tick off.
   5: ([scale, interval]) => `local tat = tonumber(string.match(body, '^(%d+)$') or '')
 if tat then
   local used = math.max(0, tat - now * f0)
@@ -137,6 +139,9 @@ end
 }
 
 /**
+ * NOTE: the conversion rewrites the state's form (never what it holds) even on a peek: `inspect` under an override
+ * may rewrite a GCRA or token bucket key, the same units used in another form.
+ *
  * Per GCRA or token bucket rule, after its limits in force are set and before its state is loaded: converts a
  * state kept under other limits (`ADOPT`), and marks the rule in `T` to have its state tagged with the limits
  * in force at the end (`retag`) when they are not the coded ones. `coded` is the ARGV index of its first coded
