@@ -104,14 +104,17 @@ end
  */
 const ADOPT: Readonly<Record<number, (to: readonly string[]) => string>> = {
   // GCRA: the TAT in ticks of 1/scale ms; `used` ticks ahead of now converted to the new interval.
-  // NOTE: in doubles, where gcra.ts's `adopt` uses BigInt: exact while used × interval stays below 2^53 (a burst
-  // of a million at one per hour is 3.6e15 ticks × interval 1: exact); past it the ceil may be one tick off.
+  // NOTE: ceil(used × interval / from) without BigInt (gcra.ts's `adopt` uses it): whole units of `from` ticks and
+  // the rest apart, exact while from × interval stays below 2^53 (both are at most the window in ms).
   5: ([scale, interval]) => `local tat = tonumber(string.match(body, '^(%d+)$') or '')
 if tat then
   local used = math.max(0, tat - now * f0)
   if used == 0 then body = false
   else
-    tat = now * ${scale} + math.ceil(used * ${interval} / f1)
+    local whole = math.floor(used / f1)
+    local rest = used - whole * f1
+    if rest < 0 then whole, rest = whole - 1, rest + f1 elseif rest >= f1 then whole, rest = whole + 1, rest - f1 end
+    tat = now * ${scale} + whole * ${interval} + math.ceil(rest * ${interval} / f1)
     body, ttl = num(tat), math.ceil((tat - now * ${scale}) / ${scale})
   end
 end
