@@ -9,6 +9,8 @@ import { connect as connectSocket, type Socket } from 'node:net'
 import {
   fixedWindow,
   gcra,
+  type LimitOverride,
+  MemoryStore,
   RateLimiter,
   type RedisClient,
   RedisStore,
@@ -159,6 +161,41 @@ export function describeRedisOverrides(context: OverridesSuiteContext): void {
       await after.overrides.delete('k')
       expect((await after.limit('k')).allowed).toBe(false)
       expect(await before.limit('k')).toMatchObject({ allowed: false, remaining: 0 })
+    })
+
+    it('GCRA and token bucket states converted on the server decide as MemoryStore converts them', async () => {
+      let now = 1_700_000_000_000
+      const rules = () => [
+        gcra({ limit: 7, window: '1m', burst: 13, name: 'gcra' }),
+        tokenBucket({ capacity: 9, refillRate: 4, interval: '10s', name: 'bucket' }),
+      ]
+      const made = (store: RedisStore | MemoryStore) =>
+        new RateLimiter({ rules: rules(), store, prefix: prefix(), name: 'api', overrides: true })
+      const redis = made(new RedisStore({ client: await connect(), clock: () => now }))
+      const memory = made(new MemoryStore({ clock: () => now }))
+      const steps: [number, LimitOverride | undefined][] = [
+        [5, { limit: 3 }],
+        [4, { rules: { gcra: { limit: 19, burst: 5 }, bucket: { limit: 1, burst: 30 } } }],
+        [7, undefined],
+        [3, { limit: 50 }],
+        [20, { limit: 2, burst: 2 }],
+        [6, undefined],
+      ]
+      const trace = async (limiter: RateLimiter, key: string) => {
+        const result = await limiter.limit(key)
+        return [result.allowed, ...result.rules.map((rule) => [rule.rule.limit, rule.remaining, rule.reset])]
+      }
+      for (const [index, [decisions, override]] of steps.entries()) {
+        for (let i = 0; i < decisions; i++) {
+          expect(await trace(redis, 'k'), `step ${index}, decision ${i}`).toEqual(await trace(memory, 'k'))
+          now += 1_337
+        }
+        for (const limiter of [redis, memory]) {
+          if (override === undefined) await limiter.overrides.delete('k')
+          else await limiter.overrides.set('k', override)
+        }
+        now += 2_500
+      }
     })
 
     it('two processes on one Redis see an override and a block set by a third at their next decision', async () => {
