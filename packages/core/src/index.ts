@@ -140,6 +140,7 @@ export type {
 } from './stores/types.js'
 export type { Duration, DurationUnit } from './support/duration.js'
 export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './support/errors.js'
+export { MetricLabels, OTHER_LABEL_VALUE } from './support/metric-labels.js'
 export { namesOf, type PeerOptionName, rejectUnknownOptions } from './support/option-names.js'
 export { emitWarning } from './support/runtime.js'
 export type { DelayTimers } from './time/timers.js'

@@ -1,0 +1,74 @@
+import { invalid } from './errors.js'
+
+/** The label value counted in place of the values beyond a cap (`MetricLabels`). */
+export const OTHER_LABEL_VALUE = 'other'
+
+/** The first `max` distinct values of one label; `other` for every value beyond. */
+class CappedLabel {
+  readonly #seen = new Set<string>()
+  readonly #max: number
+
+  constructor(max: number) {
+    this.#max = max
+  }
+
+  value(value: string): string {
+    if (this.#seen.has(value)) return value
+    if (this.#seen.size >= this.#max) return OTHER_LABEL_VALUE
+    this.#seen.add(value)
+    return value
+  }
+}
+
+/**
+ * Bounded label values for the metrics of limiters (`@ratewindow/otel`, `@ratewindow/prometheus`): limiter names,
+ * and per limiter its rule names and its routes, each capped at `maxValues` distinct values; values beyond are
+ * counted as `other` (`OTHER_LABEL_VALUE`), so that no traffic (a route per tenant, a rule set per user) can flood
+ * a metrics backend. Client keys never belong in a label. Memory: at most `maxValues` limiters, each with
+ * `maxValues` rules and routes.
+ * @example
+ * const labels = new MetricLabels(100)
+ * const limiter = labels.limiter(event.limiter)
+ * const rule = labels.rule(limiter, event.rule)
+ */
+export class MetricLabels {
+  readonly #limiters: CappedLabel
+  readonly #perLimiter = new Map<string, { rules: CappedLabel; routes: CappedLabel }>()
+  readonly #max: number
+
+  /**
+   * @param maxValues Distinct values kept of each label. @default 100
+   * @param option The option's name in the error for a bad `maxValues`. @default 'maxLabelValues'
+   */
+  constructor(maxValues = 100, option = 'maxLabelValues') {
+    if (!Number.isSafeInteger(maxValues) || maxValues < 1) {
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, maxValues, 'a positive whole number such as 100')
+    }
+    this.#max = maxValues
+    this.#limiters = new CappedLabel(maxValues)
+  }
+
+  /** The label of a limiter's name. */
+  limiter(name: string): string {
+    return this.#limiters.value(name)
+  }
+
+  /** The label of a rule's name, for the limiter label `limiter` (from `limiter()`). */
+  rule(limiter: string, rule: string): string {
+    return this.#of(limiter).rules.value(rule)
+  }
+
+  /** The label of a route pattern, for the limiter label `limiter` (from `limiter()`). */
+  route(limiter: string, route: string): string {
+    return this.#of(limiter).routes.value(route)
+  }
+
+  #of(limiter: string): { rules: CappedLabel; routes: CappedLabel } {
+    let labels = this.#perLimiter.get(limiter)
+    if (labels === undefined) {
+      labels = { rules: new CappedLabel(this.#max), routes: new CappedLabel(this.#max) }
+      this.#perLimiter.set(limiter, labels)
+    }
+    return labels
+  }
+}
