@@ -2,7 +2,7 @@ import { type Attributes, type Meter, type MeterProvider, metrics } from '@opent
 import {
   type BreakerEvent,
   type DecisionEvent,
-  invalid,
+  MetricLabels,
   namesOf,
   type OverrideEvent,
   type RateLimitObserver,
@@ -24,24 +24,7 @@ export interface RateLimitMetricsOptions {
 }
 
 /** The value counted in place of the values beyond `maxLabelValues`. */
-export const OTHER_LABEL_VALUE = 'other'
-
-/** The first `max` distinct values of one label; `other` for every value beyond. */
-class CappedLabel {
-  readonly #seen = new Set<string>()
-  readonly #max: number
-
-  constructor(max: number) {
-    this.#max = max
-  }
-
-  value(value: string): string {
-    if (this.#seen.has(value)) return value
-    if (this.#seen.size >= this.#max) return OTHER_LABEL_VALUE
-    this.#seen.add(value)
-    return value
-  }
-}
+export { OTHER_LABEL_VALUE } from '@ratewindow/core'
 
 const OPTIONS = namesOf<RateLimitMetricsOptions>({
   meterProvider: true,
@@ -82,28 +65,10 @@ export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
  */
 export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Required<RateLimitObserver> {
   rejectUnknownOptions(options, OPTIONS, 'rateLimitMetrics()')
-  const { maxLabelValues = 100 } = options
-  if (!Number.isSafeInteger(maxLabelValues) || maxLabelValues < 1) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'maxLabelValues',
-      maxLabelValues,
-      'a positive whole number such as 100',
-    )
-  }
+  const labels = new MetricLabels(options.maxLabelValues)
   const meter: Meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
     options.meterName ?? '@ratewindow/otel',
   )
-  const limiterNames = new CappedLabel(maxLabelValues)
-  const perLimiter = new Map<string, { rules: CappedLabel; routes: CappedLabel }>()
-  const labelsOf = (limiter: string) => {
-    let labels = perLimiter.get(limiter)
-    if (labels === undefined) {
-      labels = { rules: new CappedLabel(maxLabelValues), routes: new CappedLabel(maxLabelValues) }
-      perLimiter.set(limiter, labels)
-    }
-    return labels
-  }
   const decisions = meter.createCounter('ratewindow.decisions', {
     description: 'Rate limit decisions, by limiter, rule, outcome and source.',
     unit: '{request}',
@@ -138,20 +103,19 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
   })
   return {
     onDecision(event: DecisionEvent): void {
-      const limiter = limiterNames.value(event.limiter)
-      const labels = labelsOf(limiter)
+      const limiter = labels.limiter(event.limiter)
       const attributes: Attributes = {
         'ratewindow.limiter': limiter,
-        'ratewindow.rule': labels.rules.value(event.rule),
+        'ratewindow.rule': labels.rule(limiter, event.rule),
         'ratewindow.outcome': event.outcome,
         'ratewindow.source': event.source,
       }
-      if (event.route !== undefined) attributes['http.route'] = labels.routes.value(event.route)
+      if (event.route !== undefined) attributes['http.route'] = labels.route(limiter, event.route)
       if (event.override !== undefined) attributes['ratewindow.override'] = event.override
       decisions.add(1, attributes)
     },
     onStoreCall(event: StoreCallEvent): void {
-      const limiter = limiterNames.value(event.limiter)
+      const limiter = labels.limiter(event.limiter)
       const attributes: Attributes = {
         'ratewindow.limiter': limiter,
         'ratewindow.store': event.store,
@@ -171,7 +135,7 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     },
     onBreaker(event: BreakerEvent): void {
       transitions.add(1, {
-        'ratewindow.limiter': limiterNames.value(event.limiter),
+        'ratewindow.limiter': labels.limiter(event.limiter),
         'ratewindow.store': event.store,
         'ratewindow.breaker.from': event.from,
         'ratewindow.breaker.to': event.to,
@@ -179,7 +143,7 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     },
     onOverride(event: OverrideEvent): void {
       overrideActions.add(1, {
-        'ratewindow.limiter': limiterNames.value(event.limiter),
+        'ratewindow.limiter': labels.limiter(event.limiter),
         'ratewindow.override.action': event.action,
       })
     },
