@@ -1,6 +1,7 @@
 import { type Attributes, type Meter, type MeterProvider, metrics } from '@opentelemetry/api'
 import {
   type BreakerEvent,
+  OTHER_LABEL_VALUE as CORE_OTHER_LABEL_VALUE,
   type DecisionEvent,
   MetricLabels,
   namesOf,
@@ -23,8 +24,8 @@ export interface RateLimitMetricsOptions {
   maxLabelValues?: number
 }
 
-/** The value counted in place of the values beyond `maxLabelValues`. */
-export { OTHER_LABEL_VALUE } from '@ratewindow/core'
+/** The value counted in place of the values beyond `maxLabelValues` (core's `OTHER_LABEL_VALUE`). */
+export const OTHER_LABEL_VALUE = CORE_OTHER_LABEL_VALUE
 
 const OPTIONS = namesOf<RateLimitMetricsOptions>({
   meterProvider: true,
