@@ -58,6 +58,22 @@ export interface DecisionEvent {
    * force, `'block'` when a manual block refused it.
    */
   override?: 'limits' | 'block'
+  /**
+   * Set on an admitted decision when the key has used the limiter's `nearLimit` share of a rule's limit (80 % by
+   * default), once per key and rule window in this process (N processes may each send one): time to warn the
+   * client before refusing it.
+   */
+  nearLimit?: NearLimit
+}
+
+/** The rule a key is near the limit of (`DecisionEvent.nearLimit`). */
+export interface NearLimit {
+  /** The rule's name. */
+  rule: string
+  /** The rule's limit in force. */
+  limit: number
+  /** What the rule still admits after this decision. */
+  remaining: number
 }
 
 /**

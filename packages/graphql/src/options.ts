@@ -104,6 +104,7 @@ const GRAPHQL_NAMES = namesOf<GraphQLRateLimitOptions>({
   name: true,
   shadow: true,
   observer: true,
+  nearLimit: true,
   penalty: true,
   limit: true,
   window: true,

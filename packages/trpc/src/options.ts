@@ -90,6 +90,7 @@ const TRPC_NAMES = namesOf<TrpcRateLimitOptions>({
   name: true,
   shadow: true,
   observer: true,
+  nearLimit: true,
   penalty: true,
   limit: true,
   window: true,

@@ -46,6 +46,7 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
     | 'name'
     | 'shadow'
     | 'observer'
+    | 'nearLimit'
     | 'penalty'
     | 'reservationHorizon'
     | 'overrides'

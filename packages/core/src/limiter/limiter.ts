@@ -10,6 +10,7 @@ import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
 import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
+import { nearLimitObserver } from './near-limit.js'
 import { LimiterOverrides } from './operator.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import { storeRequest } from './request.js'
@@ -79,7 +80,10 @@ export class RateLimiter {
     this.name = config.name
     this.shadow = config.shadow
     this.#modes = new ShadowRules(this.rules, config.shadow)
-    this.#onDecision = guardedObserver(config.observer?.onDecision, 'onDecision')
+    this.#onDecision = nearLimitObserver(
+      guardedObserver(config.observer?.onDecision, 'onDecision'),
+      config.nearLimit,
+    )
     this.penalty = config.penalty
     this.#allowOnError = config.allowOnError
     this.#shedToFallback = config.shedToFallback

@@ -12,6 +12,7 @@ import { throttledErrorLog } from '../support/report.js'
 import { fnOption, oneOf, prefixOption } from '../support/validators.js'
 import type { BlockedCacheOptions } from './blocked-cache.js'
 import { type Identity, namespaceOf, overrideScopeOf, parseGroup } from './namespaces.js'
+import { parseNearLimit } from './near-limit.js'
 
 // http/ and slow-down/ import `FailureContext` from here until milestone 2 moves their imports to observe.ts.
 export type { FailureContext } from '../observe.js'
@@ -116,6 +117,13 @@ export interface RateLimiterOptions {
   /** Callbacks for decisions, store calls and circuit breaker changes (docs/operations.md). @default none */
   observer?: RateLimitObserver
   /**
+   * The share of a rule's limit used (above 0, at most 1) at which an admitted decision's event says the key is
+   * near its limit (`DecisionEvent.nearLimit`), once per key and rule window in this process (up to 10,000 keys
+   * remembered per limiter; N processes may each signal once). Computed only when `observer.onDecision` is set;
+   * `false` turns it off (docs/operations.md). @default 0.8
+   */
+  nearLimit?: number | false
+  /**
    * The furthest ahead a slot is reserved (`wait()`, `schedule()`, the HTTP `delay`): a call whose earliest slot
    * is further away is refused as beyond its `maxWait`, whatever that asks, and nothing is reserved. It bounds what
    * a process killed while its calls wait, or a Redis restarted without persistence, can cost: the slots reserved
@@ -153,6 +161,7 @@ export const LIMITER_OPTION_FLAGS = {
   name: true,
   shadow: true,
   observer: true,
+  nearLimit: true,
   penalty: true,
   reservationHorizon: true,
   overrides: true,
@@ -199,6 +208,8 @@ export interface LimiterConfig {
   name: string
   shadow: boolean
   observer: RateLimitObserver | undefined
+  /** `nearLimit`: the share of a limit used that signals, or `false`. */
+  nearLimit: number | false
   /** The parsed `penalty`, if any. */
   penalty: Penalty | undefined
   /** `reservationHorizon` in ms. */
@@ -319,6 +330,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     name: name ?? namespace,
     shadow,
     observer,
+    nearLimit: parseNearLimit(options.nearLimit),
     rules,
     store,
     prefix,

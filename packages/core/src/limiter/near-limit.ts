@@ -1,0 +1,91 @@
+import type { DecisionEvent, NearLimit } from '../observe.js'
+import type { RateLimitResult } from '../result.js'
+import { invalid } from '../support/errors.js'
+
+/** The defaults of `nearLimit`, in one place. */
+export const NEAR_LIMIT_DEFAULTS = {
+  /** Share of a rule's limit used at which a decision says so (Envoy's `near_limit` uses 80 %). */
+  share: 0.8,
+  /** Keys remembered as signalled, per limiter: beyond, the oldest signal is forgotten. */
+  maxKeys: 10_000,
+} as const
+
+/** Validates `nearLimit`: a share of the limit above 0 and at most 1, or `false`. */
+export function parseNearLimit(value: unknown = NEAR_LIMIT_DEFAULTS.share): number | false {
+  if (value === false) return false
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'nearLimit',
+      value,
+      'a share of the limit above 0 and at most 1 (0.8: 80 % used), or false',
+    )
+  }
+  return value
+}
+
+/**
+ * A limiter's decision callback: the observer's `onDecision` (guarded), its events marked with `nearLimit`. No
+ * work at all without an observer: nothing is remembered, nothing computed.
+ */
+export function nearLimitObserver(
+  onDecision: ((event: DecisionEvent) => void) | undefined,
+  share: number | false,
+): ((event: DecisionEvent) => void) | undefined {
+  if (onDecision === undefined || share === false) return onDecision
+  const signals = new NearLimitSignals(share)
+  return (event) => {
+    signals.mark(event)
+    onDecision(event)
+  }
+}
+
+/**
+ * Says, on an admitted decision, that a key has used `share` of a rule's limit: once per key and rule window in
+ * this process. It remembers the end of the window it signalled for each key and rule (the decision's time plus
+ * the rule's `reset`, on the store's clock), and signals again once a decision comes after it. At most `maxKeys`
+ * are remembered: beyond, the oldest signal is forgotten, and that key may signal again in the same window.
+ * NOTE: per process, by design (no write on the decision path): N processes deciding for one key may each send
+ * one signal per window.
+ */
+export class NearLimitSignals {
+  readonly #share: number
+  readonly #maxKeys: number
+  /** Key and rule name → end of the window signalled (store clock, epoch ms), oldest signal first. */
+  readonly #signalled = new Map<string, number>()
+
+  constructor(share: number, maxKeys: number = NEAR_LIMIT_DEFAULTS.maxKeys) {
+    this.#share = share
+    this.#maxKeys = maxKeys
+  }
+
+  /** Sets `event.nearLimit` when this admitted decision is the first near its limit in the window. */
+  mark(event: DecisionEvent): void {
+    if (event.outcome !== 'allowed') return
+    const near = this.#check(event.result)
+    if (near !== undefined) event.nearLimit = near
+  }
+
+  #check(result: RateLimitResult): NearLimit | undefined {
+    for (const outcome of result.rules) {
+      const { limit } = outcome.rule
+      // NOTE: a tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
+      if ((limit - outcome.remaining) / limit < this.#share - 1e-9) continue
+      const id = `${outcome.rule.name}\n${result.key}`
+      const until = this.#signalled.get(id)
+      if (until !== undefined && result.at < until) continue
+      this.#remember(id, result.at + outcome.reset)
+      return { rule: outcome.rule.name, limit, remaining: outcome.remaining }
+    }
+    return undefined
+  }
+
+  #remember(id: string, until: number): void {
+    this.#signalled.delete(id)
+    if (this.#signalled.size >= this.#maxKeys) {
+      const oldest = this.#signalled.keys().next().value
+      if (oldest !== undefined) this.#signalled.delete(oldest)
+    }
+    this.#signalled.set(id, until)
+  }
+}

@@ -1,0 +1,84 @@
+/** Issue 35, item 4: near-limit signals, once per key and rule window in a process, from a bounded memory. */
+import { describe, expect, it } from 'vitest'
+import {
+  type DecisionEvent,
+  fixedWindow,
+  MemoryStore,
+  RateLimitError,
+  RateLimiter,
+  type RateLimiterOptions,
+} from '../src/index.js'
+import { NearLimitSignals } from '../src/limiter/near-limit.js'
+
+const START = 1_700_000_000_000 // a multiple of 10 s: fixed windows start here
+
+function watched(options: Partial<RateLimiterOptions> = {}) {
+  const clock = { now: START }
+  const events: DecisionEvent[] = []
+  const limiter = new RateLimiter({
+    rules: fixedWindow({ limit: 10, window: '10s', name: 'per-10s' }),
+    store: new MemoryStore({ clock: () => clock.now }),
+    observer: { onDecision: (event) => events.push(event) },
+    ...options,
+  })
+  /** The `nearLimit` of the next `n` decisions for `key`. */
+  const signals = async (key: string, n: number) => {
+    const from = events.length
+    for (let i = 0; i < n; i++) await limiter.limit(key)
+    return events.slice(from).map((event) => event.nearLimit)
+  }
+  return { clock, limiter, signals }
+}
+
+describe('nearLimit', () => {
+  it('signals once when a key reaches 80 % of its limit, not on the decisions after, nor on refusals', async () => {
+    const { signals } = watched()
+    const seen = await signals('alice', 12)
+    expect(seen.slice(0, 7)).toEqual(Array(7).fill(undefined))
+    expect(seen[7]).toEqual({ rule: 'per-10s', limit: 10, remaining: 2 })
+    expect(seen.slice(8)).toEqual(Array(4).fill(undefined))
+  })
+
+  it('signals again in the next window, and for each key on its own', async () => {
+    const { clock, signals } = watched()
+    expect((await signals('alice', 8)).filter(Boolean)).toHaveLength(1)
+    expect((await signals('bob', 8)).filter(Boolean)).toHaveLength(1)
+    clock.now += 10_000
+    expect((await signals('alice', 8)).filter(Boolean)).toHaveLength(1)
+  })
+
+  it('takes the share from the option, and is off with false', async () => {
+    const half = watched({ nearLimit: 0.5 })
+    expect((await half.signals('alice', 5))[4]).toEqual({ rule: 'per-10s', limit: 10, remaining: 5 })
+    const off = watched({ nearLimit: false })
+    expect((await off.signals('alice', 10)).filter(Boolean)).toEqual([])
+  })
+
+  it('refuses a share outside (0, 1] at construction, naming the option', () => {
+    for (const bad of [0, 1.5, -0.2, Number.NaN, '0.8', true]) {
+      const construct = () => watched({ nearLimit: bad as never })
+      expect(construct).toThrow(RateLimitError)
+      expect(construct).toThrow(/`nearLimit`/)
+    }
+  })
+
+  it('remembers at most maxKeys signalled keys: the oldest forgotten may signal again (documented)', async () => {
+    const clock = { now: START }
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '10s' }),
+      store: new MemoryStore({ clock: () => clock.now }),
+    })
+    const signals = new NearLimitSignals(0.8, 2)
+    const results = new Map<string, RateLimitResult>()
+    /** Whether an admitted decision for `key` (its limit of 1 used, so 100 %) signals. */
+    const near = async (key: string) => {
+      if (!results.has(key)) results.set(key, await limiter.limit(key))
+      const event = { outcome: 'allowed', result: results.get(key) } as DecisionEvent
+      signals.mark(event)
+      return event.nearLimit !== undefined
+    }
+    expect([await near('a'), await near('b'), await near('a')]).toEqual([true, true, false])
+    expect(await near('c')).toBe(true) // forgets a, the oldest signal
+    expect([await near('b'), await near('a')]).toEqual([false, true])
+  })
+})
