@@ -56,6 +56,9 @@ export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
  *   decisions the Redis call that carried it decided (1: sent alone); the same attributes;
  * - `ratewindow.store.errors` (counter, `{error}`): `ratewindow.limiter`, `ratewindow.store`, `error.type`
  *   (`timeout`, `key` or `scope`);
+ * - `ratewindow.near_limit` (counter, `{request}`): admitted decisions that brought a key to the limiter's
+ *   `nearLimit` share of a rule, once per key and rule window in this process; `ratewindow.limiter`,
+ *   `ratewindow.rule` (the rule near its limit);
  * - `ratewindow.breaker.transitions` (counter, `{transition}`): `ratewindow.limiter`, `ratewindow.store`,
  *   `ratewindow.breaker.from`, `ratewindow.breaker.to`.
  *
@@ -98,6 +101,11 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
     description: 'Override changes and manual actions (set, delete, block, unblock, give, take).',
     unit: '{action}',
   })
+  const nearLimit = meter.createCounter('ratewindow.near_limit', {
+    description:
+      'Admitted decisions that brought a key to the limiter’s nearLimit share of a rule (once per key and window, per process).',
+    unit: '{request}',
+  })
   const transitions = meter.createCounter('ratewindow.breaker.transitions', {
     description: 'Circuit breaker state changes.',
     unit: '{transition}',
@@ -114,6 +122,12 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
       if (event.route !== undefined) attributes['http.route'] = labels.route(limiter, event.route)
       if (event.override !== undefined) attributes['ratewindow.override'] = event.override
       decisions.add(1, attributes)
+      if (event.nearLimit !== undefined) {
+        nearLimit.add(1, {
+          'ratewindow.limiter': limiter,
+          'ratewindow.rule': labels.rule(limiter, event.nearLimit.rule),
+        })
+      }
     },
     onStoreCall(event: StoreCallEvent): void {
       const limiter = labels.limiter(event.limiter)

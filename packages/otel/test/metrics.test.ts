@@ -46,6 +46,19 @@ const counts = (list: DataPoint<unknown>[]) =>
   list.map((point) => [point.attributes, point.value] as [Attributes, unknown])
 
 describe('@ratewindow/otel', () => {
+  it('counts near-limit signals by limiter and rule: once per key and window (issue 35)', async () => {
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 10, window: '1m', name: 'minute' }),
+      name: 'login',
+      observer: rateLimitMetrics({ meterProvider: provider }),
+    })
+    for (let i = 0; i < 10; i++) await limiter.limit('alice')
+    for (let i = 0; i < 9; i++) await limiter.limit('bob')
+    expect(counts(await points('ratewindow.near_limit'))).toEqual([
+      [{ 'ratewindow.limiter': 'login', 'ratewindow.rule': 'minute' }, 2],
+    ])
+  })
+
   it('counts decisions by limiter, rule, outcome and source, and times store calls in seconds', async () => {
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 2, window: '1m', name: 'minute' }),
