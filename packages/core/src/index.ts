@@ -79,6 +79,7 @@ export {
   type DecisionEvent,
   type DecisionOutcome,
   type FailureContext,
+  type NearLimit,
   type OverrideAction,
   type OverrideEvent,
   type RateLimitObserver,
