@@ -1,0 +1,1 @@
+export { type PrometheusMetricsOptions, prometheusMetrics, STORE_DURATION_BUCKETS } from './metrics.js'

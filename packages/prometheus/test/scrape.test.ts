@@ -1,0 +1,226 @@
+/**
+ * Issue 35, item 3: a scripted sequence of requests to a real app (Express, Fastify; MemoryStore, RedisStore), then
+ * a scrape of its `/metrics`, parsed from the exposition text.
+ */
+import type { AddressInfo } from 'node:net'
+import {
+  fixedWindow,
+  gcra,
+  type LimiterOverrides,
+  MemoryStore,
+  type RateLimitObserver,
+  RedisStore,
+  type Store,
+} from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
+import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
+import express from 'express'
+import fastify from 'fastify'
+import { Redis } from 'ioredis'
+import { Registry } from 'prom-client'
+import { afterEach, describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/connections.js'
+import { RedisServer } from '../../../test/support/redis-server.js'
+import { prometheusMetrics } from '../src/index.js'
+
+/** The limiters of the app: one per route. */
+const API = { rules: fixedWindow({ limit: 10, window: '1m', name: 'per-minute' }), name: 'api' }
+const QUEUE = {
+  rules: gcra({ limit: 1, window: '30s', name: 'one-per-30s' }),
+  name: 'queue',
+  delay: { max: '1m' },
+}
+const TENANT = {
+  rules: fixedWindow({ limit: 2, window: '1m', name: 'tenant-minute' }),
+  name: 'tenant',
+  key: () => 'tenant-a',
+}
+
+interface App {
+  url: string
+  /** The operator handle of the tenant limiter. */
+  tenant: () => LimiterOverrides
+  close(): Promise<void>
+}
+type Start = (store: Store, observer: RateLimitObserver, registry: Registry) => Promise<App>
+
+const startExpress: Start = async (store, observer, registry) => {
+  const app = express()
+  app.get('/metrics', async (_req, res) => {
+    res.type(registry.contentType).send(await registry.metrics())
+  })
+  const common = { store, observer }
+  const tenant = expressRateLimit({ ...TENANT, ...common, overrides: store.overrides === true })
+  app.get('/items/:id', expressRateLimit({ ...API, ...common }), (_req, res) => res.send('item'))
+  app.get('/queue', expressRateLimit({ ...QUEUE, ...common }), (_req, res) => res.send('queued'))
+  app.get('/tenant', tenant, (_req, res) => res.send('tenant'))
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    tenant: () => tenant.overrides,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
+
+const startFastify: Start = async (store, observer, registry) => {
+  const app = fastify({ exposeHeadRoutes: false }) // one limiter per route: no HEAD twin to select
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(registry.contentType)
+    return registry.metrics()
+  })
+  await app.register(fastifyRateLimit, { ...API, store, observer })
+  app.get('/items/:id', async () => 'item')
+  app.get('/queue', { config: { ratewindow: QUEUE } }, async () => 'queued')
+  app.get(
+    '/tenant',
+    { config: { ratewindow: { ...TENANT, overrides: store.overrides === true } } },
+    async () => 'tenant',
+  )
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as AddressInfo).port
+  return {
+    url: `http://127.0.0.1:${port}`,
+    tenant: () => app.ratewindow.overrides({ name: 'tenant' }),
+    close: () => app.close(),
+  }
+}
+
+/** The samples of an exposition text: `name{labels}` (labels sorted as written) → value. */
+function parse(text: string): Map<string, number> {
+  const samples = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const space = line.lastIndexOf(' ')
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)))
+  }
+  return samples
+}
+
+/** A sample's name as prom-client writes it: labels in the order given. */
+const sample = (name: string, labels: Record<string, string>) =>
+  `${name}{${Object.entries(labels)
+    .map(([label, value]) => `${label}="${value}"`)
+    .join(',')}}`
+
+async function scrape(url: string): Promise<Map<string, number>> {
+  const response = await fetch(`${url}/metrics`)
+  expect(response.status).toBe(200)
+  return parse(await response.text())
+}
+
+async function statuses(url: string, path: string, n: number): Promise<number[]> {
+  const list: number[] = []
+  for (let i = 0; i < n; i++) list.push((await fetch(`${url}${path}`)).status)
+  return list
+}
+
+const cleanups: (() => Promise<void>)[] = []
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!()
+})
+
+async function memoryStore(): Promise<Store> {
+  return new MemoryStore()
+}
+
+async function redisStore(): Promise<Store> {
+  const server = await RedisServer.start()
+  const client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+  cleanups.push(async () => {
+    client.disconnect()
+    await server.stop()
+  })
+  return new RedisStore({ client })
+}
+
+const frameworks = { Express: startExpress, Fastify: startFastify }
+const stores = { MemoryStore: memoryStore, RedisStore: redisStore }
+
+for (const [framework, start] of Object.entries(frameworks)) {
+  for (const [storeName, makeStore] of Object.entries(stores)) {
+    describe(`${framework} with ${storeName}`, () => {
+      it('a scrape after a scripted sequence shows every metric with the expected values', async () => {
+        const store = await makeStore()
+        const registry = new Registry()
+        const app = await start(store, prometheusMetrics({ registry }), registry)
+        cleanups.push(() => app.close())
+
+        // 12 requests to a limit of 10: 10 allowed, 2 limited, one near-limit signal (the 8th).
+        expect(await statuses(app.url, '/items/1', 12)).toEqual([...Array(10).fill(200), 429, 429])
+        let metrics = await scrape(app.url)
+        const api = { limiter: 'api', rule: 'per-minute' }
+        const decisions = (outcome: string) =>
+          metrics.get(sample('ratewindow_decisions_total', { ...api, outcome, route: '/items/:id' }))
+        expect([decisions('allowed'), decisions('limited')]).toEqual([10, 2])
+        expect(metrics.get(sample('ratewindow_near_limit_total', api))).toBe(1)
+        const consume = { limiter: 'api', store: 'store', operation: 'consume' }
+        expect(metrics.get(sample('ratewindow_store_duration_seconds_count', consume))).toBe(12)
+        expect(
+          metrics.get(sample('ratewindow_store_duration_seconds_bucket', { le: '+Inf', ...consume })),
+        ).toBe(12)
+
+        // A request that waits for its slot (`delay`), counted while it waits; its client then leaves.
+        expect(await statuses(app.url, '/queue', 1)).toEqual([200])
+        const leaving = new AbortController()
+        const waiting = fetch(`${app.url}/queue`, { signal: leaving.signal }).catch(() => 'left')
+        await until(
+          async () =>
+            (await scrape(app.url)).get(sample('ratewindow_waiting_requests', { limiter: 'queue' })) === 1,
+          'the scrape shows one request of `queue` waiting',
+        )
+        leaving.abort()
+        expect(await waiting).toBe('left')
+
+        // Overrides: the ones made here, and the decisions made under them.
+        if (store.overrides === true) {
+          await app.tenant().set('tenant-a', { limit: 3 })
+          await app.tenant().block('tenant-b', { for: '1h' })
+          expect(await statuses(app.url, '/tenant', 4)).toEqual([200, 200, 200, 429])
+          metrics = await scrape(app.url)
+          const changes = (action: string) =>
+            metrics.get(sample('ratewindow_override_changes_total', { limiter: 'tenant', action }))
+          expect([changes('set'), changes('block')]).toEqual([1, 1])
+          expect(
+            metrics.get(
+              sample('ratewindow_override_decisions_total', { limiter: 'tenant', override: 'limits' }),
+            ),
+          ).toBe(4)
+        }
+      })
+    })
+  }
+}
+
+describe('breaker state (RedisStore)', () => {
+  it('shows the breaker open once the Redis server is gone', async () => {
+    const server = await RedisServer.start()
+    const client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0 })
+    client.on('error', () => {}) // the server is stopped on purpose: the store reports the failures
+    cleanups.push(async () => client.disconnect())
+    const registry = new Registry()
+    const app = await startExpress(new RedisStore({ client }), prometheusMetrics({ registry }), registry)
+    cleanups.push(() => app.close())
+    expect(await statuses(app.url, '/items/1', 1)).toEqual([200])
+    await server.stop()
+    const open = sample('ratewindow_breaker_state', { limiter: 'api', store: 'store', state: 'open' })
+    await until(async () => {
+      await statuses(app.url, '/items/1', 1) // fails open, and counts toward the breaker
+      return (await scrape(app.url)).get(open) === 1
+    }, 'the scrape shows the breaker open')
+    const metrics = await scrape(app.url)
+    expect(
+      metrics.get(
+        sample('ratewindow_breaker_transitions_total', {
+          limiter: 'api',
+          store: 'store',
+          from: 'closed',
+          to: 'open',
+        }),
+      ),
+    ).toBe(1)
+    expect(
+      metrics.get(sample('ratewindow_store_errors_total', { limiter: 'api', store: 'store', kind: 'scope' })),
+    ).toBeGreaterThan(0)
+  })
+})
