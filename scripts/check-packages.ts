@@ -39,6 +39,7 @@ const packages = [
   'cloudflare',
   'nestjs',
   'otel',
+  'prometheus',
   'graphql',
   'testing',
   'trpc',
@@ -382,6 +383,47 @@ function otelRun(moduleSystem: 'esm' | 'cjs'): string {
     (decisions?.dataPoints ?? []).map((point) => [point.attributes['ratewindow.outcome'], point.value]),
   )
   if (counts.allowed !== 2 || counts.limited !== 1) throw new Error('decisions ' + JSON.stringify(counts))
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/** @ratewindow/prometheus beside core: the observer on a limiter, with the application's registry. */
+const PROMETHEUS_PROGRAM = `import { fixedWindow, RateLimiter } from '@ratewindow/core'
+import { type PrometheusMetricsOptions, prometheusMetrics, STORE_DURATION_BUCKETS } from '@ratewindow/prometheus'
+import { Registry } from 'prom-client'
+
+const options: PrometheusMetricsOptions = { registry: new Registry(), maxLabelValues: 50 }
+export const limiter = new RateLimiter({
+  rules: fixedWindow({ limit: 10, window: '1m' }),
+  name: 'api',
+  observer: prometheusMetrics(options),
+})
+export const buckets: readonly number[] = STORE_DURATION_BUCKETS
+`
+
+/** Runtime check of @ratewindow/prometheus: three decisions, read back from the registry's exposition text. */
+function prometheusRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { RateLimiter, fixedWindow } = ${load('@ratewindow/core')}
+  const { prometheusMetrics } = ${load('@ratewindow/prometheus')}
+  const { Registry } = ${load('prom-client')}
+  const registry = new Registry()
+  const limiter = new RateLimiter({
+    rules: fixedWindow({ limit: 2, window: '1m', name: 'minute' }),
+    name: 'api',
+    observer: prometheusMetrics({ registry }),
+  })
+  for (let i = 0; i < 3; i++) await limiter.limit('k')
+  const text = await registry.metrics()
+  for (const line of [
+    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="allowed",route=""} 2',
+    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="limited",route=""} 1',
+  ]) {
+    if (!text.includes(line)) throw new Error('missing ' + line + ' in\\n' + text)
+  }
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })
@@ -1060,6 +1102,14 @@ const projects: Project[] = [
     runs: { 'run-otel.mjs': otelRun('esm'), 'run-otel.cjs': otelRun('cjs') },
     typescripts: ['5.9', '7'],
     noNodeTypes: true,
+  },
+  {
+    name: 'prometheus',
+    tarballs: ['core', 'prometheus'],
+    dependencies: ['prom-client@15'],
+    programs: { 'prometheus.ts': PROMETHEUS_PROGRAM },
+    runs: { 'run-prometheus.mjs': prometheusRun('esm'), 'run-prometheus.cjs': prometheusRun('cjs') },
+    typescripts: ['5.9', '7'],
   },
   {
     name: 'express-4',
