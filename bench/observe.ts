@@ -16,6 +16,7 @@ const VARIANTS: Variant[] = [
   ['no observer (the default)', {}],
   ['observer: {} (no callbacks)', { observer: {} }],
   ['onDecision (counts)', { observer: { onDecision: () => void sink++ } }],
+  ['onDecision, nearLimit: false', { observer: { onDecision: () => void sink++ }, nearLimit: false }],
   [
     'onDecision + onStoreCall + onBreaker',
     {
