@@ -162,6 +162,20 @@ describe('MemoryStore’s default clock (issue 32, attack round)', () => {
     store.close?.()
   })
 
+  it('follows vi.setSystemTime() alone, without fake timers (Vitest swaps in a Date of its own)', async () => {
+    const store = new MemoryStore()
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), store })
+    vi.setSystemTime(1_700_000_000_000)
+    try {
+      expect((await limiter.limit('b')).allowed).toBe(true)
+      expect((await limiter.limit('b')).allowed).toBe(false)
+      vi.setSystemTime(1_700_000_000_000 + 3_600_000)
+      expect((await limiter.limit('b')).allowed).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it('follows a test’s fake Date (vi.useFakeTimers, vi.setSystemTime), even when built before it', async () => {
     const store = new MemoryStore()
     const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1h' }), store })
