@@ -1106,7 +1106,7 @@ const projects: Project[] = [
   {
     name: 'prometheus',
     tarballs: ['core', 'prometheus'],
-    dependencies: ['prom-client@15'],
+    dependencies: ['prom-client@15', '@types/node@20'],
     programs: { 'prometheus.ts': PROMETHEUS_PROGRAM },
     runs: { 'run-prometheus.mjs': prometheusRun('esm'), 'run-prometheus.cjs': prometheusRun('cjs') },
     typescripts: ['5.9', '7'],
