@@ -33,12 +33,18 @@ const LIMIT = 5
 
 /** What the handlers received, in order. */
 const delivered: string[] = []
+/** How many clients the limited gateway saw leave. */
+let departures = 0
 
 @WebSocketGateway()
 @UseGuards(RateWindowWsGuard)
 class LimitedGateway {
   handleConnection(client: object, request: IncomingMessage) {
     rememberHandshake(client, request)
+  }
+
+  handleDisconnect() {
+    departures++
   }
 
   @RateLimit({ limit: LIMIT })
@@ -84,7 +90,39 @@ afterEach(async () => {
   for (const client of clients.splice(0)) client.terminate()
   await Promise.all(apps.splice(0).map((app) => app.close()))
   delivered.length = 0
+  departures = 0
 })
+
+/** A store's calls as they happen: how many charged, how many gave back, how many are still running. */
+interface Watched {
+  store: Store
+  consumed: number
+  refunded: number
+  running: number
+}
+
+/** The store itself, its calls counted on the way through (what they do is the store's own). */
+function watched(store: Store): Watched {
+  const watch: Watched = { store, consumed: 0, refunded: 0, running: 0 }
+  watch.store = new Proxy(store, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target)
+      if (typeof value !== 'function') return value
+      if (name !== 'consume' && name !== 'refund') return value.bind(target)
+      return async (...args: unknown[]) => {
+        watch.running++
+        try {
+          return await value.apply(target, args)
+        } finally {
+          watch.running--
+          if (name === 'consume') watch.consumed++
+          else watch.refunded++
+        }
+      }
+    },
+  })
+  return watch
+}
 
 async function start(
   platform: Platform,
@@ -157,10 +195,17 @@ describe.each(['socket.io', 'ws'] as const)('Nest 12 gateway on %s', (platform) 
     })
 
     it('a client that leaves mid-burst holds nothing: the key keeps the limit minus what was delivered', async () => {
-      const port = await start(platform, makeStore(), { ws: { per: 'key' } })
+      const store = watched(makeStore())
+      const port = await start(platform, store.store, { ws: { per: 'key' } })
       const leaving = await connect(platform, port)
       for (let i = 0; i < 3; i++) leaving.send('chat', i)
       leaving.terminate()
+      // The leaving client's decisions still in flight when it left are given back when they come in: the next
+      // client starts once they have (with Redis, they may come in after it connected).
+      await until(
+        () => departures === 1 && store.running === 0 && store.consumed - store.refunded === delivered.length,
+        'the server saw the client leave, and every charge of its burst was delivered or given back',
+      )
       const next = await connect(platform, port)
       for (let i = 0; i < 12; i++) next.send('chat', 100 + i)
       await until(() => next.answered + next.refused.length === 12, 'the second client answered')
