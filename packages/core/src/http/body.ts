@@ -1,6 +1,6 @@
 import type { RateLimitResult } from '../result.js'
+import type { HttpConfig } from './config.js'
 import { toSeconds } from './headers.js'
-import type { HttpConfig } from './options.js'
 
 /** A rendered response body. */
 export interface RenderedBody {

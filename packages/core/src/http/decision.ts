@@ -9,6 +9,7 @@ import type { ConcurrencyResult } from '../limiter/concurrency.js'
 import type { RateLimiter } from '../limiter/limiter.js'
 import { enforcedView, type RateLimitResult } from '../result.js'
 import type { FrameworkBinding } from './binding.js'
+import type { HttpConfig } from './config.js'
 import {
   addConcurrencyHeaders,
   type HeaderOptions,
@@ -16,7 +17,6 @@ import {
   rateLimitHeaders,
   toSeconds,
 } from './headers.js'
-import type { HttpConfig } from './options.js'
 import { SettleableResult } from './settleable.js'
 import type { SlotHold } from './slots.js'
 

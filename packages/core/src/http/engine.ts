@@ -1,5 +1,5 @@
 /**
- * `HttpRateLimiter`, the framework-neutral middleware engine: options are resolved once (http/options.ts);
+ * `HttpRateLimiter`, the framework-neutral middleware engine: options are resolved once (http/config.ts);
  * adapters read the request, call `decideNow`, and write what it returns. This file is the request pipeline;
  * each of its other jobs is a unit of its own in http/ (limiters, wait room, slots, decisions, refunds, warnings).
  */
@@ -15,11 +15,12 @@ import { giveBack, type Reporter, refundAfterResponse } from './after-response.j
 import type { Defer, EnginePlacement, FrameworkBinding, TrackedResponse } from './binding.js'
 import { routeOf } from './binding.js'
 import { renderBody } from './body.js'
+import { type HttpConfig, resolveHttpOptions } from './config.js'
 import { DecisionWriter, type HttpDecision } from './decision.js'
 import { AccessGate, ALLOWED_IP, GO_ON, GONE, type Passage } from './gate.js'
 import { type HeaderFields, headerFields, noteHeaderFields, shapesMayMix } from './header-mix.js'
 import { type LimiterChoice, LimiterSet } from './limiter-set.js'
-import { type HttpConfig, type HttpRateLimitOptions, resolveHttpOptions } from './options.js'
+import type { HttpRateLimitOptions } from './options.js'
 import { PerRequestWatch } from './per-request.js'
 import { holdSlot, slotLimiter } from './slots.js'
 import { step } from './step.js'

@@ -6,9 +6,9 @@
 import type { RateLimiter } from '../limiter/limiter.js'
 import type { Awaitable } from '../stores/types.js'
 import type { FrameworkBinding } from './binding.js'
+import type { HttpConfig } from './config.js'
 import type { DecisionWriter, HttpDecision } from './decision.js'
 import { IpKeys } from './keys.js'
-import type { HttpConfig } from './options.js'
 import { ProxyWarnings } from './proxy-warnings.js'
 import { step } from './step.js'
 

@@ -4,7 +4,8 @@
  */
 import type { RateLimiterOptions } from '../limiter/options.js'
 import { invalid } from '../support/errors.js'
-import { type HttpRateLimitOptions, resolveHttpOptions } from './options.js'
+import { resolveHttpOptions } from './config.js'
+import type { HttpRateLimitOptions } from './options.js'
 
 /**
  * The `RateLimiter` options that HTTP-style options (`limit`, `window`, `algorithm` or `rules`, `store`, the

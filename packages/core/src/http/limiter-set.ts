@@ -8,7 +8,8 @@ import { type Identity, namespaceOf } from '../limiter/namespaces.js'
 import { LIMITER_DEFAULTS, parseRules } from '../limiter/options.js'
 import type { Awaitable } from '../stores/types.js'
 import { invalid, RateLimitError } from '../support/errors.js'
-import type { HttpConfig, ResolvedRules } from './options.js'
+import type { HttpConfig } from './config.js'
+import type { ResolvedRules } from './options.js'
 
 /** The most limiters kept per `limit` or `rules` function: the oldest goes first. */
 const MAX_DYNAMIC_LIMITS = 1_000

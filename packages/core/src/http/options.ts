@@ -1,21 +1,12 @@
-import { ALGORITHMS } from '../algorithms/index.js'
 import type { AlgorithmName, Rule } from '../algorithms/types.js'
-import {
-  LIMITER_OPTION_FLAGS,
-  parseReservationHorizon,
-  parseRules,
-  type RateLimiterOptions,
-} from '../limiter/options.js'
+import { LIMITER_OPTION_FLAGS, type RateLimiterOptions } from '../limiter/options.js'
 import type { RateLimitResult } from '../result.js'
-import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { Awaitable } from '../stores/types.js'
-import { type Duration, parseTimerDuration } from '../support/duration.js'
-import { describeValue, invalid, RateLimitError, requireObject } from '../support/errors.js'
-import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { type AccessList, type AccessListOption, parseAccessList } from './access-list.js'
-import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED, type HeaderFormat } from './headers.js'
-import { parseIpv6Subnet } from './keys.js'
-import { type RequestWasSuccessful, type SuccessCheck, successCheck } from './success-check.js'
+import type { Duration } from '../support/duration.js'
+import { namesOf } from '../support/option-names.js'
+import type { AccessListOption } from './access-list.js'
+import type { HeaderFormat } from './headers.js'
+import type { RequestWasSuccessful } from './success-check.js'
 
 /** What a `rules` function returns for a request: its rules, or its rules and cost. */
 export type ResolvedRules = Rule | readonly Rule[] | { rules: Rule | readonly Rule[]; cost?: number }
@@ -176,7 +167,7 @@ export interface ConcurrencyOptions {
   releaseOnClose?: boolean
 }
 
-const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
+export const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   ...LIMITER_OPTION_FLAGS,
   limit: true,
   window: true,
@@ -202,8 +193,8 @@ const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   concurrency: true,
   delay: true,
 })
-const DELAY_NAMES = namesOf<DelayOptions>({ max: true, maxPerKey: true, maxWaiting: true })
-const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
+export const DELAY_NAMES = namesOf<DelayOptions>({ max: true, maxPerKey: true, maxWaiting: true })
+export const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
   limit: true,
   lease: true,
   name: true,
@@ -225,273 +216,3 @@ export const HTTP_DEFAULTS = {
   skipSuccessfulRequests: false,
   requestWasSuccessful: (statusCode: number) => statusCode < 400,
 } as const satisfies HttpRateLimitOptions<unknown>
-
-/** The middleware options resolved: complete, typed, validated. */
-export interface HttpConfig<Req> {
-  /** The options every `RateLimiter` of this middleware gets (checked by `RateLimiter`). */
-  limiter: Omit<RateLimiterOptions, 'rules'> & { store: NonNullable<RateLimiterOptions['store']> }
-  /** Explicit rules, or undefined when `limit`, `window` and `algorithm` (or a `rules` function) make them. */
-  rules: readonly Rule[] | undefined
-  /** The `rules` function, when rules are resolved per request. */
-  resolveRules: RulesResolver<Req> | undefined
-  /** Makes the rule for a limit (undefined with `rules`). */
-  makeRule: ((limit: number) => Rule) | undefined
-  limit: number | ((request: Req) => Awaitable<number>)
-  key: ((request: Req) => Awaitable<string>) | undefined
-  ipv6Subnet: number | false
-  skip: ((request: Req) => Awaitable<boolean>) | undefined
-  /** False with `enabled: false` or `skip: true`: the middleware decides nothing. */
-  enabled: boolean
-  allowList: AccessList | undefined
-  denyList: AccessList | undefined
-  /** `denyList` as a function of the request. */
-  denyWhen: ((request: Req) => Awaitable<boolean>) | undefined
-  denyStatusCode: number
-  cost: number | ((request: Req) => Awaitable<number>)
-  headers: HeaderFormat | false
-  legacyHeaders: boolean
-  partitionKeySecret: string | undefined
-  statusCode: number
-  message: HttpRateLimitOptions<Req>['message']
-  problemDetails: boolean
-  skipFailedRequests: boolean
-  skipSuccessfulRequests: boolean
-  /** `requestWasSuccessful` as the engine asks it: with every argument, each form taking its own. */
-  requestWasSuccessful: SuccessCheck<Req>
-  /** The `concurrency` option with its defaults filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
-  concurrency: { limit: number; lease?: Duration; name: string; releaseOnClose: boolean } | undefined
-  /** The `delay` option with its defaults filled in. */
-  delay: { maxMs: number; maxPerKey: number; maxWaiting: number } | undefined
-}
-
-/**
- * Resolves middleware options once: refuses unknown names (`adapterNames` are the adapter's own, such as
- * `handler`), fills every default, and validates each value. `where` names the options in messages.
- */
-export function resolveHttpOptions<Req, Res = unknown>(
-  options: HttpRateLimitOptions<Req, Res>,
-  adapterNames: readonly string[] = [],
-  where = 'rateLimit()',
-): HttpConfig<Req> {
-  requireObject(options, 'options', '{ limit: 100, window: "1m" }')
-  rejectUnknownOptions(options, [...HTTP_NAMES, ...adapterNames], where)
-  checkShapes(options)
-  // Every limiter option passes through as it is (the names are LIMITER_OPTION_FLAGS: one list, checked against
-  // RateLimiterOptions), with a MemoryStore when none is given.
-  const store = options.store === undefined ? defaultMemoryStore() : options.store
-  const limiter: HttpConfig<Req>['limiter'] = { store }
-  for (const name of Object.keys(LIMITER_OPTION_FLAGS) as (keyof typeof LIMITER_OPTION_FLAGS)[]) {
-    // Same name, same type on both sides (HttpRateLimitOptions picks them from RateLimiterOptions).
-    if (name !== 'store') (limiter as Record<string, unknown>)[name] = options[name]
-  }
-  let makeRule: ((limit: number) => Rule) | undefined
-  const resolveRules = typeof options.rules === 'function' ? options.rules : undefined
-  if (options.rules === undefined) {
-    const make = ALGORITHMS[options.algorithm ?? HTTP_DEFAULTS.algorithm].fromLimit
-    const window = options.window ?? HTTP_DEFAULTS.window
-    makeRule = (limit) => make(limit, window)
-  }
-  return {
-    limiter,
-    rules:
-      options.rules === undefined || resolveRules !== undefined
-        ? undefined
-        : parseRules(options.rules as Rule | readonly Rule[]),
-    resolveRules,
-    makeRule,
-    limit: options.limit ?? HTTP_DEFAULTS.limit,
-    key: options.key,
-    ipv6Subnet: parseIpv6Subnet(options.ipv6Subnet),
-    skip: typeof options.skip === 'function' ? options.skip : undefined,
-    enabled: options.enabled !== false && options.skip !== true,
-    allowList: parseAccessList(options.allowList, 'allowList'),
-    denyList:
-      typeof options.denyList === 'function' ? undefined : parseAccessList(options.denyList, 'denyList'),
-    denyWhen: typeof options.denyList === 'function' ? options.denyList : undefined,
-    denyStatusCode: options.denyStatusCode ?? HTTP_DEFAULTS.denyStatusCode,
-    cost: options.cost ?? HTTP_DEFAULTS.cost,
-    headers: options.headers ?? HTTP_DEFAULTS.headers,
-    legacyHeaders: options.legacyHeaders ?? HTTP_DEFAULTS.legacyHeaders,
-    partitionKeySecret: options.partitionKeySecret,
-    statusCode: options.statusCode ?? HTTP_DEFAULTS.statusCode,
-    message: options.message,
-    problemDetails: options.problemDetails ?? HTTP_DEFAULTS.problemDetails,
-    skipFailedRequests: options.skipFailedRequests ?? HTTP_DEFAULTS.skipFailedRequests,
-    skipSuccessfulRequests: options.skipSuccessfulRequests ?? HTTP_DEFAULTS.skipSuccessfulRequests,
-    requestWasSuccessful: successCheck(options.requestWasSuccessful ?? HTTP_DEFAULTS.requestWasSuccessful),
-    concurrency: parseConcurrency(options.concurrency, store),
-    delay: parseDelay(options.delay, options.reservationHorizon),
-  }
-}
-
-/** Checks the `delay` option and fills its defaults (whether the rules and store can reserve: the engine). */
-function parseDelay(delay: DelayOptions | undefined, horizon: unknown): HttpConfig<unknown>['delay'] {
-  if (delay === undefined) return undefined
-  requireObject(delay, 'delay', "{ max: '5s' }")
-  rejectUnknownOptions(delay, DELAY_NAMES, '`delay`')
-  const {
-    max = DELAY_DEFAULTS.max,
-    maxPerKey = DELAY_DEFAULTS.maxPerKey,
-    maxWaiting = DELAY_DEFAULTS.maxWaiting,
-  } = delay
-  const maxMs = parseTimerDuration(max, 'delay.max')
-  for (const [option, value] of [
-    ['delay.maxPerKey', maxPerKey],
-    ['delay.maxWaiting', maxWaiting],
-  ] as const) {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a positive whole number such as 10')
-  }
-  parseReservationHorizon(horizon, { option: 'delay.max', ms: maxMs })
-  return { maxMs, maxPerKey, maxWaiting }
-}
-
-/** Checks the `concurrency` option's shape, names and store; its limit and lease are checked by `ConcurrencyLimiter`. */
-function parseConcurrency(
-  concurrency: ConcurrencyOptions | undefined,
-  store: unknown,
-): HttpConfig<unknown>['concurrency'] {
-  if (concurrency === undefined) return undefined
-  requireObject(concurrency, 'concurrency', '{ limit: 10 }')
-  rejectUnknownOptions(concurrency, CONCURRENCY_NAMES, '`concurrency`')
-  if (typeof (store as { acquire?: unknown } | null)?.acquire !== 'function') {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency',
-      store,
-      'a store with leases (MemoryStore, RedisStore) as `store`',
-    )
-  }
-  const { name = 'concurrency' } = concurrency
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency.name',
-      name,
-      'a short token of letters, digits, `_`, `.`, `-`',
-    )
-  }
-  const { releaseOnClose = false } = concurrency
-  if (typeof releaseOnClose !== 'boolean')
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency.releaseOnClose',
-      releaseOnClose,
-      'true or false',
-    )
-  return { limit: concurrency.limit, lease: concurrency.lease, name, releaseOnClose }
-}
-
-const FUNCTION_OPTIONS = ['key', 'requestWasSuccessful', 'onError'] as const
-const BOOLEAN_OPTIONS = [
-  'legacyHeaders',
-  'problemDetails',
-  'skipFailedRequests',
-  'skipSuccessfulRequests',
-] as const
-
-/** Checks the form of each middleware option (the `RateLimiter` ones are checked by `RateLimiter`). */
-function checkShapes<Req, Res>(options: HttpRateLimitOptions<Req, Res>): void {
-  for (const name of FUNCTION_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'a function')
-    }
-  }
-  for (const name of BOOLEAN_OPTIONS) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, options[name], 'true or false')
-    }
-  }
-  const { skip, enabled } = options
-  if (skip !== undefined && typeof skip !== 'function' && typeof skip !== 'boolean') {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'skip',
-      skip,
-      'a function of the request, or true or false',
-    )
-  }
-  if (enabled !== undefined && typeof enabled !== 'boolean') {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'enabled',
-      enabled,
-      "true or false (from an environment variable, compare it: `enabled: process.env.RATE_LIMIT !== 'off'`)",
-    )
-  }
-  const explicit = ['limit', 'window', 'algorithm'].filter(
-    (name) => options[name as keyof typeof options] !== undefined,
-  )
-  if (options.rules !== undefined && explicit.length > 0) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`rules\` replaces \`limit\`, \`window\` and \`algorithm\`: pass either \`rules\` or those, not both (received \`rules\` and \`${explicit.join('`, `')}\`).`,
-      { option: 'rules' },
-    )
-  }
-  const { algorithm } = options
-  if (algorithm !== undefined && (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, algorithm))) {
-    const names = Object.keys(ALGORITHMS).map((name) => `'${name}'`)
-    throw invalid('ERR_RATEWINDOW_INVALID_ALGORITHM', 'algorithm', algorithm, `one of ${names.join(', ')}`)
-  }
-  const { headers } = options
-  if (headers !== undefined && headers !== false && !HEADER_FORMATS.includes(headers)) {
-    const peer =
-      typeof headers === 'object' && headers !== null
-        ? " (custom header names are koa-ratelimit's; ratewindow writes the IETF fields and, with `legacyHeaders`, X-RateLimit-*)"
-        : ''
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', headers, `${HEADER_FORMATS_ALLOWED}${peer}`)
-  }
-  for (const name of ['statusCode', 'denyStatusCode'] as const) {
-    const status = options[name]
-    if (status !== undefined && (!Number.isInteger(status) || status < 400 || status > 599)) {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, status, 'an HTTP error status from 400 to 599')
-    }
-  }
-  const { limit } = options
-  if (limit !== undefined && typeof limit !== 'function' && typeof limit !== 'number') {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_LIMIT',
-      'limit',
-      limit,
-      'a positive whole number or a function of the request',
-    )
-  }
-  // A constant, checked here so that its message is not the one of a `limit` function's result.
-  if (typeof limit === 'number' && (!Number.isSafeInteger(limit) || limit < 1)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_LIMIT',
-      'limit',
-      limit,
-      `a positive whole number such as 100${limit === 0 ? ' (to turn limiting off, pass `enabled: false`)' : ''}`,
-    )
-  }
-  const { cost } = options
-  if (
-    cost !== undefined &&
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_COST',
-      'cost',
-      cost,
-      'a whole number >= 0 or a function of the request',
-    )
-  }
-  const { message } = options
-  if (
-    message !== undefined &&
-    (message === null || !['string', 'object', 'function'].includes(typeof message))
-  ) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'message', message, 'a string, an object or a function')
-  }
-  const secret = options.partitionKeySecret
-  if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`partitionKeySecret\` must be a string of at least 16 characters; received ${describeValue(typeof secret === 'string' ? `${secret.length} characters` : secret)}.`,
-      { option: 'partitionKeySecret' },
-    )
-  }
-}

@@ -5,7 +5,7 @@
 import { ConcurrencyLimiter, type ConcurrencyResult } from '../limiter/concurrency.js'
 import type { ConcurrencyStore } from '../stores/types.js'
 import type { Defer, TrackedResponse } from './binding.js'
-import type { HttpConfig } from './options.js'
+import type { HttpConfig } from './config.js'
 
 /**
  * The limiter of in-flight slots for `config.concurrency`, stored beside the middleware's counters: each route
