@@ -193,6 +193,7 @@ export const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   concurrency: true,
   delay: true,
 })
+
 export const DELAY_NAMES = namesOf<DelayOptions>({ max: true, maxPerKey: true, maxWaiting: true })
 export const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
   limit: true,
@@ -200,6 +201,27 @@ export const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
   name: true,
   releaseOnClose: true,
 })
+
+/** A middleware option's name (`limit`, `key`, `statusCode`, …). */
+type HttpOptionName = keyof HttpRateLimitOptions<unknown>
+
+/**
+ * The option names of a middleware whose options `T` are these options but some, plus its own (@ratewindow/trpc's
+ * and @ratewindow/graphql's): every middleware option but the `refused` ones (those `T` leaves out with `Omit`),
+ * then `T`'s `own`. The compiler checks both lists against `T` (a name missing or too many fails typecheck), so
+ * the list that `rejectUnknownOptions` checks cannot drift from the type.
+ * @example
+ * interface CallOptions extends Omit<HttpRateLimitOptions<Call>, 'statusCode' | 'message'> {
+ *   clientIp?: (call: Call) => string | undefined
+ * }
+ * const NAMES = middlewareOptionNames<CallOptions>({ statusCode: true, message: true }, { clientIp: true })
+ */
+export function middlewareOptionNames<T>(
+  refused: Record<Exclude<HttpOptionName, keyof T>, true>,
+  own: Record<Exclude<keyof T, HttpOptionName>, true>,
+): readonly string[] {
+  return Object.freeze([...HTTP_NAMES.filter((name) => !Object.hasOwn(refused, name)), ...Object.keys(own)])
+}
 
 /** The defaults of the middleware options, in one place. */
 export const HTTP_DEFAULTS = {
