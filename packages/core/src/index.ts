@@ -50,6 +50,7 @@ export {
   type DelayOptions,
   HTTP_DEFAULTS,
   type HttpRateLimitOptions,
+  middlewareOptionNames,
   type ResponseBody,
 } from './http/options.js'
 export type { RequestWasSuccessful } from './http/success-check.js'
