@@ -5,9 +5,12 @@ import {
   HTTP_DEFAULTS,
   type HttpDecision,
   HttpRateLimiter,
+  type HttpRateLimitOptions,
   MemoryStore,
+  middlewareOptionNames,
   RateLimiter,
   rateLimiterOptionsFrom,
+  rejectUnknownOptions,
   type TrackedResponse,
 } from '../src/index.js'
 
@@ -271,5 +274,30 @@ describe('rateLimiterOptionsFrom: HTTP options as a RateLimiter (messages outsid
   it('refuses a limit that needs a request, naming the option', () => {
     expect(() => rateLimiterOptionsFrom({ limit: () => 3 }, '@RateLimit() of Chat.send')).toThrow(/`limit`/)
     expect(() => rateLimiterOptionsFrom({ windowMs: 1000 } as never)).toThrow(/windowMs/)
+  })
+})
+
+describe('middlewareOptionNames: the names of options built on the middleware options', () => {
+  interface CallOptions extends Omit<HttpRateLimitOptions<Req>, 'statusCode' | 'message' | 'delay'> {
+    clientIp?: (request: Req) => string | undefined
+  }
+  const names = middlewareOptionNames<CallOptions>(
+    { statusCode: true, message: true, delay: true },
+    { clientIp: true },
+  )
+
+  it('are every middleware option but the refused ones, then the own ones', () => {
+    expect(names).toContain('limit')
+    expect(names).toContain('overrides')
+    expect(names).not.toContain('statusCode')
+    expect(names).not.toContain('delay')
+    expect(names.at(-1)).toBe('clientIp')
+  })
+
+  it('refuse a refused name as unknown, and accept an own one', () => {
+    expect(() => rejectUnknownOptions({ message: 'no' }, names, 'call()')).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option: 'message' }),
+    )
+    expect(() => rejectUnknownOptions({ clientIp: () => '::1', limit: 5 }, names, 'call()')).not.toThrow()
   })
 })

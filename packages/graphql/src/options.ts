@@ -6,7 +6,7 @@ import {
   type Awaitable,
   type HttpRateLimitOptions,
   invalid,
-  namesOf,
+  middlewareOptionNames,
   RateLimitError,
   rejectUnknownOptions,
   requireObject,
@@ -90,44 +90,20 @@ export interface GraphQLRateLimitOptions<TContext = any>
   clientIp?: (operation: GraphQLOperation<TContext>) => string | undefined
 }
 
-const GRAPHQL_NAMES = namesOf<GraphQLRateLimitOptions>({
-  store: true,
-  prefix: true,
-  group: true,
-  timeout: true,
-  onStoreError: true,
-  onShed: true,
-  fallback: true,
-  onError: true,
-  circuitBreaker: true,
-  blockedCache: true,
-  name: true,
-  shadow: true,
-  observer: true,
-  nearLimit: true,
-  penalty: true,
-  limit: true,
-  window: true,
-  algorithm: true,
-  rules: true,
-  key: true,
-  ipv6Subnet: true,
-  allowList: true,
-  denyList: true,
-  denyStatusCode: true,
-  skip: true,
-  enabled: true,
-  headers: true,
-  legacyHeaders: true,
-  partitionKeySecret: true,
-  statusCode: true,
-  cost: true,
-  actualCost: true,
-  clientIp: true,
-  maxDepth: true,
-  listSize: true,
-  slicingArguments: true,
-})
+const GRAPHQL_NAMES = middlewareOptionNames<GraphQLRateLimitOptions>(
+  {
+    concurrency: true,
+    delay: true,
+    reservationHorizon: true,
+    overrides: true,
+    message: true,
+    problemDetails: true,
+    skipFailedRequests: true,
+    skipSuccessfulRequests: true,
+    requestWasSuccessful: true,
+  },
+  { actualCost: true, clientIp: true, maxDepth: true, listSize: true, slicingArguments: true },
+)
 
 /** The options resolved: the engine's part, and GraphQL's own, complete. */
 export interface GraphQLConfig<TContext> {

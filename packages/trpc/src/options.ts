@@ -7,7 +7,7 @@
 import {
   type HttpRateLimitOptions,
   invalid,
-  namesOf,
+  middlewareOptionNames,
   rejectUnknownOptions,
   requireObject,
 } from '@ratewindow/core'
@@ -76,38 +76,22 @@ export type KeySource<TContext = any, TMeta = any> = TContext extends { req: { s
       | { key: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['key']> }
       | { clientIp: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['clientIp']> }
 
-const TRPC_NAMES = namesOf<TrpcRateLimitOptions>({
-  store: true,
-  prefix: true,
-  group: true,
-  timeout: true,
-  onStoreError: true,
-  onShed: true,
-  fallback: true,
-  onError: true,
-  circuitBreaker: true,
-  blockedCache: true,
-  name: true,
-  shadow: true,
-  observer: true,
-  nearLimit: true,
-  penalty: true,
-  limit: true,
-  window: true,
-  algorithm: true,
-  rules: true,
-  key: true,
-  ipv6Subnet: true,
-  allowList: true,
-  denyList: true,
-  skip: true,
-  enabled: true,
-  cost: true,
-  headers: true,
-  legacyHeaders: true,
-  partitionKeySecret: true,
-  clientIp: true,
-})
+const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
+  {
+    statusCode: true,
+    denyStatusCode: true,
+    message: true,
+    problemDetails: true,
+    concurrency: true,
+    delay: true,
+    reservationHorizon: true,
+    overrides: true,
+    skipFailedRequests: true,
+    skipSuccessfulRequests: true,
+    requestWasSuccessful: true,
+  },
+  { clientIp: true },
+)
 
 /** The options resolved: the engine's part, and `clientIp`. */
 export interface TrpcConfig<TContext, TMeta> {
