@@ -36,6 +36,13 @@ export {
 export type { HttpDecision } from './http/decision.js'
 export { HttpRateLimiter } from './http/engine.js'
 export {
+  forwardedClient,
+  type TrustedHop,
+  type TrustProxy,
+  trustedProxies,
+  trustsEveryAddress,
+} from './http/forwarded-for.js'
+export {
   type HeaderFormat,
   type HeaderOptions,
   headerReset,
