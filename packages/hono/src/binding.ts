@@ -1,14 +1,16 @@
 import {
-  AccessList,
   type ClosableSocket,
   connectionStalled,
   type Defer,
   emitWarning,
   type FrameworkBinding,
+  forwardedClient,
   RateLimitError,
   type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
+  trustedProxies,
+  trustsEveryAddress,
 } from '@ratewindow/core'
 import type { Context, Env } from 'hono'
 
@@ -85,7 +87,7 @@ export function honoBinding<E extends Env>(
         ? undefined
         : trustProxy === undefined && options.clientIp === undefined,
     trustProxyHint: trustProxyHint,
-    permissiveTrustProxy: () => trustsEveryHop(trustProxy),
+    permissiveTrustProxy: () => trustsEveryAddress(trustProxy),
     permissiveTrustProxyHint:
       'Set `trustProxy` to the number of proxies in front of the app (e.g. 1) or their addresses, not a /0 network.',
     // The pattern of the route a route's own middleware runs for; a global one (`app.use`) knows none.
@@ -170,33 +172,14 @@ export function addressSource<E extends Env>(
   const noConnection = allowNoConnection ? sharedNoConnectionAddress : noConnectionError(keyOption)
   const peer = (c: Context<E>) => connectionAddress(getConnInfo!, c, noConnection)
   if (trustProxy === undefined) return peer
-  if (typeof trustProxy === 'number') {
-    if (!Number.isSafeInteger(trustProxy) || trustProxy < 1) {
-      throw invalidOption(
-        'trustProxy',
-        `\`trustProxy\` must be the number of proxies in front of the app (a whole number >= 1), or their addresses; received ${trustProxy}.`,
-      )
-    }
-    return (c) => forwardedClient(peer(c), c.req.header('x-forwarded-for'), (_, hop) => hop < trustProxy)
+  // A `/0` network (every hop trusted) is accepted here: the engine warns of it (`permissiveTrustProxy`).
+  const trusted = trustedProxies(trustProxy, { allowEveryAddress: true })
+  return (c) => {
+    // The connection's address is hop 0: behind it, the hops its proxy forwarded.
+    const address = peer(c)
+    if (address === undefined || !trusted(address, 0)) return address
+    return forwardedClient(c.req.header('x-forwarded-for'), trusted) ?? address
   }
-  const entries = typeof trustProxy === 'string' ? [trustProxy] : trustProxy
-  if (
-    !Array.isArray(entries) ||
-    entries.length === 0 ||
-    !entries.every((entry) => typeof entry === 'string')
-  ) {
-    throw invalidOption(
-      'trustProxy',
-      "`trustProxy` must be a number of proxies, or an address or network ('10.0.0.0/8'), or a non-empty array of them.",
-    )
-  }
-  let proxies: AccessList
-  try {
-    proxies = new AccessList({ ips: entries })
-  } catch (error) {
-    throw invalidOption('trustProxy', `\`trustProxy\`: ${(error as Error).message}`)
-  }
-  return (c) => forwardedClient(peer(c), c.req.header('x-forwarded-for'), (address) => proxies.hasIp(address))
 }
 
 /**
@@ -255,34 +238,6 @@ function sharedNoConnectionAddress(error: unknown): string {
     )
   }
   return NO_CONNECTION_ADDRESS
-}
-
-/**
- * The client behind trusted proxies: from the connection's address back through `X-Forwarded-For` (right to
- * left), the first hop not trusted; the leftmost one when every hop is trusted.
- */
-function forwardedClient(
-  peer: string | undefined,
-  header: string | undefined,
-  trusted: (address: string, hop: number) => boolean,
-): string | undefined {
-  if (peer === undefined || header === undefined || !trusted(peer, 0)) return peer
-  const hops = header.split(',')
-  let address = peer
-  for (let hop = 1, i = hops.length - 1; i >= 0; i--) {
-    const next = hops[i]!.trim()
-    if (next === '') continue
-    address = next
-    if (!trusted(address, hop++)) break
-  }
-  return address
-}
-
-/** Whether `trustProxy` trusts every address (a `/0` network): any client then chooses its key. */
-function trustsEveryHop(trustProxy: HonoAddressOptions['trustProxy']): boolean {
-  if (trustProxy === undefined || typeof trustProxy === 'number') return false
-  const entries = typeof trustProxy === 'string' ? [trustProxy] : trustProxy
-  return entries.some((entry) => /\/0$/.test(entry.trim()))
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AccessList, RateLimitError } from '@ratewindow/core'
+import { forwardedClient, RateLimitError, trustedProxies } from '@ratewindow/core'
 
 /** What every entry point reads of a request: its headers (a `Request`, a `NextRequest`, a server action's). */
 export interface HeadersCarrier {
@@ -57,65 +57,7 @@ export function addressSource<Req extends HeadersCarrier>(
         "or their addresses: '10.0.0.0/8'), or `clientIp(request)`, or a `key` function (docs/next.md#the-client-address).",
     )
   }
-  const trusted = trustRule(trustProxy)
+  // Next.js sees no connection: the request came through the platform's proxy, hop 0 of `trustProxy`'s count.
+  const trusted = trustedProxies(trustProxy)
   return (request) => forwardedClient(request.headers.get('x-forwarded-for'), trusted)
-}
-
-/** `trustProxy` as a rule: whether the `hop`-th entry from the right (0 first), `address`, is a trusted proxy's. */
-function trustRule(
-  trustProxy: number | string | readonly string[],
-): (address: string, hop: number) => boolean {
-  if (typeof trustProxy === 'number') {
-    if (!Number.isSafeInteger(trustProxy) || trustProxy < 1) {
-      throw invalidOption(
-        'trustProxy',
-        `\`trustProxy\` must be the number of proxies in front of the app (a whole number >= 1), or their addresses; received ${trustProxy}.`,
-      )
-    }
-    // The entry each proxy appended is the address it saw: the client is the `trustProxy`-th from the right.
-    return (_, hop) => hop < trustProxy - 1
-  }
-  const entries = typeof trustProxy === 'string' ? [trustProxy] : trustProxy
-  if (
-    !Array.isArray(entries) ||
-    entries.length === 0 ||
-    !entries.every((entry) => typeof entry === 'string')
-  ) {
-    throw invalidOption(
-      'trustProxy',
-      "`trustProxy` must be a number of proxies, or an address or network ('10.0.0.0/8'), or a non-empty array of them.",
-    )
-  }
-  if (entries.some((entry) => /\/0$/.test(entry.trim())))
-    throw invalidOption(
-      'trustProxy',
-      `\`trustProxy\` trusts every address (${entries.join(', ')}): any client could then choose its own key. Name your proxies' addresses, or their number.`,
-    )
-  let proxies: AccessList
-  try {
-    proxies = new AccessList({ ips: entries })
-  } catch (error) {
-    throw invalidOption('trustProxy', `\`trustProxy\`: ${(error as Error).message}`)
-  }
-  return (address) => proxies.hasIp(address)
-}
-
-/**
- * The client in `X-Forwarded-For`: from the right, the first entry `trusted` refuses; the leftmost one when it
- * trusts every entry. Undefined without the header (a request no proxy forwarded: nothing to key it by).
- */
-function forwardedClient(
-  header: string | null,
-  trusted: (address: string, hop: number) => boolean,
-): string | undefined {
-  if (header === null) return undefined
-  const hops = header.split(',')
-  let address: string | undefined
-  for (let hop = 0, i = hops.length - 1; i >= 0; i--) {
-    const next = hops[i]!.trim()
-    if (next === '') continue
-    address = next
-    if (!trusted(address, hop++)) break
-  }
-  return address
 }
