@@ -214,39 +214,35 @@ async function leaveEarly(port: number): Promise<void> {
   socket.destroy()
 }
 
-describe.each(FRAMEWORKS)('%s: a client gone before the limiter runs', (_name, start) => {
-  let running: Running | undefined
-  afterEach(async () => {
-    vi.restoreAllMocks()
-    await running?.close()
-    seen.entered = seen.passed = seen.handled = 0
-    seen.errors = []
-    warnings.length = 0
-  })
-
-  it('is not decided: no error, nothing counted, no handler, nothing logged (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP)', async () => {
-    const logged = vi.spyOn(console, 'error')
-    const store = new MemoryStore()
-    running = await start(store, 'rateLimit')
-    for (let i = 0; i < 20; i++) await leaveEarly(running.port)
-    await until(
-      () => seen.passed === 20,
-      () => `every request went past the limiter (${seen.passed} passed, ${seen.errors.length} errors)`,
-    )
-    expect(seen.errors).toEqual([])
-    expect(seen.handled).toBe(0)
-    expect(store.size).toBe(0)
-    await new Promise((resolve) => setImmediate(resolve))
-    expect(logged).not.toHaveBeenCalled()
-    expect(warnings).toEqual([])
+/** Each middleware under test: what its test is named and says, and what it checks of a client that stays. */
+const MIDDLEWARES: {
+  kind: Kind
+  runs: string
+  test: string
+  stays(answer: Response, store: MemoryStore): void
+}[] = [
+  {
+    kind: 'rateLimit',
+    runs: 'the limiter',
+    test: 'is not decided: no error, nothing counted, no handler, nothing logged (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP)',
     // A client that stays is decided as before.
-    const answer = await fetch(running.url)
-    expect(answer.status).toBe(200)
-    expect(answer.headers.get('ratelimit-remaining') ?? answer.headers.get('ratelimit')).toMatch(/4/)
-  })
-})
+    stays: (answer) =>
+      expect(answer.headers.get('ratelimit-remaining') ?? answer.headers.get('ratelimit')).toMatch(/4/),
+  },
+  {
+    kind: 'slowDown',
+    runs: 'slowDown()',
+    test: 'is not counted, runs no handler and logs nothing (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP, then 20 handlers run)',
+    // A client that stays is counted as before.
+    stays: (_answer, store) => expect(store.size).toBe(1),
+  },
+]
 
-describe.each(FRAMEWORKS)('%s: a client gone before slowDown() runs', (_name, start) => {
+describe.each(
+  FRAMEWORKS.flatMap(([name, start]) =>
+    MIDDLEWARES.map((middleware) => [name, middleware.runs, start, middleware] as const),
+  ),
+)('%s: a client gone before %s runs', (_name, _runs, start, { kind, runs, test, stays }) => {
   let running: Running | undefined
   afterEach(async () => {
     vi.restoreAllMocks()
@@ -256,14 +252,14 @@ describe.each(FRAMEWORKS)('%s: a client gone before slowDown() runs', (_name, st
     warnings.length = 0
   })
 
-  it('is not counted, runs no handler and logs nothing (20 clients; regression: 20 ERR_RATEWINDOW_INVALID_IP, then 20 handlers run)', async () => {
+  it(test, async () => {
     const logged = vi.spyOn(console, 'error')
     const store = new MemoryStore()
-    running = await start(store, 'slowDown')
+    running = await start(store, kind)
     for (let i = 0; i < 20; i++) await leaveEarly(running.port)
     await until(
       () => seen.passed === 20,
-      () => `every request went past slowDown() (${seen.passed} passed, ${seen.errors.length} errors)`,
+      () => `every request went past ${runs} (${seen.passed} passed, ${seen.errors.length} errors)`,
     )
     expect(seen.errors).toEqual([])
     expect(seen.handled).toBe(0)
@@ -271,9 +267,8 @@ describe.each(FRAMEWORKS)('%s: a client gone before slowDown() runs', (_name, st
     await new Promise((resolve) => setImmediate(resolve))
     expect(logged).not.toHaveBeenCalled()
     expect(warnings).toEqual([])
-    // A client that stays is counted as before.
     const answer = await fetch(running.url)
     expect(answer.status).toBe(200)
-    expect(store.size).toBe(1)
+    stays(answer, store)
   })
 })
