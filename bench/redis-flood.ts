@@ -44,6 +44,26 @@ interface Row {
 
 const list = (name: string, fallback: string) => (argument(name) ?? fallback).split(',')
 
+/**
+ * `size` calls at once (`call(i)` for each `i`): their outcomes, the time until the last one answered, and the
+ * growth of the heap meanwhile (sampled every 5,000 calls).
+ */
+async function flood<T>(
+  size: number,
+  call: (i: number) => Promise<T>,
+): Promise<{ outcomes: T[]; ms: number; heapMiB: number }> {
+  const heapBefore = process.memoryUsage().heapUsed
+  let heapPeak = heapBefore
+  const started = performance.now()
+  const outcomes = await Promise.all(
+    Array.from({ length: size }, (_, i) => {
+      if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
+      return call(i)
+    }),
+  )
+  return { outcomes, ms: performance.now() - started, heapMiB: (heapPeak - heapBefore) / 2 ** 20 }
+}
+
 async function ours(
   clients: readonly RedisClient[],
   algorithm: 'counter' | 'fixed',
@@ -66,20 +86,13 @@ async function ours(
         onError: () => {},
       }),
   )
-  const heapBefore = process.memoryUsage().heapUsed
-  let heapPeak = heapBefore
-  const started = performance.now()
-  const results = await Promise.all(
-    Array.from({ length: size }, (_, i) => {
-      if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
-      return limiters[i % limiters.length]!.limit(`k${i % keys}`)
-    }),
+  const { outcomes, ms, heapMiB } = await flood(size, (i) =>
+    limiters[i % limiters.length]!.limit(`k${i % keys}`),
   )
-  const ms = performance.now() - started
   for (const limiter of limiters) limiter.release()
   const perKey = new Map<string, number>()
-  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms, heapMiB: 0 }
-  for (const result of results) {
+  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms, heapMiB }
+  for (const result of outcomes) {
     if (result.source === 'policy') row.policy++
     else if (result.source === 'shed') row.shed++
     else if (!result.allowed) row.limited++
@@ -89,7 +102,6 @@ async function ours(
     }
   }
   for (const count of perKey.values()) if (count > LIMIT) row.overLimitKeys++
-  row.heapMiB = (heapPeak - heapBefore) / 2 ** 20
   return row
 }
 
@@ -97,21 +109,13 @@ async function flexible(clients: Redis[], size: number, keys: number, prefix: st
   const limiters = clients.map(
     (storeClient) => new RateLimiterRedis({ storeClient, points: LIMIT, duration: 60, keyPrefix: prefix }),
   )
-  const heapBefore = process.memoryUsage().heapUsed
-  let heapPeak = heapBefore
-  const started = performance.now()
-  const outcomes = await Promise.all(
-    Array.from({ length: size }, (_, i) => {
-      if (i % 5_000 === 0) heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)
-      return limiters[i % CONNECTIONS]!.consume(`k${i % keys}`).then(
-        () => true,
-        (rejection: unknown) => (rejection instanceof Error ? 'error' : false),
-      )
-    }),
+  const { outcomes, ms, heapMiB } = await flood(size, (i) =>
+    limiters[i % CONNECTIONS]!.consume(`k${i % keys}`).then(
+      () => true,
+      (rejection: unknown) => (rejection instanceof Error ? 'error' : false),
+    ),
   )
-  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms: 0, heapMiB: 0 }
-  row.ms = performance.now() - started
-  row.heapMiB = (heapPeak - heapBefore) / 2 ** 20
+  const row: Row = { admitted: 0, limited: 0, policy: 0, shed: 0, overLimitKeys: 0, ms, heapMiB }
   for (const outcome of outcomes) {
     if (outcome === true) row.admitted++
     else if (outcome === false) row.limited++
@@ -173,22 +177,7 @@ export async function runClusterFlood(): Promise<string> {
   } finally {
     await cluster.stop()
   }
-  return table(
-    [
-      'client',
-      'keys',
-      'concurrent',
-      'admitted',
-      'limit × keys',
-      'keys over limit',
-      'limited',
-      'policy answers',
-      'shed',
-      'time',
-      'heap growth',
-    ],
-    rows,
-  )
+  return floodTable('client', rows)
 }
 
 export async function runRedisFlood(): Promise<string> {
@@ -222,9 +211,14 @@ export async function runRedisFlood(): Promise<string> {
     for (const client of clients) client.disconnect()
     await server.stop()
   }
+  return floodTable('limiter', rows)
+}
+
+/** The table of floods: `first` names what each row ran (a limiter, a client library). */
+function floodTable(first: string, rows: string[][]): string {
   return table(
     [
-      'limiter',
+      first,
       'keys',
       'concurrent',
       'admitted',
@@ -240,6 +234,7 @@ export async function runRedisFlood(): Promise<string> {
   )
 }
 
+/** One row of the table: what ran, on how many keys, how many calls at once, and what they were answered. */
 function describe(name: string, keys: number, size: number, row: Row): string[] {
   return [
     name,
