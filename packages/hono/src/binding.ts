@@ -9,6 +9,7 @@ import {
   type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
+  type TrustProxy,
   trustedProxies,
   trustsEveryAddress,
 } from '@ratewindow/core'
@@ -37,7 +38,7 @@ export interface HonoAddressOptions<E extends Env = any> {
    * their addresses and networks (`'10.0.0.0/8'`, `['127.0.0.1', '::1']`). Never set it without a proxy that
    * sets the header: any client could then choose its own key. Needs `getConnInfo`. @default none
    */
-  trustProxy?: number | string | readonly string[]
+  trustProxy?: TrustProxy
   /**
    * For tests with Hono's `app.request()`, which has no connection: a request whose `getConnInfo` finds none is
    * keyed as one client shared by every such request, the unspecified address `::` (with one process warning,

@@ -4,6 +4,7 @@ import {
   type HttpRateLimitOptions,
   type LimiterOverrides,
   type RateLimitResult,
+  type TrustProxy,
 } from '@ratewindow/core'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
@@ -50,7 +51,7 @@ export interface HonoRateLimitOptions<E extends Env = any>
    * their addresses and networks (`'10.0.0.0/8'`, `['127.0.0.1', '::1']`). Never set it without a proxy that
    * sets the header: any client could then choose its own key. Needs `getConnInfo`. @default none
    */
-  trustProxy?: number | string | readonly string[]
+  trustProxy?: TrustProxy
   /**
    * For tests with Hono's `app.request()` (no connection): a request whose `getConnInfo` finds none is keyed as
    * one client, `::`, with one warning, instead of failing with `ERR_RATEWINDOW_NO_CONNECTION_INFO`. Never in

@@ -1,4 +1,4 @@
-import { forwardedClient, RateLimitError, trustedProxies } from '@ratewindow/core'
+import { forwardedClient, RateLimitError, type TrustProxy, trustedProxies } from '@ratewindow/core'
 
 /** What every entry point reads of a request: its headers (a `Request`, a `NextRequest`, a server action's). */
 export interface HeadersCarrier {
@@ -16,7 +16,7 @@ export interface NextAddressOptions<Req extends HeadersCarrier = HeadersCarrier>
    * (`'10.0.0.0/8'`, `['127.0.0.1', '::1']`: entries are read from the right, past the trusted ones). With neither
    * this, `clientIp` nor `key`, construction throws: Next.js alone cannot tell a client's address. @default none
    */
-  trustProxy?: number | string | readonly string[]
+  trustProxy?: TrustProxy
   /** The client address, by your own means (e.g. Vercel's `x-real-ip`), instead of `trustProxy`. */
   clientIp?: (request: Req) => string | undefined
 }
