@@ -103,12 +103,15 @@ const ADAPTER_ONLY: Readonly<Record<string, { of: string; instead?: string }>> =
   global: { of: '@ratewindow/fastify (plugin option)' },
   hook: { of: '@ratewindow/fastify' },
   trustProxy: {
-    of: '@ratewindow/hono',
+    of: '@ratewindow/hono and @ratewindow/next',
     instead:
       "Here set the framework's own: Express `app.set('trust proxy', 1)`, Koa `app.proxy = true`, Fastify `Fastify({ trustProxy: 1 })`.",
   },
   getConnInfo: { of: '@ratewindow/hono', instead: HONO_ADDRESS },
-  clientIp: { of: '@ratewindow/hono', instead: HONO_ADDRESS },
+  clientIp: {
+    of: '@ratewindow/hono, @ratewindow/next, @ratewindow/trpc and @ratewindow/graphql',
+    instead: HONO_ADDRESS,
+  },
 }
 
 /**
