@@ -78,6 +78,13 @@ export {
   type OverrideSetOptions,
 } from './limiter/operator.js'
 export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
+export {
+  decodeNamespace,
+  inspectStored,
+  type StoredNamespace,
+  type StoredStateReader,
+  type StoredTarget,
+} from './limiter/stored-state.js'
 export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
   type BreakerEvent,
@@ -132,6 +139,14 @@ export {
   scriptRunnerFor,
 } from './stores/redis/clients/index.js'
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.js'
+export {
+  decodeStoredKey,
+  type StoredKey,
+  type StoredPart,
+  storedHash,
+  storedKeyPattern,
+  storedSlot,
+} from './stores/redis/stored-keys.js'
 export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced/synced.js'
 export type {
   Awaitable,

@@ -17,7 +17,7 @@ import type { AlgorithmName, Rule } from '../algorithms/types.js'
 import type { StoreGateway } from '../gateway/store-gateway.js'
 import type { OverrideAction, OverrideEvent } from '../observe.js'
 import { toResult } from '../result.js'
-import type { Store, StoreRequest } from '../stores/types.js'
+import type { Decision, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
@@ -254,26 +254,31 @@ export class LimiterOverrides {
     const request = target.request(key, 1)
     // One store call: the peek reads the override record and decides with it.
     const decision = await target.gateway.operate('inspect', (store) => store.peek(request))
-    const result = toResult(request, decision, 'store')
-    const inspection: Inspection = {
-      key,
-      at: decision.now,
-      rules: result.rules.map((each, i) => ({
-        name: each.rule.name,
-        algorithm: each.rule.algorithm,
-        limit: each.rule.limit,
-        overridden: each.rule !== request.rules[i],
-        used: Math.max(0, each.rule.limit - each.remaining),
-        remaining: decision.manualBlock === undefined ? each.remaining : 0,
-        nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
-        reset: each.reset,
-      })),
-    }
-    if (decision.override !== undefined) inspection.override = decision.override
-    if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
-    else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
-    return inspection
+    return inspectionOf(key, request, decision)
   }
+}
+
+/** Where a key stands, from a peek of it (`inspect`, and `inspectStored` for a key known by its hash). */
+export function inspectionOf(key: string, request: StoreRequest, decision: Decision): Inspection {
+  const result = toResult(request, decision, 'store')
+  const inspection: Inspection = {
+    key,
+    at: decision.now,
+    rules: result.rules.map((each, i) => ({
+      name: each.rule.name,
+      algorithm: each.rule.algorithm,
+      limit: each.rule.limit,
+      overridden: each.rule !== request.rules[i],
+      used: Math.max(0, each.rule.limit - each.remaining),
+      remaining: decision.manualBlock === undefined ? each.remaining : 0,
+      nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
+      reset: each.reset,
+    })),
+  }
+  if (decision.override !== undefined) inspection.override = decision.override
+  if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
+  else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
+  return inspection
 }
 
 function requireScope(target: OperatorTarget, method: string): string {

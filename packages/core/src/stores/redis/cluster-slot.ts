@@ -1,4 +1,5 @@
 import { utf8 } from '../../support/hash.js'
+import type { RedisScriptRunner } from './clients/index.js'
 
 /** CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the checksum Redis Cluster uses for key slots. */
 const TABLE = new Uint16Array(256)
@@ -24,4 +25,18 @@ export function clusterSlot(key: string): number {
   let crc = 0
   for (const byte of utf8(hashed)) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!
   return crc % CLUSTER_SLOTS
+}
+
+/** The queue and failure scope of Cluster slots whose master the client does not know (`nodeFor`). */
+const UNKNOWN_NODE = 'unknown'
+
+/**
+ * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has no
+ * master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with every
+ * other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each). A client that never
+ * tells (no `nodeOf`: Valkey GLIDE) queues per slot.
+ */
+export function nodeFor(runner: RedisScriptRunner, slot: number): string | number {
+  if (runner.nodeOf === undefined) return slot
+  return runner.nodeOf(slot) ?? UNKNOWN_NODE
 }

@@ -3,7 +3,6 @@ import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule, RuleOutcome } from '../../algorithms/types.js'
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
-import { clientKeyDigest } from '../../support/hash.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { prefixOption } from '../../support/validators.js'
 import type {
@@ -19,7 +18,7 @@ import type {
   StoreTarget,
 } from '../types.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
-import { clusterSlot } from './cluster-slot.js'
+import { clusterSlot, nodeFor } from './cluster-slot.js'
 import { EvictionWatch } from './eviction.js'
 import {
   DEFAULT_MAX_FLIGHTS,
@@ -51,6 +50,7 @@ import {
   type ScriptCall,
   sendGroup,
 } from './send-group.js'
+import { storedHash } from './stored-keys.js'
 
 export interface RedisStoreOptions {
   /**
@@ -101,20 +101,6 @@ export const REDIS_STORE_DEFAULTS = {
 } as const satisfies Partial<RedisStoreOptions>
 /** What a charge (settle) answers: the units charged, and what the script repaired. */
 type Charged = { charged: number; notices?: readonly Error[] }
-
-/** The queue and failure scope of Cluster slots whose master the client does not know (`nodeFor`). */
-const UNKNOWN_NODE = 'unknown'
-
-/**
- * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has no
- * master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with every
- * other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each). A client that never
- * tells (no `nodeOf`: Valkey GLIDE) queues per slot.
- */
-function nodeFor(runner: RedisScriptRunner, slot: number): string | number {
-  if (runner.nodeOf === undefined) return slot
-  return runner.nodeOf(slot) ?? UNKNOWN_NODE
-}
 
 /**
  * The groups of each client: every RedisStore on one client connection shares them (issue 18). Each call resolves
@@ -228,7 +214,11 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /** The Redis key holding the override record of `key` under a limiter's override `scope` (same hash tag). */
   recordKeyFor(scope: string, key: string): string {
-    return `${this.#prefix}${scope}{${this.#hash(key)}}:${RECORD_SUFFIX}`
+    return this.#recordKey(scope, this.#hash(key))
+  }
+
+  #recordKey(scope: string, hash: string): string {
+    return `${this.#prefix}${scope}{${hash}}:${RECORD_SUFFIX}`
   }
 
   updateOverride(scope: string, key: string, change: OverrideChange): Promise<OverrideRecord | undefined> {
@@ -274,6 +264,14 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   peek(request: StoreRequest, within?: CallBound): Promise<Decision> {
     return this.#decide(request, MODE.peek, 0, within)
+  }
+
+  /**
+   * @internal A peek at the state kept under the hash tag `hash` (`request.key` is not hashed again): for tools
+   * that find a key by scanning, knowing only its hash (`inspectStored`, `@ratewindow/cli`).
+   */
+  peekStored(request: StoreRequest, hash: string): Promise<Decision> {
+    return this.#run(request, MODE.peek, 0, undefined, this.#now(), hash) as Promise<Decision>
   }
 
   /** How many flights, calls and decisions went to Redis so far on this client, and how many were shed. */
@@ -364,8 +362,8 @@ export class RedisStore implements Store, ConcurrencyStore {
     await this.#runner.del([...target.rules.map((rule) => `${base}${rule.id}`), `${base}${PENALTY_SUFFIX}`])
   }
 
-  #base(prefix: string, key: string): string {
-    return `${this.#prefix}${prefix}{${this.#hash(key)}}:`
+  #base(prefix: string, key: string, hash = this.#hash(key)): string {
+    return `${this.#prefix}${prefix}{${hash}}:`
   }
 
   /** The hash tag of a client key. */
@@ -376,7 +374,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
     let hash = this.#hashes.get(key)
     if (hash === undefined) {
-      hash = clientKeyDigest(key).slice(0, 22)
+      hash = storedHash(key)
       if (key.length <= HASH_CACHE_KEY_LENGTH) {
         if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
         this.#hashes.set(key, hash)
@@ -404,17 +402,18 @@ export class RedisStore implements Store, ConcurrencyStore {
     at: number,
     within: CallBound | undefined,
     now = this.#now(),
+    hash = this.#hash(request.key),
   ): Promise<unknown> {
     try {
       const scope = request.overrides
       const call: DecisionCall = {
         prepared: this.#prepare(request.rules, request.penalty, scope),
         request,
-        base: this.#base(request.prefix, request.key),
+        base: this.#base(request.prefix, request.key, hash),
         mode,
         now,
         at,
-        record: scope === undefined ? undefined : this.recordKeyFor(scope, request.key),
+        record: scope === undefined ? undefined : this.#recordKey(scope, hash),
       }
       // The bound is only read: its late hook receives a `Decision` (a `LeaseDecision` for leases), as decoded.
       return this.#submit(call, within as Within<unknown> | undefined)
