@@ -50,7 +50,7 @@ import {
   type ScriptCall,
   sendGroup,
 } from './send-group.js'
-import { storedHash } from './stored-keys.js'
+import { StoredHashes } from './stored-keys.js'
 
 export interface RedisStoreOptions {
   /**
@@ -83,9 +83,6 @@ export interface RedisStoreOptions {
   readyTimeout?: Duration | false
 }
 
-/** Client keys whose hashed form is kept (see #base), and the longest key kept: at most ~3 MB in all. */
-const HASH_CACHE_SIZE = 16_384
-const HASH_CACHE_KEY_LENGTH = 128
 const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
   client: true,
   prefix: true,
@@ -160,7 +157,8 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #groups: RedisGroups<ScriptCall, unknown>
   readonly #maxWaiting: number
   readonly #prepared = new WeakMap<readonly Rule[], Prepared>()
-  readonly #hashes = new Map<string, string>()
+  /** The hash tags of recent client keys. */
+  readonly #hashes = new StoredHashes()
   readonly #preparedWithPenalty = new WeakMap<readonly Rule[], Prepared>()
   /** Rule sets read with their override records: per rule array, per override scope. */
   readonly #withOverrides = new PreparedWithOverrides()
@@ -214,7 +212,7 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /** The Redis key holding the override record of `key` under a limiter's override `scope` (same hash tag). */
   recordKeyFor(scope: string, key: string): string {
-    return this.#recordKey(scope, this.#hash(key))
+    return this.#recordKey(scope, this.#hashes.of(key))
   }
 
   #recordKey(scope: string, hash: string): string {
@@ -362,25 +360,8 @@ export class RedisStore implements Store, ConcurrencyStore {
     await this.#runner.del([...target.rules.map((rule) => `${base}${rule.id}`), `${base}${PENALTY_SUFFIX}`])
   }
 
-  #base(prefix: string, key: string, hash = this.#hash(key)): string {
+  #base(prefix: string, key: string, hash = this.#hashes.of(key)): string {
     return `${this.#prefix}${prefix}{${hash}}:`
-  }
-
-  /** The hash tag of a client key. */
-  #hash(key: string): string {
-    // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
-    // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
-    // bookkeeping, and a flood of one-off keys costs one hash each, as before.
-    // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
-    let hash = this.#hashes.get(key)
-    if (hash === undefined) {
-      hash = storedHash(key)
-      if (key.length <= HASH_CACHE_KEY_LENGTH) {
-        if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
-        this.#hashes.set(key, hash)
-      }
-    }
-    return hash
   }
 
   /**
@@ -402,7 +383,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     at: number,
     within: CallBound | undefined,
     now = this.#now(),
-    hash = this.#hash(request.key),
+    hash = this.#hashes.of(request.key),
   ): Promise<unknown> {
     try {
       const scope = request.overrides

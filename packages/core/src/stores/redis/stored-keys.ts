@@ -40,6 +40,32 @@ export function storedHash(key: string): string {
   return clientKeyDigest(key).slice(0, STORED_HASH_LENGTH)
 }
 
+/** Client keys whose hash is kept (see `StoredHashes`), and the longest key kept: at most ~3 MB in all. */
+const HASH_CACHE_SIZE = 16_384
+const HASH_CACHE_KEY_LENGTH = 128
+
+/** `storedHash` of the client keys seen lately, kept (one per RedisStore). */
+export class StoredHashes {
+  readonly #hashes = new Map<string, string>()
+
+  /** The hash tag of a client key. */
+  of(key: string): string {
+    // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
+    // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
+    // bookkeeping, and a flood of one-off keys costs one hash each, as before.
+    // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
+    let hash = this.#hashes.get(key)
+    if (hash === undefined) {
+      hash = storedHash(key)
+      if (key.length <= HASH_CACHE_KEY_LENGTH) {
+        if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
+        this.#hashes.set(key, hash)
+      }
+    }
+    return hash
+  }
+}
+
 /** The Cluster slot of every key of one hash tag: its counters, penalty, lease and override record. */
 export function storedSlot(hash: string): number {
   return clusterSlot(`{${hash}}`)
