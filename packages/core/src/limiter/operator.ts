@@ -118,7 +118,10 @@ const LIST_OPTIONS = namesOf<OverrideListOptions>({ cursor: true, count: true })
  * @example await limiter.overrides.set('customer:42', { limit: 1000 }, { ttl: '7d' })
  */
 export class LimiterOverrides {
-  /** @internal The limiter's override scope (`overrides: true`), else undefined: what its requests read. */
+  /**
+   * The limiter's override scope (`overrides: true`), else undefined: where its records live in the store, and
+   * what its requests read. Tools that scan the store match it (`decodeNamespace`, `inspectStored`).
+   */
   readonly scope: string | undefined
   readonly #target: OperatorTarget
 

@@ -265,8 +265,8 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * @internal A peek at the state kept under the hash tag `hash` (`request.key` is not hashed again): for tools
-   * that find a key by scanning, knowing only its hash (`inspectStored`, `@ratewindow/cli`).
+   * A peek at the state kept under the hash tag `hash` (`request.key` is not hashed again): for tools that find a
+   * key by scanning, knowing only its hash (`inspectStored`, `@ratewindow/cli`). Changes nothing.
    */
   peekStored(request: StoreRequest, hash: string): Promise<Decision> {
     return this.#run(request, MODE.peek, 0, undefined, this.#now(), hash) as Promise<Decision>
