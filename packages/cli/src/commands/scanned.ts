@@ -1,0 +1,220 @@
+/** `limiters` and `top`: what a scan of the store finds, decoded and read with core's code. */
+import type { RateLimiter } from '@ratewindow/core'
+import type { GlobalOptions } from '../args.js'
+import type { Connection } from '../redis.js'
+import { duration, type Output, progressLine, table } from '../render.js'
+import { type KeyState, rawKeysOf, readStates, scanStore } from '../state.js'
+
+/** `limiters --json`: one entry per namespace found (and per configured limiter, found or not). */
+export interface LimitersJson {
+  limiters: {
+    /** The config's name for it, else null. */
+    name: string | null
+    namespace: string
+    prefix: string
+    group: string | null
+    /** True for a route limiter (its route is hashed in the namespace). */
+    routeScoped: boolean
+    /** The rules, when the namespace spells them or the config has them; else null. */
+    rules: { name: string; id: string; algorithm: string; limit: number; window: number }[] | null
+    /** Client keys with state under it, in the keys scanned. */
+    keys: number
+  }[]
+  /** The override scopes found (`overrides: true`): records per scope. */
+  overrideScopes: {
+    name: string | null
+    scope: string
+    prefix: string
+    group: string | null
+    records: number
+  }[]
+  /** Keys read by the scan, and whether it read them all (`--scan` bounds it). */
+  scanned: number
+  complete: boolean
+}
+
+/** `top --json`: the keys nearest their limit, most used first. */
+export interface TopJson {
+  keys: TopRow[]
+  scanned: number
+  complete: boolean
+}
+
+export interface TopRow {
+  /** The limiter's name (from the config), else its namespace. */
+  limiter: string
+  /** The raw client key where an override record holds it, else its hash. */
+  key: string
+  /** True when `key` is the hash. */
+  hashed: boolean
+  /** The rule nearest its limit: its policy name. */
+  rule: string
+  used: number
+  limit: number
+  remaining: number
+  /** Ms until the rule's whole quota is back. */
+  reset: number
+  /** The key's manual block, when it has one. */
+  blocked: boolean
+}
+
+export async function limiters(
+  connection: Connection,
+  options: GlobalOptions,
+  configured: readonly RateLimiter[],
+  output: Output,
+): Promise<LimitersJson> {
+  const progress = progressLine(output, 'scanned')
+  const scan = await scanStore(connection, options.prefix, options.scan, configured, progress.update)
+  progress.done()
+  const result: LimitersJson = {
+    limiters: [],
+    overrideScopes: [],
+    scanned: scan.scanned,
+    complete: scan.complete,
+  }
+  const counted = new Set<string>()
+  for (const found of scan.namespaces.values()) {
+    const { decoded, limiter } = found
+    if (decoded.kind === 'overrides') {
+      result.overrideScopes.push({
+        name: limiter?.name ?? null,
+        scope: decoded.namespace,
+        prefix: decoded.prefix,
+        group: decoded.group ?? null,
+        records: [...scan.records.values()].flat().filter((key) => key.includes(decoded.namespace)).length,
+      })
+      continue
+    }
+    counted.add(decoded.namespace)
+    result.limiters.push({
+      name: limiter?.name ?? null,
+      namespace: decoded.namespace,
+      prefix: decoded.prefix,
+      group: decoded.group ?? null,
+      routeScoped: decoded.routeScoped,
+      rules: found.rules === undefined ? null : found.rules.map(describeRule),
+      keys: found.hashes.size,
+    })
+  }
+  for (const limiter of configured) {
+    if (counted.has(limiter.namespace)) continue
+    result.limiters.push({
+      name: limiter.name,
+      namespace: limiter.namespace,
+      prefix: limiter.prefix,
+      group: limiter.group ?? null,
+      routeScoped: false,
+      rules: limiter.rules.map(describeRule),
+      keys: 0,
+    })
+  }
+  result.limiters.sort((a, b) => b.keys - a.keys || a.namespace.localeCompare(b.namespace))
+  if (!options.json) output.print(limitersText(result))
+  return result
+}
+
+function describeRule(rule: RateLimiter['rules'][number]) {
+  return { name: rule.name, id: rule.id, algorithm: rule.algorithm, limit: rule.limit, window: rule.windowMs }
+}
+
+function limitersText(result: LimitersJson): string {
+  const rows = result.limiters.map((each) => [
+    each.name ?? '-',
+    each.namespace,
+    each.rules === null
+      ? '(rules not in the name: pass --config)'
+      : each.rules.map((rule) => `${rule.algorithm} ${rule.limit}/${duration(rule.window)}`).join(' + '),
+    each.keys,
+  ])
+  const lines = [table(['NAME', 'NAMESPACE', 'RULES', 'KEYS'], rows)]
+  if (result.overrideScopes.length > 0) {
+    lines.push(
+      '',
+      table(
+        ['NAME', 'OVERRIDE SCOPE', 'RECORDS'],
+        result.overrideScopes.map((each) => [each.name ?? '-', each.scope, each.records]),
+      ),
+    )
+  }
+  lines.push('', scannedLine(result))
+  return lines.join('\n')
+}
+
+export function scannedLine(result: { scanned: number; complete: boolean }): string {
+  return result.complete
+    ? `${result.scanned.toLocaleString('en-US')} keys scanned (all)`
+    : `${result.scanned.toLocaleString('en-US')} keys scanned (stopped by --scan: raise it to see more)`
+}
+
+/** `top`'s rows from `states`: each key's rule nearest its limit, the `count` nearest first. */
+export function rank(states: readonly KeyState[], count: number): KeyState[] {
+  const share = (state: KeyState) => Math.max(...state.inspection.rules.map((rule) => rule.used / rule.limit))
+  const blocked = (state: KeyState) => (state.inspection.block !== undefined ? 1 : 0)
+  return [...states]
+    .sort((a, b) => blocked(b) - blocked(a) || share(b) - share(a) || a.hash.localeCompare(b.hash))
+    .slice(0, count)
+}
+
+/** `top`: the keys nearest their limit. */
+export async function top(
+  connection: Connection,
+  options: GlobalOptions,
+  configured: readonly RateLimiter[],
+  output: Output,
+  quiet = false,
+): Promise<TopJson> {
+  const progress = progressLine(output, quiet ? '' : 'scanned')
+  const scan = await scanStore(
+    connection,
+    options.prefix,
+    options.scan,
+    configured,
+    quiet ? undefined : progress.update,
+  )
+  const states = await readStates(connection, scan, options.limiter)
+  progress.done()
+  const ranked = rank(states, options.count ?? 10)
+  const raw = await rawKeysOf(
+    connection,
+    scan,
+    ranked.map((state) => state.hash),
+  )
+  const result: TopJson = {
+    keys: ranked.map((state) => topRow(state, raw.get(state.hash))),
+    scanned: scan.scanned,
+    complete: scan.complete,
+  }
+  if (!options.json && !quiet) output.print(topText(result))
+  return result
+}
+
+function topRow(state: KeyState, raw: string | undefined): TopRow {
+  const rules = state.inspection.rules
+  let nearest = rules[0]!
+  for (const rule of rules) if (rule.used / rule.limit > nearest.used / nearest.limit) nearest = rule
+  return {
+    limiter: state.limiter,
+    key: raw ?? state.hash,
+    hashed: raw === undefined,
+    rule: nearest.name,
+    used: nearest.used,
+    limit: nearest.limit,
+    remaining: nearest.remaining,
+    reset: nearest.reset,
+    blocked: state.inspection.block !== undefined,
+  }
+}
+
+export function topText(result: TopJson): string {
+  const rows = result.keys.map((row) => [
+    row.key,
+    row.limiter,
+    row.rule,
+    row.used,
+    row.limit,
+    `${Math.round((100 * row.used) / row.limit)}%`,
+    row.blocked ? 'blocked' : duration(row.reset),
+  ])
+  return `${table(['KEY', 'LIMITER', 'RULE', 'USED', 'LIMIT', 'USE', 'RESET'], rows)}\n\n${scannedLine(result)}`
+}

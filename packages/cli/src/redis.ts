@@ -1,0 +1,150 @@
+/**
+ * The CLI's Redis connection (ioredis, standalone or Cluster) and the reads a RedisStore never makes: SCAN over
+ * every master, and the keys of one hash tag through its slot. Key names are read by core (`decodeStoredKey`,
+ * `storedKeyPattern`, `storedSlot`), never here.
+ */
+import { RedisStore, storedKeyPattern, storedSlot } from '@ratewindow/core'
+import { Cluster, Redis } from 'ioredis'
+import { CliError } from './errors.js'
+
+/** An open connection: the client, and the RedisStore the commands use on it. */
+export interface Connection {
+  readonly client: Redis | Cluster
+  readonly store: RedisStore
+  readonly cluster: boolean
+  close(): Promise<void>
+}
+
+/** The longest the CLI waits for Redis to answer its first command. */
+const CONNECT_TIMEOUT_MS = 5_000
+
+/**
+ * Connects to `url`; as a Cluster client with `cluster`, or when the server says it is a Cluster node
+ * (`cluster_enabled:1`). Fails with exit code 4 when Redis cannot be reached.
+ */
+export async function connect(
+  url: string,
+  options: { cluster: boolean; prefix: string },
+): Promise<Connection> {
+  const first = new Redis(url, clientOptions())
+  let client: Redis | Cluster = first
+  // The connection's own error says why (refused, no such host); the command's rejection only that it closed.
+  let cause: Error | undefined
+  const remember = (error: Error) => {
+    cause ??= error
+  }
+  first.on('error', remember)
+  try {
+    await first.connect()
+    const cluster = options.cluster || /cluster_enabled:1/.test(await first.info('cluster'))
+    if (cluster) {
+      const { host, port } = first.options
+      first.disconnect()
+      const startup = new Cluster([{ host: host!, port: port! }], {
+        lazyConnect: true,
+        enableOfflineQueue: true,
+        clusterRetryStrategy: () => null,
+        redisOptions: { ...clientOptions(), ...credentialsOf(first) },
+      })
+      client = startup
+      startup.on('error', remember)
+      await startup.connect()
+    }
+  } catch (error) {
+    client.disconnect()
+    throw new CliError(
+      'ERR_RATEWINDOW_REDIS_UNREACHABLE',
+      `Redis at ${redacted(url)} could not be reached: ${(cause ?? (error as Error)).message}`,
+      { cause: cause ?? error },
+    )
+  }
+  const store = new RedisStore({ client, prefix: options.prefix })
+  return {
+    client,
+    store,
+    cluster: client instanceof Cluster,
+    close: async () => {
+      await client.quit().catch(() => client.disconnect())
+    },
+  }
+}
+
+function clientOptions() {
+  return {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  }
+}
+
+function credentialsOf(client: Redis): { username?: string; password?: string; tls?: object } {
+  const { username, password, tls } = client.options
+  return { ...(username && { username }), ...(password && { password }), ...(tls && { tls }) }
+}
+
+/** `url` without its password, for messages. */
+function redacted(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
+}
+
+/** The masters to scan: each node of a Cluster serving slots, or the one server. */
+function mastersOf(client: Redis | Cluster): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client]
+}
+
+/**
+ * The keys of a RedisStore under `prefix`, read by SCAN on each master in turn, at most `limit` of them; `progress`
+ * is told the keys read so far after each step.
+ */
+export async function scanStoredKeys(
+  client: Redis | Cluster,
+  prefix: string,
+  limit: number,
+  progress?: (scanned: number) => void,
+): Promise<{ keys: string[]; complete: boolean }> {
+  const pattern = storedKeyPattern(prefix)
+  const keys: string[] = []
+  for (const master of mastersOf(client)) {
+    let cursor = '0'
+    do {
+      const [next, found] = await master.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+      cursor = next
+      for (const key of found) {
+        if (keys.length === limit) return { keys, complete: false }
+        keys.push(key)
+      }
+      progress?.(keys.length)
+    } while (cursor !== '0')
+  }
+  return { keys, complete: true }
+}
+
+/**
+ * The keys of one hash tag (one client key, in every limiter of the store). On a Cluster, asked of the master of
+ * its slot (`CLUSTER GETKEYSINSLOT`, the slot's keys only: no scan of the keyspace); on one server, a SCAN
+ * matching the tag.
+ */
+export async function keysOfHash(client: Redis | Cluster, prefix: string, hash: string): Promise<string[]> {
+  const pattern = storedKeyPattern(prefix, hash)
+  const tag = `{${hash}}:`
+  if (client instanceof Cluster) {
+    const slot = storedSlot(hash)
+    const [address] = (client.slots[slot] ?? []) as string[]
+    const master = client
+      .nodes('master')
+      .find((node) => `${node.options.host}:${node.options.port}` === address)
+    if (master === undefined) throw new CliError('ERR_RATEWINDOW_NOT_FOUND', `No master serves slot ${slot}.`)
+    const inSlot = (await master.call('CLUSTER', 'GETKEYSINSLOT', String(slot), '100000')) as string[]
+    return inSlot.filter((key) => key.startsWith(prefix) && key.includes(tag))
+  }
+  const keys: string[] = []
+  let cursor = '0'
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = next
+    keys.push(...found)
+  } while (cursor !== '0')
+  return keys
+}

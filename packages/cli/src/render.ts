@@ -1,0 +1,48 @@
+/** Output: a `--json` document on stdout, or text for a person (aligned tables). */
+
+/** Where a command writes. */
+export interface Output {
+  /** One line (or block) on stdout. */
+  print(text: string): void
+  /** A line on stderr (warnings, progress). */
+  note(text: string): void
+  /** Whether stderr is a terminal (progress lines are drawn there only). */
+  readonly interactive: boolean
+}
+
+/** An aligned text table: a header row, then the rows; numbers aligned right. */
+export function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const cells = [header, ...rows].map((row) => row.map(String))
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => row[column]!.length)))
+  return cells
+    .map((row, r) =>
+      row
+        .map((cell, column) => {
+          const numeric = r > 0 && typeof rows[r - 1]![column] === 'number'
+          return numeric ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)
+        })
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
+}
+
+/** Milliseconds as a person reads them: `850ms`, `12s`, `4m10s`, `2h5m`, `3d`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`
+  const s = Math.round(ms / 1000)
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`
+  if (s < 86_400)
+    return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`
+  return `${Math.round(s / 86_400)}d`
+}
+
+/** A progress line on stderr, redrawn in place, when stderr is a terminal; `done()` clears it. */
+export function progressLine(output: Output, label: string): { update(count: number): void; done(): void } {
+  if (!output.interactive) return { update() {}, done() {} }
+  return {
+    update: (count) => output.note(`\r${label} ${count.toLocaleString('en-US')}…\u001b[K`),
+    done: () => output.note('\r\u001b[K'),
+  }
+}

@@ -1,0 +1,86 @@
+/** `ratewindow <command>`: the command line read, Redis connected, the command run, the result printed. */
+import type { RateLimiter } from '@ratewindow/core'
+import { type Command, type GlobalOptions, parseCommandLine } from './args.js'
+import { act, inspect } from './commands/keys.js'
+import { limiters, top } from './commands/scanned.js'
+import { watch } from './commands/watch.js'
+import { loadLimiters } from './config.js'
+import { describeFailure, EXIT, type ExitCode, usage } from './errors.js'
+import { helpText } from './help.js'
+import { connect } from './redis.js'
+import type { Output } from './render.js'
+
+/** Where `run` reads and writes: the process's by default; tests and embedders pass their own. */
+export interface RunContext {
+  env?: Readonly<Record<string, string | undefined>>
+  stdout?: (text: string) => void
+  stderr?: (text: string) => void
+  /** Whether stderr is a terminal: progress lines are drawn there only. */
+  interactive?: boolean
+  /** Ends `watch` (without `--once`). */
+  signal?: AbortSignal
+}
+
+/** Runs one command line; resolves its exit code (never rejects). */
+export async function run(argv: readonly string[], context: RunContext = {}): Promise<ExitCode> {
+  const output: Output = {
+    print: (text) => (context.stdout ?? ((line) => process.stdout.write(line)))(`${text}\n`),
+    note: (text) => (context.stderr ?? ((line) => process.stderr.write(line)))(text),
+    interactive: context.interactive ?? process.stderr.isTTY === true,
+  }
+  let json = argv.includes('--json')
+  try {
+    const { command, options } = parseCommandLine(argv, context.env ?? process.env)
+    json = options.json
+    if (command.name === 'help') {
+      if (
+        command.topic !== undefined &&
+        !helpText(command.topic).startsWith('ratewindow ') &&
+        command.topic !== 'help'
+      )
+        throw usage(`Unknown command ${JSON.stringify(command.topic)}. See \`ratewindow --help\`.`)
+      output.print(helpText(command.topic))
+      return EXIT.ok
+    }
+    const result = await runCommand(command, options, output, context.signal)
+    if (json && command.name !== 'watch') output.print(JSON.stringify(result, null, 2))
+    return EXIT.ok
+  } catch (error) {
+    const failure = describeFailure(error)
+    if (json)
+      output.print(JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2))
+    else output.note(`ratewindow: ${failure.message}\n`)
+    return failure.exitCode
+  }
+}
+
+async function runCommand(
+  command: Exclude<Command, { name: 'help' }>,
+  options: GlobalOptions,
+  output: Output,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const connection = await connect(options.redis, options)
+  try {
+    const configured: RateLimiter[] | undefined =
+      options.config === undefined ? undefined : await loadLimiters(options.config, connection.store)
+    try {
+      switch (command.name) {
+        case 'limiters':
+          return await limiters(connection, options, configured ?? [], output)
+        case 'top':
+          return await top(connection, options, configured ?? [], output)
+        case 'watch':
+          return await watch(connection, options, command, configured ?? [], output, signal)
+        case 'inspect':
+          return await inspect(connection, options, configured, command.key, output)
+        default:
+          return await act(command, options, configured, output)
+      }
+    } finally {
+      for (const limiter of configured ?? []) limiter.release()
+    }
+  } finally {
+    await connection.close()
+  }
+}
