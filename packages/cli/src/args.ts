@@ -84,7 +84,7 @@ export function parseCommandLine(
   }
   const { values, positionals } = parsed
   const options: GlobalOptions = {
-    redis: values.redis ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    redis: values.redis ?? (env.REDIS_URL || 'redis://127.0.0.1:6379'),
     cluster: values.cluster === true,
     prefix: values.prefix ?? '',
     limiter: values.limiter,
@@ -116,7 +116,7 @@ function commandOf(name: string, rest: string[], values: Values, env: Env): Comm
           name,
           once: values.once === true,
           admin: values.admin ?? [],
-          adminToken: values['admin-token'] ?? env.RATEWINDOW_ADMIN_TOKEN,
+          adminToken: values['admin-token'] ?? (env.RATEWINDOW_ADMIN_TOKEN || undefined),
         },
         rest,
       )
