@@ -45,6 +45,7 @@ const packages = [
   'trpc',
   'ws',
   'next',
+  'cli',
 ] as const
 type Package = (typeof packages)[number]
 
@@ -424,6 +425,42 @@ function prometheusRun(moduleSystem: 'esm' | 'cjs'): string {
   ]) {
     if (!text.includes(line)) throw new Error('missing ' + line + ' in\\n' + text)
   }
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/** @ratewindow/cli's library face: `run`, the exit codes, the config and `--json` types. */
+const CLI_PROGRAM = `import { type CliConfig, EXIT, type ExitCode, type InspectJson, run, type TopJson } from '@ratewindow/cli'
+import { fixedWindow } from '@ratewindow/core'
+
+export const config: CliConfig = {
+  limiters: [{ name: 'api', rules: [fixedWindow({ limit: 100, window: '1m' })], overrides: true }, { limit: 5, window: '15m' }],
+}
+export const code: Promise<ExitCode> = run(['--help'], { stdout: () => {} })
+export const usage: ExitCode = EXIT.usage
+export const rows = (top: TopJson, inspected: InspectJson): number => top.keys.length + inspected.limiters.length
+`
+
+/**
+ * Runtime check of @ratewindow/cli: run() answers help (0) and a usage error (2) through the library, and the
+ * installed binary answers --help (no Redis needed for either).
+ */
+function cliRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { run, EXIT } = ${load('@ratewindow/cli')}
+  const { execFileSync } = ${load('node:child_process')}
+  const { createRequire } = ${load('node:module')}
+  const { dirname, join } = ${load('node:path')}
+  const out = []
+  if ((await run(['--help'], { stdout: (text) => out.push(text) })) !== EXIT.ok) throw new Error('--help did not exit 0')
+  if (!out.join('').includes('ratewindow top')) throw new Error('--help lacks top: ' + out.join(''))
+  if ((await run(['frobnicate'], { stderr: () => {} })) !== EXIT.usage) throw new Error('a usage error did not exit 2')
+  const manifest = createRequire(join(process.cwd(), 'x.js')).resolve('@ratewindow/cli/package.json')
+  const bin = join(dirname(manifest), ${load('node:fs')}.readFileSync(manifest, 'utf8').match(/"ratewindow": "([^"]+)"/)[1])
+  if (!execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' }).includes('Exit codes')) throw new Error('the bin did not answer --help')
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })
@@ -1109,6 +1146,14 @@ const projects: Project[] = [
     dependencies: ['prom-client@15', '@types/node@20'],
     programs: { 'prometheus.ts': PROMETHEUS_PROGRAM },
     runs: { 'run-prometheus.mjs': prometheusRun('esm'), 'run-prometheus.cjs': prometheusRun('cjs') },
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'cli',
+    tarballs: ['core', 'cli'],
+    dependencies: ['@types/node@20'],
+    programs: { 'cli.ts': CLI_PROGRAM },
+    runs: { 'run-cli.mjs': cliRun('esm'), 'run-cli.cjs': cliRun('cjs') },
     typescripts: ['5.9', '7'],
   },
   {
