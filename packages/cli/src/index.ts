@@ -1,4 +1,3 @@
-export type { Command, GlobalOptions } from './args.js'
 export type {
   BlockJson,
   InspectJson,
