@@ -50,10 +50,15 @@ ratewindow overrides list [--count N] [--cursor CURSOR]
             ratewindow overrides list --json --config ./ratewindow.config.mjs --limiter api`,
 }
 
+/** `override` is `overrides`, as on the command line. */
+const helpOf = (topic: string): string | undefined => COMMAND_HELP[topic === 'override' ? 'overrides' : topic]
+
+/** Whether `topic` is a command with its own help. */
+export const hasHelp = (topic: string): boolean => helpOf(topic) !== undefined
+
 /** The help for `topic` (a command), or the whole help. */
 export function helpText(topic: string | undefined): string {
-  const one =
-    topic === 'override' ? COMMAND_HELP.overrides : topic === undefined ? undefined : COMMAND_HELP[topic]
+  const one = topic === undefined ? undefined : helpOf(topic)
   if (one !== undefined) return `${one}\n\n${GLOBAL}`
   return `ratewindow: ratewindow's limits on Redis, from a terminal
 

@@ -6,7 +6,7 @@ import { limiters, top } from './commands/scanned.js'
 import { watch } from './commands/watch.js'
 import { loadLimiters } from './config.js'
 import { describeFailure, EXIT, type ExitCode, usage } from './errors.js'
-import { helpText } from './help.js'
+import { hasHelp, helpText } from './help.js'
 import { connect } from './redis.js'
 import type { Output } from './render.js'
 
@@ -33,11 +33,7 @@ export async function run(argv: readonly string[], context: RunContext = {}): Pr
     const { command, options } = parseCommandLine(argv, context.env ?? process.env)
     json = options.json
     if (command.name === 'help') {
-      if (
-        command.topic !== undefined &&
-        !helpText(command.topic).startsWith('ratewindow ') &&
-        command.topic !== 'help'
-      )
+      if (command.topic !== undefined && !hasHelp(command.topic))
         throw usage(`Unknown command ${JSON.stringify(command.topic)}. See \`ratewindow --help\`.`)
       output.print(helpText(command.topic))
       return EXIT.ok

@@ -250,6 +250,10 @@ describe('a Fastify app on a Redis Cluster honours what the CLI did at its next 
       'login:swc3600000x3:',
     ])
     expect(await scansServed(cluster)).toBe(scans)
+    const scanned = (await ratewindow(['limiters', ...redis, '--json'])).json()
+    expect(scanned.limiters).toContainEqual(
+      expect.objectContaining({ name: 'login', namespace: 'login:swc3600000x3:', keys: 1 }),
+    )
     expect((await ratewindow(['block', 'erin', '--for', '1h', ...redis])).code).toBe(0)
     expect(await get('erin')).toBe(429)
     await ratewindow(['unblock', 'erin', ...redis])
@@ -392,6 +396,8 @@ describe('exit codes and usage', () => {
     ])
       expect(help.stdout).toContain(`ratewindow ${command}`)
     expect((await ratewindow(['frobnicate'])).code).toBe(2)
+    expect((await ratewindow(['help', 'top'])).stdout).toContain('--count N')
+    expect((await ratewindow(['help', 'frobnicate'])).code).toBe(2)
     expect((await ratewindow(['inspect'])).code).toBe(2)
     expect((await ratewindow(['top', '--count', 'many'])).code).toBe(2)
     const redis = [
