@@ -39,7 +39,7 @@ describe('custom stores', () => {
     const limiter = new RateLimiter({
       rules: fixedWindow({ limit: 2, window: '1m' }),
       // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose
-      store: wrappedStore(() => ({ then: () => undefined })),
+      store: wrappedStore(<T>() => ({ then: () => undefined }) as unknown as PromiseLike<T>),
       timeout: 20,
       onError: () => {},
     })

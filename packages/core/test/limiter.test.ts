@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import {
+  type Duration,
   fixedWindow,
   MemoryStore,
   RateLimiter,
@@ -11,7 +12,7 @@ import {
 } from '../src/index.js'
 
 const counter = (limit: number) => slidingWindowCounter({ limit, window: '1m' })
-const windowed = (limit: number, window: string) => slidingWindowCounter({ limit, window })
+const windowed = (limit: number, window: Duration) => slidingWindowCounter({ limit, window })
 const fakeClient = { defineCommand: () => {}, del: async () => 0 }
 
 /** The process warnings emitted while `run` runs (they are emitted on the next tick). */

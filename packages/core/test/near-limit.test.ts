@@ -7,6 +7,7 @@ import {
   RateLimitError,
   RateLimiter,
   type RateLimiterOptions,
+  type RateLimitResult,
 } from '../src/index.js'
 import { NearLimitSignals } from '../src/limiter/near-limit.js'
 

@@ -7,6 +7,7 @@ import {
   type OverrideEvent,
   RateLimitError,
   RateLimiter,
+  type RateLimiterOptions,
   type Store,
   tokenBucket,
 } from '../src/index.js'
@@ -23,7 +24,7 @@ async function rejection(run: () => Promise<unknown>): Promise<RateLimitError> {
   throw new Error('expected a rejection')
 }
 
-function operated(rules: Parameters<typeof RateLimiter>[0]['rules'], clock = { now: START }) {
+function operated(rules: RateLimiterOptions['rules'], clock = { now: START }) {
   const store = new MemoryStore({ clock: () => clock.now })
   return { clock, store, limiter: new RateLimiter({ rules, store, overrides: true }) }
 }

@@ -143,7 +143,9 @@ describe('rule options', () => {
 
   it('names the received value in the message', () => {
     expect(errorOf(() => fixedWindow({ limit: -1, window: '1m' })).message).toContain('received -1')
-    expect(errorOf(() => fixedWindow({ limit: 1, window: '1x' })).message).toContain('received "1x"')
+    expect(errorOf(() => fixedWindow({ limit: 1, window: '1x' as Duration })).message).toContain(
+      'received "1x"',
+    )
   })
 
   it('rejects products that would not stay exact', () => {

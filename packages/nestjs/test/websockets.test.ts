@@ -157,9 +157,9 @@ async function connect(platform: Platform, port: number): Promise<Client> {
       socket.emit(event, data, (answer: { ok?: number; error?: string }) => {
         if (answer.error === undefined) client.answered++
       })
-    socket.on('exception', (error) => client.refused.push(error))
+    socket.on('exception', (error: Client['refused'][number]) => client.refused.push(error))
     client.terminate = () => socket.io.engine.close()
-    await once(socket, 'connect')
+    await new Promise<void>((resolve) => socket.once('connect', resolve))
   } else {
     const socket = new WebSocket(`ws://127.0.0.1:${port}/`)
     client.send = (event, data) => socket.send(JSON.stringify({ event, data }))

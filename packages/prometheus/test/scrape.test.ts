@@ -28,7 +28,7 @@ const API = { rules: fixedWindow({ limit: 10, window: '1m', name: 'per-minute' }
 const QUEUE = {
   rules: gcra({ limit: 1, window: '2s', name: 'one-per-2s' }),
   name: 'queue',
-  delay: { max: '1m' },
+  delay: { max: '1m' as const },
 }
 const TENANT = {
   rules: fixedWindow({ limit: 2, window: '1m', name: 'tenant-minute' }),

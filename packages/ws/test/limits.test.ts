@@ -3,14 +3,21 @@
  * 3-master Cluster: a client that floods, one that leaves mid-burst, many connections of one key, the HTTP limit
  * on the upgrade. The same cases run on every server (test/harness.ts): one engine, four bindings.
  */
-import { fixedWindow, MemoryStore, RateLimiter, RedisStore, type Store } from '@ratewindow/core'
+import {
+  type ConcurrencyStore,
+  fixedWindow,
+  MemoryStore,
+  RateLimiter,
+  RedisStore,
+  type Store,
+} from '@ratewindow/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { until } from '../../../test/support/connections.js'
 import { clusterClient, standaloneClient } from '../../../test/support/redis.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
 import { type CommonOptions, type Connected, HARNESSES, type TestClient, type TestServer } from './harness.js'
 
-const STORES: [string, () => Store][] = [
+const STORES: [string, () => Store & ConcurrencyStore][] = [
   ['memory', () => new MemoryStore()],
   ['Redis', () => new RedisStore({ client: standaloneClient() })],
   ['the Cluster', () => new RedisStore({ client: clusterClient() })],
