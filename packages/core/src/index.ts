@@ -73,6 +73,7 @@ export {
   type InspectedRule,
   type Inspection,
   LimiterOverrides,
+  type OperatorOptions,
   type OverrideList,
   type OverrideListOptions,
   type OverrideSetOptions,

@@ -199,8 +199,8 @@ export interface BreakerEvent {
 export type OverrideAction = 'set' | 'delete' | 'block' | 'unblock' | 'give' | 'take'
 
 /**
- * An override change or a manual action, told once the store applied it. Who called it is the application's
- * business: log it beside the event.
+ * An override change or a manual action, told once the store applied it. Who made it is in `actor` when the
+ * caller said (the `actor` option; `@ratewindow/admin` passes what `authorize` returned).
  */
 export interface OverrideEvent {
   /** The limiter's `name`. */
@@ -215,6 +215,8 @@ export interface OverrideEvent {
   units?: number
   /** The key's record as the store keeps it after the change; undefined when nothing is left. */
   record?: OverrideRecord | undefined
+  /** Who made the change, as given in the `actor` option of `set`, `delete`, `block` or `unblock`. */
+  actor?: string
 }
 
 /**

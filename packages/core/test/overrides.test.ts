@@ -85,6 +85,24 @@ describe('overrides: options and validation', () => {
   })
 })
 
+describe('overrides: reading a record', () => {
+  it('`record` reads the override and the block of a key as the store keeps them; `enabled` says whether it can', async () => {
+    const { limiter } = operated(fixedWindow({ limit: 5, window: '1m' }))
+    expect(limiter.overrides.enabled).toBe(true)
+    expect(await limiter.overrides.record('k')).toBeUndefined()
+    await limiter.overrides.set('k', { limit: 9 }, { ttl: '1h' })
+    await limiter.overrides.block('k', { for: '1m', reason: 'r' })
+    expect(await limiter.overrides.record('k')).toEqual({
+      key: 'k',
+      limits: { limit: 9, until: START + 3_600_000 },
+      block: { until: START + 60_000, reason: 'r' },
+    })
+    const plain = new RateLimiter({ rules: fixedWindow({ limit: 5, window: '1m' }) })
+    expect(plain.overrides.enabled).toBe(false)
+    expect((await rejection(() => plain.overrides.record('k'))).code).toBe('ERR_RATEWINDOW_OVERRIDES_OFF')
+  })
+})
+
 describe('overrides: the rules in force', () => {
   it('GCRA and the token bucket: the burst scales with the rate unless given', async () => {
     const { limiter } = operated([
@@ -168,5 +186,34 @@ describe('overrides: events', () => {
       record: { key: 'k', limits: { limit: 9 }, block: { until: START + 60_000, reason: 'r' } },
     })
     expect(events[3]!.record).toBeUndefined()
+    expect(events.some((event) => 'actor' in event)).toBe(false)
+  })
+
+  it('the actor option of set, delete, block and unblock reaches the event, and is validated', async () => {
+    const events: OverrideEvent[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 5, window: '1m' }),
+      store: new MemoryStore({ clock: () => START }),
+      overrides: true,
+      observer: { onOverride: (event) => void events.push(event) },
+    })
+    await limiter.overrides.set('k', { limit: 9 }, { actor: 'ana' })
+    await limiter.overrides.block('k', { for: '1m', actor: 'bo' })
+    await limiter.overrides.unblock('k', { actor: 'cy' })
+    await limiter.overrides.delete('k', { actor: 'di' })
+    expect(events.map(({ action, actor }) => [action, actor])).toEqual([
+      ['set', 'ana'],
+      ['block', 'bo'],
+      ['unblock', 'cy'],
+      ['delete', 'di'],
+    ])
+    await expect(limiter.overrides.unblock('k', { actor: 'x'.repeat(257) })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'actor',
+    })
+    await expect(limiter.overrides.delete('k', { who: 'x' } as never)).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_UNKNOWN_OPTION',
+    })
+    expect(events).toHaveLength(4)
   })
 })

@@ -19,19 +19,28 @@ import type { OverrideAction, OverrideEvent } from '../observe.js'
 import { toResult } from '../result.js'
 import type { Decision, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
-import { RateLimitError, requireObject } from '../support/errors.js'
+import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
 import { type RequestBase, storeRequest } from './request.js'
 
+/** Who made a change (`overrides.delete`, `unblock`; also in the options of `set` and `block`). */
+export interface OperatorOptions {
+  /**
+   * Who made the change (an operator, a tool), passed as it is into the `onOverride` event (`event.actor`); kept
+   * nowhere else. At most 256 characters.
+   */
+  actor?: string
+}
+
 /** Options of `overrides.set`. */
-export interface OverrideSetOptions {
+export interface OverrideSetOptions extends OperatorOptions {
   /** The override ends this long after it was set, on the store's clock (or at its `until`, if earlier). */
   ttl?: Duration
 }
 
 /** Options of `block`. */
-export interface BlockOptions {
+export interface BlockOptions extends OperatorOptions {
   /** How long the key stays blocked, from now on the store's clock. At most '24d'. */
   for: Duration
   /** Why: for observers and `inspect`, never sent to the client. At most 256 characters. */
@@ -108,8 +117,10 @@ export interface OperatorHooks {
   onOverride: ((event: OverrideEvent) => void) | undefined
 }
 
-const SET_OPTIONS = namesOf<OverrideSetOptions>({ ttl: true })
-const BLOCK_OPTIONS = namesOf<BlockOptions>({ for: true, reason: true })
+const SET_OPTIONS = namesOf<OverrideSetOptions>({ ttl: true, actor: true })
+const BLOCK_OPTIONS = namesOf<BlockOptions>({ for: true, reason: true, actor: true })
+const OPERATOR_OPTIONS = namesOf<OperatorOptions>({ actor: true })
+const MAX_ACTOR = 256
 const LIST_OPTIONS = namesOf<OverrideListOptions>({ cursor: true, count: true })
 
 /**
@@ -155,11 +166,17 @@ export class LimiterOverrides {
     const limits = parseLimitOverride(override, target.rules)
     requireObject(options, 'options', "{ ttl: '7d' }")
     rejectUnknownOptions(options, SET_OPTIONS, 'overrides.set')
+    const actor = parseActor(options.actor)
     const change: OverrideChange = { limits }
     if (options.ttl !== undefined) change.ttlMs = parseTimerDuration(options.ttl, 'ttl')
     const record = await update(target, scope, key, change, 'overrides.set')
     target.forget(key)
-    tell(target, { key, action: 'set', override: limits, record })
+    tell(target, { key, action: 'set', override: limits, record }, actor)
+  }
+
+  /** Whether the limiter has `overrides: true` (else `set`, `get`, `delete`, `list`, `block`, `unblock` reject). */
+  get enabled(): boolean {
+    return this.scope !== undefined
   }
 
   /** The override in force for `key`, or undefined. */
@@ -168,14 +185,20 @@ export class LimiterOverrides {
     return record?.limits
   }
 
+  /** The record of `key` as the store keeps it (its override and its manual block), or undefined when it has none. */
+  record(key: string): Promise<OverrideRecord | undefined> {
+    return read(this.#target, key, 'overrides.record')
+  }
+
   /** Removes the override of `key` (a manual block stays). */
-  async delete(key: string): Promise<void> {
+  async delete(key: string, options: OperatorOptions = {}): Promise<void> {
     const target = this.#target
     const scope = requireScope(target, 'overrides.delete')
     keyArgument(key)
+    const actor = operatorOptions(options, 'overrides.delete')
     const record = await update(target, scope, key, { limits: null }, 'overrides.delete')
     target.forget(key)
-    tell(target, { key, action: 'delete', record })
+    tell(target, { key, action: 'delete', record }, actor)
   }
 
   /**
@@ -212,21 +235,23 @@ export class LimiterOverrides {
     rejectUnknownOptions(options, BLOCK_OPTIONS, 'block')
     const forMs = parseTimerDuration(options.for, 'for')
     const reason = parseReason(options.reason)
+    const actor = parseActor(options.actor)
     const change: OverrideChange = { block: reason === undefined ? { forMs } : { forMs, reason } }
     const record = await update(target, scope, key, change, 'block')
     const placed = record?.block ?? { until: 0 }
-    tell(target, { key, action: 'block', block: placed, record })
+    tell(target, { key, action: 'block', block: placed, record }, actor)
     return placed
   }
 
   /** `unblock`: ends the manual block of `key` (an override stays). */
-  async unblock(key: string): Promise<void> {
+  async unblock(key: string, options: OperatorOptions = {}): Promise<void> {
     const target = this.#target
     const scope = requireScope(target, 'unblock')
     keyArgument(key)
+    const actor = operatorOptions(options, 'unblock')
     const record = await update(target, scope, key, { block: null }, 'unblock')
     target.forget(key)
-    tell(target, { key, action: 'unblock', record })
+    tell(target, { key, action: 'unblock', record }, actor)
   }
 
   /** `give`: gives `units` back to every rule of `key` now, as far as each holds them. */
@@ -322,9 +347,32 @@ async function read(target: OperatorTarget, key: string, call: string): Promise<
   return target.gateway.operate(call, () => store.readOverride!(scope, key))
 }
 
+/** The `actor` of `delete` and `unblock`, their only option. */
+function operatorOptions(options: OperatorOptions, method: string): string | undefined {
+  requireObject(options, 'options', "{ actor: 'support:ana' }")
+  rejectUnknownOptions(options, OPERATOR_OPTIONS, method)
+  return parseActor(options.actor)
+}
+
+function parseActor(value: unknown): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || value.length > MAX_ACTOR)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'actor',
+      value,
+      `a string of at most ${MAX_ACTOR} characters`,
+    )
+  return value
+}
+
 function tell(
   target: OperatorTarget,
-  event: Omit<OverrideEvent, 'limiter'> & { action: OverrideAction },
+  event: Omit<OverrideEvent, 'limiter' | 'actor'> & { action: OverrideAction },
+  actor?: string,
 ): void {
-  target.onOverride?.({ limiter: target.name, ...event })
+  if (target.onOverride === undefined) return
+  const told: OverrideEvent = { limiter: target.name, ...event }
+  if (actor !== undefined) told.actor = actor
+  target.onOverride(told)
 }
