@@ -1,0 +1,5 @@
+export { type AdminHandler, adminHandler } from './handler.js'
+export type { AdminHandlerOptions, AdminLimiter, Authorization } from './options.js'
+export type { AdminErrorCode } from './reply.js'
+export { MAX_KEY_LENGTH } from './routes.js'
+export { AdminStats, type AdminStatsOptions, type AdminStatsView, adminStats } from './stats.js'

@@ -1,0 +1,196 @@
+import {
+  type BlockOptions,
+  type Inspection,
+  type LimitOverride,
+  namesOf,
+  type OverrideList,
+  type OverrideRecord,
+  type OverrideSetOptions,
+  rejectUnknownOptions,
+} from '@ratewindow/core'
+import type { AdminConfig, AdminLimiter } from './options.js'
+import { AdminError } from './reply.js'
+import type { AdminStatsView } from './stats.js'
+
+/** One request, matched: the limiter and key of its path, its query, its body (actions), who called. */
+export interface Call {
+  config: AdminConfig
+  limiter: AdminLimiter
+  key: string
+  query: URLSearchParams
+  body: Record<string, unknown>
+  actor: string | undefined
+}
+
+export interface Route {
+  method: 'GET' | 'POST'
+  /** Path segments; `:limiter` and `:key` take one segment each (URL-decoded). */
+  path: readonly string[]
+  /** Body fields an action takes, or query names a reading takes. */
+  names: readonly string[]
+  run(call: Call): Promise<unknown> | unknown
+}
+
+/** The longest client key the endpoint takes in a path (an override or block keeps at most 128 characters). */
+export const MAX_KEY_LENGTH = 1024
+
+/** `GET /limiters`: each limiter, its rules and whether it takes overrides. */
+function limiters({ config }: Call) {
+  return {
+    limiters: [...config.limiters.values()].map((limiter) => ({
+      name: limiter.name,
+      rules: limiter.rules.map((rule) => ({
+        name: rule.name,
+        algorithm: rule.algorithm,
+        limit: rule.limit,
+        window: rule.windowMs,
+      })),
+      overrides: limiter.overrides.enabled,
+    })),
+  }
+}
+
+const OK = { ok: true } as const
+const NONE: readonly string[] = []
+const BLOCK = namesOf<Omit<BlockOptions, 'actor'>>({ for: true, reason: true })
+const SET = namesOf<{ override: LimitOverride } & Omit<OverrideSetOptions, 'actor'>>({
+  override: true,
+  ttl: true,
+})
+
+/** The record of `key` once an action applied, or `{ key }` when nothing is left. */
+async function recordAfter({ limiter, key }: Call): Promise<OverrideRecord> {
+  return (await limiter.overrides.record(key)) ?? { key }
+}
+
+/** Every route of the contract (docs/operations.md, "Admin endpoint"). GET reads; POST acts. */
+export const ROUTES: readonly Route[] = [
+  { method: 'GET', path: ['limiters'], names: NONE, run: limiters },
+  {
+    method: 'GET',
+    path: ['limiters', ':limiter', 'keys', ':key'],
+    names: NONE,
+    run: ({ limiter, key }): Promise<Inspection> => limiter.overrides.inspect(key),
+  },
+  {
+    method: 'POST',
+    path: ['limiters', ':limiter', 'keys', ':key', 'reset'],
+    names: NONE,
+    run: async ({ limiter, key }) => {
+      await limiter.reset(key)
+      return OK
+    },
+  },
+  {
+    method: 'POST',
+    path: ['limiters', ':limiter', 'keys', ':key', 'block'],
+    names: BLOCK,
+    run: async (call) => {
+      const { for: duration, reason } = call.body as unknown as BlockOptions
+      const options: BlockOptions = { for: duration }
+      if (reason !== undefined) options.reason = reason
+      if (call.actor !== undefined) options.actor = call.actor
+      await call.limiter.overrides.block(call.key, options)
+      return recordAfter(call)
+    },
+  },
+  {
+    method: 'POST',
+    path: ['limiters', ':limiter', 'keys', ':key', 'unblock'],
+    names: NONE,
+    run: async ({ limiter, key, actor }) => {
+      await limiter.overrides.unblock(key, actor === undefined ? {} : { actor })
+      return OK
+    },
+  },
+  {
+    method: 'GET',
+    path: ['limiters', ':limiter', 'overrides'],
+    names: ['cursor', 'count'],
+    run: async ({ limiter, query }) => {
+      const cursor = query.get('cursor') || undefined
+      const count = query.has('count') ? wholeQuery(query.get('count')!, 'count') : undefined
+      const page: OverrideList = await limiter.overrides.list({
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(count === undefined ? {} : { count }),
+      })
+      return { records: page.records, cursor: page.cursor ?? null }
+    },
+  },
+  {
+    method: 'GET',
+    path: ['limiters', ':limiter', 'overrides', ':key'],
+    names: NONE,
+    run: async ({ limiter, key }) => {
+      const record = await limiter.overrides.record(key)
+      if (record === undefined)
+        throw new AdminError(
+          404,
+          'ERR_RATEWINDOW_NOT_FOUND',
+          `No override or block for this key in ${limiter.name}.`,
+        )
+      return record
+    },
+  },
+  {
+    method: 'POST',
+    path: ['limiters', ':limiter', 'overrides', ':key'],
+    names: SET,
+    run: async (call) => {
+      const { override, ttl } = call.body as { override?: unknown; ttl?: OverrideSetOptions['ttl'] }
+      if (override === undefined)
+        throw new AdminError(
+          400,
+          'ERR_RATEWINDOW_INVALID_REQUEST',
+          'The body needs `override`, e.g. { "override": { "limit": 1000 } }.',
+        )
+      const options: OverrideSetOptions = {}
+      if (ttl !== undefined) options.ttl = ttl
+      if (call.actor !== undefined) options.actor = call.actor
+      await call.limiter.overrides.set(call.key, override as LimitOverride, options)
+      return recordAfter(call)
+    },
+  },
+  {
+    method: 'POST',
+    path: ['limiters', ':limiter', 'overrides', ':key', 'delete'],
+    names: NONE,
+    run: async ({ limiter, key, actor }) => {
+      await limiter.overrides.delete(key, actor === undefined ? {} : { actor })
+      return OK
+    },
+  },
+  {
+    method: 'GET',
+    path: ['stats'],
+    names: ['count'],
+    run: ({ config, query }): AdminStatsView => {
+      if (config.stats === undefined)
+        throw new AdminError(
+          404,
+          'ERR_RATEWINDOW_NOT_FOUND',
+          'No stats: give the endpoint `stats: adminStats()` and the limiters `observer: stats`.',
+        )
+      const count = query.has('count') ? wholeQuery(query.get('count')!, 'count') : 20
+      return config.stats.view(Math.min(count, config.stats.capacity))
+    },
+  },
+]
+
+/** A query parameter that must be a whole number of at least 1. */
+function wholeQuery(value: string, name: string): number {
+  const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
+  if (number >= 1) return number
+  throw new AdminError(
+    400,
+    'ERR_RATEWINDOW_INVALID_REQUEST',
+    `\`${name}\` must be a whole number of at least 1; received ${JSON.stringify(value.slice(0, 40))}.`,
+  )
+}
+
+/** Rejects query names or body fields a route does not take (typos would otherwise be ignored). */
+export function rejectUnknown(route: Route, call: Call): void {
+  const label = `${route.method} /${route.path.join('/')}`
+  if (route.method === 'POST') rejectUnknownOptions(call.body, route.names, label)
+  else rejectUnknownOptions(Object.fromEntries(call.query), route.names, label)
+}
