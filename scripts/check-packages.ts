@@ -40,6 +40,7 @@ const packages = [
   'nestjs',
   'otel',
   'prometheus',
+  'admin',
   'graphql',
   'testing',
   'trpc',
@@ -461,6 +462,84 @@ function cliRun(moduleSystem: 'esm' | 'cjs'): string {
   const manifest = createRequire(join(process.cwd(), 'x.js')).resolve('@ratewindow/cli/package.json')
   const bin = join(dirname(manifest), ${load('node:fs')}.readFileSync(manifest, 'utf8').match(/"ratewindow": "([^"]+)"/)[1])
   if (!execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' }).includes('Exit codes')) throw new Error('the bin did not answer --help')
+  console.log('ok')
+}
+main().catch((error) => { console.error(error); process.exit(1) })
+`
+}
+
+/** @ratewindow/admin: the handler with its stats, and each framework's mount, typed against the frameworks' own types. */
+const ADMIN_PROGRAM = `import { fixedWindow, MemoryStore, RateLimiter } from '@ratewindow/core'
+import { type AdminHandler, type AdminStatsView, adminHandler, adminStats } from '@ratewindow/admin'
+import { expressAdmin } from '@ratewindow/admin/express'
+import { fastifyAdmin } from '@ratewindow/admin/fastify'
+import { honoAdmin } from '@ratewindow/admin/hono'
+import { nestAdmin } from '@ratewindow/admin/nestjs'
+import express from 'express'
+import fastify from 'fastify'
+import { Hono } from 'hono'
+
+const stats = adminStats({ capacity: 100 })
+const api = new RateLimiter({
+  rules: fixedWindow({ limit: 10, window: '1m' }),
+  store: new MemoryStore(),
+  name: 'api',
+  overrides: true,
+  observer: stats,
+})
+export const admin: AdminHandler = adminHandler({
+  limiters: [api],
+  authorize: (request: Request) => request.headers.get('authorization') === 'Bearer t' && 'ops',
+  stats,
+  basePath: '/_ratewindow',
+})
+export const view: AdminStatsView = stats.view(10)
+express().use(expressAdmin(admin))
+new Hono().use(honoAdmin(admin))
+export const registered = fastify().register(fastifyAdmin(admin))
+export const nest: (request: import('node:http').IncomingMessage, response: import('node:http').ServerResponse, next: () => void) => unknown = nestAdmin(admin)
+`
+
+/**
+ * The Koa mount, in a project of its own: beside Express 5, npm hoists content-disposition 1 (typed), whose types
+ * @types/koa cannot read under TypeScript 7's lib checks.
+ */
+const ADMIN_KOA_PROGRAM = `import { adminHandler } from '@ratewindow/admin'
+import { koaAdmin } from '@ratewindow/admin/koa'
+import { RateLimiter, fixedWindow } from '@ratewindow/core'
+import Koa from 'koa'
+
+const api = new RateLimiter({ rules: fixedWindow({ limit: 10, window: '1m' }), name: 'api' })
+export const app = new Koa().use(koaAdmin(adminHandler({ limiters: [api], authorize: () => true })))
+`
+
+/**
+ * Runtime check of @ratewindow/admin on Express: refused without the token, a key blocked through HTTP and refused at
+ * its next decision, then /stats counting that refusal.
+ */
+function adminRun(moduleSystem: 'esm' | 'cjs'): string {
+  const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
+  return `async function main() {
+  const { RateLimiter, fixedWindow } = ${load('@ratewindow/core')}
+  const { adminHandler, adminStats } = ${load('@ratewindow/admin')}
+  const { expressAdmin } = ${load('@ratewindow/admin/express')}
+  const express = ${load('express')}.default ?? ${load('express')}
+  const stats = adminStats()
+  const api = new RateLimiter({ rules: fixedWindow({ limit: 5, window: '1m' }), name: 'api', overrides: true, observer: stats })
+  const admin = adminHandler({ limiters: [api], authorize: (request) => request.headers.get('authorization') === 'Bearer t' && 'ops', stats, basePath: '/_rw' })
+  const app = express()
+  app.use(expressAdmin(admin))
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  const base = 'http://127.0.0.1:' + server.address().port + '/_rw'
+  const auth = { authorization: 'Bearer t', 'content-type': 'application/json' }
+  const refused = await fetch(base + '/limiters')
+  const blocked = await fetch(base + '/limiters/api/keys/k%2F1/block', { method: 'POST', headers: auth, body: '{"for":"1h"}' })
+  const decision = await api.limit('k/1')
+  const view = await (await fetch(base + '/stats', { headers: auth })).json()
+  server.close()
+  const seen = [refused.status, blocked.status, decision.allowed, view.refused[0] && view.refused[0].key].join()
+  if (seen !== '401,200,false,k/1') throw new Error('admin ' + seen)
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })
@@ -1154,6 +1233,22 @@ const projects: Project[] = [
     dependencies: ['@types/node@20'],
     programs: { 'cli.ts': CLI_PROGRAM },
     runs: { 'run-cli.mjs': cliRun('esm'), 'run-cli.cjs': cliRun('cjs') },
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'admin',
+    tarballs: ['core', 'admin'],
+    dependencies: ['express@5', '@types/express@5', 'fastify@5', 'hono@4', '@types/node@20'],
+    programs: { 'admin.ts': ADMIN_PROGRAM },
+    runs: { 'run-admin.mjs': adminRun('esm'), 'run-admin.cjs': adminRun('cjs') },
+    typescripts: ['5.9', '7'],
+  },
+  {
+    name: 'admin-koa',
+    tarballs: ['core', 'admin'],
+    dependencies: ['koa@3', '@types/koa@3', '@types/node@20'],
+    programs: { 'admin-koa.ts': ADMIN_KOA_PROGRAM },
+    runs: {},
     typescripts: ['5.9', '7'],
   },
   {
