@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Controller, Get, Headers, HttpException, type MiddlewareConsumer, Module } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
+import { FastifyAdapter } from '@nestjs/platform-fastify'
 import type { RateLimiter } from '@ratewindow/core'
 import express from 'express'
 import fastify from 'fastify'
@@ -91,32 +92,39 @@ const onHono: Mount = async (api, admin) => {
   return listening(server)
 }
 
-const onNest: Mount = async (api, admin) => {
-  @Controller()
-  class ApiController {
-    @Get('api')
-    async get(@Headers('x-key') key: string | undefined) {
-      const { status, text } = await decide(api, key ?? '')
-      if (status !== 200) throw new HttpException(text, status)
-      return text
+/** A Nest app with the admin middleware, on platform-express (Nest's default) or platform-fastify. */
+const onNest =
+  (platform: 'express' | 'fastify'): Mount =>
+  async (api, admin) => {
+    @Controller()
+    class ApiController {
+      @Get('api')
+      async get(@Headers('x-key') key: string | undefined) {
+        const { status, text } = await decide(api, key ?? '')
+        if (status !== 200) throw new HttpException(text, status)
+        return text
+      }
     }
-  }
-  @Module({ controllers: [ApiController] })
-  class AppModule {
-    configure(consumer: MiddlewareConsumer) {
-      consumer.apply(nestAdmin(admin)).forRoutes('*')
+    @Module({ controllers: [ApiController] })
+    class AppModule {
+      configure(consumer: MiddlewareConsumer) {
+        consumer.apply(nestAdmin(admin)).forRoutes('*')
+      }
     }
+    const app =
+      platform === 'express'
+        ? await NestFactory.create(AppModule, { logger: false })
+        : await NestFactory.create(AppModule, new FastifyAdapter(), { logger: false })
+    await app.listen(0, '127.0.0.1')
+    const running = await listening(app.getHttpServer() as Server)
+    return { ...running, close: () => app.close() }
   }
-  const app = await NestFactory.create(AppModule, { logger: false })
-  await app.listen(0, '127.0.0.1')
-  const running = await listening(app.getHttpServer() as Server)
-  return { ...running, close: () => app.close() }
-}
 
 export const MOUNTS: Record<string, Mount> = {
   Express: onExpress,
   Koa: onKoa,
   Fastify: onFastify,
   'Hono on Node': onHono,
-  NestJS: onNest,
+  NestJS: onNest('express'),
+  'NestJS on Fastify': onNest('fastify'),
 }

@@ -1,8 +1,8 @@
 /**
- * Issue 35, item 2: the admin endpoint through each mount (Express, Koa, Fastify, Hono on Node, NestJS) on real
- * servers, on the memory store and (Express, Fastify) on a real Redis: inspect, block, override and reset through
- * HTTP, each honoured at the app's next decision; refused without authorization; GET never acts; `/stats` after a
- * scripted sequence; the endpoint's own limit.
+ * Issue 35, item 2: the admin endpoint through each mount (Express, Koa, Fastify, Hono on Node, NestJS on both
+ * platforms) on real servers, on the memory store and (Express, Fastify) on a real Redis: inspect, block, override
+ * and reset through HTTP, each honoured at the app's next decision; refused without authorization; GET never acts;
+ * `/stats` after a scripted sequence; the endpoint's own limit.
  */
 import {
   fixedWindow,
@@ -94,6 +94,7 @@ async function start(mount: string, store: Store, options: { limit?: number } = 
 const FRAMEWORK_ANSWERS: Record<string, string[]> = {
   Fastify: ['bad URL encoding'],
   NestJS: ['bad JSON', 'bad URL encoding'],
+  'NestJS on Fastify': ['bad URL encoding'],
 }
 
 const stores: Record<string, () => Store> = {
