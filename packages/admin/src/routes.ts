@@ -109,7 +109,7 @@ export const ROUTES: readonly Route[] = [
     names: ['cursor', 'count'],
     run: async ({ limiter, query }) => {
       const cursor = query.get('cursor') || undefined
-      const count = query.has('count') ? wholeQuery(query.get('count')!, 'count') : undefined
+      const count = wholeQuery(query, 'count')
       const page: OverrideList = await limiter.overrides.list({
         ...(cursor === undefined ? {} : { cursor }),
         ...(count === undefined ? {} : { count }),
@@ -171,14 +171,16 @@ export const ROUTES: readonly Route[] = [
           'ERR_RATEWINDOW_NOT_FOUND',
           'No stats: give the endpoint `stats: adminStats()` and the limiters `observer: stats`.',
         )
-      const count = query.has('count') ? wholeQuery(query.get('count')!, 'count') : 20
+      const count = wholeQuery(query, 'count') ?? 20
       return config.stats.view(Math.min(count, config.stats.capacity))
     },
   },
 ]
 
-/** A query parameter that must be a whole number of at least 1. */
-function wholeQuery(value: string, name: string): number {
+/** A query parameter that must be a whole number of at least 1; undefined when absent or empty (`?count=`). */
+function wholeQuery(query: URLSearchParams, name: string): number | undefined {
+  const value = query.get(name) ?? ''
+  if (value === '') return undefined
   const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
   if (number >= 1) return number
   throw new AdminError(
