@@ -99,7 +99,24 @@ describe('overrides: reading a record', () => {
     })
     const plain = new RateLimiter({ rules: fixedWindow({ limit: 5, window: '1m' }) })
     expect(plain.overrides.enabled).toBe(false)
+    expect(limiter.overrides.limiter).toBe(limiter.name)
+    expect(limiter.overrides.rules).toBe(limiter.rules)
     expect((await rejection(() => plain.overrides.record('k'))).code).toBe('ERR_RATEWINDOW_OVERRIDES_OFF')
+  })
+})
+
+describe('overrides: reset through the handle', () => {
+  it('`reset` forgets the counters as the limiter does, and keeps the override and the block', async () => {
+    const { limiter } = operated(fixedWindow({ limit: 2, window: '1m' }))
+    await limiter.limit('k')
+    await limiter.limit('k')
+    await limiter.overrides.set('k', { limit: 3 })
+    expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({ used: 2, limit: 3 })
+    await limiter.overrides.reset('k')
+    expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({ used: 0, limit: 3 })
+    await limiter.overrides.block('k', { for: '1m' })
+    await limiter.overrides.reset('k')
+    expect((await limiter.limit('k')).manualBlock).toBeDefined()
   })
 })
 

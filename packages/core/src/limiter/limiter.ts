@@ -115,6 +115,7 @@ export class RateLimiter {
     this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
     this.overrides = new LimiterOverrides(this, this.#store, config.overrides, {
       forget: (key) => this.#blocked?.delete(key),
+      reset: (key) => this.reset(key),
       onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
     })
     this.#ledger = new GiveBackLedger({

@@ -100,6 +100,7 @@ export interface Inspection {
 /** What the operator needs of its limiter. */
 interface OperatorTarget {
   readonly name: string
+  reset(key: string): Promise<void>
   readonly rules: readonly Rule[]
   /** The override scope (`overrides: true`), else undefined. */
   readonly scope: string | undefined
@@ -114,6 +115,8 @@ interface OperatorTarget {
 /** What the limiter hands its operator besides itself and its gateway. */
 export interface OperatorHooks {
   forget(key: string): void
+  /** The limiter's `reset`: every rule set of it, shadow rules included. */
+  reset(key: string): Promise<void>
   onOverride: ((event: OverrideEvent) => void) | undefined
 }
 
@@ -177,6 +180,24 @@ export class LimiterOverrides {
   /** Whether the limiter has `overrides: true` (else `set`, `get`, `delete`, `list`, `block`, `unblock` reject). */
   get enabled(): boolean {
     return this.scope !== undefined
+  }
+
+  /** The limiter's `name`: what its events and an admin endpoint call it. */
+  get limiter(): string {
+    return this.#target.name
+  }
+
+  /** The limiter's rules, as coded (an override changes a key's limits, never these). */
+  get rules(): readonly Rule[] {
+    return this.#target.rules
+  }
+
+  /**
+   * `reset`: forgets the counters of `key` (the limiter's `reset`), so that a middleware's handle resets as its
+   * limiter does. An override and a block stay: `delete` and `unblock` end them.
+   */
+  reset(key: string): Promise<void> {
+    return this.#target.reset(key)
   }
 
   /** The override in force for `key`, or undefined. */
