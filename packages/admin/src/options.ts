@@ -1,8 +1,10 @@
 import {
   type Duration,
   invalid,
+  type LimiterOverrides,
   MemoryStore,
   namesOf,
+  RateLimitError,
   RateLimiter,
   rejectUnknownOptions,
   requireObject,
@@ -11,8 +13,11 @@ import {
 import { AdminStats } from './stats.js'
 import { isFunction, positiveWhole } from './validate.js'
 
-/** What the endpoint needs of a limiter: a `RateLimiter` fits. */
-export type AdminLimiter = Pick<RateLimiter, 'name' | 'rules' | 'overrides' | 'reset'>
+/**
+ * A limiter the endpoint operates: a `RateLimiter`, a middleware of an adapter (Express, Koa, Hono: anything with
+ * `overrides`), or an operator handle itself (`app.rateLimit.overrides({ name })` on Fastify).
+ */
+export type AdminLimiter = LimiterOverrides | { readonly overrides: LimiterOverrides }
 
 /**
  * What `authorize` answers: `true`, or the caller's name (the actor, passed into the limiters' override events),
@@ -22,7 +27,7 @@ export type Authorization = boolean | string | null | undefined
 
 /** Options of `adminHandler()`. */
 export interface AdminHandlerOptions {
-  /** The limiters it operates, each by its `name` (`/limiters/:name/…`). */
+  /** The limiters it operates, each by its `name` (`/limiters/:name/…`): `RateLimiter`s, middlewares or handles. */
   limiters: readonly AdminLimiter[]
   /**
    * Runs first for every request (after the endpoint's own limit): `true` or an actor name lets it in. Required:
@@ -46,7 +51,8 @@ export interface AdminHandlerOptions {
 
 /** Every option resolved. */
 export interface AdminConfig {
-  limiters: ReadonlyMap<string, AdminLimiter>
+  /** Each limiter's operator handle, by the limiter's name. */
+  limiters: ReadonlyMap<string, LimiterOverrides>
   authorize: AdminHandlerOptions['authorize']
   stats: AdminStats | undefined
   basePath: string
@@ -116,21 +122,45 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
   }
 }
 
-function limitersByName(limiters: unknown): Map<string, AdminLimiter> {
+function limitersByName(limiters: unknown): Map<string, LimiterOverrides> {
   if (!Array.isArray(limiters) || limiters.length === 0)
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'limiters', limiters, 'a non-empty array of RateLimiters')
-  const byName = new Map<string, AdminLimiter>()
-  limiters.forEach((limiter: AdminLimiter, i) => {
-    if (typeof limiter?.name !== 'string' || typeof limiter.overrides?.inspect !== 'function')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', `limiters[${i}]`, limiter, 'a RateLimiter')
-    if (byName.has(limiter.name))
+  const byName = new Map<string, LimiterOverrides>()
+  limiters.forEach((limiter: unknown, i) => {
+    const handle = handleOf(limiter, `limiters[${i}]`)
+    if (byName.has(handle.limiter))
       throw invalid(
         'ERR_RATEWINDOW_INVALID_OPTION',
         `limiters[${i}]`,
-        limiter.name,
-        'a limiter of a name no other has (the `name` option of each RateLimiter names it in the URL)',
+        handle.limiter,
+        'a limiter of a name no other has (the `name` option of each limiter names it in the URL)',
       )
-    byName.set(limiter.name, limiter)
+    byName.set(handle.limiter, handle)
   })
   return byName
+}
+
+/** The operator handle of a limiter, a middleware or a handle: what has `inspect` and a limiter name. */
+function handleOf(limiter: unknown, option: string): LimiterOverrides {
+  const isHandle = (value: unknown): value is LimiterOverrides =>
+    typeof (value as LimiterOverrides | undefined)?.inspect === 'function' &&
+    typeof (value as LimiterOverrides).limiter === 'string'
+  if (isHandle(limiter)) return limiter
+  let handle: unknown
+  try {
+    handle = (limiter as { overrides?: unknown } | undefined)?.overrides
+  } catch (error) {
+    // A middleware with a `rules` function has no handle before its first request: say so, naming the entry.
+    throw new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', `\`${option}\`: ${(error as Error).message}`, {
+      option,
+      cause: error,
+    })
+  }
+  if (isHandle(handle)) return handle
+  throw invalid(
+    'ERR_RATEWINDOW_INVALID_OPTION',
+    option,
+    limiter,
+    'a RateLimiter, a middleware or its `overrides`',
+  )
 }

@@ -1,6 +1,7 @@
 import {
   type BlockOptions,
   type Inspection,
+  type LimiterOverrides,
   type LimitOverride,
   namesOf,
   type OverrideList,
@@ -8,14 +9,15 @@ import {
   type OverrideSetOptions,
   rejectUnknownOptions,
 } from '@ratewindow/core'
-import type { AdminConfig, AdminLimiter } from './options.js'
+import type { AdminConfig } from './options.js'
 import { AdminError } from './reply.js'
 import type { AdminStatsView } from './stats.js'
 
 /** One request, matched: the limiter and key of its path, its query, its body (actions), who called. */
 export interface Call {
   config: AdminConfig
-  limiter: AdminLimiter
+  /** The limiter's operator handle (`limiter.overrides`). */
+  limiter: LimiterOverrides
   key: string
   query: URLSearchParams
   body: Record<string, unknown>
@@ -38,14 +40,14 @@ export const MAX_KEY_LENGTH = 1024
 function limiters({ config }: Call) {
   return {
     limiters: [...config.limiters.values()].map((limiter) => ({
-      name: limiter.name,
+      name: limiter.limiter,
       rules: limiter.rules.map((rule) => ({
         name: rule.name,
         algorithm: rule.algorithm,
         limit: rule.limit,
         window: rule.windowMs,
       })),
-      overrides: limiter.overrides.enabled,
+      overrides: limiter.enabled,
     })),
   }
 }
@@ -60,7 +62,7 @@ const SET = namesOf<{ override: LimitOverride } & Omit<OverrideSetOptions, 'acto
 
 /** The record of `key` once an action applied, or `{ key }` when nothing is left. */
 async function recordAfter({ limiter, key }: Call): Promise<OverrideRecord> {
-  return (await limiter.overrides.record(key)) ?? { key }
+  return (await limiter.record(key)) ?? { key }
 }
 
 /** Every route of the contract (docs/operations.md, "Admin endpoint"). GET reads; POST acts. */
@@ -70,7 +72,7 @@ export const ROUTES: readonly Route[] = [
     method: 'GET',
     path: ['limiters', ':limiter', 'keys', ':key'],
     names: NONE,
-    run: ({ limiter, key }): Promise<Inspection> => limiter.overrides.inspect(key),
+    run: ({ limiter, key }): Promise<Inspection> => limiter.inspect(key),
   },
   {
     method: 'POST',
@@ -90,7 +92,7 @@ export const ROUTES: readonly Route[] = [
       const options: BlockOptions = { for: duration }
       if (reason !== undefined) options.reason = reason
       if (call.actor !== undefined) options.actor = call.actor
-      await call.limiter.overrides.block(call.key, options)
+      await call.limiter.block(call.key, options)
       return recordAfter(call)
     },
   },
@@ -99,7 +101,7 @@ export const ROUTES: readonly Route[] = [
     path: ['limiters', ':limiter', 'keys', ':key', 'unblock'],
     names: NONE,
     run: async ({ limiter, key, actor }) => {
-      await limiter.overrides.unblock(key, actor === undefined ? {} : { actor })
+      await limiter.unblock(key, actor === undefined ? {} : { actor })
       return OK
     },
   },
@@ -110,7 +112,7 @@ export const ROUTES: readonly Route[] = [
     run: async ({ limiter, query }) => {
       const cursor = query.get('cursor') || undefined
       const count = wholeQuery(query, 'count')
-      const page: OverrideList = await limiter.overrides.list({
+      const page: OverrideList = await limiter.list({
         ...(cursor === undefined ? {} : { cursor }),
         ...(count === undefined ? {} : { count }),
       })
@@ -122,12 +124,12 @@ export const ROUTES: readonly Route[] = [
     path: ['limiters', ':limiter', 'overrides', ':key'],
     names: NONE,
     run: async ({ limiter, key }) => {
-      const record = await limiter.overrides.record(key)
+      const record = await limiter.record(key)
       if (record === undefined)
         throw new AdminError(
           404,
           'ERR_RATEWINDOW_NOT_FOUND',
-          `No override or block for this key in ${limiter.name}.`,
+          `No override or block for this key in ${limiter.limiter}.`,
         )
       return record
     },
@@ -147,7 +149,7 @@ export const ROUTES: readonly Route[] = [
       const options: OverrideSetOptions = {}
       if (ttl !== undefined) options.ttl = ttl
       if (call.actor !== undefined) options.actor = call.actor
-      await call.limiter.overrides.set(call.key, override as LimitOverride, options)
+      await call.limiter.set(call.key, override as LimitOverride, options)
       return recordAfter(call)
     },
   },
@@ -156,7 +158,7 @@ export const ROUTES: readonly Route[] = [
     path: ['limiters', ':limiter', 'overrides', ':key', 'delete'],
     names: NONE,
     run: async ({ limiter, key, actor }) => {
-      await limiter.overrides.delete(key, actor === undefined ? {} : { actor })
+      await limiter.delete(key, actor === undefined ? {} : { actor })
       return OK
     },
   },

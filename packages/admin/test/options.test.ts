@@ -3,6 +3,7 @@
  * and a failing store do to an answer, and the Space-Saving sketch behind `GET /stats`.
  */
 import { fixedWindow, MemoryStore, RateLimiter, RedisStore, type Store } from '@ratewindow/core'
+import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
@@ -44,6 +45,11 @@ describe('adminHandler options', () => {
         expect.objectContaining({ code, option }),
       )
     }
+    // A middleware whose rules come from a function has no limiter yet: refused, naming the entry.
+    const perPlan = expressRateLimit({ rules: () => fixedWindow({ limit: 2, window: '1m' }) })
+    expect(() => adminHandler({ limiters: [perPlan], authorize })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'limiters[0]' }),
+    )
     expect(() => adminHandler({ limiters: [limiter()], authorize, authorise: authorize } as never)).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
     )
