@@ -33,6 +33,9 @@ export interface Route {
   run(call: Call): Promise<unknown> | unknown
 }
 
+/** The largest `count` of an overrides page: a hint to the store's scan, kept to what one answer should carry. */
+const MAX_PAGE = 1000
+
 /** The longest client key the endpoint takes in a path (an override or block keeps at most 128 characters). */
 export const MAX_KEY_LENGTH = 1024
 
@@ -111,7 +114,7 @@ export const ROUTES: readonly Route[] = [
     names: ['cursor', 'count'],
     run: async ({ limiter, query }) => {
       const cursor = query.get('cursor') || undefined
-      const count = wholeQuery(query, 'count')
+      const count = wholeQuery(query, 'count', MAX_PAGE)
       const page: OverrideList = await limiter.list({
         ...(cursor === undefined ? {} : { cursor }),
         ...(count === undefined ? {} : { count }),
@@ -173,22 +176,24 @@ export const ROUTES: readonly Route[] = [
           'ERR_RATEWINDOW_NOT_FOUND',
           'No stats: give the endpoint `stats: adminStats()` and the limiters `observer: stats`.',
         )
-      const count = wholeQuery(query, 'count') ?? 20
-      return config.stats.view(Math.min(count, config.stats.capacity))
+      const count = wholeQuery(query, 'count', config.stats.capacity) ?? 20
+      return config.stats.view(count)
     },
   },
 ]
 
-/** A query parameter that must be a whole number of at least 1; undefined when absent or empty (`?count=`). */
-function wholeQuery(query: URLSearchParams, name: string): number | undefined {
+/**
+ * A query parameter that must be a whole number from 1 to `max`; undefined when absent or empty (`?count=`).
+ */
+function wholeQuery(query: URLSearchParams, name: string, max: number): number | undefined {
   const value = query.get(name) ?? ''
   if (value === '') return undefined
   const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
-  if (number >= 1) return number
+  if (number >= 1 && number <= max) return number
   throw new AdminError(
     400,
     'ERR_RATEWINDOW_INVALID_REQUEST',
-    `\`${name}\` must be a whole number of at least 1; received ${JSON.stringify(value.slice(0, 40))}.`,
+    `\`${name}\` must be a whole number from 1 to ${max}; received ${JSON.stringify(value.slice(0, 40))}.`,
   )
 }
 

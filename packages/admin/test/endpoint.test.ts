@@ -295,6 +295,14 @@ describe.each(matrix)('%s with %s', (mount, storeName) => {
         /count/,
       ],
       [
+        'a count too large',
+        '/limiters/api/overrides?count=1001',
+        undefined,
+        400,
+        'ERR_RATEWINDOW_INVALID_REQUEST',
+        /1 to 1000/,
+      ],
+      [
         'a query typo',
         '/limiters/api/overrides?cursr=0',
         undefined,
