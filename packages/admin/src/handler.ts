@@ -44,18 +44,7 @@ export function isUnder(basePath: string, path: string): boolean {
 }
 
 async function answer(config: AdminConfig, request: Request): Promise<unknown> {
-  const decision = await config.self.limit('all')
-  if (!decision.allowed) {
-    const seconds = Math.max(1, Math.ceil(decision.retryAfter / 1000))
-    throw new AdminError(
-      429,
-      'ERR_RATEWINDOW_RATE_LIMITED',
-      `Too many requests to the admin endpoint: retry in ${seconds} s.`,
-      {
-        'retry-after': String(seconds),
-      },
-    )
-  }
+  await withinOwnLimit(config)
   const actor = await authorized(config, request)
   const url = new URL(request.url)
   const { route, params } = match(config, request.method, url.pathname)
@@ -76,11 +65,29 @@ async function answer(config: AdminConfig, request: Request): Promise<unknown> {
     actor,
   }
   rejectUnknown(route, call)
+  return run(config, route, call)
+}
+
+/** The endpoint's own limit, from every caller together, before `authorize`: 429 with `Retry-After` beyond it. */
+async function withinOwnLimit(config: AdminConfig): Promise<void> {
+  const decision = await config.self.limit('all')
+  if (decision.allowed) return
+  const seconds = Math.max(1, Math.ceil(decision.retryAfter / 1000))
+  throw new AdminError(
+    429,
+    'ERR_RATEWINDOW_RATE_LIMITED',
+    `Too many requests to the admin endpoint: retry in ${seconds} s.`,
+    { 'retry-after': String(seconds) },
+  )
+}
+
+/** The route's call to the limiter: what its store throws (not a coded error) answers 503, its cause reported. */
+async function run(config: AdminConfig, route: Route, call: Call): Promise<unknown> {
   try {
     return await route.run(call)
   } catch (error) {
     if (error instanceof AdminError || coreError(error) !== undefined) throw error
-    // What the limiter's store threw (a connection lost, a timeout): the operator retries; the app logs the cause.
+    // A connection lost, a timeout: the operator retries; the application's logs say why.
     report(config, error)
     throw new AdminError(
       503,
