@@ -62,6 +62,14 @@ export interface AdminConfig {
   onError: ((error: unknown) => void) | undefined
 }
 
+/** Every default of `adminHandler()`, in one place. */
+const DEFAULTS = {
+  basePath: '',
+  limit: 300,
+  window: '1m',
+  maxBodyBytes: 16_384,
+} as const satisfies Partial<AdminHandlerOptions>
+
 const OPTIONS = namesOf<AdminHandlerOptions>({
   limiters: true,
   authorize: true,
@@ -80,10 +88,10 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
   const {
     authorize,
     stats,
-    basePath = '',
-    limit = 300,
-    window = '1m',
-    maxBodyBytes = 16_384,
+    basePath = DEFAULTS.basePath,
+    limit = DEFAULTS.limit,
+    window = DEFAULTS.window,
+    maxBodyBytes = DEFAULTS.maxBodyBytes,
     onError,
   } = options
   isFunction(
