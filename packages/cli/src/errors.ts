@@ -36,12 +36,15 @@ const EXIT_OF: Record<CliErrorCode, ExitCode> = {
 export class CliError extends Error {
   readonly code: CliErrorCode
   readonly exitCode: ExitCode
+  /** The command printed its result (which says what failed) before failing: `--json` prints no second document. */
+  readonly printed: boolean
 
-  constructor(code: CliErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: CliErrorCode, message: string, options?: { cause?: unknown; printed?: boolean }) {
     super(message, options)
     this.name = 'CliError'
     this.code = code
     this.exitCode = EXIT_OF[code]
+    this.printed = options?.printed === true
   }
 }
 
@@ -49,12 +52,18 @@ export const usage = (message: string): CliError => new CliError('ERR_RATEWINDOW
 export const notFound = (message: string): CliError => new CliError('ERR_RATEWINDOW_NOT_FOUND', message)
 
 /** What any error thrown by a command reports: its code, message and exit code. */
-export function describeFailure(error: unknown): { code: string; message: string; exitCode: ExitCode } {
-  if (error instanceof CliError) return { code: error.code, message: error.message, exitCode: error.exitCode }
+export function describeFailure(error: unknown): {
+  code: string
+  message: string
+  exitCode: ExitCode
+  printed: boolean
+} {
+  if (error instanceof CliError)
+    return { code: error.code, message: error.message, exitCode: error.exitCode, printed: error.printed }
   const coded = error as { code?: unknown; message?: unknown } | null
   const code = typeof coded?.code === 'string' ? coded.code : 'ERR_RATEWINDOW_CLI'
   const message = typeof coded?.message === 'string' ? coded.message : String(error)
   // A limiter's invalid option or key is the command line's fault (the values came from it).
   const exitCode = /^ERR_RATEWINDOW_INVALID_/.test(code) ? EXIT.usage : EXIT.error
-  return { code, message, exitCode }
+  return { code, message, exitCode, printed: false }
 }

@@ -43,6 +43,7 @@ export async function run(argv: readonly string[], context: RunContext = {}): Pr
     return EXIT.ok
   } catch (error) {
     const failure = describeFailure(error)
+    if (json && failure.printed) return failure.exitCode
     if (json)
       output.print(JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2))
     else output.note(`ratewindow: ${failure.message}\n`)

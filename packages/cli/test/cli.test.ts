@@ -4,6 +4,8 @@
  * of 10,000; the `--json` shapes and the exit codes are pinned.
  */
 import { createServer, type Server } from 'node:http'
+import { adminHandler, adminStats } from '@ratewindow/admin'
+import { expressAdmin } from '@ratewindow/admin/express'
 import { fixedWindow, RateLimiter, RedisStore, storedHash } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import { rateLimit as fastifyRateLimit } from '@ratewindow/fastify'
@@ -379,6 +381,70 @@ describe.concurrent('ratewindow', () => {
         '--json',
       ])
       expect(failed.code).toBe(1)
+    })
+    it('against a real admin endpoint: the process’s decisions and the keys it refused most', async () => {
+      const stats = adminStats()
+      const limiter = expressRateLimit({
+        limit: 2,
+        window: '1m',
+        name: 'api',
+        key: (request) => request.get('x-user') ?? 'anonymous',
+        observer: stats,
+      })
+      const admin = adminHandler({
+        limiters: [limiter],
+        authorize: (request) => request.headers.get('authorization') === 'Bearer s3cret',
+        stats,
+        basePath: '/_ratewindow',
+      })
+      const app = express()
+      app.use(expressAdmin(admin))
+      app.get('/api', limiter, (_request, response) => {
+        response.send('ok')
+      })
+      const base = await listen(createServer(app))
+      const statuses: number[] = []
+      for (const [user, times] of [
+        ['alice', 3],
+        ['mallory', 4],
+      ] as const)
+        for (let i = 0; i < times; i++)
+          statuses.push((await fetch(`${base}/api`, { headers: { 'x-user': user } })).status)
+      expect(statuses).toEqual([200, 200, 429, 200, 200, 429, 429])
+      const args = [
+        'watch',
+        '--once',
+        '--redis',
+        `redis://127.0.0.1:${redisEnvironment().standalonePort}`,
+        '--prefix',
+        uniquePrefix(),
+        '--admin',
+        `${base}/_ratewindow`,
+      ]
+      const frame = await ratewindow([...args, '--json'], { env: { RATEWINDOW_ADMIN_TOKEN: 's3cret' } })
+      expect(frame.code).toBe(0)
+      expect(frame.json()).toMatchObject({
+        admin: [
+          {
+            url: `${base}/_ratewindow`,
+            stats: {
+              decisions: { api: { allowed: 4, refused: 3 } },
+              refused: [
+                { limiter: 'api', key: 'mallory', count: 2 },
+                { limiter: 'api', key: 'alice', count: 1 },
+              ],
+            },
+          },
+        ],
+      })
+      const text = await ratewindow(args, { env: { RATEWINDOW_ADMIN_TOKEN: 's3cret' } })
+      expect(text.stdout).toContain('mallory')
+      // Without the token, the endpoint refuses: the frame fails, saying so.
+      const refused = await ratewindow([...args, '--json'])
+      expect(refused.code).toBe(1)
+      expect(refused.json()).toMatchObject({
+        admin: [{ url: `${base}/_ratewindow`, error: 'HTTP 401: This endpoint needs authorization.' }],
+      })
     })
   })
 

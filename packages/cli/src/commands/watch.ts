@@ -48,7 +48,9 @@ export async function watch(
     if (watchOptions.once) {
       const failed = frame.admin.find((each) => 'error' in each)
       if (failed !== undefined)
-        throw new CliError('ERR_RATEWINDOW_ADMIN', `${failed.url}: ${(failed as { error: string }).error}`)
+        throw new CliError('ERR_RATEWINDOW_ADMIN', `${failed.url}: ${(failed as { error: string }).error}`, {
+          printed: true,
+        })
       return frame
     }
     if (await stopped(signal, PERIOD_MS)) return frame
