@@ -39,6 +39,25 @@ export function retunerOf(rule: Rule): Retune | undefined {
   return RETUNERS.get(rule)
 }
 
+/** GCRA windows by rule (`rateWindowOf`), worked out once per rule. */
+const RATE_WINDOWS = new WeakMap<Rule, number>()
+
+/**
+ * @internal The window (ms) a GCRA rule's rate is counted per, which its parameters lose (they keep the rate as a
+ * reduced fraction): what a store that makes the rule again elsewhere needs to apply an override's `limit` per
+ * that window. 0 for the other algorithms, whose parameters say it.
+ */
+export function rateWindowOf(rule: Rule): number {
+  if (rule.algorithm !== 'gcra') return 0
+  let window = RATE_WINDOWS.get(rule)
+  if (window === undefined) {
+    // The rule made again at one per window: its interval is the window.
+    window = retunerOf(rule)?.(1, 1).script.params[1] ?? 0
+    RATE_WINDOWS.set(rule, window)
+  }
+  return window
+}
+
 /** Whether `value` is a rule made by one of the factories (not an object that merely looks like one). */
 export function isRule(value: unknown): value is Rule {
   return typeof value === 'object' && value !== null && Object.hasOwn(value, RULE_BRAND)

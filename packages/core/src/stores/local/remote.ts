@@ -5,7 +5,9 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '../../algorithms/index.js'
+import { type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
+import { rateWindowOf } from '../../algorithms/rule.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
 import type {
@@ -22,18 +24,33 @@ import {
   chargeKey,
   consumeKey,
   freshStates,
+  giveKey,
   type KeyStateData,
   keepKey,
   liveAt,
   peekKey,
   refundKey,
+  tuneKey,
+  underOverride,
 } from './key-state.js'
 
 /**
  * A rule as parameters, to cross a process boundary: `[algorithm, id, p0, p1, p2]` (the numbers the Redis script
- * receives too). Rebuilt on the other side with the same factories, so both sides decide with one code.
+ * receives too). Rebuilt on the other side with the same factories, so both sides decide with one code. A request
+ * that reads overrides adds what an override needs to make the rule again: its policy name and, for GCRA, its
+ * window (the Redis script receives both too).
  */
-export type EncodedRule = readonly [algorithm: AlgorithmName, id: string, p0: number, p1: number, p2: number]
+export type EncodedRule = readonly [
+  algorithm: AlgorithmName,
+  id: string,
+  p0: number,
+  p1: number,
+  p2: number,
+  /** With `overrides`: the rule's policy name, by which an override names it. */
+  name?: string,
+  /** With `overrides`: GCRA's window in ms, which `p0 / p1` (its rate, reduced) loses; 0 for the others. */
+  window?: number,
+]
 
 /**
  * A store call in plain data (JSON and structured clone carry it): for stores that decide in another process,
@@ -50,6 +67,8 @@ export interface EncodedStoreRequest {
   at?: number
   /** The limiter's penalty, as `[after, within, block, factor, maxBlock]` (ms). */
   penalty?: readonly [number, number, number, number, number]
+  /** The limiter's override scope (`StoreTarget.overrides`): the key's override record is read under it. */
+  overrides?: string
 }
 
 /**
@@ -76,17 +95,21 @@ export interface KeyStateResult {
   changed: boolean
 }
 
-/** Encodes a store call (`consume`, `peek`, `refund`, `charge` or `reset`) as plain data. */
+/** Encodes a store call (`consume`, `peek`, `refund`, `charge`, `give` or `reset`) as plain data. */
 export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundRequest): EncodedStoreRequest {
+  const { overrides } = request
   const encoded: EncodedStoreRequest = {
     prefix: request.prefix,
     key: request.key,
-    rules: request.rules.map((rule) => {
+    rules: request.rules.map((rule): EncodedRule => {
       const [p0, p1, p2] = rule.script.params
-      return [rule.algorithm, rule.id, p0, p1, p2] as const
+      return overrides === undefined
+        ? [rule.algorithm, rule.id, p0, p1, p2]
+        : [rule.algorithm, rule.id, p0, p1, p2, rule.name, rateWindowOf(rule)]
     }),
     cost: (request as StoreRequest).cost ?? 0,
   }
+  if (overrides !== undefined) encoded.overrides = overrides
   const { at } = request as RefundRequest
   if (at !== undefined) encoded.at = at
   const { penalty } = request
@@ -119,19 +142,24 @@ function decodeRules(encoded: readonly EncodedRule[]): Rule[] {
   return rules
 }
 
-function decodeRule([algorithm, , p0, p1, p2]: EncodedRule): Rule {
+function decodeRule([algorithm, , p0, p1, p2, name, window]: EncodedRule): Rule {
+  // The policy name, where an override may name the rule.
+  const named = name === undefined ? {} : { name }
   switch (algorithm) {
     case 'fixed-window':
-      return fixedWindow({ limit: p0, window: p1 })
+      return fixedWindow({ limit: p0, window: p1, ...named })
     case 'sliding-window-log':
-      return slidingWindowLog({ limit: p0, window: p1 })
+      return slidingWindowLog({ limit: p0, window: p1, ...named })
     case 'sliding-window-counter':
-      return slidingWindowCounter({ limit: p0, window: p1 })
+      return slidingWindowCounter({ limit: p0, window: p1, ...named })
     case 'token-bucket':
-      return tokenBucket({ capacity: p0, refillRate: p1, interval: p2 })
+      return tokenBucket({ capacity: p0, refillRate: p1, interval: p2, ...named })
     case 'gcra':
-      // The parameters are already reduced (scale and interval have no common divisor): the same logic.
-      return gcra({ limit: p0, window: p1, burst: p2 })
+      // With its window, the rule as coded (an override's limit is per that window). Without, the parameters are
+      // already reduced (scale and interval have no common divisor): the same logic.
+      return window
+        ? gcra({ limit: (p0 * window) / p1, window, burst: p2, ...named })
+        : gcra({ limit: p0, window: p1, burst: p2 })
     default:
       throw new RateLimitError('ERR_RATEWINDOW_STORE', `Unknown algorithm in a store request: ${algorithm}`)
   }
@@ -146,39 +174,69 @@ function decodePenalty(encoded: EncodedStoreRequest['penalty']): Penalty | undef
 /**
  * Runs one call on a client's stored state, exactly as `MemoryStore` decides (the same per-key steps, key-state.ts:
  * all rules at once, the penalty in the same step): `state` is what was stored (`undefined`: nothing), `now` the
- * deciding side's time (ms). Synchronous and pure but for `state`, which it may change in place: run it where the
- * state cannot change meanwhile (inside a Durable Object, between reading and writing the state).
+ * deciding side's time (ms), `record` the key's override record at `now` (`liveOverrideRecord`; a request with
+ * `overrides` reads it from the same storage), whose limits and block the step decides with. Synchronous and pure
+ * but for `state`, which it may change in place: run it where the state cannot change meanwhile (inside a Durable
+ * Object, between reading and writing the state). The decision is plain data: under an override, the calling side
+ * makes the rules in force again (`remoteDecision`).
  */
 export function applyToKeyState(
-  operation: 'consume' | 'peek' | 'refund' | 'charge',
+  operation: 'consume' | 'peek' | 'refund' | 'charge' | 'give',
   request: EncodedStoreRequest,
   state: KeyState | undefined,
   now: number,
+  record?: OverrideRecord,
 ): KeyStateResult {
   const rules = decodeRules(request.rules)
   const penalty = decodePenalty(request.penalty)
   // The stored penalty state is the one `consumeKey` wrote: opaque to the store, not to the steps.
   const live = liveAt(state as KeyStateData | undefined, now)
   switch (operation) {
-    case 'peek':
+    case 'peek': {
       // The stored state stays as it was (a peeked time may lie ahead of a later call's).
-      return { decision: peekKey(rules, live, now, request.cost, penalty), state, changed: false }
+      const decision = peekKey(rules, live, now, request.cost, penalty, record)
+      return { decision: plain(decision), state, changed: false }
+    }
     case 'consume': {
       const next = live ?? fresh(rules)
-      const decision = consumeKey(rules, next, now, request.cost, penalty)
-      return { decision, ...kept(rules, penalty, next, now) }
+      const inForce = tuneKey(rules, next, record, now)
+      const decision = consumeKey(inForce, next, now, request.cost, penalty, undefined, record?.block)
+      return {
+        decision: plain(underOverride(decision, rules, inForce, record)),
+        ...kept(inForce, penalty, next, now),
+      }
     }
-    case 'refund': {
+    case 'refund':
+    case 'give': {
       if (live === undefined) return { state, changed: false }
-      refundKey(rules, live, now, request.cost, request.at ?? now)
-      return kept(rules, penalty, live, now)
+      const inForce = tuneKey(rules, live, record, now)
+      if (operation === 'give') giveKey(inForce, live, now, request.cost)
+      else refundKey(inForce, live, now, request.cost, request.at ?? now)
+      return kept(inForce, penalty, live, now)
     }
     case 'charge': {
       const next = live ?? fresh(rules)
-      const charged = chargeKey(rules, next, now, request.cost)
-      return { charged, ...kept(rules, penalty, next, now) }
+      const inForce = tuneKey(rules, next, record, now)
+      const charged = chargeKey(inForce, next, now, request.cost)
+      return { charged, ...kept(inForce, penalty, next, now) }
     }
   }
+}
+
+/** A decision as plain data: without the rules in force (rules made elsewhere; the calling side has its own). */
+function plain(decision: Decision): Decision {
+  if (decision.rules === undefined) return decision
+  const { rules: _, ...rest } = decision
+  return rest
+}
+
+/**
+ * A decision `applyToKeyState` answered, made whole on the calling side: under an override, the rules in force
+ * (`Decision.rules`), made again from the request's own rules with the override it carries.
+ */
+export function remoteDecision(request: StoreTarget, decision: Decision): Decision {
+  if (decision.override !== undefined) decision.rules = rulesWith(request.rules, decision.override)
+  return decision
 }
 
 /** A fresh state to store (no penalty field until a penalty is kept: the stored shape stays as small as it was). */
