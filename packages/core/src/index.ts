@@ -122,6 +122,7 @@ export {
   keyStateId,
   type LeaseState,
   releaseLease,
+  remoteDecision,
 } from './stores/local/remote.js'
 export {
   type RemoteAnswer,
@@ -130,6 +131,7 @@ export {
   remoteShardOf,
   runRemoteCall,
   type StoredLeases,
+  type StoredOverride,
 } from './stores/local/remote-call.js'
 export {
   glideRunner,
