@@ -6,11 +6,15 @@ import {
   type LeaseDecision,
   type LeaseRequest,
   namesOf,
+  type OverrideChange,
+  type OverridePage,
+  type OverrideRecord,
   RateLimitError,
   type RefundRequest,
   type RemoteAnswer,
   type RemoteCall,
   rejectUnknownOptions,
+  remoteDecision,
   remoteShardOf,
   requireObject,
   runRemoteCall,
@@ -46,7 +50,8 @@ export interface DurableObjectStorageLike {
   get(key: string): Promise<unknown>
   put(key: string, value: unknown): Promise<void>
   delete(key: string): Promise<boolean>
-  list(options: { startAfter?: string; limit?: number }): Promise<Map<string, unknown>>
+  /** `prefix`: the keys that start with it only (listing override records). */
+  list(options: { prefix?: string; startAfter?: string; limit?: number }): Promise<Map<string, unknown>>
   getAlarm(): Promise<number | null>
   setAlarm(scheduledTime: number): Promise<void>
 }
@@ -56,6 +61,9 @@ export interface DurableObjectStateLike {
   readonly storage: DurableObjectStorageLike
 }
 
+/** The calls after which expired state may be left to sweep: those that write. */
+const SWEPT = new Set<RemoteCall['op']>(['consume', 'refund', 'charge', 'give', 'acquire', 'override'])
+
 /** How often the object drops expired state from its storage (Durable Object alarm). */
 const SWEEP_MS = 5 * 60_000
 const SWEEP_PAGE = 500
@@ -64,8 +72,9 @@ const SWEEP_PAGE = 500
  * The Durable Object that keeps rate limit state: re-export it from your Worker and bind it (wrangler config
  * `durable_objects.bindings`, with a migration). Each object decides the keys routed to it one call at a time,
  * with core's algorithms (the code MemoryStore runs), reading and writing its storage: a decision is atomic and
- * survives the object's restarts. Time is the object's clock (`Date.now()` inside the object: the server time).
- * Expired state is dropped by an alarm every 5 minutes, and on each touch.
+ * survives the object's restarts. The override records of its keys (`overrides: true`) live in its storage too,
+ * read by the call that decides. Time is the object's clock (`Date.now()` inside the object: the server time).
+ * Expired state and ended records are dropped by an alarm every 5 minutes, and on each touch.
  */
 export class RateLimiterObject {
   readonly #storage: DurableObjectStorageLike
@@ -100,8 +109,7 @@ export class RateLimiterObject {
    * between the read and the write (the runtime's input gate holds other events while storage is read).
    */
   #run(call: RemoteCall): Promise<RemoteAnswer> {
-    if (call.op !== 'peek' && call.op !== 'release' && call.op !== 'reset' && call.now === undefined)
-      this.#armSweep()
+    if (SWEPT.has(call.op) && (call as { now?: number }).now === undefined) this.#armSweep()
     return runRemoteCall(call, this.#storage, () => Date.now())
   }
 
@@ -179,12 +187,14 @@ interface Pending {
 /**
  * A store on Durable Objects (Cloudflare Workers): one exact limit for every isolate and location. Each
  * client key is routed to one of `objects` objects, which decides it atomically with core's algorithms
- * (all five), penalties, settle (charge), refunds, peek, reset and concurrency leases. Calls made in the same
- * turn of the event loop for one object travel in one request.
+ * (all five), penalties, settle (charge), refunds, peek, reset, concurrency leases, and overrides and manual
+ * blocks (`overrides: true`, kept in the same object as the key's counters and read by the call that decides).
+ * Calls made in the same turn of the event loop for one object travel in one request.
  * @example new DurableObjectStore({ namespace: env.RATE_LIMITER })
  */
 export class DurableObjectStore implements Store, ConcurrencyStore {
   readonly penalties = true
+  readonly overrides = true
   readonly #namespace: () => DurableObjectNamespaceLike
   readonly #objects: number
   readonly #name: string
@@ -228,11 +238,15 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
   }
 
   async consume(request: StoreRequest): Promise<Decision> {
-    return this.#decision(await this.#send(request, this.#stateCall('consume', request)))
+    return this.#decision(request, await this.#send(request, this.#stateCall('consume', request)))
   }
 
   async peek(request: StoreRequest): Promise<Decision> {
-    return this.#decision(await this.#send(request, this.#stateCall('peek', request)))
+    return this.#decision(request, await this.#send(request, this.#stateCall('peek', request)))
+  }
+
+  async give(request: StoreRequest): Promise<void> {
+    await this.#send(request, this.#stateCall('give', request))
   }
 
   async refund(request: RefundRequest): Promise<void> {
@@ -249,11 +263,53 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     await this.#send(target, { op: 'reset', request: encodeStoreRequest(target) })
   }
 
+  /** Changes the record of `key` in the object that decides for it (`overrides: true`). */
+  async updateOverride(
+    scope: string,
+    key: string,
+    change: OverrideChange,
+  ): Promise<OverrideRecord | undefined> {
+    return this.#record(
+      await this.#send({ prefix: scope, key }, this.#timed({ op: 'override', scope, key, change })),
+    )
+  }
+
+  async readOverride(scope: string, key: string): Promise<OverrideRecord | undefined> {
+    return this.#record(
+      await this.#send({ prefix: scope, key }, this.#timed({ op: 'read-override', scope, key })),
+    )
+  }
+
+  /**
+   * A page of the records under `scope`: the objects one after another, in the order of their index, each in key
+   * order, until `count` records are read or every object was; the cursor says the object and the key to go on
+   * from (`<index>:<client id>`). A full listing asks every object at least once (`objects` fetches), whatever the
+   * number of records.
+   */
+  async listOverrides(
+    scope: string,
+    page: { cursor?: string | undefined; count: number },
+  ): Promise<OverridePage> {
+    let { index, after } = parseCursor(page.cursor)
+    const records: OverrideRecord[] = []
+    while (index < this.#objects && records.length < page.count) {
+      const call: RemoteCall = { op: 'list-overrides', scope, count: page.count - records.length }
+      if (after !== undefined) call.after = after
+      const answer = await this.#sendTo(index, this.#timed(call))
+      if (!('records' in answer)) throw unexpected(answer)
+      records.push(...answer.records)
+      if (answer.after === null) {
+        index++
+        after = undefined
+      } else after = answer.after
+    }
+    const cursor = index >= this.#objects ? undefined : after === undefined ? `${index}` : `${index}:${after}`
+    return { records, cursor }
+  }
+
   async acquire(request: LeaseRequest): Promise<LeaseDecision> {
     const { prefix, key, id, limit, leaseMs } = request
-    const call: RemoteCall = { op: 'acquire', prefix, key, id, limit, leaseMs }
-    if (this.#clock !== undefined) call.now = this.#clock()
-    const answer = await this.#send(request, call)
+    const answer = await this.#send(request, this.#timed({ op: 'acquire', prefix, key, id, limit, leaseMs }))
     if (!('lease' in answer)) throw unexpected(answer)
     return answer.lease
   }
@@ -267,25 +323,47 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     return this.#indexOf(target)
   }
 
-  #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge', request: StoreRequest): RemoteCall {
-    const call: RemoteCall = { op, request: encodeStoreRequest(request) }
-    if (this.#clock !== undefined) call.now = this.#clock()
+  #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge' | 'give', request: StoreRequest): RemoteCall {
+    return this.#timed({ op, request: encodeStoreRequest(request) })
+  }
+
+  /** The call with the store's `clock` reading, when one is set (tests). */
+  #timed<T extends RemoteCall>(call: T): T {
+    if (this.#clock !== undefined && call.op !== 'release') (call as { now?: number }).now = this.#clock()
     return call
   }
 
-  #decision(answer: RemoteAnswer): Decision {
+  #decision(request: StoreRequest, answer: RemoteAnswer): Decision {
     if (!('decision' in answer)) throw unexpected(answer)
-    return answer.decision
+    return remoteDecision(request, answer.decision)
   }
 
-  /** Which of the objects holds the prefix and key (core's shard hash). */
-  #indexOf(target: { prefix: string; key: string }): number {
-    return remoteShardOf(target, this.#objects)
+  #record(answer: RemoteAnswer): OverrideRecord | undefined {
+    if (!('record' in answer)) throw unexpected(answer)
+    return answer.record ?? undefined
   }
 
-  /** Queues a call for its object; the calls of one turn go in one request. */
-  #send(target: { prefix: string; key: string }, call: RemoteCall): Promise<RemoteAnswer> {
-    const index = this.#indexOf(target)
+  /**
+   * Which of the objects holds the prefix and key (core's shard hash). NOTE: a limiter with `overrides: true`
+   * routes by its override scope in place of its namespace, so that the object deciding for a key holds its
+   * override record whatever the coded limits (the namespace holds them; the scope does not): a deploy that changes
+   * a limit keeps the record in reach.
+   */
+  #indexOf(target: { prefix: string; key: string; overrides?: string | undefined }): number {
+    const { overrides, key } = target
+    return remoteShardOf(overrides === undefined ? target : { prefix: overrides, key }, this.#objects)
+  }
+
+  /** Queues a call for the object of its key. */
+  #send(
+    target: { prefix: string; key: string; overrides?: string | undefined },
+    call: RemoteCall,
+  ): Promise<RemoteAnswer> {
+    return this.#sendTo(this.#indexOf(target), call)
+  }
+
+  /** Queues a call for object `index`; the calls of one turn go in one request. */
+  #sendTo(index: number, call: RemoteCall): Promise<RemoteAnswer> {
     return new Promise<RemoteAnswer>((resolve, reject) => {
       let pending = this.#pending.get(index)
       if (pending === undefined) {
@@ -348,6 +426,20 @@ function isNamespace(value: unknown): value is DurableObjectNamespaceLike {
     typeof (value as DurableObjectNamespaceLike).idFromName === 'function' &&
     typeof (value as DurableObjectNamespaceLike).get === 'function'
   )
+}
+
+/** `listOverrides`' cursor: the object to go on with, and the client id after which (none: from its start). */
+function parseCursor(cursor: string | undefined): { index: number; after: string | undefined } {
+  if (cursor === undefined) return { index: 0, after: undefined }
+  const colon = cursor.indexOf(':')
+  const index = Number(colon === -1 ? cursor : cursor.slice(0, colon))
+  if (!Number.isSafeInteger(index) || index < 0)
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`cursor\` ${JSON.stringify(cursor)} is not one a page of DurableObjectStore returned.`,
+      { option: 'cursor' },
+    )
+  return { index, after: colon === -1 ? undefined : cursor.slice(colon + 1) }
 }
 
 function unexpected(answer: RemoteAnswer): RateLimitError {

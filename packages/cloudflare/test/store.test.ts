@@ -23,11 +23,19 @@ function memoryStorage(): DurableObjectStorageLike & { data: Map<string, unknown
     get: async (key: string) => structuredClone(data.get(key)),
     put: async (key: string, value: unknown) => void data.set(key, structuredClone(value)),
     delete: async (key: string) => data.delete(key),
-    list: async ({ startAfter, limit = Number.POSITIVE_INFINITY }: { startAfter?: string; limit?: number }) =>
+    list: async ({
+      prefix = '',
+      startAfter,
+      limit = Number.POSITIVE_INFINITY,
+    }: {
+      prefix?: string
+      startAfter?: string
+      limit?: number
+    }) =>
       new Map(
         [...data]
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .filter(([key]) => startAfter === undefined || key > startAfter)
+          .filter(([key]) => key.startsWith(prefix) && (startAfter === undefined || key > startAfter))
           .slice(0, limit),
       ),
     getAlarm: async () => storage.alarm,
@@ -168,5 +176,70 @@ describe('RateLimiterObject', () => {
     await object.alarm()
     expect([...storage.data.keys()].map((key) => key.includes('long'))).toEqual([true])
     expect(storage.alarm).not.toBeNull() // something is left: the sweep comes back
+  })
+})
+
+describe('DurableObjectStore overrides', () => {
+  const rules = fixedWindow({ limit: 2, window: '1m' })
+
+  it('a decision reads the override record in the fetch that decides: one request per decision, none more', async () => {
+    const { namespace, requests } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 4 })
+    const limiter = new RateLimiter({ rules, store, name: 'api', overrides: true })
+    await limiter.overrides.set('k', { limit: 5 })
+    requests.length = 0
+    for (let i = 0; i < 5; i++) expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: 5 })
+    expect(await limiter.limit('k')).toMatchObject({ allowed: false, limit: 5 })
+    expect(requests).toHaveLength(6)
+    // 20 decisions in one turn, an overridden key among them: still one request per object used.
+    requests.length = 0
+    const keys = Array.from({ length: 20 }, (_, i) => (i === 0 ? 'k' : `other-${i}`))
+    await Promise.all(keys.map((key) => limiter.limit(key)))
+    expect(requests.length).toBe(new Set(requests).size)
+  })
+
+  it("keeps a key's record and counters in one object, whatever the coded limits (a deploy keeps both in reach)", async () => {
+    const { namespace, objects } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 8 })
+    const before = new RateLimiter({ rules, store, name: 'api', overrides: true })
+    await before.overrides.block('k', { for: '1h', reason: 'abuse' })
+    await before.limit('k')
+    const after = new RateLimiter({
+      rules: fixedWindow({ limit: 3, window: '1m' }),
+      store,
+      name: 'api',
+      overrides: true,
+    })
+    expect(await after.limit('k')).toMatchObject({ allowed: false, manualBlock: { reason: 'abuse' } })
+    // One object holds the record; no other object was asked anything.
+    expect(objects.size).toBe(1)
+  })
+
+  it('the sweep drops ended override records and keeps the others', async () => {
+    const { namespace, objects } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 1 })
+    const limiter = new RateLimiter({ rules, store, name: 'api', overrides: true })
+    await limiter.overrides.set('ending', { limit: 5 }, { ttl: '1m' })
+    await limiter.overrides.set('forever', { limit: 5 })
+    const { object, storage } = [...objects.values()][0]!
+    const records = () => [...storage.data.keys()].filter((key) => key.startsWith('o:'))
+    expect(records()).toHaveLength(2)
+    for (const [key, value] of storage.data)
+      if (key.endsWith('ending')) storage.data.set(key, { ...(value as object), expiresAt: Date.now() - 1 })
+    await object.alarm()
+    expect(records()).toEqual([expect.stringMatching(/forever$/)])
+  })
+
+  it('list walks the objects with one cursor; a cursor it did not make is refused, naming `cursor`', async () => {
+    const { namespace, requests } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 4 })
+    const limiter = new RateLimiter({ rules, store, name: 'api', overrides: true })
+    expect(await limiter.overrides.list()).toEqual({ records: [], cursor: undefined })
+    // An empty listing asks each object once.
+    expect(requests).toHaveLength(4)
+    await expect(limiter.overrides.list({ cursor: 'x' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'cursor',
+    })
   })
 })
