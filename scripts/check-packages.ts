@@ -12,7 +12,8 @@
  * and a project's checks start as soon as its install is done. Each typecheck has its own tsconfig (one program,
  * one set of options); a project's typechecks run in one `tsc -b` per TypeScript version, and each config alone
  * with `tsc -p` when that fails, so that each failure is named. `KEEP=1` keeps the work directory for a look
- * afterwards; `--timings` (`pnpm check:packages --timings`) ends with a table of where the time went.
+ * afterwards; `ONLY=<project>,…` checks those projects alone (the packing and built-in scans still run);
+ * `--timings` (`pnpm check:packages --timings`) ends with a table of where the time went.
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -23,6 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { build as bundle } from 'esbuild'
 import { Miniflare } from 'miniflare'
+import { RedisClusterProcesses, RedisServer } from '../test/support/redis-server.js'
 import { describeUses, unexcusedUses } from './web-standard.js'
 
 const run = promisify(execFile)
@@ -835,7 +837,8 @@ main().catch((error) => { console.error(error); process.exit(1) })
 
 /**
  * The Worker that workerd runs from the installed tarballs (project cloudflare-workers): Hono with the Durable
- * Object store, bundled as wrangler bundles, with no compatibility flag.
+ * Object store, bundled as wrangler bundles, with no compatibility flag; with overrides, operated from admin
+ * routes (registered before the limiter, so not limited) as a support desk would.
  */
 const WORKERD_APP = `import { DurableObjectStore, RateLimiterObject } from '@ratewindow/cloudflare'
 import { rateLimit } from '@ratewindow/hono'
@@ -844,18 +847,30 @@ import { getConnInfo } from 'hono/cloudflare-workers'
 
 let bindings
 const store = new DurableObjectStore({ namespace: () => bindings.RATE_LIMITER })
+const limiter = rateLimit({ limit: 2, window: '1m', store, getConnInfo, name: 'api', overrides: true })
 const app = new Hono()
 app.use(async (c, next) => {
   bindings = c.env
   await next()
 })
-app.use(rateLimit({ limit: 2, window: '1m', store, getConnInfo }))
+app.post('/admin/:key/raise', async (c) => {
+  await limiter.overrides.set(c.req.param('key'), { limit: 4 })
+  return c.text('raised')
+})
+app.post('/admin/:key/block', async (c) => {
+  const block = await limiter.overrides.block(c.req.param('key'), { for: '1h', reason: 'ticket 5521' })
+  return c.json(block)
+})
+app.use(limiter)
 app.get('/', (c) => c.text(typeof globalThis.process + ' ' + navigator.userAgent))
 export { RateLimiterObject }
 export default app
 `
 
-/** Bundles WORKERD_APP in the project and asks it three times in workerd: 200, 200, 429, with no Node globals. */
+/**
+ * Bundles WORKERD_APP in the project and asks it in workerd: 200, 200, 429, with no Node globals; then, from the
+ * admin routes, an override raises the client's limit to 4 (200, 200, 429 again) and a block refuses it at once.
+ */
 async function runInWorkerd(dir: string): Promise<void> {
   writeFileSync(join(dir, 'workerd-app.mjs'), WORKERD_APP)
   const { outputFiles } = await bundle({
@@ -876,20 +891,31 @@ async function runInWorkerd(dir: string): Promise<void> {
     compatibilityFlags: [],
     durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true } },
   })
+  const ask = async (path = '/', method = 'GET') => {
+    const response = await mf.dispatchFetch(`http://worker.test${path}`, {
+      method,
+      headers: { 'CF-Connecting-IP': '203.0.113.7' },
+    })
+    return `${response.status} ${await response.text()}`
+  }
   try {
     const answers: string[] = []
-    for (let i = 0; i < 3; i++) {
-      const response = await mf.dispatchFetch('http://worker.test/', {
-        headers: { 'CF-Connecting-IP': '203.0.113.7' },
-      })
-      answers.push(`${response.status} ${await response.text()}`)
-    }
+    for (let i = 0; i < 3; i++) answers.push(await ask())
     if (
       answers[0] !== '200 undefined Cloudflare-Workers' ||
       answers[1]?.slice(0, 3) !== '200' ||
       answers[2]?.slice(0, 3) !== '429'
     )
       throw new Error(`answers ${JSON.stringify(answers)}`)
+    // The client's key is its address. Raised to 4 with 2 used: two more, then refused; blocked: refused at once.
+    const operated = [await ask('/admin/203.0.113.7/raise', 'POST')]
+    for (let i = 0; i < 3; i++) operated.push((await ask()).slice(0, 3))
+    operated.push((await ask('/admin/203.0.113.7/block', 'POST')).slice(0, 3), await ask())
+    if (
+      operated.slice(0, 5).join() !== '200 raised,200,200,429,200' ||
+      !/^429 .*Blocked by an operator/.test(operated[5] ?? '')
+    )
+      throw new Error(`after the override and the block: ${JSON.stringify(operated)}`)
   } finally {
     await mf.dispose()
   }
@@ -1195,6 +1221,91 @@ main().catch((error) => { console.error(error); process.exit(1) })
 `
 }
 
+/**
+ * Overrides on Redis as users operate them (project redis-overrides), on a standalone server and on a 3-master
+ * Cluster (their addresses in REDIS_PORT and CLUSTER_NODES): one limiter decides, another with its own client
+ * (as in another process) raises the key's limit, blocks it and unblocks it, and each change is honoured at the
+ * next decision; `list` finds the key.
+ */
+const REDIS_OVERRIDES_RUN = `import { fixedWindow, RateLimiter, RedisStore } from '@ratewindow/core'
+import { Cluster, Redis } from 'ioredis'
+
+async function operate(connect, label) {
+  const clients = [connect(), connect()]
+  try {
+    const prefix = 'packed-' + Math.random().toString(36).slice(2, 8)
+    const [api, desk] = clients.map(
+      (client) =>
+        new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }), store: new RedisStore({ client }), prefix, name: 'api', overrides: true }),
+    )
+    const key = 'customer:42'
+    const seen = []
+    for (let i = 0; i < 3; i++) seen.push((await api.limit(key)).allowed)
+    await desk.overrides.set(key, { limit: 4 }, { ttl: '1h' })
+    const raised = await api.limit(key)
+    seen.push(raised.allowed, raised.limit)
+    await desk.overrides.block(key, { for: '1h', reason: 'ticket 5521' })
+    const blocked = await api.limit(key)
+    seen.push(blocked.allowed, blocked.manualBlock?.reason)
+    await desk.overrides.unblock(key)
+    seen.push((await api.limit(key)).allowed)
+    // A page may hold fewer records than asked, or none (a Cluster's masters one after another): to the last page.
+    const listed = []
+    let cursor
+    do {
+      const page = await desk.overrides.list(cursor === undefined ? {} : { cursor })
+      listed.push(...page.records.map((record) => record.key))
+      cursor = page.cursor
+    } while (cursor !== undefined)
+    seen.push(listed.join())
+    if (seen.join() !== 'true,true,false,true,4,false,ticket 5521,true,customer:42')
+      throw new Error(label + ': ' + seen.join())
+  } finally {
+    for (const client of clients) client.disconnect()
+  }
+}
+
+const nodes = JSON.parse(process.env.CLUSTER_NODES)
+await operate(() => new Redis({ port: Number(process.env.REDIS_PORT), host: '127.0.0.1' }), 'standalone')
+await operate(() => new Cluster(nodes), 'Cluster')
+console.log('ok')
+`
+
+/** A standalone redis-server and a 3-master Cluster (test/support's harness), started together. */
+function startRedis(): Promise<PromiseSettledResult<RedisServer | RedisClusterProcesses>[]> {
+  return Promise.allSettled([RedisServer.start(), RedisClusterProcesses.start(3)])
+}
+
+/**
+ * Runs REDIS_OVERRIDES_RUN in the project against the servers `startRedis` started (while the project installed),
+ * then stops them.
+ */
+async function runOnRedis(dir: string, started: ReturnType<typeof startRedis>): Promise<void> {
+  writeFileSync(join(dir, 'redis-overrides.mjs'), REDIS_OVERRIDES_RUN)
+  const servers = await started
+  try {
+    const [standalone, cluster] = servers.map((server) => {
+      if (server.status === 'rejected') throw server.reason
+      return server.value
+    }) as [RedisServer, RedisClusterProcesses]
+    const env = {
+      ...process.env,
+      REDIS_PORT: String(standalone.port),
+      CLUSTER_NODES: JSON.stringify(cluster.startupNodes),
+    }
+    const { stdout } = await run(process.execPath, ['redis-overrides.mjs'], {
+      cwd: dir,
+      env,
+      timeout: 60_000,
+    })
+    if (stdout.trim() !== 'ok') throw new Error(`expected "ok", printed ${JSON.stringify(stdout)}`)
+  } finally {
+    await Promise.all(
+      servers.map((server) => (server.status === 'fulfilled' ? server.value.stop() : undefined)),
+    )
+  }
+}
+
 const serverRuns = (framework: Framework) => ({
   [`run-${framework}.mjs`]: serverRun('esm', framework),
   [`run-${framework}.cjs`]: serverRun('cjs', framework),
@@ -1209,6 +1320,16 @@ const projects: Project[] = [
     runs: { 'run-core.mjs': coreRun('esm'), 'run-core.cjs': coreRun('cjs') },
     typescripts: ['5.9', '7'],
     noNodeTypes: true,
+  },
+  {
+    // Overrides set by one limiter and honoured by another's next decision, on real Redis: a standalone server and
+    // a Cluster (runOnRedis).
+    name: 'redis-overrides',
+    tarballs: ['core'],
+    dependencies: ['ioredis@5'],
+    programs: {},
+    runs: {},
+    typescripts: [],
   },
   {
     name: 'otel',
@@ -1491,6 +1612,7 @@ type Kind =
   | 'program run'
   | 'test suite'
   | 'workerd bundle+run'
+  | 'redis run'
   | 'no @types/node'
   | 'remove'
 
@@ -1753,8 +1875,19 @@ function prepare(
     checks.push(() =>
       step(
         'workerd bundle+run',
-        'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat)',
+        'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat), then honours an override and a block set from its admin routes at the next request',
         () => runInWorkerd(dir),
+      ),
+    )
+  }
+  if (project.name === 'redis-overrides') {
+    // Started now, so that the Cluster forms while the project installs.
+    const started = startRedis()
+    checks.push(() =>
+      step(
+        'redis run',
+        'redis-overrides: the packed core on a standalone redis-server and a 3-master Cluster honours an override, a block and an unblock set by another limiter at the next decision',
+        () => runOnRedis(dir, started),
       ),
     )
   }
@@ -1843,7 +1976,9 @@ async function main(): Promise<void> {
   // The longest installs first (more packages asked for, roughly more to install), so that the last install to
   // end, and the checks waiting on it, are short ones.
   const specs = (project: Project) => project.tarballs.length + project.dependencies.length
-  const byInstall = [...projects].sort((a, b) => specs(b) - specs(a))
+  const only = process.env.ONLY?.split(',')
+  const chosen = only === undefined ? projects : projects.filter((project) => only.includes(project.name))
+  const byInstall = [...chosen].sort((a, b) => specs(b) - specs(a))
   await Promise.all(
     byInstall.map(async (project) => {
       const dir = join(work, project.name)
