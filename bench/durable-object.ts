@@ -4,6 +4,8 @@
  * with 1 or 64 decisions in flight (the store sends the calls of one turn in one request to the object), on
  * SQLite-backed objects and on key-value ones, every case interleaved in each round.
  * The time is Node's wall clock around the Worker's whole request. Measures the built packages (pnpm build).
+ * `--overrides` compares, on SQLite objects with the sliding window counter, a limiter without overrides, one with
+ * `overrides: true` for keys without a record, and one whose 500 keys all have an override in force.
  * Local workerd keeps the object's storage in memory: Cloudflare's network adds its own latency and storage.
  */
 import { build } from 'esbuild'
@@ -34,7 +36,14 @@ export default {
       },
     }
     const store = new DurableObjectStore({ namespace, objects: 1, name: url.searchParams.get('object') })
-    const limiter = new RateLimiter({ rules: RULES[url.searchParams.get('rule')](), store, timeout: '60s' })
+    const overrides = url.searchParams.get('overrides') ?? 'off'
+    const rules = RULES[url.searchParams.get('rule')]()
+    const limiter = new RateLimiter({ rules, store, timeout: '60s', name: 'bench', overrides: overrides !== 'off' })
+    if (url.searchParams.has('setup')) {
+      if (overrides === 'record')
+        await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.overrides.set('client-' + i, { limit: 2000 })))
+      return Response.json({ requests: 0, allowed: 0 })
+    }
     let next = 0
     let allowed = 0
     await Promise.all(
@@ -86,38 +95,62 @@ const mf = new Miniflare({
   ],
 })
 
+interface Case {
+  backend: string
+  rule: string
+  inFlight: number
+  overrides: 'off' | 'on' | 'record'
+  rates: number[]
+  perRequest: number[]
+}
+
 let object = 0
-async function round(backend: string, rule: string, inFlight: number, count: number) {
+/**
+ * One round of a case: on a fresh object, or (overrides compared) on the case's own object, its records set once
+ * (`setup`, before the first round).
+ */
+async function round(each: Case, count: number, setup = false) {
+  const { backend, rule, inFlight, overrides } = each
+  const name = compareOverrides ? `${backend}-${rule}-${inFlight}-${overrides}` : `o${object++}`
+  const query = `n=${count}&c=${inFlight}&rule=${rule}&backend=${backend}&object=${name}&overrides=${overrides}${setup ? '&setup' : ''}`
   const started = performance.now()
-  const response = await mf.dispatchFetch(
-    `http://bench.test/?n=${count}&c=${inFlight}&rule=${rule}&backend=${backend}&object=o${object++}`,
-  )
+  const response = await mf.dispatchFetch(`http://bench.test/?${query}`)
   const { requests } = (await response.json()) as { requests: number }
   return { seconds: (performance.now() - started) / 1000, requests }
 }
 
 // Rounds interleave every case, so that load from elsewhere on the machine falls on all of them alike.
-const cases = ['sqlite', 'kv'].flatMap((backend) =>
-  ['sliding-window-counter', 'sliding-window-log', 'gcra'].flatMap((rule) =>
-    [1, 64].map((inFlight) => ({
-      backend,
-      rule,
-      inFlight,
-      rates: [] as number[],
-      perRequest: [] as number[],
-    })),
+const compareOverrides = process.argv.includes('--overrides')
+const cases: Case[] = (compareOverrides ? ['sqlite'] : ['sqlite', 'kv']).flatMap((backend) =>
+  (compareOverrides
+    ? ['sliding-window-counter']
+    : ['sliding-window-counter', 'sliding-window-log', 'gcra']
+  ).flatMap((rule) =>
+    [1, 64].flatMap((inFlight) =>
+      (compareOverrides ? (['off', 'on', 'record'] as const) : (['off'] as const)).map((overrides) => ({
+        backend,
+        rule,
+        inFlight,
+        overrides,
+        rates: [],
+        perRequest: [],
+      })),
+    ),
   ),
 )
-for (const each of cases) await round(each.backend, each.rule, each.inFlight, 500) // warm-up
+for (const each of cases) {
+  if (compareOverrides) await round(each, 0, true)
+  await round(each, 500) // warm-up
+}
 for (let i = 0; i < rounds; i++)
   for (const each of cases) {
-    const { seconds, requests } = await round(each.backend, each.rule, each.inFlight, n)
+    const { seconds, requests } = await round(each, n)
     each.rates.push(n / seconds)
     each.perRequest.push(n / requests)
   }
 const rows = cases.map((each) => [
   each.backend === 'sqlite' ? 'SQLite' : 'key-value',
-  each.rule,
+  compareOverrides ? `${each.rule}, overrides ${each.overrides}` : each.rule,
   String(each.inFlight),
   Math.round(median(each.rates)).toLocaleString('en-US'),
   `${Math.round(Math.min(...each.rates)).toLocaleString('en-US')}–${Math.round(Math.max(...each.rates)).toLocaleString('en-US')}`,
