@@ -243,3 +243,21 @@ describe('DurableObjectStore overrides', () => {
     })
   })
 })
+
+describe('DurableObjectStore overrides and reset', () => {
+  it('reset clears the counters in the object that decides for the key (regression: it went to the object of the namespace)', async () => {
+    const { namespace } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 8 })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 1, window: '1h' }),
+      store,
+      name: 'api',
+      overrides: true,
+    })
+    const keys = Array.from({ length: 8 }, (_, i) => `client-${i}`)
+    for (const key of keys) await limiter.limit(key)
+    for (const key of keys) await limiter.reset(key)
+    const after = await Promise.all(keys.map((key) => limiter.limit(key)))
+    expect(after.map((result) => result.allowed)).toEqual(keys.map(() => true))
+  })
+})

@@ -13,7 +13,7 @@ import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } fr
 import { nearLimitObserver } from './near-limit.js'
 import { LimiterOverrides } from './operator.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
-import { storeRequest } from './request.js'
+import { resetTarget, storeRequest } from './request.js'
 import { ShadowRules } from './shadow.js'
 import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
 
@@ -310,10 +310,9 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     keyArgument(key)
     this.#blocked?.delete(key)
+    const target = (rules: readonly Rule[]) => resetTarget(this, this.overrides.scope, key, rules)
     const resets = [this.#store, this.#fallback].flatMap((gateway) =>
-      gateway === undefined
-        ? []
-        : this.#modes.ruleSets().map((rules) => gateway.reset({ prefix: this.namespace, key, rules })),
+      gateway === undefined ? [] : this.#modes.ruleSets().map((rules) => gateway.reset(target(rules))),
     )
     await Promise.all(resets)
     this.#blocked?.delete(key)

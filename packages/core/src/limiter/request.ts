@@ -1,7 +1,7 @@
 import type { Penalty } from '../algorithms/penalty.js'
 import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
 import type { Rule } from '../algorithms/types.js'
-import type { StoreRequest } from '../stores/types.js'
+import type { StoreRequest, StoreTarget } from '../stores/types.js'
 import { RateLimitError } from '../support/errors.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
 
@@ -42,4 +42,19 @@ export function storeRequest(
     penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
   if (overrides !== undefined) request.overrides = overrides
   return request
+}
+
+/**
+ * The target of a reset of `key` under `rules`, with the override scope when the limiter reads overrides: a store
+ * may keep a key by it (DurableObjectStore routes an overrides limiter's keys by it), so a reset must say it too.
+ */
+export function resetTarget(
+  limiter: Pick<RequestBase, 'namespace'>,
+  overrides: string | undefined,
+  key: string,
+  rules: readonly Rule[],
+): StoreTarget {
+  const target: StoreTarget = { prefix: limiter.namespace, key, rules }
+  if (overrides !== undefined) target.overrides = overrides
+  return target
 }
