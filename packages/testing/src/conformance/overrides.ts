@@ -282,6 +282,16 @@ export function describeOverrides(suite: SuiteContext): void {
       expect(admittedCount >= 100).toBe(true)
     })
 
+    it("reset forgets an overridden key's counters and keeps its override", async () => {
+      const given = await operating(fixedWindow({ limit: 2, window: '1h' }))
+      if (given === undefined) return
+      const { limiter } = given
+      await limiter.overrides.set('k', { limit: 3 })
+      expect(await admitted(limiter, 'k', 4)).toBe(3)
+      await limiter.reset('k')
+      expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: 3, remaining: 2 })
+    })
+
     it('a limiter without `overrides: true` refuses set and block with a coded error and reads nothing', async () => {
       const { limiter } = await setup(fixedWindow({ limit: 1, window: '1s' }), START)
       await expectCode(() => limiter.overrides.set('k', { limit: 5 }), 'ERR_RATEWINDOW_OVERRIDES_OFF')
