@@ -281,30 +281,28 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * A page of the records under `scope`: the objects one after another, in the order of their index, each in key
-   * order, until `count` records are read or every object was; the cursor says the object and the key to go on
-   * from (`<index>:<client id>`). A full listing asks every object at least once (`objects` fetches), whatever the
-   * number of records.
+   * A page of the records under `scope`, from one object: the objects one after another, in the order of their
+   * index, each in key order, one fetch per page (so that each page is one round trip, within the limiter's
+   * `timeout`). A page may hold fewer records than `count`, or none, before the end; the cursor says the object and
+   * the key to go on from (`<index>:<client id>`). A full listing asks every object at least once.
    */
   async listOverrides(
     scope: string,
     page: { cursor?: string | undefined; count: number },
   ): Promise<OverridePage> {
-    let { index, after } = parseCursor(page.cursor)
-    const records: OverrideRecord[] = []
-    while (index < this.#objects && records.length < page.count) {
-      const call: RemoteCall = { op: 'list-overrides', scope, count: page.count - records.length }
-      if (after !== undefined) call.after = after
-      const answer = await this.#sendTo(index, this.#timed(call))
-      if (!('records' in answer)) throw unexpected(answer)
-      records.push(...answer.records)
-      if (answer.after === null) {
-        index++
-        after = undefined
-      } else after = answer.after
-    }
-    const cursor = index >= this.#objects ? undefined : after === undefined ? `${index}` : `${index}:${after}`
-    return { records, cursor }
+    const { index, after } = parseCursor(page.cursor)
+    if (index >= this.#objects) return { records: [], cursor: undefined }
+    const call: RemoteCall = { op: 'list-overrides', scope, count: page.count }
+    if (after !== undefined) call.after = after
+    const answer = await this.#sendTo(index, this.#timed(call))
+    if (!('records' in answer)) throw unexpected(answer)
+    const cursor =
+      answer.after !== null
+        ? `${index}:${answer.after}`
+        : index + 1 < this.#objects
+          ? `${index + 1}`
+          : undefined
+    return { records: answer.records, cursor }
   }
 
   async acquire(request: LeaseRequest): Promise<LeaseDecision> {

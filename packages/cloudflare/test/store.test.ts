@@ -230,12 +230,19 @@ describe('DurableObjectStore overrides', () => {
     expect(records()).toEqual([expect.stringMatching(/forever$/)])
   })
 
-  it('list walks the objects with one cursor; a cursor it did not make is refused, naming `cursor`', async () => {
+  it('list reads one object per page, walking them with one cursor; a cursor it did not make is refused, naming `cursor`', async () => {
     const { namespace, requests } = localNamespace()
     const store = new DurableObjectStore({ namespace, objects: 4 })
     const limiter = new RateLimiter({ rules, store, name: 'api', overrides: true })
-    expect(await limiter.overrides.list()).toEqual({ records: [], cursor: undefined })
-    // An empty listing asks each object once.
+    // One fetch per page, one object per page: an empty listing takes a page per object.
+    const pages = []
+    let cursor: string | undefined
+    do {
+      const page = await limiter.overrides.list(cursor === undefined ? {} : { cursor })
+      pages.push(page.records.length)
+      cursor = page.cursor
+    } while (cursor !== undefined)
+    expect(pages).toEqual([0, 0, 0, 0])
     expect(requests).toHaveLength(4)
     await expect(limiter.overrides.list({ cursor: 'x' })).rejects.toMatchObject({
       code: 'ERR_RATEWINDOW_INVALID_OPTION',
