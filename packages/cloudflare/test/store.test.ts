@@ -215,6 +215,18 @@ describe('DurableObjectStore overrides', () => {
     expect(objects.size).toBe(1)
   })
 
+  it('records live in the storage: an object restarted on it keeps the block and the override', async () => {
+    const { namespace, objects } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 1 })
+    const limiter = new RateLimiter({ rules, store, name: 'api', overrides: true })
+    await limiter.overrides.block('blocked', { for: '1h', reason: 'abuse' })
+    await limiter.overrides.set('raised', { limit: 5 })
+    // The runtime evicts the object and makes a new one on the same storage.
+    for (const entry of objects.values()) entry.object = new RateLimiterObject({ storage: entry.storage })
+    expect(await limiter.limit('blocked')).toMatchObject({ allowed: false, manualBlock: { reason: 'abuse' } })
+    expect(await limiter.limit('raised')).toMatchObject({ allowed: true, limit: 5, remaining: 4 })
+  })
+
   it('the sweep drops ended override records and keeps the others', async () => {
     const { namespace, objects } = localNamespace()
     const store = new DurableObjectStore({ namespace, objects: 1 })
