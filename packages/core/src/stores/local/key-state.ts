@@ -94,8 +94,10 @@ export function consumeKey(
   return decideLocally(rules, state.states, now, cost, true, penalty, state.penalty, false, reserve)
 }
 
-/** A manually blocked key: refused whatever its counters say, nothing counted; the rules report as a peek. */
-function blockedDecision(
+/**
+ * @internal A manually blocked key: refused whatever its counters say, nothing counted; the rules report as a peek.
+ */
+export function blockedDecision(
   rules: readonly Rule[],
   states: unknown[],
   now: number,

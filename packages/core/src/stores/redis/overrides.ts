@@ -135,10 +135,27 @@ function keyOfSlot(slot: number): string {
   return key
 }
 
-/** A record from a script's reply: its JSON, or '' for none. */
-function parseRecord(reply: unknown): OverrideRecord | undefined {
+/**
+ * A record from a script's reply or a key's value: its JSON, or '' for none. Unreadable content reads as none, as
+ * the decision script reads it (`readRecord`).
+ */
+export function parseRecord(reply: unknown): OverrideRecord | undefined {
   if (typeof reply !== 'string' || reply === '') return undefined
-  return JSON.parse(reply) as OverrideRecord
+  try {
+    const record: unknown = JSON.parse(reply)
+    return typeof record === 'object' && record !== null ? (record as OverrideRecord) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The Redis key of the override record of a client key under a limiter's override `scope`: `hash` is the client
+ * key's hash tag (the one its counters have, so one Cluster slot). RedisStore and SyncedStore both: a process of
+ * each on one Redis, with the same store `prefix`, read and write the same records.
+ */
+export function overrideRecordKey(storePrefix: string, scope: string, hash: string): string {
+  return `${storePrefix}${scope}{${hash}}:${RECORD_SUFFIX}`
 }
 
 /**

@@ -29,9 +29,9 @@ import {
 } from './groups.js'
 import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
-import { RECORD_SUFFIX } from './override-lua.js'
 import {
   listOverrides,
+  overrideRecordKey,
   PreparedWithOverrides,
   readOverride,
   serverNow,
@@ -216,7 +216,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   #recordKey(scope: string, hash: string): string {
-    return `${this.#prefix}${scope}{${hash}}:${RECORD_SUFFIX}`
+    return overrideRecordKey(this.#prefix, scope, hash)
   }
 
   updateOverride(scope: string, key: string, change: OverrideChange): Promise<OverrideRecord | undefined> {
