@@ -48,6 +48,13 @@ const prevAt = (counts: WindowCounts, win: number): number =>
   counts.win === win ? counts.prev : counts.win === win - 1 ? counts.curr : 0
 
 /**
+ * @internal Units a process knows of in window `win`: the shared view's, the sent and the unsent ones, never below
+ * zero (what a counter algorithm's state counts in its current window).
+ */
+export const countIn = (win: number, view: WindowCounts, sent: WindowCounts, unsent: WindowCounts): number =>
+  Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+
+/**
  * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the three
  * counts a process knows of (the shared view, the sent and the unsent ones), as seen from window `win`, never
  * below zero. Called on every decision: no allocation.
@@ -65,12 +72,12 @@ export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
   'sliding-window-counter': (state, win, view, sent, unsent) => {
     const target = state as WindowCounts
     target.win = win
-    target.curr = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+    target.curr = countIn(win, view, sent, unsent)
     target.prev = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win))
   },
   'fixed-window': (state, win, view, sent, unsent) => {
     const target = state as { win: number; count: number }
     target.win = win
-    target.count = Math.max(0, currAt(view, win) + currAt(sent, win) + currAt(unsent, win))
+    target.count = countIn(win, view, sent, unsent)
   },
 }

@@ -1,12 +1,23 @@
 /**
  * One client key as a SyncedStore process holds it: the shared counts it last read from Redis, the counts it
- * admitted since (sent and not yet acknowledged, or not yet sent), and the local decision made from their sum.
+ * admitted since (sent and not yet acknowledged, or not yet sent), its override record as last read (a limiter
+ * with `overrides: true`), and the local decision made from their sum under that record.
  */
+import { liveOverrideRecord, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
-import { decideLocally } from '../local/decide.js'
+import { chargeLocally, decideLocally } from '../local/decide.js'
+import { blockedDecision, underOverride } from '../local/key-state.js'
 import type { Linked } from '../local/recency.js'
+import { parseRecord } from '../redis/overrides.js'
 import type { Decision, StoreTarget } from '../types.js'
-import { addCounts, COUNTER_STATES, emptyCounts, type StateWriter, type WindowCounts } from './counters.js'
+import {
+  addCounts,
+  COUNTER_STATES,
+  countIn,
+  emptyCounts,
+  type StateWriter,
+  type WindowCounts,
+} from './counters.js'
 
 /** @internal A client key held by a SyncedStore (see the file's comment). */
 export interface SyncEntry extends Linked<SyncEntry> {
@@ -41,24 +52,40 @@ export interface SyncEntry extends Linked<SyncEntry> {
   dirty: boolean
   /** Still in its table (false once reset or evicted). */
   held: boolean
+  /**
+   * With `target.overrides` (the limiter's override scope): the Redis key of the client key's override record, read
+   * by every sync of the entry. Undefined for a limiter without overrides: no record is read.
+   */
+  readonly recordKey: string | undefined
+  /** The record as the last sync read it, or as this process last changed it; its ended parts still in. */
+  record: OverrideRecord | undefined
+  /** The record's JSON as the last sync read it ('' for none): an unchanged one keeps its object (and its rules). */
+  recordJson: string
+  /** Changed by this process after the sync in flight was sent: that sync may have read the record before. */
+  recordChanged: boolean
 }
 
 /**
- * @internal A new entry for `target` in `table`, never synced yet: `keys` are its rules' Redis keys, `maxPending`
- * the store's option (by default 1% of the smallest limit of its rules, at least 1).
+ * @internal A new entry for `target` in `table`, never synced yet: `keys` are its rules' Redis keys, `recordKey` its
+ * override record's (with `target.overrides`), `maxPending` the store's option (by default 1% of the smallest coded
+ * limit of its rules, at least 1).
  */
 export function newEntry(
   table: Map<string, SyncEntry>,
   target: StoreTarget,
   keys: string[],
+  recordKey: string | undefined,
   slot: number,
   maxPending: number | undefined,
 ): SyncEntry {
-  const { rules } = target
+  const { rules, overrides } = target
   const smallest = Math.min(...rules.map((rule) => rule.limit))
   return {
     table,
-    target: { prefix: target.prefix, key: target.key, rules },
+    target:
+      overrides === undefined
+        ? { prefix: target.prefix, key: target.key, rules }
+        : { prefix: target.prefix, key: target.key, rules, overrides },
     keys,
     slot,
     writers: rules.map((rule) => COUNTER_STATES[rule.algorithm]!),
@@ -76,6 +103,10 @@ export function newEntry(
     held: true,
     older: undefined,
     newer: undefined,
+    recordKey,
+    record: undefined,
+    recordJson: '',
+    recordChanged: false,
   }
 }
 
@@ -85,16 +116,72 @@ export function canSync(rules: readonly Rule[]): boolean {
 }
 
 /**
- * @internal The decision from this process's view: the last synced counts plus what it admitted since. `consume`:
- * the outcome is reported as after the request (admitted, written by `recordAdmitted`); a peek's is not.
+ * @internal The decision from this process's view: the last synced counts plus what it admitted since, under the
+ * override record as last read (its limits in force; a manual block refuses, counting nothing). `consume`: the
+ * outcome is reported as after the request (admitted, written by `recordAdmitted`); a peek's is not.
  */
 export function decideFromView(entry: SyncEntry, now: number, cost: number, consume: boolean): Decision {
+  const coded = entry.target.rules
+  const record = entry.recordKey === undefined ? undefined : liveOverrideRecord(entry.record, now)
+  const rules = writeStates(entry, now, record)
+  const { states } = entry
+  const decision =
+    record?.block !== undefined
+      ? blockedDecision(rules, states, now, cost, record.block)
+      : decideLocally(rules, states, now, cost, false, undefined, undefined, consume)
+  return record === undefined ? decision : underOverride(decision, coded, rules, record)
+}
+
+/**
+ * @internal Charges as much of `cost` as every rule still admits in this process's view, under the limits in force
+ * (a manual block does not stop it, as in every store); returns the units charged, for `recordAdmitted`.
+ */
+export function chargeFromView(entry: SyncEntry, now: number, cost: number): number {
+  const record = entry.recordKey === undefined ? undefined : liveOverrideRecord(entry.record, now)
+  return chargeLocally(writeStates(entry, now, record), entry.states, now, cost).charged
+}
+
+/**
+ * Writes the entry's algorithm states from its counts at `now`; returns the rules in force under `record` (the
+ * coded ones when it has no limits; an override keeps each rule's window, so the states are the same).
+ */
+function writeStates(entry: SyncEntry, now: number, record: OverrideRecord | undefined): readonly Rule[] {
   const { rules } = entry.target
   const { writers, states, views, sent, unsent } = entry
   for (let i = 0; i < rules.length; i++) {
     writers[i]!(states[i], Math.floor(now / rules[i]!.windowMs), views[i]!, sent[i]!, unsent[i]!)
   }
-  return decideLocally(rules, states, now, cost, false, undefined, undefined, consume)
+  return record === undefined ? rules : rulesWith(rules, record.limits)
+}
+
+/**
+ * @internal Gives up to `cost` units back to every rule now, as far as this process knows them counted in the
+ * rule's current window (what `give` does for the counter algorithms: a refund at now), among the unsent counts.
+ */
+export function recordGiven(entry: SyncEntry, now: number, cost: number): void {
+  const { rules } = entry.target
+  for (let i = 0; i < rules.length; i++) {
+    const win = Math.floor(now / rules[i]!.windowMs)
+    const held = countIn(win, entry.views[i]!, entry.sent[i]!, entry.unsent[i]!)
+    if (held > 0) addCounts(entry.unsent[i]!, win, -Math.min(cost, held))
+  }
+}
+
+/** @internal The record a sync read (its JSON, '' for none), unless this process changed it since that sync left. */
+export function readRecord(entry: SyncEntry, reply: unknown): void {
+  if (entry.recordChanged) return
+  const json = typeof reply === 'string' ? reply : ''
+  if (json === entry.recordJson) return
+  entry.recordJson = json
+  entry.record = parseRecord(json)
+}
+
+/** @internal The record as this process changed it (in Redis already): decisions here read it from now on. */
+export function changeRecord(entry: SyncEntry, record: OverrideRecord | undefined): void {
+  entry.record = record
+  // The next sync reads it again, and takes what Redis then holds.
+  entry.recordJson = '\u0000'
+  entry.recordChanged = entry.flushing !== undefined
 }
 
 /** @internal Counts `cost` units admitted at `now` among the entry's unsent ones (and its unacknowledged cost). */

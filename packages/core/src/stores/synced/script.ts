@@ -2,7 +2,7 @@ import { isNoScript, type RedisScriptRunner } from '../redis/clients/runner.js'
 import { scriptOf } from '../redis/script.js'
 
 /**
- * @internal The one script behind `SyncedStore`: adds a process's unflushed counts to the shared window counters
+ * @internal The script behind `SyncedStore`: adds a process's unflushed counts to the shared window counters
  * and returns the global counts, for every rule of every client key in the call, in one round trip (a tick sends
  * the keys used in its interval together, up to 256 per call).
  *
@@ -22,7 +22,31 @@ import { scriptOf } from '../redis/script.js'
  * one has a count (set by its first write, kept by the next ones), else the end of the current one. A sync without
  * a delta writes nothing. One MGET for all keys, then one SET per key with a delta.
  */
-export const SYNC_LUA = `
+export const SYNC_LUA = syncLua(false)
+
+/**
+ * @internal `SYNC_LUA` for keys read with their override records (a limiter with `overrides: true`): the same, and
+ * after the counters' keys, one record key per such client key (`<store prefix><scope>{<hash>}:o`, the same hash
+ * tag, so one slot), read as they are, changed never.
+ *
+ * KEYS[1..#ARGV - 1]  the counters, as in `SYNC_LUA`; KEYS[#ARGV..]  the override records (their JSON strings)
+ * ARGV                as in `SYNC_LUA`: one delta per counters key
+ *
+ * Returns `SYNC_LUA`'s reply, then each record's JSON as kept ('' for none): the store drops its ended parts at each
+ * decision, on its own clock.
+ */
+export const SYNC_RECORDS_LUA = syncLua(true)
+
+/** The sync script's text; with `records`, the keys past the counters' are override records, returned as read. */
+function syncLua(records: boolean): string {
+  const counters = records ? '#ARGV - 1' : '#KEYS'
+  const tail = records
+    ? `for i = #ARGV, #KEYS do
+  out[#out + 1] = values[i] or ''
+end
+`
+    : ''
+  return `
 local function num(n) return string.format('%.0f', n) end
 local now = tonumber(ARGV[1])
 if now < 0 then
@@ -31,7 +55,7 @@ if now < 0 then
 end
 local out = { now }
 local values = redis.call('MGET', unpack(KEYS))
-for i = 1, #KEYS do
+for i = 1, ${counters} do
   local a, b, c, d = string.match(ARGV[i + 1], '^(%d+):(%-?%d+):(%-?%d+):(%-?%d+)$')
   local window, dwin, dcurr, dprev = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
   local win = math.floor(now / window)
@@ -72,8 +96,9 @@ for i = 1, #KEYS do
   out[#out + 1] = curr
   out[#out + 1] = prev
 end
-return out
+${tail}return out
 `
+}
 
 /** @internal A Lua script and its SHA1, the identity EVALSHA runs it by. */
 export interface SyncScript {
@@ -83,6 +108,9 @@ export interface SyncScript {
 
 /** @internal */
 export const SYNC_SCRIPT: SyncScript = scriptOf(SYNC_LUA)
+
+/** @internal */
+export const SYNC_RECORDS_SCRIPT: SyncScript = scriptOf(SYNC_RECORDS_LUA)
 
 /**
  * @internal How `SyncedStore` sends a script: the smallest contract, so that another client can stand in.

@@ -1,16 +1,17 @@
 /**
  * SyncedStore's sync loop: every `interval`, every key used since its previous sync sends its unsent counts to
- * Redis and reads back the shared ones, in as few scripts as the keys allow (up to 256 keys each; on a Cluster,
- * one script per hash slot); a key can also be sent at once (`flush`). A failed sync puts its counts back with
- * the unsent ones. The loop learns the server's time from each reply: it is the store's clock.
+ * Redis and reads back the shared ones, and its override record when it has one to read, in as few scripts as the
+ * keys allow (up to 256 keys each; on a Cluster, one script per hash slot); a key can also be sent at once
+ * (`flush`). A failed sync puts its counts back with the unsent ones. The loop learns the server's time from each
+ * reply: it is the store's clock.
  */
 import { RateLimitError } from '../../support/errors.js'
 import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
 import { clearCounts, mergeCounts } from './counters.js'
 import type { Departures } from './departures.js'
-import type { SyncEntry } from './entry.js'
+import { readRecord, type SyncEntry } from './entry.js'
 import type { FailureMode } from './failure-mode.js'
-import { type ScriptRunner, SYNC_SCRIPT } from './script.js'
+import { type ScriptRunner, SYNC_RECORDS_SCRIPT, SYNC_SCRIPT } from './script.js'
 
 /**
  * Most keys one sync script carries. A tick sends every key used in the interval in a few scripts rather than
@@ -141,13 +142,14 @@ export class SyncLoop {
       let batch: SyncEntry[] = []
       let keys = 0
       for (const entry of group) {
-        if (keys > 0 && keys + entry.keys.length > BATCH_KEYS) {
+        const size = entry.keys.length + (entry.recordKey === undefined ? 0 : 1)
+        if (keys > 0 && keys + size > BATCH_KEYS) {
           flights.push(this.#send(batch))
           batch = []
           keys = 0
         }
         batch.push(entry)
-        keys += entry.keys.length
+        keys += size
       }
       flights.push(this.#send(batch))
     }
@@ -155,14 +157,20 @@ export class SyncLoop {
   }
 
   /**
-   * One script, one round trip: adds the unsent counts of `entries` to the shared ones and reads these back. The
-   * entries' keys must share one Cluster slot on a Cluster client.
+   * One script, one round trip: adds the unsent counts of `entries` to the shared ones and reads these back, with
+   * the override records of the entries that have one to read (after the counters' keys). The entries' keys must
+   * share one Cluster slot on a Cluster client.
    */
   #send(entries: readonly SyncEntry[]): Promise<void> {
     const { clock, runner, failure } = this.#parts
     const keys: string[] = []
+    const records: string[] = []
     const args: string[] = [clock === undefined ? '-1' : String(Math.floor(clock()))]
     for (const entry of entries) {
+      if (entry.recordKey !== undefined) {
+        records.push(entry.recordKey)
+        entry.recordChanged = false
+      }
       const { rules } = entry.target
       const sent = entry.unsent
       entry.unsent = entry.sent
@@ -175,16 +183,22 @@ export class SyncLoop {
       }
     }
     const started = Date.now()
-    const flight = runner
-      .run(SYNC_SCRIPT, keys, args)
-      .then((reply) => syncReplies(reply, keys.length))
+    const counters = keys.length
+    const flight = (
+      records.length === 0
+        ? runner.run(SYNC_SCRIPT, keys, args)
+        : runner.run(SYNC_RECORDS_SCRIPT, [...keys, ...records], args)
+    )
+      .then((reply) => syncReplies(reply, counters, records.length))
       .then(
         (replies) => {
           if (clock === undefined) this.#offset = Number(replies[0]) - (started + Date.now()) / 2
           const now = this.now()
           let at = 1
+          let record = 1 + 3 * counters
           for (const entry of entries) {
             entry.flushing = undefined
+            if (entry.recordKey !== undefined) readRecord(entry, replies[record++])
             at = this.#apply(entry, replies, at, now)
           }
           failure.synced()
@@ -245,9 +259,9 @@ function bySlot(entries: readonly SyncEntry[]): Iterable<SyncEntry[]> {
   return groups.values()
 }
 
-/** The sync script's reply, checked: the server time, then three integers per key. */
-function syncReplies(reply: unknown, keys: number): readonly unknown[] {
-  if (!Array.isArray(reply) || reply.length !== 1 + 3 * keys) {
+/** The sync script's reply, checked: the server time, three integers per counters key, then one per record. */
+function syncReplies(reply: unknown, keys: number, records: number): readonly unknown[] {
+  if (!Array.isArray(reply) || reply.length !== 1 + 3 * keys + records) {
     throw new RateLimitError(
       'ERR_RATEWINDOW_STORE',
       `Unexpected reply from the sync script: ${String(reply)}`,

@@ -1,3 +1,4 @@
+import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
 import { type Duration, parseDuration } from '../../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
@@ -7,9 +8,27 @@ import { throttledErrorLog } from '../../support/report.js'
 import { prefixOption } from '../../support/validators.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
-import type { Decision, RefundRequest, Store, StoreRequest, StoreTarget } from '../types.js'
+import { overrideRecordKey } from '../redis/overrides.js'
+import type {
+  Awaitable,
+  Decision,
+  OverridePage,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from '../types.js'
 import { Departures } from './departures.js'
-import { decideFromView, newEntry, recordAdmitted, recordRefund, type SyncEntry } from './entry.js'
+import {
+  changeRecord,
+  chargeFromView,
+  decideFromView,
+  newEntry,
+  recordAdmitted,
+  recordGiven,
+  recordRefund,
+  type SyncEntry,
+} from './entry.js'
 import { offBeforeExit, onBeforeExit } from './exit.js'
 import { FailureMode } from './failure-mode.js'
 import { type ScriptRunner, scriptRunnerOn } from './script.js'
@@ -84,12 +103,19 @@ export const SYNCED_STORE_DEFAULTS = {
  * Synchronises the sliding window counter and the fixed window. A rule set with any other algorithm is
  * decided by an exact `RedisStore` on the same client, one round trip per request.
  *
+ * Overrides and manual blocks (docs/operating-limits.md) live in Redis as RedisStore keeps them (the same records:
+ * a RedisStore process and a SyncedStore process with the same `prefix` see each other's): a change is written at
+ * once, and seen here at once; every sync of a key reads its record, so another process sees it at its next sync
+ * of that key. Decisions read the record as last synced: no round trip of their own.
+ *
  * Its parts, in this folder: the held keys (tables.ts) and each key's view and counts (entry.ts), the sync loop
  * (sync-loop.ts), the failure mode and exact fallback (failure-mode.ts), the departing keys (departures.ts) and
  * the process's `beforeExit` (exit.ts). The class composes them: a call finds its key, decides from the view,
  * records what it admitted, and waits for a sync only past `maxPending` or for a key never read.
  */
 export class SyncedStore implements Store {
+  /** Overrides and manual blocks: written through to Redis, read by each sync (docs/operating-limits.md). */
+  readonly overrides = true
   readonly #commands: RedisScriptRunner
   readonly #prefix: string
   readonly #maxPending: number | undefined
@@ -191,6 +217,68 @@ export class SyncedStore implements Store {
     this.#loop.markDirty(entry)
   }
 
+  /** `RateLimiter.give`: gives units back now, in this process's counts (sent with the next sync). */
+  give(request: StoreRequest): Awaitable<void> {
+    const entry = this.#entryFor(request)
+    if (entry === undefined) return this.#failure.exact().give(request)
+    this.#failure.checkReachable()
+    const give = () => {
+      recordGiven(entry, this.#loop.now(), request.cost)
+      this.#loop.markDirty(entry)
+      return true
+    }
+    // A key not read yet: its empty view knows of nothing to give back.
+    if (entry.syncedAt === Number.NEGATIVE_INFINITY) return this.#afterSync(entry, give).then(() => {})
+    give()
+  }
+
+  /**
+   * Charges as much of `cost` as every rule still admits (`take`, `settle`), from this process's view as `consume`
+   * decides: after a sync for a key not read yet, or past `maxPending`.
+   */
+  charge(request: StoreRequest): Awaitable<{ charged: number }> {
+    const entry = this.#entryFor(request)
+    if (entry === undefined) return this.#failure.exact().charge(request)
+    this.#failure.checkReachable()
+    const charge = () => {
+      const now = this.#loop.now()
+      const charged = chargeFromView(entry, now, request.cost)
+      if (charged > 0) this.#record(entry, now, charged)
+      else this.#loop.markDirty(entry)
+      return { charged }
+    }
+    const cold = entry.syncedAt === Number.NEGATIVE_INFINITY
+    if (cold || (entry.unacked > 0 && entry.unacked + request.cost > entry.maxPending))
+      return this.#afterSync(entry, charge)
+    return charge()
+  }
+
+  /**
+   * Writes the change to the key's record in Redis (RedisStore's script, on this store's clock), then applies it to
+   * this process's entries of the key at once; other processes read it at their next sync of the key.
+   */
+  async updateOverride(
+    scope: string,
+    key: string,
+    change: OverrideChange,
+  ): Promise<OverrideRecord | undefined> {
+    const record = await this.#failure.exact().updateOverride(scope, key, change)
+    for (const entry of this.#tables.entriesOf(scope, key)) changeRecord(entry, record)
+    for (const entry of this.#departures.entries())
+      if (entry.target.overrides === scope && entry.target.key === key) changeRecord(entry, record)
+    return record
+  }
+
+  /** The key's record as Redis holds it now (one round trip, not this process's copy). */
+  readOverride(scope: string, key: string): Promise<OverrideRecord | undefined> {
+    return this.#failure.exact().readOverride(scope, key)
+  }
+
+  /** A page of the scope's records, as RedisStore lists them (SCAN). */
+  listOverrides(scope: string, page: { cursor?: string | undefined; count: number }): Promise<OverridePage> {
+    return this.#failure.exact().listOverrides(scope, page)
+  }
+
   async reset(target: StoreTarget): Promise<void> {
     const entry = this.#entryFor(target)
     if (entry === undefined) return this.#failure.exact().reset(target)
@@ -243,7 +331,10 @@ export class SyncedStore implements Store {
 
   /** The Redis key holding `rule`'s shared counts for `key` under a limiter `prefix`. */
   keyFor(prefix: string, key: string, rule: Rule): string {
-    const hash = clientKeyDigest(key).slice(0, 22)
+    return this.#counterKey(prefix, hashTag(key), rule)
+  }
+
+  #counterKey(prefix: string, hash: string, rule: Rule): string {
     return `${this.#prefix}${prefix}{${hash}}:${rule.id}:s`
   }
 
@@ -295,7 +386,7 @@ export class SyncedStore implements Store {
    * Waits for the round trip that sends what is pending for the key and reads its shared counts, then answers by
    * `decide`; again while `decide` has no answer yet (undefined: past `maxPending` still).
    */
-  async #afterSync(entry: SyncEntry, decide: () => Decision | undefined): Promise<Decision> {
+  async #afterSync<T>(entry: SyncEntry, decide: () => T | undefined): Promise<T> {
     // Evicted meanwhile, the entry stays the key's (departing) while requests wait on it: it decides them.
     entry.waiting++
     try {
@@ -340,9 +431,12 @@ export class SyncedStore implements Store {
   }
 
   #create(table: Map<string, SyncEntry>, target: StoreTarget): SyncEntry {
-    const keys = target.rules.map((rule) => this.keyFor(target.prefix, target.key, rule))
+    const hash = hashTag(target.key)
+    const keys = target.rules.map((rule) => this.#counterKey(target.prefix, hash, rule))
+    const scope = target.overrides
+    const record = scope === undefined ? undefined : overrideRecordKey(this.#prefix, scope, hash)
     const slot = this.#commands.cluster ? clusterSlot(keys[0]!) : 0
-    return newEntry(table, target, keys, slot, this.#maxPending)
+    return newEntry(table, target, keys, record, slot, this.#maxPending)
   }
 
   /**
@@ -355,3 +449,6 @@ export class SyncedStore implements Store {
     if (this.#departures.add(entry) && entry.unacked > 0) this.#loop.flushLater(entry)
   }
 }
+
+/** A client key's hash tag: its counters' and its override record's (RedisStore's too). */
+const hashTag = (key: string): string => clientKeyDigest(key).slice(0, 22)

@@ -1,7 +1,7 @@
 /**
- * The keys a SyncedStore process holds: one table per rule set (by storage ids) and limiter prefix, keyed by the
- * client key itself as in MemoryStore (no per-request key concatenation), their count, and their recency, so that
- * the least recently used can be evicted past `maxKeys`.
+ * The keys a SyncedStore process holds: one table per rule set (by storage ids), limiter prefix and override scope
+ * (none for a limiter without overrides), keyed by the client key itself as in MemoryStore (no per-request key
+ * concatenation), their count, and their recency, so that the least recently used can be evicted past `maxKeys`.
  */
 import type { Rule } from '../../algorithms/types.js'
 import { emitWarning } from '../../support/runtime.js'
@@ -11,11 +11,17 @@ import { canSync, type SyncEntry } from './entry.js'
 
 type Table = Map<string, SyncEntry>
 
+/** The tables of one rule set: by limiter prefix, for limiters without overrides; by scope then prefix, with them. */
+interface RuleSetTables {
+  readonly plain: Map<string, Table>
+  readonly scoped: Map<string, Map<string, Table>>
+}
+
 /** @internal SyncedStore's tables of held keys (see the file's comment). */
 export class SyncedTables {
-  /** Per rule set: its tables by limiter prefix. `null`: rules that cannot be synchronised. */
-  readonly #tables = new WeakMap<readonly Rule[], Map<string, Table> | null>()
-  readonly #bySignature = new Map<string, Map<string, Table>>()
+  /** Per rule set: its tables. `null`: rules that cannot be synchronised. */
+  readonly #tables = new WeakMap<readonly Rule[], RuleSetTables | null>()
+  readonly #bySignature = new Map<string, RuleSetTables>()
   readonly #recency = new RecencyList<SyncEntry>()
   readonly #maxKeys: number
   #size = 0
@@ -34,14 +40,27 @@ export class SyncedTables {
     return this.#size >= this.#maxKeys ? this.#recency.leastRecent : undefined
   }
 
-  /** The table of the target's rule set and limiter prefix; undefined when its rules cannot be synchronised. */
+  /**
+   * The table of the target's rule set, limiter prefix and override scope; undefined when its rules cannot be
+   * synchronised. NOTE: two limiters of one namespace and different scopes (a superseded limiter) hold an entry each,
+   * as two processes would: each reads its own record.
+   */
   tableOf(target: StoreTarget): Table | undefined {
-    let byPrefix = this.#tables.get(target.rules)
-    if (byPrefix === undefined) {
-      byPrefix = this.#byPrefixFor(target.rules)
-      this.#tables.set(target.rules, byPrefix)
+    let tables = this.#tables.get(target.rules)
+    if (tables === undefined) {
+      tables = this.#tablesFor(target.rules)
+      this.#tables.set(target.rules, tables)
     }
-    if (byPrefix === null) return undefined
+    if (tables === null) return undefined
+    let byPrefix = tables.plain
+    if (target.overrides !== undefined) {
+      let scoped = tables.scoped.get(target.overrides)
+      if (scoped === undefined) {
+        scoped = new Map()
+        tables.scoped.set(target.overrides, scoped)
+      }
+      byPrefix = scoped
+    }
     let table = byPrefix.get(target.prefix)
     if (table === undefined) {
       table = new Map()
@@ -72,16 +91,26 @@ export class SyncedTables {
     this.#recency.remove(entry)
   }
 
+  /** The held entries of `key` under the override `scope`, in every rule set and limiter prefix. */
+  *entriesOf(scope: string, key: string): IterableIterator<SyncEntry> {
+    for (const tables of this.#bySignature.values()) {
+      for (const table of tables.scoped.get(scope)?.values() ?? []) {
+        const entry = table.get(key)
+        if (entry !== undefined) yield entry
+      }
+    }
+  }
+
   /** Rule arrays with the same ids share state, so they share tables; null when a rule cannot be synchronised. */
-  #byPrefixFor(rules: readonly Rule[]): Map<string, Table> | null {
+  #tablesFor(rules: readonly Rule[]): RuleSetTables | null {
     if (canSync(rules)) {
       const signature = rules.map((rule) => rule.id).join(',')
-      let byPrefix = this.#bySignature.get(signature)
-      if (byPrefix === undefined) {
-        byPrefix = new Map()
-        this.#bySignature.set(signature, byPrefix)
+      let tables = this.#bySignature.get(signature)
+      if (tables === undefined) {
+        tables = { plain: new Map(), scoped: new Map() }
+        this.#bySignature.set(signature, tables)
       }
-      return byPrefix
+      return tables
     }
     emitWarning(
       `SyncedStore synchronises sliding window counter and fixed window rules only; rules ${rules.map((rule) => rule.id).join(', ')} are decided by an exact RedisStore, one round trip per request.`,
