@@ -44,3 +44,14 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeOverrides(suite)
   describeProperties(suite)
 }
+
+/**
+ * Registers the overrides section of the suite alone (overrides, manual blocks, give/take, inspect, and processes
+ * sharing the store): for a store that keeps overrides but is not meant to pass the rest, such as SyncedStore (no
+ * penalties; its counts are synchronised, not exact), or to run the section apart. `overrides: true` is implied.
+ * @example
+ * describeOverridesConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
+ */
+export function describeOverridesConformance(test: TestFunctions, subject: StoreUnderTest): void {
+  describeOverrides(suiteContext(test, { ...subject, overrides: true }))
+}

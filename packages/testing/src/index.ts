@@ -4,6 +4,7 @@
  */
 export { TestClock } from './clock.js'
 export {
+  describeOverridesConformance,
   describeStoreConformance,
   type Expect,
   type StoreUnderTest,

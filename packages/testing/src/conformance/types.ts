@@ -23,6 +23,21 @@ export interface StoreUnderTest {
    * their tests. Otherwise they run only for a store that says it keeps them. @default false
    */
   overrides?: boolean
+  /**
+   * A store of another process on the state `createStore`'s stores share (a store of its own, on a client of its
+   * own, to the same Redis), on `clock`: the overrides section then checks that processes see an override, a block
+   * and its end set by a third. Leave it out for a store of one process (MemoryStore): that test then says so and
+   * checks nothing.
+   */
+  createProcess?(clock: TestClock): Store | Promise<Store>
+  /**
+   * When another process sees an override change, for a store that does not read the record as it decides: the
+   * bound it guarantees (`bound`, shown in the test's name) and how the test brings a process to it (`reach`,
+   * called after the process decided the key). SyncedStore:
+   * `{ bound: 'at its next sync of the key', reach: (store) => store.sync() }`.
+   * @default at its next decision (the record is read by the decision itself)
+   */
+  seenWithin?: { bound: string; reach(store: Store): Promise<unknown> }
   /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
   timeout?: number
 }
