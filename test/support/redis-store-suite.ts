@@ -106,6 +106,9 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
           client ??= connect(family, topology().address)
           return new RedisStore({ client: await client, clock: clock.read })
         },
+        // A process of its own: a client of its own on the same servers.
+        createProcess: async (clock) =>
+          new RedisStore({ client: await connect(family, topology().address), clock: clock.read }),
         numRuns: name === 'standalone' ? options.numRuns.standalone : options.numRuns.cluster,
         reserves: true,
         overrides: true,
