@@ -167,6 +167,16 @@ end
   end
 end
 `,
+  // The newest entries admitted by now, whatever their times; never a reserved slot (later than now). ZREM in
+  // batches: Lua's `unpack` has a limit, and `cost` is not capped for a give.
+  give: (r, cost) => `do
+  local members = redis.call('ZREVRANGEBYSCORE', ${r.key}, num(now), '-inf', 'LIMIT', 0, ${cost})
+  for i = 1, #members, 256 do
+    redis.call('ZREM', ${r.key}, unpack(members, i, math.min(i + 255, #members)))
+  end
+  ${r.v('size')} = ${r.v('size')} - #members
+end
+`,
   report: (r, pending, denied) => {
     const [L, W] = r.params
     const size = r.v('size')

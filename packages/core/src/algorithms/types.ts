@@ -65,6 +65,11 @@ export interface LuaTwin {
   wait?(r: LuaRule, cost: string): string
   /** Reservation (`AlgorithmLogic.reserve`): statements charging `cost` at `at` (ms, >= now). */
   reserve?(r: LuaRule, cost: string, at: string): string
+  /**
+   * `AlgorithmLogic.give`: statements giving back up to `cost` units now, without the time they were admitted.
+   * Absent where `refund` at now does it (every algorithm but the log).
+   */
+  give?(r: LuaRule, cost: string): string
   /** Statements assigning the script's `remaining`, `reset` and `retry` (see `AlgorithmLogic.report`). */
   report(r: LuaRule, pending: string, denied: string): string
   /**

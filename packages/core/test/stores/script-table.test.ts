@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { redisScripts } from '../../src/stores/redis/script-table.js'
-import { SYNC_SCRIPT } from '../../src/stores/synced/script.js'
+import { SYNC_RECORDS_SCRIPT, SYNC_SCRIPT } from '../../src/stores/synced/script.js'
 
 const PINNED: Record<string, string> = {
   lease: 'b4c96e220a08e22d0b0eb3050037fdfa3a12f587',
@@ -14,10 +14,11 @@ const PINNED: Record<string, string> = {
   'fixed-window batch': '4bcdc06e6b464925ea126b0c96d6757975586d38',
   'fixed-window + penalty': '685ef716de8128e7f7c64611c265a15242bc2cc1',
   'fixed-window + penalty batch': 'f3d2a1b76e121946ab10edc4f34d78290e58bbda',
-  'sliding-window-log': '87aa1501e458c83186d567a0f9f018bcb1b146ac',
-  'sliding-window-log batch': '9ff082f646184c53e9378e03070ad561b4ea4003',
-  'sliding-window-log + penalty': '032801a7a8c28e19db26ae2d0f3febec3388049a',
-  'sliding-window-log + penalty batch': '9d232a6577fde9c46f95391feedad3ff2d0dda6b',
+  // Session 9: the log's scripts know the give mode (its newest units, whatever their times); the others are unchanged.
+  'sliding-window-log': 'c3a9bcdfff6ce26095455746ffdcad83932e7673',
+  'sliding-window-log batch': '18b2238145b1dee3697c9195c4a04214af113311',
+  'sliding-window-log + penalty': '2b8c01af4583e7eafaec3673d59d794f1d848377',
+  'sliding-window-log + penalty batch': '5866456bae7af374d24783e0be28e7ed5f56c740',
   'sliding-window-counter': '8111a1689ae6f1a13fd623888c02d26ac4c6238f',
   'sliding-window-counter batch': 'e6e22d3535719fcf3b6a1c3dc3fbde5426924686',
   'sliding-window-counter + penalty': 'c9fe1bab2879e0720a71c2e678637459fab743f7',
@@ -35,10 +36,10 @@ const PINNED: Record<string, string> = {
   'fixed-window + overrides batch': '3a9b451c064444aa6a05fb217f9a93d4cdb4df34',
   'fixed-window + penalty + overrides': '332eae527f9580a2ce3af11c5d8123747471d35b',
   'fixed-window + penalty + overrides batch': 'ce3175c4825c11210506c695379a9f342c4ced26',
-  'sliding-window-log + overrides': '23e75b34edd00fd1f6299db26cb7f2cb75a12338',
-  'sliding-window-log + overrides batch': '91a0145a61c446416f2711f015e2cc7b29af0cd9',
-  'sliding-window-log + penalty + overrides': '7364b973032583b22fd1c79e547c4da66169a642',
-  'sliding-window-log + penalty + overrides batch': '5175c92425f39aef9247b92757743da59a1a47d3',
+  'sliding-window-log + overrides': 'fac02c2ad54733db6e3a010057dc863dc7fd1c18',
+  'sliding-window-log + overrides batch': '0fdb6b28ad8a7b727cf0451787cc954e5291f59b',
+  'sliding-window-log + penalty + overrides': 'a45437b7dd2a466f08a26bcc1063d81e8f2c5274',
+  'sliding-window-log + penalty + overrides batch': '074f8f4387440fb85085c9823aec3cb4543ad635',
   'sliding-window-counter + overrides': '7ffd2a38062b45f61d2c48de932e8f4c1067eeac',
   'sliding-window-counter + overrides batch': '7b3f9c8d1fceb92ca40e03a06a83f4e136b4d5ca',
   'sliding-window-counter + penalty + overrides': 'c4945f800b3d6862efc82b5487626971ff859773',
@@ -72,9 +73,11 @@ describe('the Lua scripts and their SHA1s', () => {
     for (const [name, script] of Object.entries(redisScripts()))
       expect(sha1(script.lua), name).toBe(script.sha1)
     expect(sha1(SYNC_SCRIPT.lua)).toBe(SYNC_SCRIPT.sha1)
+    expect(sha1(SYNC_RECORDS_SCRIPT.lua)).toBe(SYNC_RECORDS_SCRIPT.sha1)
   })
 
-  it("SyncedStore's script keeps its pinned hash", () => {
+  it("SyncedStore's scripts keep their pinned hashes (the one with override records beside the one without)", () => {
     expect(SYNC_SCRIPT.sha1).toBe('cb36d9e3827c88918426dae6021c856d65494ffe')
+    expect(SYNC_RECORDS_SCRIPT.sha1).toBe('6fb80f056a327c50b59871321cae0f54648fca59')
   })
 })

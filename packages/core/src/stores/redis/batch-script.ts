@@ -132,7 +132,7 @@ for c = 1, calls do
     set = -set
     local mode = ARGV[a + 1]
     args[1], args[2], args[3] = mode, ARGV[a + 2], ARGV[a + 3]
-    if mode == '2' or mode == '4' then args[last] = ARGV[a + 4] else args[last] = nil end
+    if mode == '2' or mode == '4'${body.includes("mode == '5'") ? " or mode == '5'" : ''} then args[last] = ARGV[a + 4] else args[last] = nil end
     a = a + 5
   end
   local base = (set - 1) * perCall
@@ -199,7 +199,8 @@ export function callKeys(call: BatchCall, suffixes: readonly string[]): string[]
 export function singleArguments(call: BatchCall, shared: readonly string[]): string[] {
   const args = [MODE_ARGS[call.mode]!, numberArg(call.now), numberArg(call.request.cost)]
   for (const arg of shared) args.push(arg)
-  if (call.mode === MODE.refund || call.mode === MODE.reserve) args.push(numberArg(call.at))
+  if (call.mode === MODE.refund || call.mode === MODE.reserve || call.mode === MODE.give)
+    args.push(numberArg(call.at))
   return args
 }
 

@@ -40,7 +40,7 @@ import {
 } from './overrides.js'
 import { ReadyGate } from './ready-gate.js'
 import { repairedRules } from './repaired.js'
-import { MODE, type Script, scriptFor } from './script.js'
+import { giveMode, MODE, type Script, scriptFor } from './script.js'
 import {
   type DecisionCall,
   LEASE_PREPARED,
@@ -285,12 +285,13 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /**
    * `RateLimiter.give`: a refund of units admitted now, on the server's clock (read first when the store has no
-   * `clock`). NOTE: the sliding window log gives back only units admitted at that very millisecond.
+   * `clock`); a sliding window log gives back its newest units admitted by then, whatever their times (`giveMode`).
    */
   async give(request: StoreRequest, within?: CallBound): Promise<void> {
     const base = this.#base(request.prefix, request.key)
     const now = this.#clock === undefined ? await serverNow(this.#operatorScripts, base) : this.#now()
-    const { notices } = (await this.#run(request, MODE.refund, now, within, now)) as Decision
+    const mode = giveMode(request.rules)
+    const { notices } = (await this.#run(request, mode, now, within, now)) as Decision
     if (notices?.[0] !== undefined) throw notices[0]
   }
 
@@ -413,7 +414,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   #decode(call: DecisionCall, reply: readonly unknown[], start: number): unknown {
     const { request } = call
     const rules = request.rules.length
-    if (call.mode === MODE.refund) {
+    if (call.mode === MODE.refund || call.mode === MODE.give) {
       const refunded: Decision = { allowed: true, now: Number(reply[start + 1]), outcomes: [] }
       const mask = Number(reply[start + 2])
       if (mask) refunded.notices = repairedRules(request, mask)

@@ -1,11 +1,22 @@
 import { ALGORITHMS_BY_CODE } from '../../algorithms/index.js'
 import { PENALTY_LUA } from '../../algorithms/penalty.js'
-import type { LuaRule, LuaTwin } from '../../algorithms/types.js'
+import type { LuaRule, LuaTwin, Rule } from '../../algorithms/types.js'
 import { sha1Hex } from '../../support/hash.js'
 import { adoptRule, overridePrelude, RETAG, retuneRule } from './override-lua.js'
 
 /** @internal Modes of the decision script. */
-export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4 } as const
+export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4, give: 5 } as const
+
+/**
+ * @internal The mode of `RateLimiter.give` for `rules`: `give` when an algorithm gives otherwise than by a refund
+ * at now (the sliding window log: its newest units, whatever their times), whose scripts alone know that mode;
+ * else a refund at now, so that the other scripts stay as they were.
+ */
+export function giveMode(rules: readonly Rule[]): number {
+  return rules.some((rule) => ALGORITHMS_BY_CODE.get(rule.script.code)!.lua.give !== undefined)
+    ? MODE.give
+    : MODE.refund
+}
 
 /**
  * Rules whose variables are Lua locals; the state of rules past these lives in a table (Lua allows 200 locals per
@@ -24,14 +35,17 @@ const LOCAL_RULES = 10
  * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle: consume as much of `cost` as every rule still
  *          admits, never more; the reply's first number is the units charged instead of `allowed`), 4 reserve
  *          (consume; a request over the limit that every rule admits within the wait given last is charged for
- *          its slot, and the reply's first number is 1 + that wait in ms)
+ *          its slot, and the reply's first number is 1 + that wait in ms), 5 give (a refund at now whose rules give
+ *          back their newest units admitted by now, whatever their times; only in scripts of an algorithm with a
+ *          `give` of its own, the sliding window log: `giveMode`)
  * ARGV[2]  now in epoch ms, or -1 to read the server's TIME
  * ARGV[3]  cost, whole units
  * then     each rule's parameters (`Rule.script.params`, as many as its algorithm's twin takes), in rule order
  * then     with a penalty: after, within, block, factor, maxBlock (the last key is the penalty state, same hash tag)
  * then     with overrides: per rule its policy name and GCRA's window in ms (0 for the others); the last key is
  *          the client's override record (override-lua.ts), read in this execution
- * last     refund only: the `at` (epoch ms) of the decision being refunded; reserve only: the longest wait (ms)
+ * last     refund only: the `at` (epoch ms) of the decision being refunded (give: now); reserve only: the longest
+ *          wait (ms)
  *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
  * then `repaired`, then with a penalty how long the key stays blocked (ms), then with overrides the record's JSON
@@ -57,6 +71,8 @@ export function decisionScript(
   const reply = overrides ? (values: readonly string[]) => `${RETAG}${replyWith(values)}` : replyWith
   const n = codes.length
   const twins = codes.map((code) => ALGORITHMS_BY_CODE.get(code)!.lua)
+  // Only the scripts of an algorithm that gives otherwise than by a refund at now know the give mode (`giveMode`).
+  const gives = twins.some((twin) => twin.give !== undefined)
   let arg = 3
   // With overrides: each rule's name and extra come after the rules' and the penalty's parameters.
   const overrideArgs = 3 + twins.reduce((sum, twin) => sum + twin.params, 0) + (penalty ? 5 : 0)
@@ -150,9 +166,9 @@ if mode == '${MODE.reserve}'${penalty ? ' and blocked == 0' : ''} then
   local w = 0
 ${waits}  if w > 0 and w <= tonumber(ARGV[#ARGV]) then wait, allowed = w, true end
 end
-if mode == '${MODE.refund}' then
+if mode == '${MODE.refund}'${gives ? ` or mode == '${MODE.give}'` : ''} then
   local at = tonumber(ARGV[#ARGV])
-${each((twin, r) => `${twin.refund(r, 'cost', 'at')}${twin.persist(r, false)}`)}  ${reply(['1', 'now', 'repaired'])}
+${each((twin, r) => `${twin.give === undefined ? twin.refund(r, 'cost', 'at') : `if mode == '${MODE.give}' then\n${twin.give(r, 'cost')}else\n${twin.refund(r, 'cost', 'at')}end\n`}${twin.persist(r, false)}`)}  ${reply(['1', 'now', 'repaired'])}
 end
 
 if mode == '${MODE.charge}' then
