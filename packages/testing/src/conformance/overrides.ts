@@ -225,6 +225,21 @@ export function describeOverrides(suite: SuiteContext): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, remaining: 4 })
     })
 
+    it('give on a sliding window log gives back its newest units, whatever the times they were admitted at', async () => {
+      const given = await operating(slidingWindowLog({ limit: 5, window: '1m' }))
+      if (given === undefined) return
+      const { clock, limiter } = given
+      for (let i = 0; i < 4; i++) {
+        expect((await limiter.limit('k')).allowed).toBe(true)
+        clock.advance(1_000)
+      }
+      // Units admitted 4, 3, 2 and 1 s ago: the newest two go back, the oldest two stay until they leave.
+      await limiter.overrides.give('k', 2)
+      expect(await limiter.overrides.inspect('k')).toMatchObject({ rules: [{ used: 2, reset: 57_000 }] })
+      await limiter.overrides.give('k', 5)
+      expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({ used: 0, remaining: 5 })
+    })
+
     it('records are per limiter name or group, and outlive a deploy that changes the coded limit', async () => {
       const given = await operating(fixedWindow({ limit: 2, window: '1m' }), { name: 'api' })
       if (given === undefined) return
