@@ -172,8 +172,8 @@ function names(value: unknown): readonly string[] {
 }
 
 /**
- * Settling charges the difference above the estimate through the store's `charge`: a store without it (such as
- * SyncedStore) is refused here, naming it, rather than settling nothing at every request.
+ * Settling charges the difference above the estimate through the store's `charge`: a store without it is refused
+ * here, naming it, rather than settling nothing at every request.
  */
 function requireCharge(store: unknown, option: 'store' | 'fallback'): void {
   if (store === undefined || store === null || typeof store !== 'object') return
@@ -182,7 +182,7 @@ function requireCharge(store: unknown, option: 'store' | 'fallback'): void {
   const shown = name && name !== 'Object' ? name : 'this store'
   throw new RateLimitError(
     'ERR_RATEWINDOW_INVALID_OPTION',
-    `\`${option}\`: ${shown} has no \`charge\`, so an operation's actual cost could not be settled after it ran. Use a store that charges (MemoryStore, RedisStore, DurableObjectStore), or pass \`actualCost: false\` to keep each operation's estimate as it is.`,
+    `\`${option}\`: ${shown} has no \`charge\`, so an operation's actual cost could not be settled after it ran. Use a store that charges (MemoryStore, RedisStore, SyncedStore, DurableObjectStore), or pass \`actualCost: false\` to keep each operation's estimate as it is.`,
     { option },
   )
 }

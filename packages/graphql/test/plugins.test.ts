@@ -139,10 +139,10 @@ describe('stores that cannot settle', () => {
     }
   })
 
-  it('refuses SyncedStore, which has no `charge`, by name; accepts it with `actualCost: false`', async () => {
+  it('accepts SyncedStore, which charges since issue 34 (it was refused for having no `charge`)', async () => {
     const store = new SyncedStore({ client: standaloneClient() })
     try {
-      expect(() => useRateLimit({ store })).toThrow(/^`store`: SyncedStore has no `charge`/)
+      expect(() => rateLimitPlugin({ store }).close()).not.toThrow()
       expect(() => rateLimitPlugin({ store, actualCost: false }).close()).not.toThrow()
     } finally {
       await store.close()
