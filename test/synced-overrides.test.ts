@@ -10,7 +10,6 @@ import {
   RateLimiter,
   type RedisClient,
   RedisStore,
-  type Store,
   SyncedStore,
   slidingWindowCounter,
 } from '@ratewindow/core'
@@ -54,7 +53,10 @@ for (const [name, connected] of topologies) {
     { describe, it, expect },
     {
       name: `SyncedStore (${name})`,
-      createStore: async (clock) => synced(await (shared ??= connected()), clock),
+      createStore: async (clock) => {
+        shared ??= connected()
+        return synced(await shared, clock)
+      },
       // Each process a client of its own.
       createProcess: async (clock) => synced(await connected(), clock),
       seenWithin: { bound: 'at its next sync of the key', reach: (store) => (store as SyncedStore).sync() },
@@ -123,6 +125,9 @@ describe.each(topologies)('SyncedStore overrides (%s)', (_name, connected) => {
     await operator.overrides.set('k', { limit: 40 })
     await (first.store as SyncedStore).sync()
     expect(await first.peek('k', { cost: 0 })).toMatchObject({ limit: 40, remaining: 10 - past })
+    expect((await first.overrides.inspect('k')).rules).toMatchObject([
+      { algorithm: 'sliding-window-counter', limit: 40, overridden: true, used: 30 + past },
+    ])
     expect(await admitted(first, 'k', 40)).toBe(10 - past)
   })
 
@@ -234,6 +239,3 @@ describe.each(topologies)('SyncedStore overrides (%s)', (_name, connected) => {
     expect(listed).toEqual(['k'])
   })
 })
-
-/** The store type the tests above drive by hand. */
-export type { Store }
