@@ -14,12 +14,12 @@ import { WAIT_DEFAULTS } from '../src/limiter/wait.js'
 import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/options.js'
 import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory.js'
 import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/redis.js'
-import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced/synced.js'
+import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced/options.js'
 
 const CLASSES: [string, string, Record<string, unknown>][] = [
   ['MemoryStoreOptions', 'stores/local/memory.ts', MEMORY_STORE_DEFAULTS],
   ['RedisStoreOptions', 'stores/redis/redis.ts', REDIS_STORE_DEFAULTS],
-  ['SyncedStoreOptions', 'stores/synced/synced.ts', SYNCED_STORE_DEFAULTS],
+  ['SyncedStoreOptions', 'stores/synced/options.ts', SYNCED_STORE_DEFAULTS],
   ['ConcurrencyLimiterOptions', 'limiter/concurrency.ts', CONCURRENCY_DEFAULTS],
   ['CircuitBreakerOptions', 'gateway/circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],
   ['BlockedCacheOptions', 'limiter/blocked-cache.ts', BLOCKED_CACHE_DEFAULTS],

@@ -1,12 +1,8 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
-import { type Duration, parseDuration } from '../../support/duration.js'
-import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
+import { RateLimitError } from '../../support/errors.js'
 import { clientKeyDigest } from '../../support/hash.js'
-import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
-import { throttledErrorLog } from '../../support/report.js'
-import { prefixOption } from '../../support/validators.js'
-import { clientOption, type RedisClient, type RedisScriptRunner } from '../redis/clients/index.js'
+import type { RedisScriptRunner } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
 import { overrideRecordKey } from '../redis/overrides.js'
 import type {
@@ -31,66 +27,12 @@ import {
 } from './entry.js'
 import { offBeforeExit, onBeforeExit } from './exit.js'
 import { FailureMode } from './failure-mode.js'
-import { type ScriptRunner, scriptRunnerOn } from './script.js'
+import { parseSyncedStoreOptions, type SyncedStoreOptions } from './options.js'
+import { scriptRunnerOn } from './script.js'
 import { SyncLoop } from './sync-loop.js'
 import { SyncedTables } from './tables.js'
 
-/** @deprecated `SyncedStore` takes every client `RedisStore` takes: use `RedisClient`. */
-export type SyncedRedisClient = RedisClient
-
-export interface SyncedStoreOptions {
-  /**
-   * A connected client, standalone or Cluster: every client `RedisStore` accepts (ioredis or iovalkey,
-   * node-redis, Valkey GLIDE, or a `RedisScriptRunner`), configured as docs/redis.md says.
-   */
-  client: RedisClient
-  /** Prepended to every key. @default '' */
-  prefix?: string
-  /**
-   * How often each process sends its counts to Redis and reads everyone's back, for every key it used since (in
-   * scripts of up to 256 keys). @default '100ms'
-   */
-  interval?: Duration
-  /**
-   * Most cost units one process admits for one key that Redis has not yet acknowledged; reaching it sends them
-   * at once, and a request past it waits for that round trip. With P processes, at most (P − 1) × maxPending
-   * pass beyond the limit (docs/algorithms.md). @default 1% of the smallest limit of the key's rules, at least 1
-   */
-  maxPending?: number
-  /**
-   * How long decisions go on from the last known counts while Redis fails (each process still admits at most
-   * `maxPending` per key meanwhile); after it, every call fails so that the limiter's failure policy answers.
-   * @default '2s'
-   */
-  maxStale?: Duration
-  /** Most keys held in this process; the least recently used is sent to Redis and dropped. @default 100_000 */
-  maxKeys?: number
-  /** Receives failures of syncs no request waits for (timer, eviction, close). @default a throttled console.error */
-  onError?: (error: unknown) => void
-  /** Client-side time in epoch ms, for tests and simulations. By default, the Redis server's `TIME`. */
-  clock?: () => number
-  /** @internal Sends the script; by default EVALSHA on `client`. */
-  runner?: ScriptRunner
-}
-
-const SYNCED_STORE_OPTIONS = namesOf<SyncedStoreOptions>({
-  client: true,
-  prefix: true,
-  interval: true,
-  maxPending: true,
-  maxStale: true,
-  maxKeys: true,
-  onError: true,
-  clock: true,
-  runner: true,
-})
-/** `SyncedStoreOptions`' defaults, in one place (`maxPending` follows from the limit: see its doc). */
-export const SYNCED_STORE_DEFAULTS = {
-  prefix: '',
-  interval: '100ms',
-  maxStale: '2s',
-  maxKeys: 100_000,
-} as const satisfies Partial<SyncedStoreOptions>
+export { SYNCED_STORE_DEFAULTS, type SyncedRedisClient, type SyncedStoreOptions } from './options.js'
 
 /**
  * Synchronised local mode: each process decides from its own view of the shared counts, and reconciles with
@@ -132,40 +74,17 @@ export class SyncedStore implements Store {
   #exitFailed = false
 
   constructor(options: SyncedStoreOptions) {
-    requireObject(options, 'options', "{ client: new Redis(), interval: '100ms' }")
-    rejectUnknownOptions(options, SYNCED_STORE_OPTIONS, 'SyncedStore')
-    const {
-      client,
-      prefix = SYNCED_STORE_DEFAULTS.prefix,
-      interval = SYNCED_STORE_DEFAULTS.interval,
-      maxPending,
-      maxStale = SYNCED_STORE_DEFAULTS.maxStale,
-      maxKeys = SYNCED_STORE_DEFAULTS.maxKeys,
-    } = options
-    const commands = clientOption(client)
-    prefixOption(prefix)
-    if (maxPending !== undefined && (!Number.isSafeInteger(maxPending) || maxPending < 1))
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxPending', maxPending, 'a positive whole number')
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxKeys', maxKeys, 'a positive whole number')
-    for (const [name, fn] of [
-      ['clock', options.clock],
-      ['onError', options.onError],
-    ] as const) {
-      if (fn !== undefined && typeof fn !== 'function')
-        throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, fn, 'a function, or undefined')
-    }
-    const clock = options.clock
-    const intervalMs = parseDuration(interval, 'interval')
+    const { client, commands, prefix, intervalMs, maxPending, maxStale, maxKeys, clock, onError, runner } =
+      parseSyncedStoreOptions(options)
     this.#commands = commands
     this.#prefix = prefix
     this.#maxPending = maxPending
-    this.#maxStale = parseDuration(maxStale, 'maxStale')
-    this.#onError = options.onError ?? throttledErrorLog()
+    this.#maxStale = maxStale
+    this.#onError = onError
     this.#tables = new SyncedTables(maxKeys)
     this.#failure = new FailureMode(this.#maxStale, { client, prefix, clock }, () => this.#loop.now())
     this.#loop = new SyncLoop({
-      runner: options.runner ?? scriptRunnerOn(commands),
+      runner: runner ?? scriptRunnerOn(commands),
       cluster: commands.cluster,
       interval: intervalMs,
       clock,
