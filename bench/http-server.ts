@@ -125,13 +125,16 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       blockedCache: false,
       overrides: variant === 'ratewindow-redis-overrides',
     }
-  if (variant === 'ratewindow-synced')
+  // `ratewindow-synced-overrides`: each decision reads the key's record as the last sync left it, each sync reads
+  // the records (issue 34); against `ratewindow-synced`, their cost.
+  if (variant === 'ratewindow-synced' || variant === 'ratewindow-synced-overrides')
     return {
       limit,
       window: '1m',
       headers: 'draft-7',
       store: new SyncedStore({ client: redis() }),
       blockedCache: false,
+      overrides: variant === 'ratewindow-synced-overrides',
     }
   if (variant === 'ratewindow-redis-fixed')
     return {

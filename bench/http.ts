@@ -81,6 +81,7 @@ export function variantsOf(framework: string): string[] {
     'ratewindow-redis-fixed',
     'ratewindow-redis-cached',
     'ratewindow-synced',
+    'ratewindow-synced-overrides',
     ...peers,
     ...peers.filter((peer) => !MEMORY_ONLY.has(peer)).map((peer) => `${peer}-redis`),
   ]
