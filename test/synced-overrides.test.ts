@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { scriptRunnerFor } from '../packages/core/src/stores/redis/clients/index.js'
 import { type ScriptRunner, scriptRunnerOn } from '../packages/core/src/stores/synced/script.js'
 import { ManualClock } from './support/clock.js'
+import { until } from './support/connections.js'
 import { redisEnvironment } from './support/redis.js'
 import { clientFamily, connect } from './support/redis-clients.js'
 
@@ -129,6 +130,32 @@ describe.each(topologies)('SyncedStore overrides (%s)', (_name, connected) => {
       { algorithm: 'sliding-window-counter', limit: 40, overridden: true, used: 30 + past },
     ])
     expect(await admitted(first, 'k', 40)).toBe(10 - past)
+  })
+
+  it("the interval's own sync brings another process's block and unblock to a key in use, no sync by hand", async () => {
+    const clock = new ManualClock(START)
+    const shared = prefix()
+    const make = async () =>
+      new RateLimiter({
+        rules: fixedWindow({ limit: 10, window: '1h' }),
+        store: synced(await connected(), clock, { interval: '20ms' }),
+        prefix: shared,
+        name: 'api',
+        overrides: true,
+      })
+    const [watcher, operator] = [await make(), await make()]
+    expect((await watcher.peek('k')).allowed).toBe(true)
+    await operator.overrides.block('k', { for: '1m', reason: 'incident' })
+    // Each peek uses the key (so the next tick syncs it) and admits nothing.
+    await until(
+      async () => (await watcher.peek('k')).manualBlock?.reason === 'incident',
+      'a tick of the watching store read the block',
+    )
+    await operator.overrides.unblock('k')
+    await until(
+      async () => (await watcher.peek('k')).allowed,
+      'a tick of the watching store read the unblock',
+    )
   })
 
   it('decisions read the record as the last sync left it: no round trip of their own, one script per sync', async () => {
