@@ -1,10 +1,10 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
-import { clientKeyDigest } from '../../support/hash.js'
 import type { RedisScriptRunner } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
 import { overrideRecordKey } from '../redis/overrides.js'
+import { storedHash } from '../redis/stored-keys.js'
 import type {
   Awaitable,
   Decision,
@@ -250,7 +250,7 @@ export class SyncedStore implements Store {
 
   /** The Redis key holding `rule`'s shared counts for `key` under a limiter `prefix`. */
   keyFor(prefix: string, key: string, rule: Rule): string {
-    return this.#counterKey(prefix, hashTag(key), rule)
+    return this.#counterKey(prefix, storedHash(key), rule)
   }
 
   #counterKey(prefix: string, hash: string, rule: Rule): string {
@@ -350,7 +350,7 @@ export class SyncedStore implements Store {
   }
 
   #create(table: Map<string, SyncEntry>, target: StoreTarget): SyncEntry {
-    const hash = hashTag(target.key)
+    const hash = storedHash(target.key)
     const keys = target.rules.map((rule) => this.#counterKey(target.prefix, hash, rule))
     const scope = target.overrides
     const record = scope === undefined ? undefined : overrideRecordKey(this.#prefix, scope, hash)
@@ -368,6 +368,3 @@ export class SyncedStore implements Store {
     if (this.#departures.add(entry) && entry.unacked > 0) this.#loop.flushLater(entry)
   }
 }
-
-/** A client key's hash tag: its counters' and its override record's (RedisStore's too). */
-const hashTag = (key: string): string => clientKeyDigest(key).slice(0, 22)
