@@ -198,11 +198,16 @@ export class SyncedStore implements Store {
     return this.#failure.exact().listOverrides(scope, page)
   }
 
+  /**
+   * Forgets the key's counts: in Redis, and in this process under every override scope (a limiter's `reset` names
+   * none), so that no held view or unsent count brings them back. Its override record stays.
+   */
   async reset(target: StoreTarget): Promise<void> {
-    const entry = this.#entryFor(target)
-    if (entry === undefined) return this.#failure.exact().reset(target)
-    this.#tables.remove(entry)
-    await this.#commands.del(entry.keys)
+    const held = this.#tables.heldOf(target)
+    if (held === undefined) return this.#failure.exact().reset(target)
+    for (const entry of held) this.#tables.remove(entry)
+    const hash = storedHash(target.key)
+    await this.#commands.del(target.rules.map((rule) => this.#counterKey(target.prefix, hash, rule)))
   }
 
   /**

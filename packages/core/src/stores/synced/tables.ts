@@ -91,6 +91,21 @@ export class SyncedTables {
     this.#recency.remove(entry)
   }
 
+  /**
+   * The held entries of the target's key, rule set and limiter prefix, under every override scope and none (for
+   * a reset); undefined when its rules cannot be synchronised.
+   */
+  heldOf(target: StoreTarget): SyncEntry[] | undefined {
+    if (this.tableOf(target) === undefined) return undefined
+    const tables = this.#tables.get(target.rules)!
+    const held: SyncEntry[] = []
+    for (const byPrefix of [tables.plain, ...tables.scoped.values()]) {
+      const entry = byPrefix.get(target.prefix)?.get(target.key)
+      if (entry !== undefined) held.push(entry)
+    }
+    return held
+  }
+
   /** The held entries of `key` under the override `scope`, in every rule set and limiter prefix. */
   *entriesOf(scope: string, key: string): IterableIterator<SyncEntry> {
     for (const tables of this.#bySignature.values()) {
