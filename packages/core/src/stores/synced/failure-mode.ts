@@ -2,7 +2,8 @@
  * What SyncedStore does when this process's view cannot decide a call. While Redis fails, decisions go on from
  * the last known counts for `maxStale`; past it every call fails, so that the limiter's failure policy answers.
  * Rules it cannot synchronise (any algorithm but the sliding window counter and the fixed window) are decided by
- * the exact fallback: a `RedisStore` on the same client, one round trip per request.
+ * the exact fallback: a `RedisStore` on the same client, one round trip per request; it also writes and reads the
+ * override records.
  */
 import { RateLimitError } from '../../support/errors.js'
 import type { RedisClient } from '../redis/clients/index.js'
@@ -51,7 +52,10 @@ export class FailureMode {
     }
   }
 
-  /** The exact store for rules that cannot be synchronised, made on first use. */
+  /**
+   * The exact store, made on first use: it decides rules that cannot be synchronised, and keeps the override
+   * records (SyncedStore's `updateOverride`, `readOverride`, `listOverrides` are RedisStore's, on the same client).
+   */
   exact(): RedisStore {
     this.#exact ??= new RedisStore(this.#fallback)
     return this.#exact
