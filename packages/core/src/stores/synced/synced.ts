@@ -50,9 +50,9 @@ export { SYNCED_STORE_DEFAULTS, type SyncedRedisClient, type SyncedStoreOptions 
  * once, and seen here at once; every sync of a key reads its record, so another process sees it at its next sync
  * of that key. Decisions read the record as last synced: no round trip of their own.
  *
- * Its parts, in this folder: the held keys (tables.ts) and each key's view and counts (entry.ts), the sync loop
- * (sync-loop.ts), the failure mode and exact fallback (failure-mode.ts), the departing keys (departures.ts) and
- * the process's `beforeExit` (exit.ts). The class composes them: a call finds its key, decides from the view,
+ * Its parts, in this folder: its options (options.ts), the held keys (tables.ts) and each key's view, counts and
+ * override record (entry.ts), the sync loop (sync-loop.ts), the failure mode and exact fallback (failure-mode.ts),
+ * the departing keys (departures.ts) and the process's `beforeExit` (exit.ts). The class composes them: a call finds its key, decides from the view,
  * records what it admitted, and waits for a sync only past `maxPending` or for a key never read.
  */
 export class SyncedStore implements Store {
