@@ -14,6 +14,7 @@ import {
   tokenBucket,
 } from '@ratewindow/core'
 import { MINUTE, type Setup, type SuiteContext } from './context.js'
+import { describeAcrossProcesses } from './overrides-across.js'
 
 /** 20 s into a minute. */
 const START = 1_700_000_000_000
@@ -307,51 +308,7 @@ export function describeOverrides(suite: SuiteContext): void {
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: 3, remaining: 2 })
     })
 
-    const seen = subject.seenWithin?.bound ?? 'at their next decision'
-    const across =
-      subject.createProcess === undefined
-        ? 'processes sharing the store: no `createProcess` given (one process), nothing to check'
-        : `processes sharing the store see an override, its end and a block set by a third, ${seen}`
-    it(across, async () => {
-      const rule = fixedWindow({ limit: 50, window: '1h' })
-      const given = await operating(rule, { name: 'api' })
-      const { createProcess, seenWithin } = subject
-      if (given === undefined || createProcess === undefined) return
-      const { clock, limiter: operator } = given
-      const processes: RateLimiter[] = []
-      for (let i = 0; i < 2; i++) {
-        const store = await createProcess(clock)
-        processes.push(
-          new RateLimiter({
-            rules: rule,
-            store,
-            prefix: operator.prefix,
-            timeout: '30s',
-            overrides: true,
-            name: 'api',
-          }),
-        )
-      }
-      /** Each process decides the key, is brought to the store's bound, and decides it again: those decisions. */
-      const decide = async () => {
-        for (const each of processes) await each.limit('k')
-        for (const each of processes) await seenWithin?.reach(each.store)
-        return Promise.all(processes.map((each) => each.limit('k')))
-      }
-      expect((await decide()).map((result) => result.limit)).toEqual([50, 50])
-      await operator.overrides.set('k', { limit: 200 }, { ttl: '10s' })
-      for (const result of await decide()) expect(result).toMatchObject({ overridden: true, limit: 200 })
-      // It ends on the store's clock, to the millisecond, with no change to see.
-      clock.advance(9_999)
-      for (const each of processes) expect(await each.limit('k')).toMatchObject({ limit: 200 })
-      clock.advance(1)
-      for (const each of processes) expect(await each.limit('k')).toMatchObject({ allowed: true, limit: 50 })
-      await operator.overrides.block('k', { for: '1m', reason: 'incident' })
-      for (const result of await decide())
-        expect(result).toMatchObject({ allowed: false, manualBlock: { reason: 'incident' } })
-      await operator.overrides.unblock('k')
-      for (const result of await decide()) expect(result).toMatchObject({ allowed: true, limit: 50 })
-    })
+    describeAcrossProcesses(suite, operating)
 
     it('a limiter without `overrides: true` refuses set and block with a coded error and reads nothing', async () => {
       const { limiter } = await setup(fixedWindow({ limit: 1, window: '1s' }), START)
