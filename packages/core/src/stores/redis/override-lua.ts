@@ -10,7 +10,7 @@
  * drops a part whose `until` has passed on the script's clock (the server's TIME, or the store's `clock`).
  * NOTE: cjson writes numbers with 14 significant digits: exact for epoch ms and for limits below 10^14.
  */
-import { retunerOf } from '../../algorithms/rule.js'
+import { rateWindowOf } from '../../algorithms/rule.js'
 import type { LuaRule, Rule } from '../../algorithms/types.js'
 
 /** The suffix of a record's key, after the hash tag. */
@@ -186,17 +186,10 @@ export const RETAG = `for i, tag in pairs(T) do
 end
 `
 
-const GCRA_CODE = 5
-
 /**
  * Per rule, its policy name and what the script needs beside its parameters to make it again with another limit
- * (override-lua.ts): GCRA's window in ms, 0 for the others.
- * NOTE: GCRA's parameters keep the rate as a reduced fraction, which loses the window: the rule made again at
- * one per window and a burst of one has the window as its interval.
+ * (override-lua.ts): GCRA's window in ms (`rateWindowOf`), 0 for the others.
  */
 export function overrideArgs(rules: readonly Rule[]): string[] {
-  return rules.flatMap((rule) => {
-    const window = rule.script.code === GCRA_CODE ? (retunerOf(rule)?.(1, 1).script.params[1] ?? 0) : 0
-    return [rule.name, String(window)]
-  })
+  return rules.flatMap((rule) => [rule.name, String(rateWindowOf(rule))])
 }
