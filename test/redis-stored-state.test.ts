@@ -124,14 +124,21 @@ describe('keys found by a scan read as the limiter reads them', () => {
       expect(timeless(stored)).toEqual(timeless(inspected))
       expect(stored.rules[0]).toMatchObject({ used: 3, limit: 8, overridden: true })
       if (topology === 'standalone') {
-        const found = await (redis as ReturnType<typeof standaloneClient>).scan(
-          '0',
-          'MATCH',
-          storedKeyPattern(storePrefix, hash),
-          'COUNT',
-          1000,
-        )
-        expect(found[1].sort()).toEqual([...keys].sort())
+        // The whole keyspace, page after page (other test files share this server).
+        const found: string[] = []
+        let cursor = '0'
+        do {
+          const [next, page] = await (redis as ReturnType<typeof standaloneClient>).scan(
+            cursor,
+            'MATCH',
+            storedKeyPattern(storePrefix, hash),
+            'COUNT',
+            1000,
+          )
+          found.push(...page)
+          cursor = next
+        } while (cursor !== '0')
+        expect(found.sort()).toEqual([...keys].sort())
       }
     })
   }
