@@ -67,11 +67,10 @@ export {
   type ConcurrencyLimiterOptions,
   type ConcurrencyResult,
 } from './limiter/concurrency.js'
+export type { InspectedRule, Inspection } from './limiter/inspection.js'
 export { type LimitOptions, RateLimiter } from './limiter/limiter.js'
 export {
   type BlockOptions,
-  type InspectedRule,
-  type Inspection,
   LimiterOverrides,
   type OperatorOptions,
   type OverrideList,
@@ -86,6 +85,18 @@ export {
   type StoredStateReader,
   type StoredTarget,
 } from './limiter/stored-state.js'
+export {
+  type ScanOptions,
+  type ScanTotals,
+  type StoredKeyScanner,
+  type StoredLimiter,
+  scanStoredKeys,
+  type TopKey,
+  type TopKeys,
+  type TopOptions,
+  type TopStoredOptions,
+  topStored,
+} from './limiter/top.js'
 export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
   type BreakerEvent,
@@ -162,6 +173,7 @@ export type {
   OverridePage,
   RefundRequest,
   Store,
+  StoredKeyPage,
   StoreRequest,
   StoreTarget,
 } from './stores/types.js'

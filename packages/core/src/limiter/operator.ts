@@ -13,16 +13,17 @@ import {
   parseLimitOverride,
   parseReason,
 } from '../algorithms/override.js'
-import type { AlgorithmName, Rule } from '../algorithms/types.js'
+import type { Rule } from '../algorithms/types.js'
 import type { StoreGateway } from '../gateway/store-gateway.js'
 import type { OverrideAction, OverrideEvent } from '../observe.js'
-import { toResult } from '../result.js'
-import type { Decision, Store, StoreRequest } from '../stores/types.js'
+import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
+import { type Inspection, inspectionOf } from './inspection.js'
 import { type RequestBase, storeRequest } from './request.js'
+import { type StoredLimiter, type TopKeys, type TopOptions, topOptions, topStored } from './top.js'
 
 /** Who made a change (`overrides.delete`, `unblock`; also in the options of `set` and `block`). */
 export interface OperatorOptions {
@@ -63,43 +64,11 @@ export interface OverrideList {
   cursor: string | undefined
 }
 
-/** Where one rule of a key stands (`inspect`). */
-export interface InspectedRule {
-  /** The rule's policy name. */
-  name: string
-  algorithm: AlgorithmName
-  /** The limit in force for this key (the burst for GCRA and the token bucket, as `result.limit`). */
-  limit: number
-  /** Whether an override set that limit. */
-  overridden: boolean
-  /** Units used now (`limit` − `remaining`). */
-  used: number
-  /** Cost-1 requests that would pass now. */
-  remaining: number
-  /** Ms until the next unit frees (0 while one is free). */
-  nextFree: number
-  /** Ms until the whole quota is back, if nothing else arrives. */
-  reset: number
-}
-
-/** Where a key stands (`inspect`): read in one store call, changing nothing. */
-export interface Inspection {
-  key: string
-  /** The store's time of the reading, epoch ms. */
-  at: number
-  /** Each rule, in rule order. */
-  rules: InspectedRule[]
-  /** The key's override, when one is in force. */
-  override?: LimitOverride
-  /** The manual block, when the key is blocked by an operator. */
-  block?: ManualBlock
-  /** With a `penalty`: how long (ms) the penalty's block lasts, when the key is blocked by it. */
-  penaltyBlock?: number
-}
-
 /** What the operator needs of its limiter. */
 interface OperatorTarget {
   readonly name: string
+  /** The limiter's namespace: where its counters live. */
+  readonly namespace: string
   reset(key: string): Promise<void>
   readonly rules: readonly Rule[]
   /** The override scope (`overrides: true`), else undefined. */
@@ -149,6 +118,7 @@ export class LimiterOverrides {
     this.scope = scope
     this.#target = {
       name: limiter.name,
+      namespace: limiter.namespace,
       rules: limiter.rules,
       scope,
       gateway,
@@ -297,6 +267,38 @@ export class LimiterOverrides {
     return charged
   }
 
+  /**
+   * `top`: the limiter's keys nearest their limit (manual blocks first), found by a scan of the store of at most
+   * `scan` keys (RedisStore: SCAN on each master, every client) and read by peeks: for an operator's screen, never
+   * for requests. A key shows raw where its override record holds it, else as the store holds it (`topStored`).
+   * @example const { keys } = await limiter.overrides.top({ count: 10, scan: 10_000 })
+   */
+  top(options: TopOptions = {}): Promise<TopKeys> {
+    const target = this.#target
+    requireObject(options, 'options', '{ count: 10, scan: 10000 }')
+    topOptions(options, 'overrides.top')
+    const store = storeFor(target, 'scanStored', 'overrides.top')
+    storeFor(target, 'peekStored', 'overrides.top')
+    const self: StoredLimiter = { name: target.name, rules: target.rules }
+    if (target.scope !== undefined) self.overrides = target.scope
+    const operate = <T>(run: () => Awaitable<T>) => target.gateway.operate('overrides.top', run)
+    const scanned = {
+      scanStored: (page: { cursor?: string | undefined; count: number }) =>
+        operate(() => store.scanStored!(page)),
+      peekStored: (request: StoreRequest, hash: string) => operate(() => store.peekStored!(request, hash)),
+    }
+    return topStored(scanned, {
+      ...options,
+      limiterOf: (namespace) => (namespace === target.namespace ? self : undefined),
+    })
+  }
+
+  /** Whether `top` can read this limiter's store (one with `scanStored` and `peekStored`: MemoryStore, RedisStore). */
+  get ranks(): boolean {
+    const store = this.#target.gateway.store
+    return typeof store.scanStored === 'function' && typeof store.peekStored === 'function'
+  }
+
   /** `inspect`: where `key` stands, read in one store call (a peek), changing nothing. */
   async inspect(key: string): Promise<Inspection> {
     const target = this.#target
@@ -305,29 +307,6 @@ export class LimiterOverrides {
     const decision = await target.gateway.operate('inspect', (store) => store.peek(request))
     return inspectionOf(key, request, decision)
   }
-}
-
-/** Where a key stands, from a peek of it (`inspect`, and `inspectStored` for a key known by its hash). */
-export function inspectionOf(key: string, request: StoreRequest, decision: Decision): Inspection {
-  const result = toResult(request, decision, 'store')
-  const inspection: Inspection = {
-    key,
-    at: decision.now,
-    rules: result.rules.map((each, i) => ({
-      name: each.rule.name,
-      algorithm: each.rule.algorithm,
-      limit: each.rule.limit,
-      overridden: each.rule !== request.rules[i],
-      used: Math.max(0, each.rule.limit - each.remaining),
-      remaining: decision.manualBlock === undefined ? each.remaining : 0,
-      nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
-      reset: each.reset,
-    })),
-  }
-  if (decision.override !== undefined) inspection.override = decision.override
-  if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
-  else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
-  return inspection
 }
 
 function requireScope(target: OperatorTarget, method: string): string {

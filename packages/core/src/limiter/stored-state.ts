@@ -7,7 +7,7 @@
 import { ruleFromId } from '../algorithms/rule-id.js'
 import type { Rule } from '../algorithms/types.js'
 import type { Decision, StoreRequest } from '../stores/types.js'
-import { type Inspection, inspectionOf } from './operator.js'
+import { type Inspection, inspectionOf } from './inspection.js'
 
 /** A namespace (or override scope) decoded: what its name tells of the limiter. */
 export interface StoredNamespace {

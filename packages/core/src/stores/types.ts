@@ -78,6 +78,39 @@ export interface OverridePage {
   cursor: string | undefined
 }
 
+/** What a key of a store holds (`StoredKey.part`). */
+export type StoredPart =
+  | { kind: 'rule'; ruleId: string }
+  | { kind: 'penalty' }
+  | { kind: 'override' }
+  | { kind: 'lease' }
+
+/** A key a store keeps, read back (`decodeStoredKey`, `Store.scanStored`). */
+export interface StoredKey {
+  /** The key as the store names it: RedisStore's Redis key as found; MemoryStore's namespace and client id. */
+  key: string
+  /** The limiter's namespace (or override scope) it lives under, without the store's prefix. */
+  namespace: string
+  /**
+   * The client key as the store holds it, which `peekStored` reads: RedisStore's hash tag (`storedHash`);
+   * MemoryStore's client id (the key itself, or `#` and its SHA-256 when longer than 128 characters).
+   */
+  hash: string
+  part: StoredPart
+  /** The raw client key, where the store holds it (an override record's, a MemoryStore key kept as it is). */
+  raw?: string
+}
+
+/** One step of `Store.scanStored`. */
+export interface StoredKeyPage {
+  /** The keys of the store's naming read in this step. */
+  keys: StoredKey[]
+  /** Keys read in this step that the store's naming does not decode (another application's): not in `keys`. */
+  foreign: number
+  /** Pass it back for the next step; undefined when the scan is done. */
+  cursor: string | undefined
+}
+
 /**
  * Where rate limit state lives. `MemoryStore` and `RedisStore` implement it and pass one conformance suite:
  * the same trace gives the same decisions. Implementations must apply a request to all rules atomically.
@@ -131,6 +164,16 @@ export interface Store {
   readOverride?(scope: string, key: string): Awaitable<OverrideRecord | undefined>
   /** A page of the records under `scope` (`count` is a hint); may scan. */
   listOverrides?(scope: string, page: { cursor?: string | undefined; count: number }): Awaitable<OverridePage>
+  /**
+   * One step of a scan of every key the store keeps (`count` is a hint): for an operator's tools (`scanStored`,
+   * `topStored`, `overrides.top`), never for requests. RedisStore: a script running SCAN on each master in turn.
+   */
+  scanStored?(page: { cursor?: string | undefined; count: number }): Awaitable<StoredKeyPage>
+  /**
+   * The decision `peek` would give for the client key held as `hash` (`StoredKey.hash`; `request.key` is not read
+   * again): a key found by `scanStored`, known only as the store holds it. Changes nothing.
+   */
+  peekStored?(request: StoreRequest, hash: string): Awaitable<Decision>
   /**
    * Gives up to `cost` units back to every rule now, without a result in hand (`RateLimiter.give`), each rule as
    * far as it holds them (never below empty).

@@ -13,6 +13,7 @@ import type {
   OverridePage,
   RefundRequest,
   Store,
+  StoredKeyPage,
   StoreRequest,
   StoreTarget,
 } from '../types.js'
@@ -34,6 +35,7 @@ import {
 } from './key-state.js'
 import { OverrideTable } from './override-table.js'
 import { type Linked, RecencyList } from './recency.js'
+import { storedKeys, storedPage } from './stored-scan.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -171,6 +173,20 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const now = this.#now()
     const entry = liveAt(this.#table(request).get(this.#key(request)), now)
     return peekKey(request.rules, entry, now, request.cost, request.penalty, this.#record(request, now))
+  }
+
+  /** `Store.peekStored`: a peek at the client held as `id` (`StoredKey.hash`); a raw key's record is read too. */
+  peekStored(request: StoreRequest, id: string): Decision {
+    if (!id.startsWith('#')) return this.peek({ ...request, key: id })
+    const now = this.#now()
+    const entry = liveAt(this.#table(request).get(id), now)
+    return peekKey(request.rules, entry, now, request.cost, request.penalty)
+  }
+
+  /** `Store.scanStored`: a page of the keys held, each client's counters per namespace, then the override records. */
+  scanStored(page: { cursor?: string | undefined; count: number }): StoredKeyPage {
+    const now = this.#now()
+    return storedPage(storedKeys(this.#bySignature, this.#overrides.stored(now), now), page)
   }
 
   refund(request: RefundRequest): void {

@@ -8,7 +8,8 @@ import {
   type OverrideChange,
   type OverrideRecord,
 } from '../../algorithms/override.js'
-import type { OverridePage } from '../types.js'
+import type { OverridePage, StoredKey } from '../types.js'
+import { storedRecord } from './stored-scan.js'
 
 export class OverrideTable {
   /** Scope → client key → record. Operators set them: no eviction (an ended record goes when read or swept). */
@@ -49,6 +50,13 @@ export class OverrideTable {
       if (record !== undefined) records.push(record)
     }
     return { records, cursor: index < keys.length ? String(index) : undefined }
+  }
+
+  /** Every live record at `now`, as a key of the store (`Store.scanStored`). */
+  *stored(now: number): Generator<StoredKey> {
+    for (const [scope, table] of this.#scopes)
+      for (const [key, record] of table)
+        if (liveOverrideRecord(record, now) !== undefined) yield storedRecord(scope, key)
   }
 
   /** Drops every ended record. */

@@ -10,11 +10,10 @@ import {
 } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
-import { invalid } from '../../support/errors.js'
 import type { Decision, OverridePage, StoreRequest } from '../types.js'
 import type { RedisScriptRunner } from './clients/index.js'
-import { CLUSTER_SLOTS, clusterSlot } from './cluster-slot.js'
 import type { LoadedScripts } from './loaded-scripts.js'
+import { scanStep } from './master-scan.js'
 import { RECORD_SUFFIX } from './override-lua.js'
 import {
   LIST_OVERRIDES_SCRIPT,
@@ -60,9 +59,8 @@ export async function readOverride(
 }
 
 /**
- * A page of the records under `scopeKeys` (the store's prefix and the scope): one SCAN step on one server. On a
- * Cluster, each master in turn, the cursor `<master>-<SCAN cursor>` (masters in the order of their addresses, read
- * with each page); a script goes to a master by a key of a slot it serves.
+ * A page of the records under `scopeKeys` (the store's prefix and the scope): one SCAN step on one server
+ * (`scanStep`: on a Cluster, each master in turn).
  */
 export async function listOverrides(
   runner: RedisScriptRunner,
@@ -72,67 +70,18 @@ export async function listOverrides(
   now: number,
 ): Promise<OverridePage> {
   const pattern = `${literalPattern(scopeKeys)}{*}:${RECORD_SUFFIX}`
-  const masters = runner.cluster ? await mastersOf(scripts) : ['']
-  const [at, scan] = parseCursor(page.cursor, masters.length)
-  const reply = (await scripts.run(LIST_OVERRIDES_SCRIPT, runner.cluster ? [masters[at]!] : [], [
+  const step = await scanStep(runner, scripts, LIST_OVERRIDES_SCRIPT, page.cursor, (scan) => [
     String(now),
     scan,
     pattern,
     String(page.count),
-  ])) as unknown[]
+  ])
   const records: OverrideRecord[] = []
-  for (let i = 1; i < reply.length; i++) {
-    const record = parseRecord(reply[i])
+  for (let i = 1; i < step.reply.length; i++) {
+    const record = parseRecord(step.reply[i])
     if (record !== undefined) records.push(record)
   }
-  const next = String(reply[0])
-  if (next !== '0') return { records, cursor: `${at}-${next}` }
-  return { records, cursor: at + 1 < masters.length ? `${at + 1}-0` : undefined }
-}
-
-function parseCursor(cursor: string | undefined, masters: number): [number, string] {
-  if (cursor === undefined) return [0, '0']
-  const match = /^(\d+)-(\d+)$/.exec(cursor)
-  if (match === null || Number(match[1]) >= masters) {
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'cursor', cursor, 'a cursor a page of `list` returned')
-  }
-  return [Number(match[1]), match[2]!]
-}
-
-/**
- * The masters of the Cluster as the server tells them (`CLUSTER SLOTS`, from a script: every client can send
- * it), in the order of their addresses: for each, a key of the first slot it serves, which routes a script there.
- */
-async function mastersOf(scripts: LoadedScripts): Promise<string[]> {
-  const ranges = (await scripts.run(CLUSTER_SLOTS_SCRIPT, [keyOfSlot(0)], [])) as unknown[]
-  const firstSlot = new Map<string, number>()
-  for (let i = 0; i + 2 < ranges.length; i += 3) {
-    const node = String(ranges[i + 2])
-    const from = Number(ranges[i])
-    if (from < (firstSlot.get(node) ?? CLUSTER_SLOTS)) firstSlot.set(node, from)
-  }
-  return [...firstSlot.keys()].sort().map((node) => keyOfSlot(firstSlot.get(node)!))
-}
-
-/** The Cluster's slot ranges: { from, to, master's host:port } per range. */
-export const CLUSTER_SLOTS_SCRIPT = scriptOf(`local out = {}
-for _, range in ipairs(redis.call('CLUSTER', 'SLOTS')) do
-  out[#out + 1] = range[1]
-  out[#out + 1] = range[2]
-  out[#out + 1] = tostring(range[3][1]) .. ':' .. tostring(range[3][2])
-end
-return out
-`)
-
-/** Hash tags found per slot. */
-const SLOT_KEYS = new Map<number, string>()
-
-/** A key in `slot`: `{<n>}` for the first n that hashes there. */
-function keyOfSlot(slot: number): string {
-  let key = SLOT_KEYS.get(slot)
-  for (let n = 0; key === undefined; n++) if (clusterSlot(`{${n}}`) === slot) key = `{${n}}`
-  SLOT_KEYS.set(slot, key)
-  return key
+  return { records, cursor: step.cursor }
 }
 
 /**

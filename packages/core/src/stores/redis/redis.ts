@@ -14,6 +14,7 @@ import type {
   OverridePage,
   RefundRequest,
   Store,
+  StoredKeyPage,
   StoreRequest,
   StoreTarget,
 } from '../types.js'
@@ -50,7 +51,7 @@ import {
   type ScriptCall,
   sendGroup,
 } from './send-group.js'
-import { StoredHashes } from './stored-keys.js'
+import { StoredHashes, scanStored } from './stored-keys.js'
 
 export interface RedisStoreOptions {
   /**
@@ -229,6 +230,11 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   listOverrides(scope: string, page: { cursor?: string | undefined; count: number }): Promise<OverridePage> {
     return listOverrides(this.#runner, this.#operatorScripts, `${this.#prefix}${scope}`, page, this.#now())
+  }
+
+  /** One SCAN step over the store's keys, on each master in turn (`Store.scanStored`). */
+  scanStored(page: { cursor?: string | undefined; count: number }): Promise<StoredKeyPage> {
+    return scanStored(this.#runner, this.#operatorScripts, this.#prefix, page)
   }
 
   /** The Redis key holding `rule`'s state for `key` under a limiter `prefix`. */

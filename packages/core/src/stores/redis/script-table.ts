@@ -34,9 +34,11 @@
 import { ALGORITHMS } from '../../algorithms/index.js'
 import { batchScriptFor } from './batch-script.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT } from './lease-script.js'
+import { CLUSTER_SLOTS_SCRIPT } from './master-scan.js'
 import { LIST_OVERRIDES_SCRIPT, READ_OVERRIDE_SCRIPT, UPDATE_OVERRIDE_SCRIPT } from './override-scripts.js'
-import { CLUSTER_SLOTS_SCRIPT, TIME_SCRIPT } from './overrides.js'
+import { TIME_SCRIPT } from './overrides.js'
 import { type Script, scriptFor } from './script.js'
+import { SCAN_STORED_SCRIPT } from './stored-keys.js'
 
 /**
  * @internal Every script of the table, by name: `lease`, `lease batch`, `<algorithm>[ + penalty][ + overrides][ batch]`,
@@ -60,6 +62,7 @@ export function redisScripts(): Readonly<Record<string, Script>> {
   table['override read'] = READ_OVERRIDE_SCRIPT
   table['override list'] = LIST_OVERRIDES_SCRIPT
   table['cluster slots'] = CLUSTER_SLOTS_SCRIPT
+  table['stored scan'] = SCAN_STORED_SCRIPT
   table.time = TIME_SCRIPT
   return Object.freeze(table)
 }

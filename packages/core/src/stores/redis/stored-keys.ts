@@ -1,30 +1,20 @@
 /**
  * RedisStore's key names read back (`<store prefix><namespace>{<hash>}:<suffix>`, see `RedisStore.keyFor`), for
- * tools that find state by scanning (`@ratewindow/cli`): the inverse of the names the store writes, in one place.
+ * tools that find state by scanning (`scanStored`, `topStored`, `@ratewindow/cli`): the inverse of the names the store
+ * writes, in one place; and the scan itself (`RedisStore.scanStored`).
  */
 import { clientKeyDigest } from '../../support/hash.js'
+import type { StoredKey, StoredKeyPage, StoredPart } from '../types.js'
+import type { RedisScriptRunner } from './clients/index.js'
 import { clusterSlot } from './cluster-slot.js'
+import type { LoadedScripts } from './loaded-scripts.js'
+import { scanStep } from './master-scan.js'
 import { RECORD_SUFFIX } from './override-lua.js'
 import { literalPattern } from './override-scripts.js'
+import { scriptOf } from './script.js'
 import { PENALTY_SUFFIX } from './send-group.js'
 
-/** What a key of a RedisStore holds, by its suffix. */
-export type StoredPart =
-  | { kind: 'rule'; ruleId: string }
-  | { kind: 'penalty' }
-  | { kind: 'override' }
-  | { kind: 'lease' }
-
-/** A RedisStore key read back. */
-export interface StoredKey {
-  /** The Redis key as found. */
-  key: string
-  /** The limiter's namespace (or override scope) it lives under, without the store's prefix. */
-  namespace: string
-  /** The hash tag: the client key's hash, as `RedisStore` makes it (`storedHash`). */
-  hash: string
-  part: StoredPart
-}
+export type { StoredKey, StoredPart }
 
 /** The lease key's suffix (`RedisStore.leaseKeyFor`). */
 const LEASE_SUFFIX = 'cc'
@@ -101,4 +91,63 @@ function partOf(suffix: string): StoredPart {
  */
 export function storedKeyPattern(storePrefix = '', hash?: string): string {
   return `${literalPattern(storePrefix)}*{${hash === undefined ? '*' : literalPattern(hash)}}:*`
+}
+
+/**
+ * One SCAN step over one server's keys of a RedisStore (`Store.scanStored`).
+ *
+ * KEYS     none (the script reads only the keys SCAN returns, on the server it runs on)
+ * ARGV[1]  the SCAN cursor
+ * ARGV[2]  the MATCH pattern (`storedKeyPattern`)
+ * ARGV[3]  the COUNT hint
+ * ARGV[4]  the override record's suffix, `:` first
+ *
+ * Returns { next cursor, then per key found: the key, and the client key its override record holds (a record's
+ * `key`), else '' }.
+ */
+export const SCAN_STORED_SCRIPT =
+  scriptOf(`local step = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3])
+local out = { step[1] }
+local suffix = ARGV[4]
+for _, key in ipairs(step[2]) do
+  local raw = ''
+  if string.sub(key, -#suffix) == suffix then
+    local json = redis.pcall('GET', key)
+    if type(json) == 'string' then
+      local ok, rec = pcall(cjson.decode, json)
+      if ok and type(rec) == 'table' and type(rec.key) == 'string' then raw = rec.key end
+    end
+  end
+  out[#out + 1] = key
+  out[#out + 1] = raw
+end
+return out
+`)
+
+/** One step of a scan of the keys under `storePrefix`, decoded (`RedisStore.scanStored`). */
+export async function scanStored(
+  runner: RedisScriptRunner,
+  scripts: LoadedScripts,
+  storePrefix: string,
+  page: { cursor?: string | undefined; count: number },
+): Promise<StoredKeyPage> {
+  const pattern = storedKeyPattern(storePrefix)
+  const step = await scanStep(runner, scripts, SCAN_STORED_SCRIPT, page.cursor, (scan) => [
+    scan,
+    pattern,
+    String(page.count),
+    `:${RECORD_SUFFIX}`,
+  ])
+  const found: StoredKeyPage = { keys: [], foreign: 0, cursor: step.cursor }
+  for (let i = 1; i + 1 < step.reply.length; i += 2) {
+    const stored = decodeStoredKey(String(step.reply[i]), storePrefix)
+    if (stored === undefined) {
+      found.foreign++
+      continue
+    }
+    const raw = String(step.reply[i + 1])
+    if (raw !== '') stored.raw = raw
+    found.keys.push(stored)
+  }
+  return found
 }
