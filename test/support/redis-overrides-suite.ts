@@ -15,6 +15,7 @@ import {
   type RedisClient,
   RedisStore,
   type Rule,
+  storedHash,
   tokenBucket,
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
@@ -224,6 +225,38 @@ export function describeRedisOverrides(context: OverridesSuiteContext): void {
       await operator.overrides.delete('k')
       for (const limiter of [first, second])
         expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: coded })
+    })
+
+    it('overrides.top: the 10 most limited of 1,000 keys, by a scan on every master; raw where a record holds it', async () => {
+      const store = new RedisStore({ client: await connect(), prefix: prefix() })
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 100, window: '1h' }),
+        store,
+        prefix: prefix(),
+        overrides: true,
+      })
+      const keys = Array.from({ length: 1000 }, (_, i) => `client-${i}`)
+      await Promise.all(keys.map((key) => limiter.limit(key)))
+      const most = keys.filter((_, i) => i % 97 === 5).slice(0, 10)
+      for (const [i, key] of most.entries()) await limiter.overrides.take(key, 20 + i)
+      await limiter.overrides.block('client-500', { for: '1h' })
+
+      const top = await limiter.overrides.top({ count: 11 })
+      expect(top.keys.map((row) => row.key)).toEqual([
+        'client-500',
+        ...most.map((key) => storedHash(key)).reverse(),
+      ])
+      expect(top.keys[1]).toMatchObject({
+        hashed: true,
+        rule: '100-per-1h',
+        used: 30,
+        limit: 100,
+        remaining: 70,
+      })
+      expect(top.keys[0]).toMatchObject({ hashed: false, blocked: true })
+      // 1,000 counters and one override record.
+      expect(top).toMatchObject({ scanned: 1001, complete: true })
+      expect(await limiter.overrides.top({ scan: 300 })).toMatchObject({ scanned: 300, complete: false })
     })
   })
 }

@@ -98,7 +98,7 @@ const COUNT_DEFAULT = 10
 /** Keys asked of the store per step (a SCAN COUNT hint). */
 const STEP = 1000
 /** Keys peeked at once (RedisStore groups them per node). */
-const READ_AT_ONCE = 1000
+const READ_AT_ONCE = 200
 const TOP_OPTIONS = namesOf<TopOptions>({ count: true, scan: true })
 
 /** Reads the store's keys a step at a time, at most `options.scan`, each given to `visit`. */

@@ -56,6 +56,7 @@ const PINNED: Record<string, string> = {
   'override read': '1f527a287c447f8b7dcded79b3d1c9d403eec349',
   'override list': '121a873b86d8fffb5f0dc0be4cafd80ce9b08d2e',
   'cluster slots': 'abd688a609cc4d706631e4ed75c54ce2338fcf81',
+  'stored scan': '04e9bfc7b2a5ea46b84aa2b6986d56bac1347bbf',
   time: 'e58a28eaa3df56f3f110b827b058ccf94c64ccdd',
 }
 
