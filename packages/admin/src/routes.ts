@@ -36,6 +36,10 @@ export interface Route {
 /** The largest `count` of an overrides page: a hint to the store's scan, kept to what one answer should carry. */
 const MAX_PAGE = 1000
 
+/** The most keys `GET /limiters/:limiter/top` reads (`scan`), and its default; the rows' default (`count`). */
+const MAX_SCAN = 1_000_000
+const TOP_DEFAULTS = { count: 10, scan: 10_000 } as const
+
 /** The longest client key the endpoint takes in a path (an override or block keeps at most 128 characters). */
 export const MAX_KEY_LENGTH = 1024
 
@@ -163,6 +167,30 @@ export const ROUTES: readonly Route[] = [
     run: async ({ limiter, key, actor }) => {
       await limiter.delete(key, actor === undefined ? {} : { actor })
       return OK
+    },
+  },
+  {
+    method: 'GET',
+    path: ['limiters', ':limiter', 'top'],
+    names: ['count', 'scan'],
+    run: async ({ limiter, query }) => {
+      if (!limiter.ranks)
+        throw new AdminError(
+          404,
+          'ERR_RATEWINDOW_NOT_FOUND',
+          `No top for ${limiter.limiter}: its store cannot be scanned (MemoryStore and RedisStore can).`,
+        )
+      const count = wholeQuery(query, 'count', MAX_PAGE) ?? TOP_DEFAULTS.count
+      const scan = wholeQuery(query, 'scan', MAX_SCAN) ?? TOP_DEFAULTS.scan
+      const top = await limiter.top({ count, scan })
+      const keys = top.keys.map(({ key, rule, used, limit, remaining }) => ({
+        key,
+        rule,
+        used,
+        limit,
+        remaining,
+      }))
+      return { keys, scanned: top.scanned }
     },
   },
   {
