@@ -1,7 +1,7 @@
 /**
- * The CLI's Redis connection (ioredis, standalone or Cluster) and the reads a RedisStore never makes: SCAN over
- * every master, and the keys of one hash tag through its slot. Key names are read by core (`decodeStoredKey`,
- * `storedKeyPattern`, `storedSlot`), never here.
+ * The CLI's Redis connection (ioredis, standalone or Cluster) and the one read a RedisStore never makes: the keys of
+ * one hash tag through its slot. Key names are read by core (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`),
+ * never here; a scan of every key is the store's own (`scanStoredKeys`, `topStored`).
  */
 import { RedisStore, storedKeyPattern, storedSlot } from '@ratewindow/core'
 import { Cluster, Redis } from 'ioredis'
@@ -87,38 +87,6 @@ function credentialsOf(client: Redis): { username?: string; password?: string; t
 /** `url` without its password, for messages. */
 function redacted(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
-}
-
-/** The masters to scan: each node of a Cluster serving slots, or the one server. */
-function mastersOf(client: Redis | Cluster): Redis[] {
-  return client instanceof Cluster ? client.nodes('master') : [client]
-}
-
-/**
- * The keys of a RedisStore under `prefix`, read by SCAN on each master in turn, at most `limit` of them; `progress`
- * is told the keys read so far after each step.
- */
-export async function scanStoredKeys(
-  client: Redis | Cluster,
-  prefix: string,
-  limit: number,
-  progress?: (scanned: number) => void,
-): Promise<{ keys: string[]; complete: boolean }> {
-  const pattern = storedKeyPattern(prefix)
-  const keys: string[] = []
-  for (const master of mastersOf(client)) {
-    let cursor = '0'
-    do {
-      const [next, found] = await master.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
-      cursor = next
-      for (const key of found) {
-        if (keys.length === limit) return { keys, complete: false }
-        keys.push(key)
-      }
-      progress?.(keys.length)
-    } while (cursor !== '0')
-  }
-  return { keys, complete: true }
 }
 
 /**

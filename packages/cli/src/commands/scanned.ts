@@ -1,9 +1,9 @@
 /** `limiters` and `top`: what a scan of the store finds, decoded and read with core's code. */
-import type { RateLimiter } from '@ratewindow/core'
+import { type RateLimiter, type TopKey, topStored } from '@ratewindow/core'
 import type { GlobalOptions } from '../args.js'
 import type { Connection } from '../redis.js'
 import { duration, type Output, progressLine, table } from '../render.js'
-import { type KeyState, rawKeysOf, readStates, scanStore } from '../state.js'
+import { limiterOf, scanStore } from '../state.js'
 
 /** `limiters --json`: one entry per namespace found (and per configured limiter, found or not). */
 export interface LimitersJson {
@@ -65,7 +65,7 @@ export async function limiters(
   output: Output,
 ): Promise<LimitersJson> {
   const progress = progressLine(output, 'scanned')
-  const scan = await scanStore(connection, options.prefix, options.scan, configured, progress.update)
+  const scan = await scanStore(connection, options.scan, configured, progress.update)
   progress.done()
   const result: LimitersJson = {
     limiters: [],
@@ -82,7 +82,7 @@ export async function limiters(
         scope: decoded.namespace,
         prefix: decoded.prefix,
         group: decoded.group ?? null,
-        records: [...scan.records.values()].flat().filter((key) => key.includes(decoded.namespace)).length,
+        records: found.records,
       })
       continue
     }
@@ -147,16 +147,7 @@ export function scannedLine(result: { scanned: number; complete: boolean }): str
     : `${result.scanned.toLocaleString('en-US')} keys scanned (stopped by --scan: raise it to see more)`
 }
 
-/** `top`'s rows from `states`: each key's rule nearest its limit, the `count` nearest first. */
-export function rank(states: readonly KeyState[], count: number): KeyState[] {
-  const share = (state: KeyState) => Math.max(...state.inspection.rules.map((rule) => rule.used / rule.limit))
-  const blocked = (state: KeyState) => (state.inspection.block !== undefined ? 1 : 0)
-  return [...states]
-    .sort((a, b) => blocked(b) - blocked(a) || share(b) - share(a) || a.hash.localeCompare(b.hash))
-    .slice(0, count)
-}
-
-/** `top`: the keys nearest their limit. */
+/** `top`: the keys nearest their limit (core's `topStored`, through the connection's RedisStore). */
 export async function top(
   connection: Connection,
   options: GlobalOptions,
@@ -165,45 +156,21 @@ export async function top(
   quiet = false,
 ): Promise<TopJson> {
   const progress = progressLine(output, quiet ? '' : 'scanned')
-  const scan = await scanStore(
-    connection,
-    options.prefix,
-    options.scan,
-    configured,
-    quiet ? undefined : progress.update,
-  )
-  const states = await readStates(connection, scan, options.limiter)
+  const found = await topStored(connection.store, {
+    count: options.count ?? 10,
+    scan: options.scan,
+    ...(!quiet && { progress: progress.update }),
+    limiterOf: (namespace) => limiterOf(namespace, configured, options.limiter),
+  })
   progress.done()
-  const ranked = rank(states, options.count ?? 10)
-  const raw = await rawKeysOf(
-    connection,
-    scan,
-    ranked.map((state) => state.hash),
-  )
-  const result: TopJson = {
-    keys: ranked.map((state) => topRow(state, raw.get(state.hash))),
-    scanned: scan.scanned,
-    complete: scan.complete,
-  }
+  const result: TopJson = { keys: found.keys.map(topRow), scanned: found.scanned, complete: found.complete }
   if (!options.json && !quiet) output.print(topText(result))
   return result
 }
 
-function topRow(state: KeyState, raw: string | undefined): TopRow {
-  const rules = state.inspection.rules
-  let nearest = rules[0]!
-  for (const rule of rules) if (rule.used / rule.limit > nearest.used / nearest.limit) nearest = rule
-  return {
-    limiter: state.limiter,
-    key: raw ?? state.hash,
-    hashed: raw === undefined,
-    rule: nearest.name,
-    used: nearest.used,
-    limit: nearest.limit,
-    remaining: nearest.remaining,
-    reset: nearest.reset,
-    blocked: state.inspection.block !== undefined,
-  }
+function topRow(row: TopKey): TopRow {
+  const { limiter, key, hashed, rule, used, limit, remaining, reset, blocked } = row
+  return { limiter, key, hashed, rule, used, limit, remaining, reset, blocked }
 }
 
 export function topText(result: TopJson): string {
