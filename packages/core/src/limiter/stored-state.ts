@@ -6,7 +6,7 @@
  */
 import { ruleFromId } from '../algorithms/rule-id.js'
 import type { Rule } from '../algorithms/types.js'
-import type { Decision, StoreRequest } from '../stores/types.js'
+import type { Awaitable, Decision, StoreRequest } from '../stores/types.js'
 import { type Inspection, inspectionOf } from './inspection.js'
 
 /** A namespace (or override scope) decoded: what its name tells of the limiter. */
@@ -66,9 +66,9 @@ export function decodeNamespace(namespace: string): StoredNamespace | undefined 
   return counters
 }
 
-/** A store that can peek at a key known by its hash (`RedisStore`). */
+/** A store that can peek at a key known as it holds it (`RedisStore`: its hash; `MemoryStore`: its id). */
 export interface StoredStateReader {
-  peekStored(request: StoreRequest, hash: string): Promise<Decision>
+  peekStored(request: StoreRequest, hash: string): Awaitable<Decision>
 }
 
 /** One key of one limiter, known by its hash: what `inspectStored` reads. */
