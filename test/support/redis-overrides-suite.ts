@@ -19,8 +19,9 @@ import {
   tokenBucket,
 } from '@ratewindow/core'
 import { Redis } from 'ioredis'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { until } from './connections.js'
+import { forgetPrefix } from './redis.js'
 import type { ClientFamily } from './redis-clients.js'
 
 export interface OverridesSuiteContext {
@@ -228,7 +229,9 @@ export function describeRedisOverrides(context: OverridesSuiteContext): void {
     })
 
     it('overrides.top: the 10 most limited of 1,000 keys, by a scan on every master; raw where a record holds it', async () => {
-      const store = new RedisStore({ client: await connect(), prefix: prefix() })
+      const storePrefix = prefix()
+      onTestFinished(() => forgetPrefix(context.ports(), storePrefix))
+      const store = new RedisStore({ client: await connect(), prefix: storePrefix })
       const limiter = new RateLimiter({
         rules: fixedWindow({ limit: 100, window: '1h' }),
         store,

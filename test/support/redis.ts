@@ -39,3 +39,24 @@ export function clusterClient(nodes = redisEnvironment().clusterNodes): Cluster 
 afterAll(async () => {
   await Promise.all(clients.splice(0).map((client) => client.quit().catch(() => client.disconnect())))
 })
+
+/**
+ * Deletes the keys under `prefix` (a unique test prefix) on each server: a test that writes thousands of keys leaves
+ * the shared servers' keyspace (database `db`) as small as it found it, for the tests that read one page of a SCAN.
+ */
+export async function forgetPrefix(ports: readonly number[], prefix: string, db = 0): Promise<void> {
+  for (const port of ports) {
+    const client = new Redis({ host: '127.0.0.1', port, db, maxRetriesPerRequest: 1 })
+    try {
+      let cursor = '0'
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+        cursor = next
+        // One key a command: on a Cluster node, the keys of one step are of many slots.
+        if (keys.length > 0) await client.pipeline(keys.map((key) => ['unlink', key])).exec()
+      } while (cursor !== '0')
+    } finally {
+      client.disconnect()
+    }
+  }
+}

@@ -4,8 +4,9 @@
  * keys, raw where an override record holds the key; bounded parameters, 4xx JSON on bad ones.
  */
 import { fixedWindow, MemoryStore, RateLimiter, RedisStore, type Store } from '@ratewindow/core'
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { clusterClient, standaloneClient } from '../../../test/support/redis.js'
+import { clusterClient, forgetPrefix, redisEnvironment } from '../../../test/support/redis.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
 import { adminHandler } from '../src/index.js'
 import { MOUNTS } from './apps.js'
@@ -13,6 +14,8 @@ import { MOUNTS } from './apps.js'
 const TOKEN = 'test-token'
 const BASE = '/_ratewindow'
 const cleanups: (() => Promise<void> | void)[] = []
+/** The database of the standalone server these tests write in. */
+const TOP_DB = 1
 
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!()
@@ -43,10 +46,32 @@ async function start(store: Store, overrides = true) {
   return { api, admin }
 }
 
+/**
+ * The stores, each Redis one under a prefix of its own, forgotten after the test; on one server, in a database of
+ * its own too (the endpoint's tests read one SCAN page of database 0 at the same time).
+ */
 const stores: Record<string, () => Store> = {
   MemoryStore: () => new MemoryStore(),
-  'RedisStore (standalone)': () => new RedisStore({ client: standaloneClient(), prefix: uniquePrefix() }),
-  'RedisStore (Cluster)': () => new RedisStore({ client: clusterClient(), prefix: uniquePrefix() }),
+  'RedisStore (standalone)': () => {
+    const prefix = uniquePrefix()
+    const { standalonePort } = redisEnvironment()
+    const client = new Redis({ host: '127.0.0.1', port: standalonePort, db: TOP_DB, maxRetriesPerRequest: 1 })
+    cleanups.push(async () => {
+      client.disconnect()
+      await forgetPrefix([standalonePort], prefix, TOP_DB)
+    })
+    return new RedisStore({ client, prefix })
+  },
+  'RedisStore (Cluster)': () => {
+    const prefix = uniquePrefix()
+    cleanups.push(() =>
+      forgetPrefix(
+        redisEnvironment().clusterNodes.map((node) => node.port),
+        prefix,
+      ),
+    )
+    return new RedisStore({ client: clusterClient(), prefix })
+  },
 }
 
 describe.each(Object.keys(stores))('GET /limiters/:limiter/top with %s', (name) => {
