@@ -5,7 +5,7 @@
  */
 import { RedisStore, storedKeyPattern, storedSlot } from '@ratewindow/core'
 import { Cluster, Redis } from 'ioredis'
-import { CliError } from './errors.js'
+import { CliError, usage } from './errors.js'
 
 /** An open connection: the client, and the RedisStore the commands use on it. */
 export interface Connection {
@@ -19,8 +19,9 @@ export interface Connection {
 const CONNECT_TIMEOUT_MS = 5_000
 
 /**
- * Connects to `url`; as a Cluster client with `cluster`, or when the server says it is a Cluster node
- * (`cluster_enabled:1`). Fails with exit code 4 when Redis cannot be reached.
+ * Connects to `url`; as a Cluster client when the server says it is a Cluster node (`cluster_enabled:1`; with
+ * `cluster`, it must say so: exit code 2). Fails with exit code 4 when Redis cannot be reached or refuses the
+ * URL's database.
  */
 export async function connect(
   url: string,
@@ -36,8 +37,26 @@ export async function connect(
   first.on('error', remember)
   try {
     await first.connect()
-    const cluster = options.cluster || /cluster_enabled:1/.test(await first.info('cluster'))
-    if (cluster) {
+    const clusterNode = /cluster_enabled:1/.test(await first.info('cluster'))
+    if (options.cluster && !clusterNode)
+      throw usage(
+        `\`--cluster\`: Redis at ${redacted(url)} is not a Cluster node (INFO cluster says cluster_enabled:0); leave out \`--cluster\`.`,
+      )
+    const db = first.options.db ?? 0
+    if (clusterNode && db !== 0)
+      throw usage(
+        `Redis at ${redacted(url)} is a Cluster node: a Cluster has database 0 only, the URL names ${db}.`,
+      )
+    // ioredis selects the URL's database as it connects and goes on in database 0 when the server refuses it:
+    // select it again, so that a refusal fails the command before it reads or writes anything.
+    if (db !== 0)
+      await first.select(db).catch((error: Error) => {
+        throw new CliError(
+          'ERR_RATEWINDOW_REDIS_UNREACHABLE',
+          `Redis at ${redacted(url)} refused database ${db}: ${error.message}`,
+        )
+      })
+    if (clusterNode) {
       const { host, port } = first.options
       first.disconnect()
       const startup = new Cluster([{ host: host!, port: port! }], {
@@ -52,6 +71,7 @@ export async function connect(
     }
   } catch (error) {
     client.disconnect()
+    if (error instanceof CliError) throw error
     throw new CliError(
       'ERR_RATEWINDOW_REDIS_UNREACHABLE',
       `Redis at ${redacted(url)} could not be reached: ${(cause ?? (error as Error)).message}`,
