@@ -6,11 +6,16 @@
  * an array of options, one per limiter, each either `RateLimiter` options (with `rules`) or a middleware's
  * HTTP-style options (`limit`, `window`, `algorithm`…, read by core's `rateLimiterOptionsFrom`). Their `store` is
  * replaced by the CLI's; `name`, `prefix`, `group` and `overrides` must be the application's.
+ *
+ * A limiter made from HTTP-style options without a `key` function is keyed by the client's IP, as the HTTP engine
+ * keys it (`ipKey`: IPv6 masked to `ipv6Subnet`, an IPv4 carried in IPv6 as that IPv4): `keyFor` turns an address
+ * given on the command line into that key.
  */
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import {
   type HttpRateLimitOptions,
+  ipKey,
   RateLimiter,
   type RateLimiterOptions,
   type RedisStore,
@@ -27,6 +32,12 @@ export type LimiterDefinition =
 export interface CliConfig {
   limiters: readonly LimiterDefinition[]
 }
+
+/**
+ * The CLI's budget for one store call. The application's `timeout` (250 ms by default) is a request's budget; an
+ * operator's command (a SCAN step of `overrides list` on a busy server) may take longer and must not fail for it.
+ */
+const STORE_TIMEOUT = '10s'
 
 /** Loads `path` and makes its limiters on `store`. */
 export async function loadLimiters(path: string, store: RedisStore): Promise<RateLimiter[]> {
@@ -49,16 +60,25 @@ export async function loadLimiters(path: string, store: RedisStore): Promise<Rat
       `\`--config\` ${path} exports no \`limiters\` array: export \`limiters\` (or a default export \`{ limiters }\`) listing the options of each limiter.`,
     )
   }
-  return definitions.map((definition, i) => {
+  const limiters = definitions.map((definition, i) => {
+    if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
+      throw new CliError(
+        'ERR_RATEWINDOW_CONFIG',
+        `\`--config\` ${path}: \`limiters[${i}]\` is ${definition === null ? 'null' : typeof definition}, not a limiter's options object.`,
+      )
+    }
     try {
-      const options =
-        'rules' in definition && definition.rules !== undefined && typeof definition.rules !== 'function'
-          ? { ...(definition as RateLimiterOptions), store }
-          : rateLimiterOptionsFrom(
-              { ...(definition as HttpRateLimitOptions<unknown>), store },
-              `limiters[${i}]`,
-            )
-      return new RateLimiter({ ...options, store, observer: undefined })
+      const http = isHttpStyle(definition)
+      const options = http
+        ? rateLimiterOptionsFrom(
+            { ...(definition as HttpRateLimitOptions<unknown>), store },
+            `limiters[${i}]`,
+          )
+        : { ...(definition as RateLimiterOptions), store }
+      const limiter = new RateLimiter({ ...options, store, observer: undefined, timeout: STORE_TIMEOUT })
+      const { key, ipv6Subnet } = definition as HttpRateLimitOptions<unknown>
+      if (http && key === undefined) IP_KEYED.set(limiter, { ipv6Subnet })
+      return limiter
     } catch (error) {
       throw new CliError(
         'ERR_RATEWINDOW_CONFIG',
@@ -67,6 +87,55 @@ export async function loadLimiters(path: string, store: RedisStore): Promise<Rat
       )
     }
   })
+  const repeated = limiters
+    .map((limiter) => limiter.name)
+    .filter((name, i, names) => names.indexOf(name) !== i)
+  if (repeated.length > 0) {
+    for (const limiter of limiters) limiter.release()
+    throw new CliError(
+      'ERR_RATEWINDOW_CONFIG',
+      `\`--config\` ${path}: two limiters are named ${[...new Set(repeated)].map((name) => JSON.stringify(name)).join(', ')}; give each its own \`name\` (\`--limiter\` chooses by name).`,
+    )
+  }
+  return limiters
+}
+
+/**
+ * Whether `definition` is a middleware's HTTP-style options: no fixed `rules` (it has `limit`/`window`), or an
+ * HTTP-only option (`key`, `ipv6Subnet`). Fixed `rules` alone are read as `RateLimiter` options.
+ */
+function isHttpStyle(definition: object): boolean {
+  const rules = (definition as { rules?: unknown }).rules
+  return (
+    rules === undefined || typeof rules === 'function' || 'key' in definition || 'ipv6Subnet' in definition
+  )
+}
+
+/** The limiters keyed by the client's IP (made from HTTP-style options without `key`), with their `ipv6Subnet`. */
+const IP_KEYED = new WeakMap<RateLimiter, { ipv6Subnet: number | false | undefined }>()
+
+/**
+ * The key `limiter` receives for `given`: for a limiter keyed by the client's IP, an address given becomes the key
+ * the HTTP engine makes of it (core's `ipKey`), with a note saying so; any other key as it is.
+ */
+export function keyFor(limiter: RateLimiter, given: string): { key: string; note?: string } {
+  const ip = IP_KEYED.get(limiter)
+  if (ip === undefined) return { key: given }
+  let key: string
+  try {
+    key = ipKey(given, { ipv6Subnet: ip.ipv6Subnet })
+  } catch {
+    return { key: given } // not an address: a key as the limiter stores it (a subnet such as 2001:db8::/56)
+  }
+  if (key === given) return { key }
+  const subnet = /\/(\d+)$/.exec(key)
+  const how =
+    subnet !== null
+      ? `the /${subnet[1]} of the address given`
+      : key.includes(':') || key === given.trim()
+        ? 'the address given, as the HTTP engine keys it'
+        : 'the IPv4 address the address given carries'
+  return { key, note: `key: ${key} (${how})` }
 }
 
 function definitionsOf(module: Record<string, unknown>): LimiterDefinition[] | undefined {

@@ -1,5 +1,6 @@
 export type {
   BlockJson,
+  GivenKey,
   InspectJson,
   OkJson,
   OverrideJson,

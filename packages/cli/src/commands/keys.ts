@@ -16,10 +16,10 @@ import {
   storedHash,
 } from '@ratewindow/core'
 import type { Command, GlobalOptions } from '../args.js'
-import { selectLimiters } from '../config.js'
-import { notFound, usage } from '../errors.js'
+import { keyFor, selectLimiters } from '../config.js'
+import { CliError, notFound, usage } from '../errors.js'
 import { type Connection, keysOfHash } from '../redis.js'
-import { duration, type Output, table } from '../render.js'
+import { duration, type Output, printable, progressLine, table } from '../render.js'
 
 /** `inspect --json`: the key, its hash, and where it stands in each limiter. */
 export interface InspectJson {
@@ -28,10 +28,18 @@ export interface InspectJson {
   limiters: ({ limiter: string; namespace: string } & Inspection)[]
 }
 
+/**
+ * The address given on the command line, where the limiter is keyed by the client's IP and `key` is the key the
+ * HTTP engine makes of it (an IPv6 subnet such as `2001:db8:abcd::/56`); absent when the key is as given.
+ */
+export interface GivenKey {
+  given?: string
+}
+
 /** `block --json`: the block placed. */
-export type BlockJson = ManualBlock & { key: string; limiter: string }
+export type BlockJson = ManualBlock & { key: string; limiter: string } & GivenKey
 /** `overrides get|set --json`. */
-export interface OverrideJson {
+export interface OverrideJson extends GivenKey {
   key: string
   limiter: string
   override: LimitOverride
@@ -43,7 +51,7 @@ export interface OverrideListJson {
   cursor: string | null
 }
 /** `reset`, `unblock`, `overrides delete --json`. */
-export interface OkJson {
+export interface OkJson extends GivenKey {
   ok: true
 }
 
@@ -58,7 +66,7 @@ export async function inspect(
   const result: InspectJson = { key, hash, limiters: [] }
   if (configured !== undefined) {
     for (const limiter of selectLimiters(configured, options.limiter, true)) {
-      const inspection = await limiter.overrides.inspect(key)
+      const inspection = await limiter.overrides.inspect(keyFor(limiter, key).key)
       result.limiters.push({ limiter: limiter.name, namespace: limiter.namespace, ...inspection })
     }
   } else {
@@ -83,12 +91,36 @@ export async function inspect(
       )
   }
   if (!options.json) output.print(inspectText(result))
+  // Exit code 3 when Redis holds nothing for the key, with --config or without: with it, the full quota is shown
+  // first (the one document `--json` prints).
+  if (result.limiters.every(holdsNothing)) {
+    if (options.json) output.print(JSON.stringify(result, null, 2))
+    throw new CliError(
+      'ERR_RATEWINDOW_NOT_FOUND',
+      `No state for ${JSON.stringify(key)} in ${result.limiters.map((each) => each.limiter).join(', ')}: nothing counted, no override, no block.`,
+      { printed: true },
+    )
+  }
   return result
 }
 
+/** Whether an inspection found nothing stored: no unit used, no override, no block. */
+const holdsNothing = (inspection: Inspection): boolean =>
+  inspection.rules.every((rule) => rule.used === 0) &&
+  inspection.override === undefined &&
+  inspection.block === undefined &&
+  inspection.penaltyBlock === undefined
+
 function inspectText(result: InspectJson): string {
   const blocks = result.limiters.map((each) => {
-    const lines = [`${each.limiter}  (key ${result.key}, hash ${result.hash})`]
+    const given = each.key === result.key
+    const lines = [
+      printable(
+        given
+          ? `${each.limiter}  (key ${result.key}, hash ${result.hash})`
+          : `${each.limiter}  (key ${each.key}, for the address ${result.key})`,
+      ),
+    ]
     lines.push(
       table(
         ['RULE', 'ALGORITHM', 'LIMIT', 'USED', 'REMAINING', 'NEXT FREE', 'RESET'],
@@ -106,7 +138,9 @@ function inspectText(result: InspectJson): string {
     if (each.override !== undefined) lines.push(`override: ${JSON.stringify(each.override)}  (* overridden)`)
     if (each.block !== undefined)
       lines.push(
-        `blocked by an operator for ${duration(each.block.until - each.at)}${each.block.reason ? `: ${each.block.reason}` : ''}`,
+        printable(
+          `blocked by an operator for ${duration(each.block.until - each.at)}${each.block.reason ? `: ${each.block.reason}` : ''}`,
+        ),
       )
     if (each.penaltyBlock !== undefined)
       lines.push(`blocked by the penalty for ${duration(each.penaltyBlock)}`)
@@ -138,46 +172,44 @@ export async function act(
   output: Output,
 ): Promise<OkJson | BlockJson | OverrideJson | OverrideListJson> {
   const limiter = actingLimiter(configured, options, command.name)
-  const say = (text: string) => options.json || output.print(text)
+  const say = (text: string) => options.json || output.print(printable(text))
+  if (command.name === 'overrides list') return list(limiter, command.cursor, options, output, say)
+  const { key, note } = keyFor(limiter, command.key)
+  if (note !== undefined) say(note)
+  const given = note === undefined ? {} : { given: command.key }
   switch (command.name) {
     case 'reset':
-      await limiter.reset(command.key)
-      say(`reset ${command.key} in ${limiter.name}`)
-      return { ok: true }
+      await limiter.reset(key)
+      say(`reset ${key} in ${limiter.name}`)
+      return { ok: true, ...given }
     case 'unblock':
-      await limiter.overrides.unblock(command.key)
-      say(`unblocked ${command.key} in ${limiter.name}`)
-      return { ok: true }
+      await limiter.overrides.unblock(key)
+      say(`unblocked ${key} in ${limiter.name}`)
+      return { ok: true, ...given }
     case 'block': {
-      const block = await limiter.overrides.block(command.key, {
+      const block = await limiter.overrides.block(key, {
         for: command.for as Duration,
         ...(command.reason !== undefined && { reason: command.reason }),
       })
-      say(`blocked ${command.key} in ${limiter.name} until ${new Date(block.until).toISOString()}`)
-      return { key: command.key, limiter: limiter.name, ...block }
+      say(`blocked ${key} in ${limiter.name} until ${new Date(block.until).toISOString()}`)
+      return { key, ...given, limiter: limiter.name, ...block }
     }
     case 'overrides set': {
       await limiter.overrides.set(
-        command.key,
+        key,
         command.override as LimitOverride,
         command.ttl === undefined ? {} : { ttl: command.ttl as Duration },
       )
-      return overrideOf(limiter, command.key, say)
+      return { ...(await overrideOf(limiter, key, say)), ...given }
     }
     case 'overrides get':
-      return overrideOf(limiter, command.key, say)
+      return { ...(await overrideOf(limiter, key, say)), ...given }
     case 'overrides delete':
-      await limiter.overrides.delete(command.key)
-      say(`deleted the override of ${command.key} in ${limiter.name}`)
-      return { ok: true }
-    case 'overrides list': {
-      const page = await limiter.overrides.list({
-        ...(command.cursor !== undefined && { cursor: command.cursor }),
-        ...(options.count !== undefined && { count: options.count }),
-      })
-      say(listText(page.records, page.cursor))
-      return { limiter: limiter.name, records: page.records, cursor: page.cursor ?? null }
-    }
+      // Deleting nothing is "not found" (exit 3), as `get` says: the key may be mistyped.
+      await overrideOf(limiter, key, () => undefined)
+      await limiter.overrides.delete(key)
+      say(`deleted the override of ${key} in ${limiter.name}`)
+      return { ok: true, ...given }
     default:
       throw usage(`\`${command.name}\` is not an action.`)
   }
@@ -192,6 +224,40 @@ async function overrideOf(
   if (override === undefined) throw notFound(`${JSON.stringify(key)} has no override in ${limiter.name}.`)
   say(`${key} in ${limiter.name}: ${JSON.stringify(override)}`)
   return { key, limiter: limiter.name, override }
+}
+
+/** `overrides list`'s default page: records, not SCAN steps. */
+const LIST_PAGE = 100
+
+/**
+ * `overrides list`: a page of up to `--count` records (100), read by following the store's cursor page after page
+ * (one SCAN step each, on one master of a Cluster) until they are found or the scan ends, so that sparse records
+ * on a large keyspace still fill a page; the cursor returned continues from there. A progress line on a terminal.
+ */
+async function list(
+  limiter: RateLimiter,
+  from: string | undefined,
+  options: GlobalOptions,
+  output: Output,
+  say: (text: string) => unknown,
+): Promise<OverrideListJson> {
+  const wanted = options.count ?? LIST_PAGE
+  const progress = progressLine(output, 'reading override records: SCAN steps')
+  const records: OverrideRecord[] = []
+  let cursor = from
+  let steps = 0
+  do {
+    const page = await limiter.overrides.list({
+      ...(cursor !== undefined && { cursor }),
+      count: wanted - records.length,
+    })
+    records.push(...page.records)
+    cursor = page.cursor
+    progress.update(++steps)
+  } while (records.length < wanted && cursor !== undefined)
+  progress.done()
+  say(listText(records, cursor))
+  return { limiter: limiter.name, records, cursor: cursor ?? null }
 }
 
 function listText(records: readonly OverrideRecord[], cursor: string | undefined): string {
