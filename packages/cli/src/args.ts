@@ -23,6 +23,7 @@ export interface GlobalOptions {
 
 export type Command =
   | { name: 'help'; topic: string | undefined }
+  | { name: 'version' }
   | { name: 'limiters' }
   | { name: 'top' }
   | { name: 'watch'; once: boolean; admin: string[]; adminToken: string | undefined }
@@ -51,6 +52,7 @@ const OPTIONS = {
   config: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
   scan: { type: 'string' },
   count: { type: 'string' },
   once: { type: 'boolean' },
@@ -80,7 +82,12 @@ export function parseCommandLine(
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
-    throw usage(`${(error as Error).message}. See \`ratewindow --help\`.`)
+    // A key that starts with `-` reads as an option: it goes after `--`.
+    const message = (error as Error).message.replace(
+      /To specify a positional argument starting with a '-'.*$/s,
+      'A key that starts with `-` goes last, after `--` (options before it): `ratewindow inspect --limiter api -- -42`.',
+    )
+    throw usage(`${message} See \`ratewindow --help\`.`)
   }
   const { values, positionals } = parsed
   const options: GlobalOptions = {
@@ -97,6 +104,10 @@ export function parseCommandLine(
     throw usage(`\`--redis\` must be a redis:// or rediss:// URL; received ${JSON.stringify(options.redis)}.`)
   }
   const [name, ...rest] = positionals
+  if (values.version === true) return { command: done({ name: 'version' }, positionals), options }
+  // A script that asks for JSON gets a JSON error, not the help text.
+  if (name === undefined && options.json && values.help !== true)
+    throw usage('A command is needed, e.g. `ratewindow limiters --json`. See `ratewindow --help`.')
   if (values.help === true || name === undefined || name === 'help') {
     return { command: { name: 'help', topic: name === 'help' ? rest[0] : name }, options }
   }
@@ -115,7 +126,7 @@ function commandOf(name: string, rest: string[], values: Values, env: Env): Comm
         {
           name,
           once: values.once === true,
-          admin: values.admin ?? [],
+          admin: (values.admin ?? []).map(adminUrl),
           adminToken: values['admin-token'] ?? (env.RATEWINDOW_ADMIN_TOKEN || undefined),
         },
         rest,
@@ -185,6 +196,19 @@ function overrideOf(values: Values): Record<string, unknown> {
   if (Object.keys(override).length === 0)
     throw usage('`overrides set` needs `--limit`, `--rule name=limit` or `--override <json>`.')
   return override
+}
+
+/** An `--admin` value: the http(s) base URL of an admin endpoint. */
+function adminUrl(value: string): string {
+  let url: URL | undefined
+  try {
+    url = new URL(value)
+  } catch {}
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
+    throw usage(
+      `\`--admin\` takes an admin endpoint's http:// or https:// base URL, e.g. http://10.0.0.7:3000/_ratewindow; received ${JSON.stringify(value)}.`,
+    )
+  return value
 }
 
 function keyOf(rest: string[], command: string): string {

@@ -63,7 +63,8 @@ export function describeFailure(error: unknown): {
   const coded = error as { code?: unknown; message?: unknown } | null
   const code = typeof coded?.code === 'string' ? coded.code : 'ERR_RATEWINDOW_CLI'
   const message = typeof coded?.message === 'string' ? coded.message : String(error)
-  // A limiter's invalid option or key is the command line's fault (the values came from it).
-  const exitCode = /^ERR_RATEWINDOW_INVALID_/.test(code) ? EXIT.usage : EXIT.error
+  // A limiter's invalid or unknown option, or invalid key, is the command line's fault (the values came from it;
+  // a config's errors are CliErrors).
+  const exitCode = /^ERR_RATEWINDOW_(INVALID_|UNKNOWN_OPTION$)/.test(code) ? EXIT.usage : EXIT.error
   return { code, message, exitCode, printed: false }
 }

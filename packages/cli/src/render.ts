@@ -8,11 +8,32 @@ export interface Output {
   note(text: string): void
   /** Whether stderr is a terminal (progress lines are drawn there only). */
   readonly interactive: boolean
+  /** Whether stdout is a terminal (`watch` clears the screen there only). */
+  readonly screen: boolean
 }
 
-/** An aligned text table: a header row, then the rows; numbers aligned right. */
+/**
+ * `text` safe to write to a terminal: C0 and C1 control characters and DEL escaped as `\xHH` (so a key or a
+ * reason cannot set the terminal's title, colours or clear it, nor break a line), lone surrogates as `\uHHHH`.
+ * Anything else is left as it is, so that a key shown can be pasted back. `--json` needs none of this: JSON
+ * escapes them.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (found) =>
+    found.charCodeAt(0) < 0x100
+      ? `\\x${found.charCodeAt(0).toString(16).padStart(2, '0')}`
+      : `\\u${found.charCodeAt(0).toString(16)}`,
+  )
+}
+
+/** A C0 control, DEL, a C1 control, or a surrogate not in a pair. */
+const UNPRINTABLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+  /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+
+/** An aligned text table: a header row, then the rows; numbers aligned right; text cells `printable`. */
 export function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
-  const cells = [header, ...rows].map((row) => row.map(String))
+  const cells = [header, ...rows].map((row) => row.map((cell) => printable(String(cell))))
   const widths = header.map((_, column) => Math.max(...cells.map((row) => row[column]!.length)))
   return cells
     .map((row, r) =>

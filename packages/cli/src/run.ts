@@ -4,11 +4,11 @@ import { type Command, type GlobalOptions, parseCommandLine } from './args.js'
 import { act, inspect } from './commands/keys.js'
 import { limiters, top } from './commands/scanned.js'
 import { watch } from './commands/watch.js'
-import { loadLimiters } from './config.js'
-import { describeFailure, EXIT, type ExitCode, usage } from './errors.js'
+import { loadLimiters, selectLimiters } from './config.js'
+import { describeFailure, EXIT, type ExitCode, notFound, usage } from './errors.js'
 import { hasHelp, helpText } from './help.js'
 import { connect } from './redis.js'
-import type { Output } from './render.js'
+import { type Output, printable } from './render.js'
 
 /** Where `run` reads and writes: the process's by default; tests and embedders pass their own. */
 export interface RunContext {
@@ -17,8 +17,12 @@ export interface RunContext {
   stderr?: (text: string) => void
   /** Whether stderr is a terminal: progress lines are drawn there only. */
   interactive?: boolean
+  /** Whether stdout is a terminal: `watch` clears the screen there only. */
+  screen?: boolean
   /** Ends `watch` (without `--once`). */
   signal?: AbortSignal
+  /** What `--version` prints (the bin passes its package's version). */
+  version?: string
 }
 
 /** Runs one command line; resolves its exit code (never rejects). */
@@ -27,6 +31,7 @@ export async function run(argv: readonly string[], context: RunContext = {}): Pr
     print: (text) => (context.stdout ?? ((line) => process.stdout.write(line)))(`${text}\n`),
     note: (text) => (context.stderr ?? ((line) => process.stderr.write(line)))(text),
     interactive: context.interactive ?? process.stderr.isTTY === true,
+    screen: context.screen ?? process.stdout.isTTY === true,
   }
   let json = argv.includes('--json')
   try {
@@ -38,6 +43,11 @@ export async function run(argv: readonly string[], context: RunContext = {}): Pr
       output.print(helpText(command.topic))
       return EXIT.ok
     }
+    if (command.name === 'version') {
+      const version = context.version ?? 'unknown'
+      output.print(json ? JSON.stringify({ version }, null, 2) : `ratewindow ${version}`)
+      return EXIT.ok
+    }
     const result = await runCommand(command, options, output, context.signal)
     if (json && command.name !== 'watch') output.print(JSON.stringify(result, null, 2))
     return EXIT.ok
@@ -46,13 +56,13 @@ export async function run(argv: readonly string[], context: RunContext = {}): Pr
     if (json && failure.printed) return failure.exitCode
     if (json)
       output.print(JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2))
-    else output.note(`ratewindow: ${failure.message}\n`)
+    else output.note(`ratewindow: ${printable(failure.message)}\n`)
     return failure.exitCode
   }
 }
 
 async function runCommand(
-  command: Exclude<Command, { name: 'help' }>,
+  command: Exclude<Command, { name: 'help' | 'version' }>,
   options: GlobalOptions,
   output: Output,
   signal: AbortSignal | undefined,
@@ -62,6 +72,7 @@ async function runCommand(
     const configured: RateLimiter[] | undefined =
       options.config === undefined ? undefined : await loadLimiters(options.config, connection.store)
     try {
+      if (options.limiter !== undefined) knownLimiter(options.limiter, configured)
       switch (command.name) {
         case 'limiters':
           return await limiters(connection, options, configured ?? [], output)
@@ -80,4 +91,19 @@ async function runCommand(
   } finally {
     await connection.close()
   }
+}
+
+/**
+ * `--limiter` names a limiter of the config (by name or namespace) or a namespace (`limiters` prints them: they end
+ * with `:`); anything else is not found (exit 3) before any scan.
+ */
+function knownLimiter(wanted: string, configured: readonly RateLimiter[] | undefined): void {
+  if (wanted.endsWith(':')) return
+  if (configured !== undefined) {
+    selectLimiters(configured, wanted, true)
+    return
+  }
+  throw notFound(
+    `No limiter ${JSON.stringify(wanted)}: without \`--config\`, \`--limiter\` takes a namespace as \`ratewindow limiters\` prints it (e.g. rw:fw60000x100:).`,
+  )
 }

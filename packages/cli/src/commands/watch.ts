@@ -7,7 +7,7 @@ import type { RateLimiter } from '@ratewindow/core'
 import type { GlobalOptions } from '../args.js'
 import { CliError } from '../errors.js'
 import type { Connection } from '../redis.js'
-import { type Output, table } from '../render.js'
+import { type Output, printable, table } from '../render.js'
 import { type TopJson, top, topText } from './scanned.js'
 
 /** An admin endpoint's `GET /stats` (docs/operations.md, "Admin endpoint"). */
@@ -44,7 +44,8 @@ export async function watch(
   for (;;) {
     const frame = await frameOf(connection, options, watchOptions, configured, output)
     if (options.json) output.print(JSON.stringify(frame, null, watchOptions.once ? 2 : undefined))
-    else output.print(`${watchOptions.once ? '' : '\u001b[2J\u001b[H'}${frameText(frame)}`)
+    // A new frame clears the screen on a terminal only: piped to a file, frames follow one another.
+    else output.print(`${watchOptions.once || !output.screen ? '' : '\u001b[2J\u001b[H'}${frameText(frame)}`)
     if (watchOptions.once) {
       const failed = frame.admin.find((each) => 'error' in each)
       if (failed !== undefined)
@@ -97,12 +98,12 @@ function frameText(frame: WatchJson): string {
   for (const each of frame.admin) {
     parts.push('')
     if ('error' in each) {
-      parts.push(`${each.url}: ${each.error}`)
+      parts.push(printable(`${each.url}: ${each.error}`))
       continue
     }
     const { decisions, refused } = each.stats
     parts.push(
-      `${each.url} (since ${new Date(each.stats.since).toISOString()})`,
+      printable(`${each.url} (since ${new Date(each.stats.since).toISOString()})`),
       table(
         ['LIMITER', 'ALLOWED', 'REFUSED'],
         Object.entries(decisions).map(([limiter, counts]) => [limiter, counts.allowed, counts.refused]),
