@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clusterClient, redisEnvironment, standaloneClient } from '../../../test/support/redis.js'
 import { freePort } from '../../../test/support/redis-server.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
+import { COMMAND_HELP } from '../src/help.js'
 import { printable } from '../src/render.js'
 import { run } from '../src/run.js'
 import { limiters } from './fixtures/limiters.mjs'
@@ -353,5 +354,33 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
     }
     expect(await frames(false)).not.toContain('\u001b')
     expect(await frames(true)).toContain('\u001b[2J\u001b[H')
+  })
+
+  it('every --help example works as printed against the README’s config (examples naming admin endpoints aside)', async () => {
+    const prefix = uniquePrefix()
+    const readme = fileURLToPath(new URL('./fixtures/readme-config.mjs', import.meta.url))
+    // customer:42 has made a request, so that `inspect` finds state.
+    const { api } = (await import('./fixtures/readme-config.mjs')) as { api: typeof API }
+    const limiter = new RateLimiter({
+      ...api,
+      timeout: 10_000,
+      store: new RedisStore({ client: standaloneClient(), prefix }),
+    })
+    closing.push(() => limiter.release())
+    await limiter.limit('customer:42')
+    const examples = Object.values(COMMAND_HELP)
+      .flatMap((help) => help.split('\n'))
+      .map((line) => /^\s*(?:Examples?:)?\s*ratewindow (.*)$/.exec(line)?.[1])
+      .filter(
+        (line): line is string => line !== undefined && !/\[|\(|\b[A-Z]+\b/.test(line) && !line.includes('--admin'),
+      )
+    expect(examples.length).toBeGreaterThanOrEqual(12)
+    for (const example of examples) {
+      const args = [...example.matchAll(/"([^"]*)"|(\S+)/g)].map((match) =>
+        (match[1] ?? match[2]!).replace('./ratewindow.config.mjs', readme),
+      )
+      const ran = await ratewindow([...args, '--redis', standalone(), '--prefix', prefix])
+      expect({ example, code: ran.code, stderr: ran.stderr }).toEqual({ example, code: 0, stderr: '' })
+    }
   })
 })
