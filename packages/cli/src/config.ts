@@ -118,24 +118,35 @@ const IP_KEYED = new WeakMap<RateLimiter, { ipv6Subnet: number | false | undefin
  * The key `limiter` receives for `given`: for a limiter keyed by the client's IP, an address given becomes the key
  * the HTTP engine makes of it (core's `ipKey`), with a note saying so; any other key as it is.
  */
-export function keyFor(limiter: RateLimiter, given: string): { key: string; note?: string } {
+export function keyFor(
+  limiter: RateLimiter,
+  given: string,
+): { key: string; note?: string; warning?: string } {
   const ip = IP_KEYED.get(limiter)
-  if (ip === undefined) return { key: given }
-  let key: string
-  try {
-    key = ipKey(given, { ipv6Subnet: ip.ipv6Subnet })
-  } catch {
-    return { key: given } // not an address: a key as the limiter stores it (a subnet such as 2001:db8::/56)
-  }
-  if (key === given) return { key }
-  const subnet = /\/(\d+)$/.exec(key)
+  const masked = keyOfAddress(given, ip?.ipv6Subnet)
+  if (masked === undefined || masked === given) return { key: given }
+  const subnet = /\/(\d+)$/.exec(masked)
+  if (ip === undefined)
+    return {
+      key: given,
+      warning: `${limiter.name} is read as RateLimiter options (fixed \`rules\`, no \`ipv6Subnet\`): the key is ${given} as given. If the application's middleware keys it by the client's IP, its key is ${masked}: add \`ipv6Subnet\` to its config entry.`,
+    }
   const how =
     subnet !== null
       ? `the /${subnet[1]} of the address given`
-      : key.includes(':') || key === given.trim()
+      : masked.includes(':') || masked === given.trim()
         ? 'the address given, as the HTTP engine keys it'
         : 'the IPv4 address the address given carries'
-  return { key, note: `key: ${key} (${how})` }
+  return { key: masked, note: `key: ${masked} (${how})` }
+}
+
+/** The key the HTTP engine makes of `given` (core's `ipKey`), or undefined when it is not an address. */
+function keyOfAddress(given: string, ipv6Subnet: number | false | undefined): string | undefined {
+  try {
+    return ipKey(given, { ipv6Subnet })
+  } catch {
+    return undefined // not an address: a key as the limiter stores it (a subnet such as 2001:db8::/56)
+  }
 }
 
 function definitionsOf(module: Record<string, unknown>): LimiterDefinition[] | undefined {

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { RateLimiter, RedisStore } from '@ratewindow/core'
+import { type HttpRateLimitOptions, RateLimiter, RedisStore, rateLimiterOptionsFrom } from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import express from 'express'
 import type { Cluster, Redis } from 'ioredis'
@@ -136,7 +136,7 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
       expect(named.json()).toEqual({ key: 'customer:42', limiter: 'v6', override: { limit: 9 } })
     })
 
-    it('a limiter defined by RateLimiter options (fixed rules, no ipv6Subnet) takes the key as given', async () => {
+    it('fixed rules without ipv6Subnet are RateLimiter options: the key as given, with a warning; with ipv6Subnet, keyed by IP', async () => {
       const rules = [
         '--redis',
         standalone(),
@@ -152,6 +152,24 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
         key: '2001:db8:abcd:12::7',
         limiter: 'api',
         until: expect.any(Number),
+      })
+      expect(blocked.stderr).toContain('its key is 2001:db8:abcd::/56: add `ipv6Subnet` to its config entry')
+      // The README's api: fixed rules and `ipv6Subnet: 56`, as the middleware keys it.
+      const readme = fileURLToPath(new URL('./fixtures/readme-config.mjs', import.meta.url))
+      const keyed = await ratewindow([
+        'block',
+        '2001:db8:abcd:12::7',
+        '--for',
+        '1h',
+        ...rules,
+        '--config',
+        readme,
+        '--json',
+      ])
+      expect(keyed.json()).toMatchObject({
+        key: '2001:db8:abcd::/56',
+        given: '2001:db8:abcd:12::7',
+        limiter: 'api',
       })
     })
   })
@@ -360,19 +378,17 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
     const prefix = uniquePrefix()
     const readme = fileURLToPath(new URL('./fixtures/readme-config.mjs', import.meta.url))
     // customer:42 has made a request, so that `inspect` finds state.
-    const { api } = (await import('./fixtures/readme-config.mjs')) as { api: typeof API }
-    const limiter = new RateLimiter({
-      ...api,
-      timeout: 10_000,
-      store: new RedisStore({ client: standaloneClient(), prefix }),
-    })
+    const { api } = (await import('./fixtures/readme-config.mjs')) as { api: HttpRateLimitOptions<unknown> }
+    const store = new RedisStore({ client: standaloneClient(), prefix })
+    const limiter = new RateLimiter(rateLimiterOptionsFrom({ ...api, timeout: 10_000, store }))
     closing.push(() => limiter.release())
     await limiter.limit('customer:42')
     const examples = Object.values(COMMAND_HELP)
       .flatMap((help) => help.split('\n'))
       .map((line) => /^\s*(?:Examples?:)?\s*ratewindow (.*)$/.exec(line)?.[1])
       .filter(
-        (line): line is string => line !== undefined && !/\[|\(|\b[A-Z]+\b/.test(line) && !line.includes('--admin'),
+        (line): line is string =>
+          line !== undefined && !/\[|\(|\b[A-Z]+\b/.test(line) && !line.includes('--admin'),
       )
     expect(examples.length).toBeGreaterThanOrEqual(12)
     for (const example of examples) {

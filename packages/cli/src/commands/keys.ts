@@ -66,7 +66,9 @@ export async function inspect(
   const result: InspectJson = { key, hash, limiters: [] }
   if (configured !== undefined) {
     for (const limiter of selectLimiters(configured, options.limiter, true)) {
-      const inspection = await limiter.overrides.inspect(keyFor(limiter, key).key)
+      const { key: keyed, warning } = keyFor(limiter, key)
+      if (warning !== undefined) output.note(`ratewindow: ${printable(warning)}\n`)
+      const inspection = await limiter.overrides.inspect(keyed)
       result.limiters.push({ limiter: limiter.name, namespace: limiter.namespace, ...inspection })
     }
   } else {
@@ -174,8 +176,9 @@ export async function act(
   const limiter = actingLimiter(configured, options, command.name)
   const say = (text: string) => options.json || output.print(printable(text))
   if (command.name === 'overrides list') return list(limiter, command.cursor, options, output, say)
-  const { key, note } = keyFor(limiter, command.key)
+  const { key, note, warning } = keyFor(limiter, command.key)
   if (note !== undefined) say(note)
+  if (warning !== undefined) output.note(`ratewindow: ${printable(warning)}\n`)
   const given = note === undefined ? {} : { given: command.key }
   switch (command.name) {
     case 'reset':
