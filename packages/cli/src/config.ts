@@ -47,7 +47,7 @@ export async function loadLimiters(path: string, store: RedisStore): Promise<Rat
   } catch (error) {
     throw new CliError(
       'ERR_RATEWINDOW_CONFIG',
-      `\`--config\` ${path} could not be loaded: ${(error as Error).message}`,
+      `\`--config\` ${path} could not be loaded: ${(error as Error).message}${(error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION' ? ". Node loads a TypeScript config through a loader (NODE_OPTIONS='--import tsx' ratewindow …), or write it as .mjs." : ''}`,
       {
         cause: error,
       },

@@ -351,6 +351,13 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
     ])
     expect(twice.code).toBe(1)
     expect(twice.stderr).toContain('two limiters are named "a"')
+    const typescript = join(work, 'ratewindow.config.ts')
+    writeFileSync(typescript, "export const limiters: object[] = [{ name: 'a', limit: 5 }]\n")
+    const ts = await ratewindow([...redis, '--config', typescript])
+    expect(ts.code).toBe(1)
+    expect(ts.stderr).toContain(
+      "through a loader (NODE_OPTIONS='--import tsx' ratewindow …), or write it as .mjs",
+    )
   })
 
   it('watch clears the screen between frames on a terminal only', async () => {
