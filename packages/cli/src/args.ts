@@ -27,7 +27,9 @@ export type Command =
   | { name: 'limiters' }
   | { name: 'top' }
   | { name: 'watch'; once: boolean; admin: string[]; adminToken: string | undefined }
-  | { name: 'inspect' | 'reset' | 'unblock'; key: string }
+  | { name: 'reset' | 'unblock'; key: string }
+  /** `key` is a stored hash with `--hash`. */
+  | { name: 'inspect'; key: string; hash: boolean }
   | { name: 'block'; key: string; for: string; reason: string | undefined }
   | { name: 'overrides set'; key: string; override: Record<string, unknown>; ttl: string | undefined }
   | { name: 'overrides get' | 'overrides delete'; key: string }
@@ -66,6 +68,7 @@ const OPTIONS = {
   override: { type: 'string' },
   ttl: { type: 'string' },
   cursor: { type: 'string' },
+  hash: { type: 'string' },
 } as const
 
 /** `--scan`'s default: enough for a screen of the most limited keys on a busy store, bounded. */
@@ -132,6 +135,14 @@ function commandOf(name: string, rest: string[], values: Values, env: Env): Comm
         rest,
       )
     case 'inspect':
+      if (values.hash !== undefined) {
+        if (!/^[\w-]{22}$/.test(values.hash))
+          throw usage(
+            `\`--hash\` takes a key's hash as \`top\` shows it (22 characters of A-Z a-z 0-9 _ -); received ${JSON.stringify(values.hash)}.`,
+          )
+        return done({ name, key: values.hash, hash: true }, rest)
+      }
+      return done({ name, key: keyOf(rest, name), hash: false }, rest.slice(1))
     case 'reset':
     case 'unblock':
       return done({ name, key: keyOf(rest, name) }, rest.slice(1))

@@ -32,10 +32,12 @@ export const COMMAND_HELP: Record<string, string> = {
   Examples: ratewindow watch --once --config ./ratewindow.config.mjs
             ratewindow watch --admin http://10.0.0.7:3000/_ratewindow --admin http://10.0.0.8:3000/_ratewindow`,
   inspect: `ratewindow inspect KEY
+ratewindow inspect --hash HASH
   Where KEY stands in each limiter (or --limiter): limit in force, used, remaining, next free unit, reset,
   override and block. Changes nothing. Without --config, the limiters whose names spell their rules. Exit code 3
   when Redis holds nothing for KEY (with --config, after printing its full quota). An address given for a limiter
-  keyed by the client's IP is read as the HTTP engine keys it (an IPv6 address: its /56).
+  keyed by the client's IP is read as the HTTP engine keys it (an IPv6 address: its /56). --hash reads a key
+  that \`top\` shows as its hash.
   Example: ratewindow inspect customer:42 --config ./ratewindow.config.mjs --limiter api`,
   reset: `ratewindow reset KEY --config FILE [--limiter NAME]
   Clears KEY's counters in the limiter (RateLimiter.reset): overrides and manual blocks stay.

@@ -81,7 +81,7 @@ async function runCommand(
         case 'watch':
           return await watch(connection, options, command, configured ?? [], output, signal)
         case 'inspect':
-          return await inspect(connection, options, configured, command.key, output)
+          return await inspect(connection, options, configured, command, output)
         default:
           return await act(command, options, configured, output)
       }

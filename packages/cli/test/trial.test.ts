@@ -8,7 +8,13 @@ import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type HttpRateLimitOptions, RateLimiter, RedisStore, rateLimiterOptionsFrom } from '@ratewindow/core'
+import {
+  type HttpRateLimitOptions,
+  RateLimiter,
+  RedisStore,
+  rateLimiterOptionsFrom,
+  storedHash,
+} from '@ratewindow/core'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import express from 'express'
 import type { Cluster, Redis } from 'ioredis'
@@ -405,5 +411,38 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
       const ran = await ratewindow([...args, '--redis', standalone(), '--prefix', prefix])
       expect({ example, code: ran.code, stderr: ran.stderr }).toEqual({ example, code: 0, stderr: '' })
     }
+  })
+
+  it('inspect --hash reads a key known by its hash only, with the config (its block shown) and without', async () => {
+    const prefix = uniquePrefix()
+    const store = new RedisStore({ client: standaloneClient(), prefix })
+    const limiter = new RateLimiter({ ...API, timeout: 10_000, store })
+    closing.push(() => limiter.release())
+    await limiter.limit('hidden')
+    await limiter.limit('hidden')
+    await limiter.overrides.block('hidden', { for: '1h', reason: 'abuse' })
+    const hash = storedHash('hidden')
+    const redis = ['--redis', standalone(), '--prefix', prefix]
+    const configured = await ratewindow([
+      'inspect',
+      '--hash',
+      hash,
+      ...redis,
+      '--config',
+      CONFIG,
+      '--limiter',
+      'api',
+      '--json',
+    ])
+    expect(configured.code).toBe(0)
+    expect(configured.json()).toMatchObject({
+      key: hash,
+      hash,
+      limiters: [{ limiter: 'api', rules: [{ used: 2 }], block: { reason: 'abuse' } }],
+    })
+    const bare = await ratewindow(['inspect', '--hash', hash, ...redis, '--json'])
+    expect(bare.code).toBe(0)
+    expect(bare.json().limiters[0]).toMatchObject({ namespace: 'api:fw3600000x5:', rules: [{ used: 2 }] })
+    expect((await ratewindow(['inspect', '--hash', 'short', ...redis])).code).toBe(2)
   })
 })

@@ -59,17 +59,21 @@ export async function inspect(
   connection: Connection,
   options: GlobalOptions,
   configured: readonly RateLimiter[] | undefined,
-  key: string,
+  command: { key: string; hash: boolean },
   output: Output,
 ): Promise<InspectJson> {
-  const hash = storedHash(key)
+  const { key } = command
+  const hash = command.hash ? key : storedHash(key)
   const result: InspectJson = { key, hash, limiters: [] }
   if (configured !== undefined) {
     for (const limiter of selectLimiters(configured, options.limiter, true)) {
-      const { key: keyed, warning } = keyFor(limiter, key)
-      if (warning !== undefined) output.note(`ratewindow: ${printable(warning)}\n`)
-      const inspection = await limiter.overrides.inspect(keyed)
-      result.limiters.push({ limiter: limiter.name, namespace: limiter.namespace, ...inspection })
+      result.limiters.push({
+        limiter: limiter.name,
+        namespace: limiter.namespace,
+        ...(command.hash
+          ? await inspectHash(connection, limiter, hash)
+          : await inspectKey(limiter, key, output)),
+      })
     }
   } else {
     const namespaces = new Set<string>()
@@ -104,6 +108,24 @@ export async function inspect(
     )
   }
   return result
+}
+
+/** `inspect KEY` in a configured limiter: its own `inspect`, of the key it receives for KEY. */
+async function inspectKey(limiter: RateLimiter, given: string, output: Output): Promise<Inspection> {
+  const { key, warning } = keyFor(limiter, given)
+  if (warning !== undefined) output.note(`ratewindow: ${printable(warning)}\n`)
+  return limiter.overrides.inspect(key)
+}
+
+/** `inspect --hash HASH` in a configured limiter: the key known by its hash, read as the limiter would decide. */
+function inspectHash(connection: Connection, limiter: RateLimiter, hash: string): Promise<Inspection> {
+  const scope = limiter.overrides.scope
+  return inspectStored(connection.store, {
+    namespace: limiter.namespace,
+    hash,
+    rules: limiter.overrides.rules,
+    ...(scope !== undefined && { overrides: scope }),
+  })
 }
 
 /** Whether an inspection found nothing stored: no unit used, no override, no block. */
