@@ -53,15 +53,19 @@ export interface Ran {
   json: () => any
 }
 
-/** Runs `ratewindow ...args` (the built bin, or `bin`) in a child process. */
+/**
+ * Runs `ratewindow ...args` (the built bin, or `bin`) in a child process; with `timeout`, killed (code null) when
+ * it has not exited by then.
+ */
 export function ratewindow(
   args: readonly string[],
-  options: { bin?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { bin?: string; env?: NodeJS.ProcessEnv; timeout?: number } = {},
 ): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {
       env: { ...process.env, REDIS_URL: '', RATEWINDOW_ADMIN_TOKEN: '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.timeout !== undefined && { timeout: options.timeout }),
     })
     let stdout = ''
     let stderr = ''

@@ -97,7 +97,7 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
   })
 
   describe.sequential('an address given for a limiter keyed by the client IP is keyed as the HTTP engine keys it', () => {
-    const V6 = { name: 'v6', limit: 2, window: '15m', overrides: true }
+    const V6 = { name: 'v6', limit: 2, window: '15m', overrides: true } as const
     let base: string
     let args: string[]
     beforeAll(async () => {
