@@ -20,7 +20,7 @@ import express from 'express'
 import type { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clusterClient, redisEnvironment, standaloneClient } from '../../../test/support/redis.js'
-import { freePort } from '../../../test/support/redis-server.js'
+import { freePort, RedisClusterProcesses } from '../../../test/support/redis-server.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
 import { COMMAND_HELP } from '../src/help.js'
 import { printable } from '../src/render.js'
@@ -49,6 +49,20 @@ const clusterUrl = () => {
   const [node] = redisEnvironment().clusterNodes
   return `redis://${node!.host}:${node!.port}`
 }
+
+/**
+ * A Cluster of this file's own, for its SCANs: cli.test.ts, which runs alongside, pins that `inspect` sends no SCAN
+ * to the shared one.
+ */
+let started: Promise<RedisClusterProcesses> | undefined
+function ownCluster(): Promise<RedisClusterProcesses> {
+  started ??= RedisClusterProcesses.start(3).then((cluster) => {
+    closing.push(() => cluster.stop())
+    return cluster
+  })
+  return started
+}
+const ownClusterUrl = async () => `redis://127.0.0.1:${(await ownCluster()).startupNodes[0]!.port}`
 
 async function listen(server: Server): Promise<string> {
   const port = await freePort()
@@ -233,18 +247,18 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
   })
 
   for (const [name, client, url] of [
-    ['standalone', () => standaloneClient(), standalone],
-    ['Cluster', () => clusterClient(), clusterUrl],
+    ['standalone', async () => standaloneClient(), async () => standalone()],
+    ['Cluster', async () => clusterClient((await ownCluster()).startupNodes), ownClusterUrl],
   ] as const) {
     it(`overrides list fills a page up to --count records where they are sparse (${name}): the cursor continues`, async () => {
       const prefix = uniquePrefix()
       const keys = Array.from({ length: 30 }, (_, i) => `sparse-${i}`)
-      await sparseRecords(client(), prefix, keys, 6_000)
+      await sparseRecords(await client(), prefix, keys, 6_000)
       const args = [
         'overrides',
         'list',
         '--redis',
-        url(),
+        await url(),
         '--prefix',
         prefix,
         '--config',
