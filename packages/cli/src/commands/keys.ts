@@ -85,7 +85,7 @@ export async function inspect(
       if (options.limiter !== undefined && namespace !== options.limiter) continue
       const rules = decodeNamespace(namespace)?.rules
       if (rules === undefined) {
-        output.note(`${namespace}: its rules are not in its name; pass --config to read it.\n`)
+        output.note(`${printable(namespace)}: its rules are not in its name; pass --config to read it.\n`)
         continue
       }
       const inspection = await inspectStored(connection.store, { namespace, hash, rules, key })
@@ -159,7 +159,8 @@ function inspectText(result: InspectJson): string {
         ]),
       ),
     )
-    if (each.override !== undefined) lines.push(`override: ${JSON.stringify(each.override)}  (* overridden)`)
+    if (each.override !== undefined)
+      lines.push(printable(`override: ${JSON.stringify(each.override)}  (* overridden)`))
     if (each.block !== undefined)
       lines.push(
         printable(
