@@ -147,8 +147,10 @@ export async function topStored(
     if (limiter !== undefined)
       found.set(`${key.namespace}{${key.hash}}`, { namespace: key.namespace, limiter, hash: key.hash })
   })
-  const read: TopKey[] = []
+  // Only the `count` nearest are kept between batches: the memory is the scan's key names, not its readings.
+  let keys: TopKey[] = []
   const targets = [...found.values()]
+  found.clear()
   for (let at = 0; at < targets.length; at += READ_AT_ONCE) {
     const batch = targets.slice(at, at + READ_AT_ONCE).map(async ({ namespace, limiter, hash }) => {
       const inspection = await inspectStored(store, {
@@ -159,9 +161,8 @@ export async function topStored(
       })
       return rowOf(limiter.name, namespace, hash, inspection)
     })
-    read.push(...(await Promise.all(batch)))
+    keys = rank(keys.concat(await Promise.all(batch)), count)
   }
-  const keys = rank(read, count)
   for (const row of keys) {
     const key = raw.get(row.hash)
     if (key === undefined) continue
