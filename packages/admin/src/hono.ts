@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono'
+import type { HonoRequest, MiddlewareHandler } from 'hono'
 import { type AdminHandler, isUnder } from './handler.js'
 
 /**
@@ -9,6 +9,20 @@ import { type AdminHandler, isUnder } from './handler.js'
 export function honoAdmin(admin: AdminHandler): MiddlewareHandler {
   return async function ratewindowAdmin(c, next) {
     if (!isUnder(admin.basePath, new URL(c.req.url).pathname)) return next()
-    return admin(c.req.raw)
+    return admin(await unread(c.req))
+  }
+}
+
+/**
+ * The request with its body readable: when a middleware before the mount read it (`await c.req.json()`), the text
+ * Hono cached for it (`c.req.text()`), else the request as it is.
+ */
+async function unread(request: HonoRequest): Promise<Request> {
+  const raw = request.raw
+  if (!raw.bodyUsed) return raw
+  try {
+    return new Request(raw, { body: await request.text() })
+  } catch {
+    return raw
   }
 }

@@ -25,7 +25,7 @@ export function webRequest(
   const init: RequestInit & { duplex?: 'half' } = { method, headers }
   if (method !== 'GET' && method !== 'HEAD') {
     if (parsed !== undefined) {
-      init.body = typeof parsed === 'string' ? parsed : JSON.stringify(parsed)
+      init.body = jsonText(parsed)
       headers.delete('content-length')
     } else if (!request.readableEnded) {
       init.body = Readable.toWeb(stream as Readable) as ReadableStream<Uint8Array>
@@ -33,6 +33,20 @@ export function webRequest(
     }
   }
   return new Request(new URL(url, 'http://localhost'), init)
+}
+
+/**
+ * A parsed body as JSON text again. One the parser accepted but that cannot be written back (nested deeper than the
+ * stack: JSON.stringify overflows) becomes text that is not JSON, so that the handler answers it as it answers any
+ * bad body, 400, after its own limit and `authorize` (not a 500 before them).
+ */
+function jsonText(parsed: unknown): string {
+  if (typeof parsed === 'string') return parsed
+  try {
+    return JSON.stringify(parsed)
+  } catch {
+    return '{ (a body the framework parsed that could not be written back as JSON) }'
+  }
 }
 
 /** Writes the handler's answer (a small JSON text) to a Node response. */

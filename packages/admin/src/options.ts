@@ -82,6 +82,12 @@ const OPTIONS = namesOf<AdminHandlerOptions>({
 })
 
 /** Validates every option and fills the defaults, once, at construction. */
+/**
+ * A base path that requests can match as written: '/'-separated segments of URL-safe characters (no
+ * percent-encoding, spaces, '?', '#' or empty segments), none of them '.' or '..' (a client's path is normalised).
+ */
+const BASE_PATH = /^(?:\/(?!\.{1,2}(?:\/|$))[A-Za-z0-9\-_.~]+)+$/
+
 export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
   requireObject(options, 'options', '{ limiters: [api], authorize }')
   rejectUnknownOptions(options, OPTIONS, 'adminHandler')
@@ -101,15 +107,12 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
   )
   if (stats !== undefined && !(stats instanceof AdminStats))
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'stats', stats, 'what adminStats() returns')
-  if (
-    typeof basePath !== 'string' ||
-    (basePath !== '' && (!basePath.startsWith('/') || basePath.endsWith('/')))
-  )
+  if (typeof basePath !== 'string' || (basePath !== '' && !BASE_PATH.test(basePath)))
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
       'basePath',
       basePath,
-      "'' or a path such as '/_ratewindow'",
+      "'' or a path of plain segments such as '/_ratewindow' (letters, digits, '-', '_', '.', '~'; no '.' or '..' segment, no trailing '/')",
     )
   positiveWhole(maxBodyBytes, 'maxBodyBytes')
   if (onError !== undefined) isFunction(onError, 'onError', 'a function')

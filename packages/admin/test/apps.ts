@@ -34,7 +34,7 @@ async function decide(api: RateLimiter, key: string): Promise<{ status: number; 
   return result.allowed ? { status: 200, text: 'allowed' } : { status: 429, text: 'refused' }
 }
 
-async function listening(server: Server): Promise<RunningApp> {
+export async function listening(server: Server): Promise<RunningApp> {
   if (!server.listening) await new Promise((resolve) => server.once('listening', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -34,6 +34,14 @@ describe('adminHandler options', () => {
       [{ limiters: [limiter(), limiter()] }, 'ERR_RATEWINDOW_INVALID_OPTION', 'limiters[1]'],
       [{ basePath: 'admin' }, 'ERR_RATEWINDOW_INVALID_OPTION', 'basePath'],
       [{ basePath: '/admin/' }, 'ERR_RATEWINDOW_INVALID_OPTION', 'basePath'],
+      // Paths no request can match as written (an outside attack found them accepted, then 404 for ever).
+      ...['/a b', '/admin?x', '//admin', '/..', '/admin/../x', '/%61dmin', '/admin#x'].map(
+        (basePath): [Record<string, unknown>, string, string] => [
+          { basePath },
+          'ERR_RATEWINDOW_INVALID_OPTION',
+          'basePath',
+        ],
+      ),
       [{ stats: {} }, 'ERR_RATEWINDOW_INVALID_OPTION', 'stats'],
       [{ maxBodyBytes: 0 }, 'ERR_RATEWINDOW_INVALID_OPTION', 'maxBodyBytes'],
       [{ limit: -1 }, 'ERR_RATEWINDOW_INVALID_LIMIT', 'limit'],
