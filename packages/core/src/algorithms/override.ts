@@ -6,6 +6,7 @@
  */
 import { describeValue, invalid, RateLimitError } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { optionalText } from '../support/validators.js'
 import { retunerOf } from './rule.js'
 import type { Rule } from './types.js'
 
@@ -164,15 +165,7 @@ function checkRuleLimit(rule: Rule, limit: Partial<RuleLimit>, option: string): 
 
 /** Validates the `reason` of a block: a short text. */
 export function parseReason(value: unknown): string | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string' || value.length > MAX_REASON)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'reason',
-      value,
-      `a string of at most ${MAX_REASON} characters`,
-    )
-  return value
+  return optionalText(value, 'reason', MAX_REASON)
 }
 
 /** Validates a key to keep a record for: at most `MAX_OVERRIDE_KEY` characters (the record keeps it as it is). */

@@ -49,6 +49,19 @@ export function oneOf<T extends string>(
   }
 }
 
+/** Undefined, or a string of at most `maxLength` characters (a block's `reason`, an operator's `actor`). */
+export function optionalText(value: unknown, option: string, maxLength: number): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || value.length > maxLength)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      option,
+      value,
+      `a string of at most ${maxLength} characters`,
+    )
+  return value
+}
+
 /** A function. */
 export function fnOption(value: unknown, option: string): asserts value is (...args: never[]) => unknown {
   if (typeof value !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a function')
