@@ -18,9 +18,9 @@ import type { StoreGateway } from '../gateway/store-gateway.js'
 import type { OverrideAction, OverrideEvent } from '../observe.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
-import { invalid, RateLimitError, requireObject } from '../support/errors.js'
+import { RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { keyArgument, wholeNumber } from '../support/validators.js'
+import { keyArgument, optionalText, wholeNumber } from '../support/validators.js'
 import { type Inspection, inspectionOf } from './inspection.js'
 import { type RequestBase, storeRequest } from './request.js'
 import { type StoredLimiter, type TopKeys, type TopOptions, topOptions, topStored } from './top.js'
@@ -183,13 +183,7 @@ export class LimiterOverrides {
 
   /** Removes the override of `key` (a manual block stays). */
   async delete(key: string, options: OperatorOptions = {}): Promise<void> {
-    const target = this.#target
-    const scope = requireScope(target, 'overrides.delete')
-    keyArgument(key)
-    const actor = operatorOptions(options, 'overrides.delete')
-    const record = await update(target, scope, key, { limits: null }, 'overrides.delete')
-    target.forget(key)
-    tell(target, { key, action: 'delete', record }, actor)
+    await this.#remove(key, options, { limits: null }, 'overrides.delete', 'delete')
   }
 
   /**
@@ -236,13 +230,24 @@ export class LimiterOverrides {
 
   /** `unblock`: ends the manual block of `key` (an override stays). */
   async unblock(key: string, options: OperatorOptions = {}): Promise<void> {
+    await this.#remove(key, options, { block: null }, 'unblock', 'unblock')
+  }
+
+  /** `overrides.delete` and `unblock`: one part of the record removed, this process's cached denial forgotten. */
+  async #remove(
+    key: string,
+    options: OperatorOptions,
+    change: OverrideChange,
+    method: string,
+    action: OverrideAction,
+  ): Promise<void> {
     const target = this.#target
-    const scope = requireScope(target, 'unblock')
+    const scope = requireScope(target, method)
     keyArgument(key)
-    const actor = operatorOptions(options, 'unblock')
-    const record = await update(target, scope, key, { block: null }, 'unblock')
+    const actor = operatorOptions(options, method)
+    const record = await update(target, scope, key, change, method)
     target.forget(key)
-    tell(target, { key, action: 'unblock', record }, actor)
+    tell(target, { key, action, record }, actor)
   }
 
   /** `give`: gives `units` back to every rule of `key` now, as far as each holds them. */
@@ -355,15 +360,7 @@ function operatorOptions(options: OperatorOptions, method: string): string | und
 }
 
 function parseActor(value: unknown): string | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string' || value.length > MAX_ACTOR)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'actor',
-      value,
-      `a string of at most ${MAX_ACTOR} characters`,
-    )
-  return value
+  return optionalText(value, 'actor', MAX_ACTOR)
 }
 
 function tell(
