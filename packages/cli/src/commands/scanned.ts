@@ -40,23 +40,8 @@ export interface TopJson {
   complete: boolean
 }
 
-export interface TopRow {
-  /** The limiter's name (from the config), else its namespace. */
-  limiter: string
-  /** The raw client key where an override record holds it, else its hash. */
-  key: string
-  /** True when `key` is the hash. */
-  hashed: boolean
-  /** The rule nearest its limit: its policy name. */
-  rule: string
-  used: number
-  limit: number
-  remaining: number
-  /** Ms until the rule's whole quota is back. */
-  reset: number
-  /** The key's manual block, when it has one. */
-  blocked: boolean
-}
+/** A row of `top --json`: core's `TopKey` without what the store holds it by and its whole reading. */
+export type TopRow = Omit<TopKey, 'namespace' | 'hash' | 'inspection'>
 
 export async function limiters(
   connection: Connection,
