@@ -121,7 +121,8 @@ export {
   type SlowDownRefusal,
 } from './slow-down/engine.js'
 export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'
-export { MemoryStore, type MemoryStoreOptions } from './stores/local/memory.js'
+export { MemoryStore } from './stores/local/memory.js'
+export type { MemoryStoreOptions } from './stores/local/memory-options.js'
 export {
   acquireLease,
   applyToKeyState,
@@ -152,7 +153,8 @@ export {
   type RedisScriptRunner,
   scriptRunnerFor,
 } from './stores/redis/clients/index.js'
-export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.js'
+export type { RedisStoreOptions } from './stores/redis/options.js'
+export { RedisStore } from './stores/redis/redis.js'
 export {
   decodeStoredKey,
   type StoredKey,

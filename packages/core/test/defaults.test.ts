@@ -12,13 +12,13 @@ import { BLOCKED_CACHE_DEFAULTS } from '../src/limiter/blocked-cache.js'
 import { CONCURRENCY_DEFAULTS } from '../src/limiter/concurrency.js'
 import { WAIT_DEFAULTS } from '../src/limiter/wait.js'
 import { SLOW_DOWN_DEFAULTS } from '../src/slow-down/options.js'
-import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory.js'
-import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/redis.js'
+import { MEMORY_STORE_DEFAULTS } from '../src/stores/local/memory-options.js'
+import { REDIS_STORE_DEFAULTS } from '../src/stores/redis/options.js'
 import { SYNCED_STORE_DEFAULTS } from '../src/stores/synced/options.js'
 
 const CLASSES: [string, string, Record<string, unknown>][] = [
-  ['MemoryStoreOptions', 'stores/local/memory.ts', MEMORY_STORE_DEFAULTS],
-  ['RedisStoreOptions', 'stores/redis/redis.ts', REDIS_STORE_DEFAULTS],
+  ['MemoryStoreOptions', 'stores/local/memory-options.ts', MEMORY_STORE_DEFAULTS],
+  ['RedisStoreOptions', 'stores/redis/options.ts', REDIS_STORE_DEFAULTS],
   ['SyncedStoreOptions', 'stores/synced/options.ts', SYNCED_STORE_DEFAULTS],
   ['ConcurrencyLimiterOptions', 'limiter/concurrency.ts', CONCURRENCY_DEFAULTS],
   ['CircuitBreakerOptions', 'gateway/circuit-breaker.ts', CIRCUIT_BREAKER_DEFAULTS],

@@ -1,10 +1,11 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
-import { type Duration, parseTimerDuration } from '../../support/duration.js'
+import { parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
-import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
+import { rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
-import { realClearTimeout, realSetImmediate, realSetTimeout, steadyEpochNow } from '../../time/real-timers.js'
+import { defaultEpochNow, isEpochTime } from '../../time/default-clock.js'
+import { realClearTimeout, realSetImmediate, realSetTimeout } from '../../time/real-timers.js'
 import type {
   ConcurrencyStore,
   Decision,
@@ -33,26 +34,10 @@ import {
   tuneKey,
   underOverride,
 } from './key-state.js'
+import { MEMORY_STORE_DEFAULTS, MEMORY_STORE_OPTIONS, type MemoryStoreOptions } from './memory-options.js'
 import { OverrideTable } from './override-table.js'
 import { type Linked, RecencyList } from './recency.js'
 import { storedKeys, storedPage } from './stored-scan.js'
-
-export interface MemoryStoreOptions {
-  /**
-   * Current time in epoch ms. Inject one to drive time in tests and simulations. @default the wall clock when the
-   * process started plus the steady clock's time since (a step of the wall clock does not move it), or a test's fake
-   * `Date` while one is installed (`vi.useFakeTimers()`, `vi.setSystemTime()`), read at each call, even when the store
-   * was built before them. To follow a mocked `Date.now` instead, pass `clock: () => Date.now()`
-   */
-  clock?: () => number
-  /**
-   * Most client keys held at once. Past it the least recently used key is evicted (its client starts
-   * afresh), so a flood of unique keys cannot exhaust memory. @default 100_000
-   */
-  maxKeys?: number
-  /** How often a background sweep drops expired keys (from the store's first use; the timer is unref'd); at most '24d'. @default '1m' */
-  sweepInterval?: Duration
-}
 
 /** A client's state (the per-key steps of key-state.ts run on it), where it is held, and its place in recency. */
 interface Entry extends KeyStateData, Linked<Entry> {
@@ -61,12 +46,6 @@ interface Entry extends KeyStateData, Linked<Entry> {
   id: string
 }
 
-const MEMORY_STORE_OPTIONS = namesOf<MemoryStoreOptions>({ clock: true, maxKeys: true, sweepInterval: true })
-/** `MemoryStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
-export const MEMORY_STORE_DEFAULTS = {
-  maxKeys: 100_000,
-  sweepInterval: '1m',
-} as const satisfies MemoryStoreOptions
 const SWEEP_SLICE = 5_000
 
 /**
@@ -111,7 +90,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   constructor(options: MemoryStoreOptions = {}) {
     rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
     const {
-      clock = now,
+      clock = defaultEpochNow,
       maxKeys = MEMORY_STORE_DEFAULTS.maxKeys,
       sweepInterval = MEMORY_STORE_DEFAULTS.sweepInterval,
     } = options
@@ -262,7 +241,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   /** Drops expired leases of keys nobody asked about since (a key's own acquire drops its expired ones). */
   #sweepLeases(): void {
     const now = this.#clock()
-    if (!isTime(now)) return
+    if (!isEpochTime(now)) return
     this.#overrides.sweep(now)
     for (const [id, leases] of this.#leases) {
       dropExpiredLeases(leases, now)
@@ -321,7 +300,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
       if (madeByDefault.has(this)) warnPerIsolate()
     }
     const now = this.#clock()
-    if (!isTime(now)) {
+    if (!isEpochTime(now)) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_STORE',
         `MemoryStore \`clock\` returned ${describeValue(now)}: expected epoch milliseconds, a finite number >= 0.`,
@@ -402,7 +381,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const slice = () => {
       const now = this.#clock()
       // A clock gone wrong is reported by the next decision; the background sweep just stops.
-      if (!isTime(now)) {
+      if (!isEpochTime(now)) {
         this.#sweeping = false
         return
       }
@@ -450,23 +429,4 @@ function warnPerIsolate(): void {
       'pass `store: new MemoryStore()`.',
     'RATEWINDOW_PER_ISOLATE_STORE',
   )
-}
-
-/** `Date` as this module found it: another one since is a test's (`vi.setSystemTime()` alone swaps in its own). */
-const LOADED_DATE = Date
-
-/**
- * The default clock: epoch ms on the steady clock, so that a step of the wall clock while calls wait for reserved
- * slots lets no new caller start beside them (issue 32's attack round: a 1 s step forward gave 20 starts in one
- * second for a limit of 10). A test's fake `Date` drives it instead (`vi.useFakeTimers()`, `vi.setSystemTime()`),
- * looked up at each call so that fake timers installed later apply.
- */
-function now(): number {
-  return Date !== LOADED_DATE || (Date as { clock?: unknown }).clock !== undefined
-    ? Date.now()
-    : steadyEpochNow()
-}
-
-function isTime(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0
 }

@@ -1,0 +1,50 @@
+/** RedisStore's options: their types, names and defaults. */
+import type { Duration } from '../../support/duration.js'
+import { namesOf } from '../../support/option-names.js'
+import type { RedisClient } from './clients/index.js'
+import { DEFAULT_MAX_WAITING } from './groups.js'
+
+export interface RedisStoreOptions {
+  /**
+   * A connected client, standalone or Cluster, recognised by its shape: ioredis 5/6 or iovalkey (`Redis`,
+   * `Cluster`), node-redis 5/6 (`createClient`, `createCluster`), Valkey GLIDE (`GlideClient`,
+   * `GlideClusterClient`); or a `RedisScriptRunner` for any other client. See docs/redis.md for settings that
+   * never hang a request.
+   */
+  client: RedisClient
+  /** Prepended to every key, e.g. to share a database between applications. @default '' */
+  prefix?: string
+  /**
+   * Client-side time in epoch ms, for tests and simulations. By default the script reads the Redis server's
+   * `TIME`, so clock skew between application servers cannot change a decision.
+   */
+  clock?: () => number
+  /**
+   * Decisions that may wait for one Redis node while a call is in flight to it (grouped decisions, docs/redis.md);
+   * past it a decision is shed: answered as limited without a store call (`ERR_RATEWINDOW_SHED`, outcome
+   * `'shed'`). Counted per client connection and node, which stores on one client share. @default 50000
+   */
+  maxWaiting?: number
+  /**
+   * The longest a call waits for a client that has never been ready (ioredis or iovalkey, `Redis` or `Cluster`,
+   * making its first connection), in ms or as a duration such as `'2s'`. Meanwhile nothing is sent and the
+   * limiter's `timeout` does not run; past it, the calls held fail together (`ERR_RATEWINDOW_STORE_TIMEOUT`) and
+   * the failure policy answers (docs/redis.md, "Before the client is ready"). `false` holds nothing: calls go to
+   * the client at once, whatever its state, and the limiter's `timeout` runs from then, as before issue 32. @default '2s'
+   */
+  readyTimeout?: Duration | false
+}
+
+export const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
+  client: true,
+  prefix: true,
+  clock: true,
+  maxWaiting: true,
+  readyTimeout: true,
+})
+/** `RedisStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
+export const REDIS_STORE_DEFAULTS = {
+  prefix: '',
+  maxWaiting: DEFAULT_MAX_WAITING,
+  readyTimeout: '2s',
+} as const satisfies Partial<RedisStoreOptions>
