@@ -5,24 +5,15 @@ import {
   gcra,
   MemoryStore,
   type OverrideEvent,
-  RateLimitError,
+  type RateLimitError,
   RateLimiter,
   type RateLimiterOptions,
   type Store,
   tokenBucket,
 } from '../src/index.js'
+import { rejection } from './support/rejection.js'
 
 const START = 1_700_000_000_000
-
-async function rejection(run: () => Promise<unknown>): Promise<RateLimitError> {
-  try {
-    await run()
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitError)
-    return error as RateLimitError
-  }
-  throw new Error('expected a rejection')
-}
 
 function operated(rules: RateLimiterOptions['rules'], clock = { now: START }) {
   const store = new MemoryStore({ clock: () => clock.now })

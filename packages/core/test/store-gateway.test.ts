@@ -10,7 +10,7 @@ import {
   type StoreRequest,
   type StoreTarget,
 } from '../src/index.js'
-import { CountingStore } from './support/counting-store.js'
+import { CountingStore, plainStore } from './support/counting-store.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -358,12 +358,7 @@ describe('StoreGateway: one path for every store call', () => {
   it('reports a store without `charge` as a settle failure and charges nothing', async () => {
     const onError = vi.fn()
     const inner = new MemoryStore()
-    const store: Store = {
-      consume: (each) => inner.consume(each),
-      peek: (each) => inner.peek(each),
-      refund: (each) => inner.refund(each),
-      reset: (target) => inner.reset(target),
-    }
+    const store = plainStore(inner)
     expect(await gatewayOf(store, onError).charge(request)).toBeUndefined()
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ code: 'ERR_RATEWINDOW_STORE' }), {
       operation: 'settle',

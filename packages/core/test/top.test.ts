@@ -3,27 +3,11 @@
  * client: test/support/redis-overrides-suite.ts): the keys nearest their limit found by a bounded scan of the store.
  */
 import { describe, expect, it } from 'vitest'
-import {
-  fixedWindow,
-  gcra,
-  MemoryStore,
-  RateLimitError,
-  RateLimiter,
-  type Store,
-  topStored,
-} from '../src/index.js'
+import { fixedWindow, gcra, MemoryStore, RateLimiter, topStored } from '../src/index.js'
+import { plainStore } from './support/counting-store.js'
+import { rejection } from './support/rejection.js'
 
 const START = 1_700_000_000_000
-
-async function rejection(run: () => Promise<unknown>): Promise<RateLimitError> {
-  try {
-    await run()
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitError)
-    return error as RateLimitError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** A limiter of 100 an hour over 1,000 keys used once, ten of them used 21 to 30 times, one blocked. */
 async function thousandKeys() {
@@ -115,12 +99,7 @@ describe('overrides.top on MemoryStore', () => {
       'ERR_RATEWINDOW_UNKNOWN_OPTION',
     )
     const inner = new MemoryStore()
-    const plain: Store = {
-      consume: (request) => inner.consume(request),
-      peek: (request) => inner.peek(request),
-      refund: (request) => inner.refund(request),
-      reset: (target) => inner.reset(target),
-    }
+    const plain = plainStore(inner)
     const limited = new RateLimiter({ rules: fixedWindow({ limit: 1, window: '1s' }), store: plain })
     expect(limited.overrides.ranks).toBe(false)
     expect(limiter.overrides.ranks).toBe(true)

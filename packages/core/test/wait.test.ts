@@ -15,6 +15,7 @@ import {
   tokenBucket,
   WaitExceededError,
 } from '../src/index.js'
+import { plainStore } from './support/counting-store.js'
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'], now: 1_700_000_000_000 })
@@ -266,12 +267,7 @@ describe('RateLimiter.wait (issue 24)', () => {
 
   it('a store that cannot reserve is refused with a clear error naming it (SyncedStore says why)', async () => {
     const inner = new MemoryStore()
-    const plain: Store = {
-      consume: (request) => inner.consume(request),
-      peek: (request) => inner.peek(request),
-      refund: (request) => inner.refund(request),
-      reset: (target) => inner.reset(target),
-    }
+    const plain = plainStore(inner)
     const refused = limiter({ store: plain }).wait('k')
     await expect(refused).rejects.toThrow(
       /the store \(Object\) cannot reserve slots .* Use RedisStore or MemoryStore/,

@@ -20,3 +20,13 @@ export class CountingStore implements Store {
   async refund(): Promise<void> {}
   async reset(): Promise<void> {}
 }
+
+/** A store with only the four methods every store has (none of the optional ones: `charge`, `reserve`, `scanStored`…). */
+export function plainStore(inner: Store = new MemoryStore()): Store {
+  return {
+    consume: (request) => inner.consume(request),
+    peek: (request) => inner.peek(request),
+    refund: (request) => inner.refund(request),
+    reset: (target) => inner.reset(target),
+  }
+}
