@@ -7,18 +7,28 @@
  *   pnpm --filter @ratewindow/bench before-after -- --before ../rw-before/packages/core/dist/index.js
  *   [--rounds 7] [--only RedisStore]
  */
-import { resolve } from 'node:path'
+import { existsSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import * as after from '@ratewindow/core'
+import * as afterRoot from '@ratewindow/core'
+import * as afterAdapter from '@ratewindow/core/adapter'
 import { Redis } from 'ioredis'
 import { RedisServer } from '../test/support/redis-server.js'
 import { argument, median, table } from './stats.js'
 
-type Core = typeof after
+/** The root entry with the adapter kit beside it (one export list before the kits had entries of their own). */
+type Core = typeof afterRoot & typeof afterAdapter
+const after: Core = { ...afterRoot, ...afterAdapter }
 const beforePath = argument('before')
 if (beforePath === undefined)
   throw new Error('usage: before-after.ts --before <path to an earlier dist/index.js>')
-const before = (await import(pathToFileURL(resolve(process.cwd(), beforePath)).href)) as Core
+const load = async (path: string) => (await import(pathToFileURL(path).href)) as Partial<Core>
+const beforeIndex = resolve(process.cwd(), beforePath)
+const beforeAdapter = join(dirname(beforeIndex), 'adapter.js')
+const before = {
+  ...(await load(beforeIndex)),
+  ...(existsSync(beforeAdapter) ? await load(beforeAdapter) : {}),
+} as Core
 
 const binding = {
   name: 'bench',

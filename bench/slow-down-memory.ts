@@ -6,7 +6,8 @@
  * `pnpm --filter @ratewindow/bench slow-down-memory` after `pnpm build`.
  */
 import { EventEmitter } from 'node:events'
-import { type FrameworkBinding, MemoryStore, SlowDownEngine } from '@ratewindow/core'
+import { MemoryStore } from '@ratewindow/core'
+import { type FrameworkBinding, SlowDownEngine } from '@ratewindow/core/adapter'
 
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) throw new Error('run with --expose-gc')

@@ -97,6 +97,10 @@ const CORE_PROGRAM = `import {
   slidingWindowCounter,
   tokenBucket,
 } from '@ratewindow/core'
+import { type FrameworkBinding, HttpRateLimiter } from '@ratewindow/core/adapter'
+import { type RemoteCall, remoteShardOf } from '@ratewindow/core/remote'
+import { type StoredKey, storedHash } from '@ratewindow/core/stored'
+import { invalid } from '@ratewindow/core/support'
 
 const limiter = new RateLimiter({
   rules: [slidingWindowCounter({ limit: 10, window: '1s' }), tokenBucket({ capacity: 5, refillRate: 1 })],
@@ -113,6 +117,19 @@ export async function decide(key: string): Promise<Record<string, string>> {
 export function codeOf(error: unknown): string | undefined {
   return error instanceof RateLimitError ? error.code : undefined
 }
+
+// The kits: types and values through each entry point.
+const binding: FrameworkBinding<{ ip: string }> = {
+  name: 'kit',
+  clientIp: (request) => request.ip,
+  untrustedForwardedFor: () => undefined,
+  trustProxyHint: '',
+}
+export const engine = new HttpRateLimiter({ limit: 1 }, binding)
+export const release: RemoteCall = { op: 'release', prefix: 'rw', key: 'k', id: 'lease' }
+export const shard: number = remoteShardOf({ prefix: 'rw', key: 'k' }, 4)
+export const hashed = (stored: StoredKey) => storedHash(stored.key)
+export const refused: RateLimitError = invalid('ERR_RATEWINDOW_INVALID_OPTION', 'limit', 0, 'a whole number')
 `
 
 const EXPRESS_PROGRAM = `import express from 'express'
@@ -921,14 +938,33 @@ async function runInWorkerd(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Core alone, as users load it, and one copy of core's code whatever the entry: core keeps module state and
+ * `RateLimitError` is checked with `instanceof`, so an error made through a kit entry must be the root's, and the
+ * MemoryStore a middleware makes by default must be the root's class.
+ */
 function coreRun(moduleSystem: 'esm' | 'cjs'): string {
-  const load = moduleSystem === 'esm' ? `await import('@ratewindow/core')` : `require('@ratewindow/core')`
+  const load = (entry: string) =>
+    moduleSystem === 'esm' ? `await import('${entry}')` : `require('${entry}')`
   return `async function main() {
-  const { RateLimiter, fixedWindow } = ${load}
+  const { MemoryStore, RateLimitError, RateLimiter, fixedWindow } = ${load('@ratewindow/core')}
+  const { HttpRateLimiter, rateLimiterOptionsFrom } = ${load('@ratewindow/core/adapter')}
+  const { invalid } = ${load('@ratewindow/core/support')}
+  const { remoteShardOf } = ${load('@ratewindow/core/remote')}
+  const { storedHash } = ${load('@ratewindow/core/stored')}
   const limiter = new RateLimiter({ rules: fixedWindow({ limit: 2, window: '1m' }) })
   const allowed = []
   for (let i = 0; i < 3; i++) allowed.push((await limiter.limit('k')).allowed)
   if (allowed.join() !== 'true,true,false') throw new Error('allowed ' + allowed.join())
+  if (!(invalid('ERR_RATEWINDOW_INVALID_OPTION', 'x', 1, 'text') instanceof RateLimitError))
+    throw new Error('an error of @ratewindow/core/support is not the root RateLimitError')
+  const binding = { name: 'check', clientIp: () => '203.0.113.9', untrustedForwardedFor: () => undefined, trustProxyHint: '' }
+  let thrown
+  try { new HttpRateLimiter({ limit: -1 }, binding) } catch (error) { thrown = error }
+  if (!(thrown instanceof RateLimitError)) throw new Error('an error of @ratewindow/core/adapter is not the root RateLimitError: ' + thrown)
+  if (!(rateLimiterOptionsFrom({ limit: 2, window: '1m' }).store instanceof MemoryStore))
+    throw new Error("a middleware's default store is not the root MemoryStore")
+  if (typeof remoteShardOf !== 'function' || typeof storedHash !== 'function') throw new Error('a kit entry is empty')
   console.log('ok')
 }
 main().catch((error) => { console.error(error); process.exit(1) })

@@ -9,7 +9,6 @@ import {
   type DecisionEvent,
   fixedWindow,
   gcra,
-  HttpRateLimiter,
   ioredisRunner,
   MemoryStore,
   RateLimiter,
@@ -20,6 +19,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clusterSlot } from '../packages/core/src/stores/redis/cluster-slot.js'

@@ -3,21 +3,23 @@
  * what `@ratewindow/cli` finds by scanning decodes to the limiter that wrote it, and reads as its `inspect` does.
  */
 import {
-  decodeNamespace,
-  decodeStoredKey,
   fixedWindow,
   gcra,
-  inspectStored,
   RateLimiter,
   RedisStore,
   type Rule,
   slidingWindowCounter,
   slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import {
+  decodeNamespace,
+  decodeStoredKey,
+  inspectStored,
   storedHash,
   storedKeyPattern,
   storedSlot,
-  tokenBucket,
-} from '@ratewindow/core'
+} from '@ratewindow/core/stored'
 import { describe, expect, it } from 'vitest'
 import { clusterClient, standaloneClient } from './support/redis.js'
 import { uniquePrefix } from './support/redis-store-suite.js'

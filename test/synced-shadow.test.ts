@@ -3,14 +3,8 @@
  * Cluster): headers describe the enforcing rules only, a shadow rule over its limit reports `shadow-limited`
  * while the request passes, and each rule set's counts reach Redis.
  */
-import {
-  type DecisionEvent,
-  type FrameworkBinding,
-  fixedWindow,
-  HttpRateLimiter,
-  type RedisClient,
-  SyncedStore,
-} from '@ratewindow/core'
+import { type DecisionEvent, fixedWindow, type RedisClient, SyncedStore } from '@ratewindow/core'
+import { type FrameworkBinding, HttpRateLimiter } from '@ratewindow/core/adapter'
 import type { Cluster, Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'

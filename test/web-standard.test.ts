@@ -18,22 +18,25 @@ import { packageBuild } from '../tsup.config.base.js'
 
 const coreDir = resolve(import.meta.dirname, '../packages/core')
 let outDir: string
-let files: Record<'esm' | 'cjs', string>
+/** Each entry this test loads, as built for each format (no shared chunks: each file stands alone). */
+let files: Record<'esm' | 'cjs', Record<'index' | 'adapter', string>>
 
 beforeAll(async () => {
   outDir = mkdtempSync(join(tmpdir(), 'ratewindow-web-'))
   await build({
     ...packageBuild,
-    entry: [join(coreDir, 'src/index.ts')],
+    entry: { index: join(coreDir, 'src/index.ts'), adapter: join(coreDir, 'src/entries/adapter.ts') },
+    splitting: false,
     tsconfig: join(coreDir, 'tsconfig.json'),
     outDir,
     dts: false,
     sourcemap: false,
     silent: true,
   })
+  const read = (name: string) => readFileSync(join(outDir, name), 'utf8')
   files = {
-    esm: readFileSync(join(outDir, 'index.js'), 'utf8'),
-    cjs: readFileSync(join(outDir, 'index.cjs'), 'utf8'),
+    esm: { index: read('index.js'), adapter: read('adapter.js') },
+    cjs: { index: read('index.cjs'), adapter: read('adapter.cjs') },
   }
 }, 120_000)
 
@@ -45,10 +48,16 @@ describe("core's build uses Web-standard APIs only", () => {
   it.each(['esm', 'cjs'] as const)(
     'the %s build imports no Node module and uses no unguarded Node global',
     (format) => {
-      const file = format === 'esm' ? 'index.js' : 'index.cjs'
-      const { uses, gone } = unexcusedUses(files[format], file)
-      expect(describeUses(file, uses)).toBe('')
-      expect(gone, 'no longer imported: delete from KNOWN_NODE_IMPORTS (scripts/web-standard.ts)').toEqual([])
+      for (const entry of ['index', 'adapter'] as const) {
+        const file = `${entry}.${format === 'esm' ? 'js' : 'cjs'}`
+        const { uses, gone } = unexcusedUses(files[format][entry], file)
+        expect(describeUses(file, uses)).toBe('')
+        if (entry === 'index')
+          expect(
+            gone,
+            'no longer imported: delete from KNOWN_NODE_IMPORTS (scripts/web-standard.ts)',
+          ).toEqual([])
+      }
     },
   )
 
@@ -111,8 +120,12 @@ describe("core's build uses Web-standard APIs only", () => {
       clearInterval: disarm,
     })
     try {
-      vm.runInContext(files.cjs, context, { filename: 'index.cjs' })
+      vm.runInContext(files.cjs.index, context, { filename: 'index.cjs' })
       const core = module.exports as typeof import('@ratewindow/core')
+      context.module = { exports: {} }
+      context.exports = context.module.exports
+      vm.runInContext(files.cjs.adapter, context, { filename: 'adapter.cjs' })
+      const adapter = context.module.exports as typeof import('@ratewindow/core/adapter')
       const runner = {
         family: 'test',
         cluster: false,
@@ -127,7 +140,7 @@ describe("core's build uses Web-standard APIs only", () => {
         onError: () => {},
       })
       const synced = new core.SyncedStore({ client: runner, onError: () => {} })
-      const http = new core.HttpRateLimiter<{ ip: string; forwarded: boolean }>(
+      const http = new adapter.HttpRateLimiter<{ ip: string; forwarded: boolean }>(
         {
           limit: 1,
           headers: 'draft-8',
@@ -156,10 +169,13 @@ describe("core's build uses Web-standard APIs only", () => {
       const decision = await http.decide({ ip: '203.0.113.9', forwarded: true })
       expect(decision?.result.allowed).toBe(true)
       expect(decision?.headers.RateLimit).toContain(
-        `pk=:${core.partitionKey('203.0.113.9', 'a-secret-of-32-characters-length')}:`,
+        `pk=:${adapter.partitionKey('203.0.113.9', 'a-secret-of-32-characters-length')}:`,
       )
-      expect(core.partitionKey('203.0.113.9', 'a-secret-of-32-characters-length')).toBe(
-        (await import('@ratewindow/core')).partitionKey('203.0.113.9', 'a-secret-of-32-characters-length'),
+      expect(adapter.partitionKey('203.0.113.9', 'a-secret-of-32-characters-length')).toBe(
+        (await import('@ratewindow/core/adapter')).partitionKey(
+          '203.0.113.9',
+          'a-secret-of-32-characters-length',
+        ),
       )
       expect(warnings.join('\n')).toContain('RATEWINDOW_UNTRUSTED_PROXY')
     } finally {

@@ -2,13 +2,8 @@
  * Configuration as teams write it (issue 21, items 4 and 5): limiting switched off for tests or an environment,
  * and values from environment variables.
  */
-import {
-  HttpRateLimiter,
-  MemoryStore,
-  RateLimiter,
-  type RateLimiterOptions,
-  slidingWindowCounter,
-} from '@ratewindow/core'
+import { MemoryStore, RateLimiter, type RateLimiterOptions, slidingWindowCounter } from '@ratewindow/core'
+import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { rateLimit } from '@ratewindow/express'
 import { afterEach, describe, expect, it } from 'vitest'
 import { FRAMEWORKS, type RunningApp } from '../http/harness.js'

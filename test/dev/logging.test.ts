@@ -1,12 +1,6 @@
 /** Store failures as a team logs them (issue 21, item 6): lines that name the limiter, and the default throttle. */
-import {
-  type FailureContext,
-  type FrameworkBinding,
-  fixedWindow,
-  RateLimiter,
-  SlowDownEngine,
-  type Store,
-} from '@ratewindow/core'
+import { type FailureContext, fixedWindow, RateLimiter, type Store } from '@ratewindow/core'
+import { type FrameworkBinding, SlowDownEngine } from '@ratewindow/core/adapter'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
 const failing: Store = {

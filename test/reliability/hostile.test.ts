@@ -1,4 +1,5 @@
-import { HttpRateLimiter, MemoryStore, RateLimitError, RateLimiter, tokenBucket } from '@ratewindow/core'
+import { MemoryStore, RateLimitError, RateLimiter, tokenBucket } from '@ratewindow/core'
+import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import fc from 'fast-check'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'

@@ -15,9 +15,9 @@ import {
   type RedisClient,
   RedisStore,
   type Rule,
-  storedHash,
   tokenBucket,
 } from '@ratewindow/core'
+import { storedHash } from '@ratewindow/core/stored'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { until } from './connections.js'

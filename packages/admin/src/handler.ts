@@ -3,7 +3,7 @@
  * passes, in order: the endpoint's own limit (429), `authorize` (401/403), the route (404/405), for an action its
  * content type and body (415/413/400), then the limiter's call (its own errors as 4xx/503).
  */
-import { emitWarning } from '@ratewindow/core'
+import { emitWarning } from '@ratewindow/core/support'
 import { jsonBody } from './body.js'
 import { type AdminConfig, type AdminHandlerOptions, resolveAdminOptions } from './options.js'
 import { AdminError, coreError, errorResponse, json } from './reply.js'

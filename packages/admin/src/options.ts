@@ -1,15 +1,12 @@
 import {
   type Duration,
-  invalid,
   type LimiterOverrides,
   MemoryStore,
-  namesOf,
   RateLimitError,
   RateLimiter,
-  rejectUnknownOptions,
-  requireObject,
   slidingWindowCounter,
 } from '@ratewindow/core'
+import { invalid, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import { AdminStats } from './stats.js'
 import { isFunction, positiveWhole } from './validate.js'
 

@@ -1,14 +1,13 @@
-import {
-  type BlockOptions,
-  type Inspection,
-  type LimiterOverrides,
-  type LimitOverride,
-  namesOf,
-  type OverrideList,
-  type OverrideRecord,
-  type OverrideSetOptions,
-  rejectUnknownOptions,
+import type {
+  BlockOptions,
+  Inspection,
+  LimiterOverrides,
+  LimitOverride,
+  OverrideList,
+  OverrideRecord,
+  OverrideSetOptions,
 } from '@ratewindow/core'
+import { namesOf, rejectUnknownOptions } from '@ratewindow/core/support'
 import type { AdminConfig } from './options.js'
 import { AdminError } from './reply.js'
 import type { AdminStatsView } from './stats.js'

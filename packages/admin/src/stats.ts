@@ -1,12 +1,5 @@
-import {
-  type DecisionEvent,
-  type DecisionOutcome,
-  MetricLabels,
-  namesOf,
-  type RateLimitObserver,
-  rejectUnknownOptions,
-  requireObject,
-} from '@ratewindow/core'
+import type { DecisionEvent, DecisionOutcome, RateLimitObserver } from '@ratewindow/core'
+import { MetricLabels, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import { SpaceSaving } from './space-saving.js'
 import { positiveWhole } from './validate.js'
 

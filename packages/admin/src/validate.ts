@@ -1,4 +1,4 @@
-import { invalid } from '@ratewindow/core'
+import { invalid } from '@ratewindow/core/support'
 
 /** Asserts a whole number of at least 1, else throws naming `option`. */
 export function positiveWhole(value: unknown, option: string): asserts value is number {

@@ -19,8 +19,8 @@ import {
   RateLimiter,
   type RateLimiterOptions,
   type RedisStore,
-  rateLimiterOptionsFrom,
 } from '@ratewindow/core'
+import { rateLimiterOptionsFrom } from '@ratewindow/core/adapter'
 import { CliError, notFound, usage } from './errors.js'
 
 /** One entry of a config's `limiters`. */

@@ -3,7 +3,8 @@
  * one hash tag through its slot. Key names are read by core (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`),
  * never here; a scan of every key is the store's own (`scanStoredKeys`, `topStored`).
  */
-import { RedisStore, storedKeyPattern, storedSlot } from '@ratewindow/core'
+import { RedisStore } from '@ratewindow/core'
+import { storedKeyPattern, storedSlot } from '@ratewindow/core/stored'
 import { Cluster, Redis } from 'ioredis'
 import { CliError, usage } from './errors.js'
 

@@ -3,14 +3,13 @@
  * script per master), namespaces decoded into limiters (`decodeNamespace`, or the config's limiter of that
  * namespace), and the limiter a namespace's keys are read with by `top` (`topStored`).
  */
+import type { RateLimiter, Rule } from '@ratewindow/core'
 import {
   decodeNamespace,
-  type RateLimiter,
-  type Rule,
   type StoredLimiter,
   type StoredNamespace,
   scanStoredKeys,
-} from '@ratewindow/core'
+} from '@ratewindow/core/stored'
 import type { Connection } from './redis.js'
 
 /** A namespace found by the scan, with what decodes it. */

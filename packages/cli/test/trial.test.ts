@@ -8,13 +8,9 @@ import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import {
-  type HttpRateLimitOptions,
-  RateLimiter,
-  RedisStore,
-  rateLimiterOptionsFrom,
-  storedHash,
-} from '@ratewindow/core'
+import { type HttpRateLimitOptions, RateLimiter, RedisStore } from '@ratewindow/core'
+import { rateLimiterOptionsFrom } from '@ratewindow/core/adapter'
+import { storedHash } from '@ratewindow/core/stored'
 import { rateLimit as expressRateLimit } from '@ratewindow/express'
 import express from 'express'
 import type { Cluster, Redis } from 'ioredis'

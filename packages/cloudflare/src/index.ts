@@ -1,27 +1,26 @@
 import {
   type ConcurrencyStore,
   type Decision,
-  encodeStoreRequest,
-  invalid,
   type LeaseDecision,
   type LeaseRequest,
-  namesOf,
   type OverrideChange,
   type OverridePage,
   type OverrideRecord,
   RateLimitError,
   type RefundRequest,
-  type RemoteAnswer,
-  type RemoteCall,
-  rejectUnknownOptions,
-  remoteDecision,
-  remoteShardOf,
-  requireObject,
-  runRemoteCall,
   type Store,
   type StoreRequest,
   type StoreTarget,
 } from '@ratewindow/core'
+import {
+  encodeStoreRequest,
+  type RemoteAnswer,
+  type RemoteCall,
+  remoteDecision,
+  remoteShardOf,
+  runRemoteCall,
+} from '@ratewindow/core/remote'
+import { invalid, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 
 /**
  * The part of a Durable Object namespace binding the store uses (`env.RATE_LIMITER`, typed

@@ -11,53 +11,25 @@ export {
   tokenBucket,
   type WindowRuleOptions,
 } from './algorithms/index.js'
-export {
-  applyOverrideChange,
-  type LimitOverride,
-  liveOverrideRecord,
-  type ManualBlock,
-  type OverrideChange,
-  type OverrideRecord,
-  type RuleLimit,
+export type {
+  LimitOverride,
+  ManualBlock,
+  OverrideChange,
+  OverrideRecord,
+  RuleLimit,
 } from './algorithms/override.js'
 export type { PenaltyOptions } from './algorithms/penalty.js'
 export type { CircuitBreakerOptions } from './gateway/circuit-breaker.js'
 export { AccessList, type AccessListEntries, type AccessListOption } from './http/access-list.js'
-export {
-  type ClosableSocket,
-  connectionStalled,
-  type Defer,
-  type EngineScope,
-  type FrameworkBinding,
-  type ReceivedMessage,
-  socketClosed,
-  type TrackedResponse,
-} from './http/binding.js'
-export type { HttpDecision } from './http/decision.js'
-export { HttpRateLimiter } from './http/engine.js'
-export {
-  forwardedClient,
-  type TrustedHop,
-  type TrustProxy,
-  trustedProxies,
-  trustsEveryAddress,
-} from './http/forwarded-for.js'
-export {
-  type HeaderFormat,
-  type HeaderOptions,
-  headerReset,
-  partitionKey,
-  rateLimitHeaders,
-} from './http/headers.js'
+export type { TrustProxy } from './http/forwarded-for.js'
+export { type HeaderFormat, type HeaderOptions, rateLimitHeaders } from './http/headers.js'
 export { DEFAULT_IPV6_SUBNET, type IpKeyOptions, ipKey } from './http/keys.js'
-export { rateLimiterOptionsFrom } from './http/limiter-options.js'
 export {
   type ConcurrencyOptions,
   DELAY_DEFAULTS,
   type DelayOptions,
   HTTP_DEFAULTS,
   type HttpRateLimitOptions,
-  middlewareOptionNames,
   type ResponseBody,
 } from './http/options.js'
 export type { RequestWasSuccessful } from './http/success-check.js'
@@ -78,25 +50,7 @@ export {
   type OverrideSetOptions,
 } from './limiter/operator.js'
 export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
-export {
-  decodeNamespace,
-  inspectStored,
-  type StoredNamespace,
-  type StoredStateReader,
-  type StoredTarget,
-} from './limiter/stored-state.js'
-export {
-  type ScanOptions,
-  type ScanTotals,
-  type StoredKeyScanner,
-  type StoredLimiter,
-  scanStoredKeys,
-  type TopKey,
-  type TopKeys,
-  type TopOptions,
-  type TopStoredOptions,
-  topStored,
-} from './limiter/top.js'
+export type { TopKey, TopKeys, TopOptions } from './limiter/top.js'
 export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
   type BreakerEvent,
@@ -114,37 +68,10 @@ export {
   type StoreErrorKind,
 } from './observe.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
-export {
-  type SlowDownDecision,
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownRefusal,
-} from './slow-down/engine.js'
+export type { SlowDownInfo } from './slow-down/engine.js'
 export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'
 export { MemoryStore } from './stores/local/memory.js'
 export type { MemoryStoreOptions } from './stores/local/memory-options.js'
-export {
-  acquireLease,
-  applyToKeyState,
-  type EncodedRule,
-  type EncodedStoreRequest,
-  encodeStoreRequest,
-  type KeyState,
-  type KeyStateResult,
-  keyStateId,
-  type LeaseState,
-  releaseLease,
-  remoteDecision,
-} from './stores/local/remote.js'
-export {
-  type RemoteAnswer,
-  type RemoteCall,
-  type RemoteStateStorage,
-  remoteShardOf,
-  runRemoteCall,
-  type StoredLeases,
-  type StoredOverride,
-} from './stores/local/remote-call.js'
 export {
   glideRunner,
   ioredisRunner,
@@ -155,14 +82,6 @@ export {
 } from './stores/redis/clients/index.js'
 export type { RedisStoreOptions } from './stores/redis/options.js'
 export { RedisStore } from './stores/redis/redis.js'
-export {
-  decodeStoredKey,
-  type StoredKey,
-  type StoredPart,
-  storedHash,
-  storedKeyPattern,
-  storedSlot,
-} from './stores/redis/stored-keys.js'
 export { type SyncedRedisClient, SyncedStore, type SyncedStoreOptions } from './stores/synced/synced.js'
 export type {
   Awaitable,
@@ -180,9 +99,6 @@ export type {
   StoreTarget,
 } from './stores/types.js'
 export type { Duration, DurationUnit } from './support/duration.js'
-export { invalid, RateLimitError, type RateLimitErrorCode, requireObject } from './support/errors.js'
-export { MetricLabels, OTHER_LABEL_VALUE } from './support/metric-labels.js'
-export { namesOf, type PeerOptionName, rejectUnknownOptions } from './support/option-names.js'
-export { emitWarning } from './support/runtime.js'
+export { RateLimitError, type RateLimitErrorCode } from './support/errors.js'
 export type { DelayTimers } from './time/timers.js'
 export type { WaitSignal } from './time/wait-queue.js'

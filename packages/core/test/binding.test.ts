@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { socketClosed } from '../src/index.js'
+import { socketClosed } from '../src/entries/adapter.js'
 
 class Socket extends EventEmitter {
   destroyed = false

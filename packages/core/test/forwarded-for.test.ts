@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { forwardedClient, trustedProxies, trustsEveryAddress } from '../src/index.js'
+import { forwardedClient, trustedProxies, trustsEveryAddress } from '../src/entries/adapter.js'
 
 describe('trustedProxies: `trustProxy` checked once, as a rule of trusted hops', () => {
   it('with a number n, trusts the first n hops (the peer is hop 0)', () => {

@@ -1,13 +1,12 @@
 import fc from 'fast-check'
 import { type BareItem, type Item, parseDictionary, parseList } from 'structured-headers'
 import { describe, expect, it } from 'vitest'
+import { headerReset, partitionKey } from '../src/entries/adapter.js'
 import {
   fixedWindow,
   gcra,
   type HeaderFormat,
-  headerReset,
   MemoryStore,
-  partitionKey,
   RateLimiter,
   type RateLimitResult,
   type Rule,

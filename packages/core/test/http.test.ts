@@ -2,17 +2,14 @@ import { EventEmitter } from 'node:events'
 import { describe, expect, it, vi } from 'vitest'
 import {
   type FrameworkBinding,
-  HTTP_DEFAULTS,
   type HttpDecision,
   HttpRateLimiter,
-  type HttpRateLimitOptions,
-  MemoryStore,
   middlewareOptionNames,
-  RateLimiter,
   rateLimiterOptionsFrom,
-  rejectUnknownOptions,
   type TrackedResponse,
-} from '../src/index.js'
+} from '../src/entries/adapter.js'
+import { rejectUnknownOptions } from '../src/entries/support.js'
+import { HTTP_DEFAULTS, type HttpRateLimitOptions, MemoryStore, RateLimiter } from '../src/index.js'
 
 interface Req {
   ip: string

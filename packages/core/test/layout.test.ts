@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest'
  * in a row of their own excepted) or a set of top-level files (`a.ts + b.ts`). Every file belongs to one.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['index.ts'], //                           the public face: the export list, nothing else
+  ['index.ts + entries/'], //                 the public faces: the root's and the kits' export lists, nothing else
   ['slow-down/'], //                         slowDown(): delays instead of refusing, on the HTTP engine
   ['http/'], //                              the framework-neutral HTTP engine, its options, keys, headers, bodies
   ['limiter/'], //                           RateLimiter, ConcurrencyLimiter, their options, caches and namespaces

@@ -1,6 +1,6 @@
 /** Issue 35: the label caps of the metrics packages, written once in core. */
 import { describe, expect, it } from 'vitest'
-import { MetricLabels, OTHER_LABEL_VALUE } from '../src/index.js'
+import { MetricLabels, OTHER_LABEL_VALUE } from '../src/entries/support.js'
 
 describe('MetricLabels', () => {
   it('keeps the first maxValues distinct values of each label, then counts the rest as other', () => {

@@ -3,23 +3,25 @@
  * every client's state as plain data, structured-cloned on every read and write as a Durable Object's storage
  * does, passes the store conformance suite that MemoryStore passes. @ratewindow/cloudflare is built on it.
  */
+import type {
+  ConcurrencyStore,
+  Decision,
+  LeaseDecision,
+  LeaseRequest,
+  RefundRequest,
+  Store,
+  StoreRequest,
+  StoreTarget,
+} from '@ratewindow/core'
 import {
   acquireLease,
   applyToKeyState,
-  type ConcurrencyStore,
-  type Decision,
   encodeStoreRequest,
   type KeyState,
   keyStateId,
-  type LeaseDecision,
-  type LeaseRequest,
   type LeaseState,
-  type RefundRequest,
   releaseLease,
-  type Store,
-  type StoreRequest,
-  type StoreTarget,
-} from '@ratewindow/core'
+} from '@ratewindow/core/remote'
 import { describeStoreConformance } from '@ratewindow/testing'
 import { describe, expect, it } from 'vitest'
 

@@ -3,7 +3,8 @@
  * options checked at construction with the toolkit's errors, bad callback values refused at request time.
  */
 import { describe, expect, it } from 'vitest'
-import { type FrameworkBinding, MemoryStore, SlowDownEngine, type SlowDownOptions } from '../src/index.js'
+import { type FrameworkBinding, SlowDownEngine } from '../src/entries/adapter.js'
+import { MemoryStore, type SlowDownOptions } from '../src/index.js'
 import { DelayQueue, type DelayTimers } from '../src/time/delay-queue.js'
 
 /** Timers the test drives: `advance` fires what is due. Counts the timers set. */

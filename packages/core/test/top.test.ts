@@ -3,7 +3,8 @@
  * client: test/support/redis-overrides-suite.ts): the keys nearest their limit found by a bounded scan of the store.
  */
 import { describe, expect, it } from 'vitest'
-import { fixedWindow, gcra, MemoryStore, RateLimiter, topStored } from '../src/index.js'
+import { topStored } from '../src/entries/stored.js'
+import { fixedWindow, gcra, MemoryStore, RateLimiter } from '../src/index.js'
 import { plainStore } from './support/counting-store.js'
 import { rejection } from './support/rejection.js'
 

@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { HttpRateLimiter } from '../src/entries/adapter.js'
 import {
   ConcurrencyLimiter,
   fixedWindow,
-  HttpRateLimiter,
   MemoryStore,
   RateLimitError,
   RateLimiter,

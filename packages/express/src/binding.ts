@@ -1,4 +1,4 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
 import type { Request, Response } from 'express'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Express: addresses, trust proxy, routes. */

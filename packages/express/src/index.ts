@@ -1,11 +1,5 @@
-import {
-  type HttpDecision,
-  HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type LimiterOverrides,
-  type RateLimitResult,
-  type ResponseBody,
-} from '@ratewindow/core'
+import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult, ResponseBody } from '@ratewindow/core'
+import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { binding } from './binding.js'
 

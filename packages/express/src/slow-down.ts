@@ -1,11 +1,6 @@
-import {
-  invalid,
-  type SlowDownDecision,
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownOptions,
-  type SlowDownRefusal,
-} from '@ratewindow/core'
+import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
+import { type SlowDownDecision, SlowDownEngine, type SlowDownRefusal } from '@ratewindow/core/adapter'
+import { invalid } from '@ratewindow/core/support'
 import type { Request, RequestHandler, Response } from 'express'
 import { binding } from './binding.js'
 

@@ -1,4 +1,4 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Fastify: addresses, trust proxy, routes. */

@@ -1,13 +1,11 @@
 import {
-  type HttpDecision,
-  HttpRateLimiter,
   type HttpRateLimitOptions,
-  invalid,
   type LimiterOverrides,
-  type PeerOptionName,
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
+import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import { invalid, type PeerOptionName } from '@ratewindow/core/support'
 import type {
   FastifyInstance,
   FastifyPluginAsync,

@@ -1,10 +1,5 @@
-import {
-  type SlowDownDecision,
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownOptions,
-  type SlowDownRefusal,
-} from '@ratewindow/core'
+import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
+import { type SlowDownDecision, SlowDownEngine, type SlowDownRefusal } from '@ratewindow/core/adapter'
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { binding } from './binding.js'
 

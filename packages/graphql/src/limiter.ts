@@ -4,13 +4,8 @@
  * HTTP adapters; this binding estimates the operation's cost first, turns the engine's answer into an admission
  * or a refusal, and settles the admission to the actual cost after execution (core's reserve-then-settle).
  */
-import {
-  type FrameworkBinding,
-  type HttpDecision,
-  HttpRateLimiter,
-  RateLimitError,
-  type SettleResult,
-} from '@ratewindow/core'
+import { RateLimitError, type SettleResult } from '@ratewindow/core'
+import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { countResultFields, DepthExceeded, estimateCost } from './estimate.js'
 import {
   type ExecutionOutcome,

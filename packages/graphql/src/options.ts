@@ -2,15 +2,9 @@
  * The plugins' options: core's middleware options where they mean the same in GraphQL (rules, keys, lists, headers,
  * the store and its failure policy), the cost model's, and the few of GraphQL's own. Parsed once, at construction.
  */
-import {
-  type Awaitable,
-  type HttpRateLimitOptions,
-  invalid,
-  middlewareOptionNames,
-  RateLimitError,
-  rejectUnknownOptions,
-  requireObject,
-} from '@ratewindow/core'
+import { type Awaitable, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
+import { middlewareOptionNames } from '@ratewindow/core/adapter'
+import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
 import {
   COST_MODEL_DEFAULTS,

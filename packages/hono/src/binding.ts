@@ -1,18 +1,17 @@
+import { RateLimitError, type TrustProxy } from '@ratewindow/core'
 import {
   type ClosableSocket,
   connectionStalled,
   type Defer,
-  emitWarning,
   type FrameworkBinding,
   forwardedClient,
-  RateLimitError,
   type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
-  type TrustProxy,
   trustedProxies,
   trustsEveryAddress,
-} from '@ratewindow/core'
+} from '@ratewindow/core/adapter'
+import { emitWarning } from '@ratewindow/core/support'
 import type { Context, Env } from 'hono'
 
 /**

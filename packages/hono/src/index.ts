@@ -1,11 +1,5 @@
-import {
-  type HttpDecision,
-  HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type LimiterOverrides,
-  type RateLimitResult,
-  type TrustProxy,
-} from '@ratewindow/core'
+import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult, TrustProxy } from '@ratewindow/core'
+import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
   ADDRESS_NAMES,

@@ -1,9 +1,5 @@
-import {
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownOptions,
-  type SlowDownRefusal,
-} from '@ratewindow/core'
+import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
+import { SlowDownEngine, type SlowDownRefusal } from '@ratewindow/core/adapter'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
   ADDRESS_NAMES,

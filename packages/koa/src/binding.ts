@@ -1,4 +1,4 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core'
+import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
 import type { Context } from 'koa'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Koa: addresses, trust proxy, routes. */

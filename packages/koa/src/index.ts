@@ -1,10 +1,5 @@
-import {
-  type HttpDecision,
-  HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type LimiterOverrides,
-  type RateLimitResult,
-} from '@ratewindow/core'
+import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult } from '@ratewindow/core'
+import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import type { Context, Middleware, Next } from 'koa'
 import { binding } from './binding.js'
 

@@ -1,11 +1,5 @@
-import {
-  type Awaitable,
-  type SlowDownDecision,
-  SlowDownEngine,
-  type SlowDownInfo,
-  type SlowDownOptions,
-  type SlowDownRefusal,
-} from '@ratewindow/core'
+import type { Awaitable, SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
+import { type SlowDownDecision, SlowDownEngine, type SlowDownRefusal } from '@ratewindow/core/adapter'
 import type { Context, Middleware, Next } from 'koa'
 import { binding } from './binding.js'
 

@@ -1,10 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import {
-  type FrameworkBinding,
-  type SlowDownInfo,
-  socketClosed,
-  type TrackedResponse,
-} from '@ratewindow/core'
+import type { SlowDownInfo } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed, type TrackedResponse } from '@ratewindow/core/adapter'
 
 /**
  * The request a guard sees: Express's request on `@nestjs/platform-express`, Fastify's on

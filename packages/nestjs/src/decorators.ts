@@ -1,5 +1,5 @@
 import { Reflector } from '@nestjs/core'
-import { invalid, requireObject } from '@ratewindow/core'
+import { invalid, requireObject } from '@ratewindow/core/support'
 import type { RouteRateWindowOptions } from './options.js'
 
 export const RATE_LIMIT_METADATA = 'ratewindow:rate-limit'

@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, HttpException, type NestMiddleware } from '@nestjs/common'
-import type { HttpDecision, HttpRateLimiter, RateLimitResult } from '@ratewindow/core'
+import type { RateLimitResult } from '@ratewindow/core'
+import type { HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import {
   type NestHttpRequest,
   type NestHttpResponse,

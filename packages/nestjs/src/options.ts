@@ -1,10 +1,5 @@
-import {
-  type HttpRateLimitOptions,
-  invalid,
-  type PeerOptionName,
-  RateLimitError,
-  requireObject,
-} from '@ratewindow/core'
+import { type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
+import { invalid, type PeerOptionName, requireObject } from '@ratewindow/core/support'
 import type { NestHttpRequest, NestHttpResponse } from './binding.js'
 
 /**

@@ -1,6 +1,8 @@
 import type { OnApplicationShutdown, OnModuleInit } from '@nestjs/common'
 import type { DiscoveryService, HttpAdapterHost } from '@nestjs/core'
-import { HttpRateLimiter, invalid, type LimiterOverrides, RateLimitError, type Store } from '@ratewindow/core'
+import { type LimiterOverrides, RateLimitError, type Store } from '@ratewindow/core'
+import { HttpRateLimiter } from '@ratewindow/core/adapter'
+import { invalid } from '@ratewindow/core/support'
 import { bindingOf, type NestHttpRequest, type NestPlatform } from './binding.js'
 import { RATE_LIMIT_METADATA, reflector, SKIP_RATE_LIMIT_METADATA } from './decorators.js'
 import {

@@ -1,13 +1,13 @@
 import type { ServerResponse } from 'node:http'
+import type { SlowDownOptions } from '@ratewindow/core'
 import {
   connectionStalled,
   type FrameworkBinding,
   type ReceivedMessage,
   type SlowDownDecision,
   SlowDownEngine,
-  type SlowDownOptions,
   type SlowDownRefusal,
-} from '@ratewindow/core'
+} from '@ratewindow/core/adapter'
 import { bindingOf, type NestHttpRequest } from './binding.js'
 
 /**

@@ -4,15 +4,8 @@
  */
 
 import { createHash } from 'node:crypto'
-import {
-  invalid,
-  RateLimitError,
-  type RedisClient,
-  type RedisScriptRunner,
-  rejectUnknownOptions,
-  requireObject,
-  scriptRunnerFor,
-} from '@ratewindow/core'
+import { RateLimitError, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from '@ratewindow/core'
+import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 
 /** What `ThrottlerStorage.increment` answers (`ThrottlerStorageRecord` of @nestjs/throttler). */
 export interface ThrottlerRecord {

@@ -14,15 +14,9 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common'
 import { WsException } from '@nestjs/websockets'
-import {
-  type Awaitable,
-  type FrameworkBinding,
-  invalid,
-  RateLimitError,
-  rateLimiterOptionsFrom,
-  rejectUnknownOptions,
-  requireObject,
-} from '@ratewindow/core'
+import { type Awaitable, RateLimitError } from '@ratewindow/core'
+import { type FrameworkBinding, rateLimiterOptionsFrom } from '@ratewindow/core/adapter'
+import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import {
   type LimitedConnection,
   type MessageRefusal,

@@ -1,4 +1,5 @@
-import { forwardedClient, RateLimitError, type TrustProxy, trustedProxies } from '@ratewindow/core'
+import { RateLimitError, type TrustProxy } from '@ratewindow/core'
+import { forwardedClient, trustedProxies } from '@ratewindow/core/adapter'
 
 /** What every entry point reads of a request: its headers (a `Request`, a `NextRequest`, a server action's). */
 export interface HeadersCarrier {

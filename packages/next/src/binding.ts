@@ -1,11 +1,6 @@
-import {
-  emitWarning,
-  type FrameworkBinding,
-  type HttpDecision,
-  HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type RateLimitResult,
-} from '@ratewindow/core'
+import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
+import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import { emitWarning } from '@ratewindow/core/support'
 import {
   ADDRESS_OPTIONS,
   addressSource,

@@ -1,4 +1,5 @@
-import type { RateLimitResult, TrackedResponse } from '@ratewindow/core'
+import type { RateLimitResult } from '@ratewindow/core'
+import type { TrackedResponse } from '@ratewindow/core/adapter'
 import { denial, type NextRateLimitOptions, nextEngine, withHeaders } from './binding.js'
 
 /** The decision of each request a `withRateLimit` handler admitted, for `rateLimitOf`. */

@@ -1,15 +1,17 @@
 import { type Attributes, type Meter, type MeterProvider, metrics } from '@opentelemetry/api'
+import type {
+  BreakerEvent,
+  DecisionEvent,
+  OverrideEvent,
+  RateLimitObserver,
+  StoreCallEvent,
+} from '@ratewindow/core'
 import {
-  type BreakerEvent,
   OTHER_LABEL_VALUE as CORE_OTHER_LABEL_VALUE,
-  type DecisionEvent,
   MetricLabels,
   namesOf,
-  type OverrideEvent,
-  type RateLimitObserver,
   rejectUnknownOptions,
-  type StoreCallEvent,
-} from '@ratewindow/core'
+} from '@ratewindow/core/support'
 
 export interface RateLimitMetricsOptions {
   /** Where the instruments come from. @default the global meter provider (`metrics.getMeterProvider()`) */

@@ -1,15 +1,12 @@
-import {
-  type BreakerEvent,
-  type BreakerState,
-  type DecisionEvent,
-  MetricLabels,
-  namesOf,
-  type OverrideEvent,
-  type RateLimitObserver,
-  rejectUnknownOptions,
-  requireObject,
-  type StoreCallEvent,
+import type {
+  BreakerEvent,
+  BreakerState,
+  DecisionEvent,
+  OverrideEvent,
+  RateLimitObserver,
+  StoreCallEvent,
 } from '@ratewindow/core'
+import { MetricLabels, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import { Counter, Gauge, Histogram, type Registry, register } from 'prom-client'
 import { WaitingRequests } from './waiting.js'
 

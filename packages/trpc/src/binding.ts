@@ -3,7 +3,8 @@
  * the procedure's path as its route, and the response the adapter exposes in the context, where the RateLimit
  * headers go: the fetch adapter's `resHeaders` (a `Headers`), or the Node adapter's `res` (a `ServerResponse`).
  */
-import { type FrameworkBinding, RateLimitError } from '@ratewindow/core'
+import { RateLimitError } from '@ratewindow/core'
+import type { FrameworkBinding } from '@ratewindow/core/adapter'
 import type { TrpcCall } from './options.js'
 
 /** The part of Node's `IncomingMessage` the default key reads. */

@@ -3,7 +3,8 @@
  * failure policy refused; `FORBIDDEN` for a deny-listed client) whose `cause` is a `RateLimitExceeded` with the
  * wait; `rateLimitErrorFormatter` puts that wait in the error's `data`, which the client receives.
  */
-import type { HttpDecision, RateLimitResult } from '@ratewindow/core'
+import type { RateLimitResult } from '@ratewindow/core'
+import type { HttpDecision } from '@ratewindow/core/adapter'
 import { TRPCError } from '@trpc/server'
 
 /** The `cause` of a refusal's `TRPCError`: why, and for how long. */

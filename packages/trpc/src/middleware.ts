@@ -4,7 +4,8 @@
  * adapters; this file writes the headers to the response the context exposes, throws a refusal as a `TRPCError`,
  * and hands an admitted call's decision to the procedure as `ctx.rateLimit`.
  */
-import { HttpRateLimiter, type RateLimitResult } from '@ratewindow/core'
+import type { RateLimitResult } from '@ratewindow/core'
+import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { TRPCError, type TRPCMiddlewareFunction } from '@trpc/server'
 import { trpcBinding, writeHeaders } from './binding.js'
 import { refusalError } from './errors.js'

@@ -4,13 +4,9 @@
  * that need an HTTP response of the procedure's own (`message`, `statusCode`, `concurrency`, `delay`, the refunds
  * after the response) have no place in a call that shares its response with a batch: they are refused by name.
  */
-import {
-  type HttpRateLimitOptions,
-  invalid,
-  middlewareOptionNames,
-  rejectUnknownOptions,
-  requireObject,
-} from '@ratewindow/core'
+import type { HttpRateLimitOptions } from '@ratewindow/core'
+import { middlewareOptionNames } from '@ratewindow/core/adapter'
+import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { TRPCProcedureType } from '@trpc/server'
 
 /**

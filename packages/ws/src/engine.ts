@@ -4,16 +4,8 @@
  * `ConcurrencyLimiter`) into a `LimitedConnection`, whose messages the message limiters (core's `RateLimiter`)
  * decide. Bindings read their server's requests and sockets and write what this returns.
  */
-import {
-  type Awaitable,
-  ConcurrencyLimiter,
-  type FrameworkBinding,
-  type HttpDecision,
-  HttpRateLimiter,
-  ipKey,
-  RateLimitError,
-  RateLimiter,
-} from '@ratewindow/core'
+import { type Awaitable, ConcurrencyLimiter, ipKey, RateLimitError, RateLimiter } from '@ratewindow/core'
+import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { LimitedConnection, type MessageCounter } from './connection.js'
 import {
   resolveWebSocketOptions,

@@ -4,7 +4,8 @@
  * on the route, admits the upgrade request or answers the refusal; `limits.events(...)` wraps the route's events
  * so that `onMessage` sees only admitted messages.
  */
-import { type FrameworkBinding, invalid, socketClosed } from '@ratewindow/core'
+import { type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
+import { invalid } from '@ratewindow/core/support'
 import type { Context, MiddlewareHandler } from 'hono'
 import type { WSContext, WSEvents } from 'hono/ws'
 import type { LimitedConnection } from './connection.js'

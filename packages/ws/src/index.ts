@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { socketClosed } from '@ratewindow/core'
+import { socketClosed } from '@ratewindow/core/adapter'
 import type { RawData, WebSocket, WebSocketServer } from 'ws'
 import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'

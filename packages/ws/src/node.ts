@@ -4,7 +4,8 @@
  * framework in front (Fastify's `request.ip`), says otherwise.
  */
 import type { IncomingMessage } from 'node:http'
-import { type FrameworkBinding, invalid } from '@ratewindow/core'
+import type { FrameworkBinding } from '@ratewindow/core/adapter'
+import { invalid } from '@ratewindow/core/support'
 
 /** How a Node binding finds the client address. */
 export interface NodeAddressOptions {

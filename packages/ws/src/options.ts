@@ -2,16 +2,13 @@
  * The options every binding shares (ws, Socket.IO, Hono), resolved once: defaults in `WEBSOCKET_DEFAULTS`, every
  * value checked at construction with core's validation toolkit.
  */
-import {
-  type Awaitable,
-  type ConcurrencyLimiterOptions,
-  type HttpRateLimitOptions,
-  invalid,
-  namesOf,
-  type RateLimiterOptions,
-  rejectUnknownOptions,
-  requireObject,
+import type {
+  Awaitable,
+  ConcurrencyLimiterOptions,
+  HttpRateLimitOptions,
+  RateLimiterOptions,
 } from '@ratewindow/core'
+import { invalid, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 
 /**
  * The HTTP limit on the upgrade request (Socket.IO: the handshake request): the options of the HTTP adapters, on

@@ -3,7 +3,7 @@
  * RFC 6455 allows in a close frame), the default error message of a dropped one, and an HTTP refusal written on
  * the raw socket of an upgrade (where no response object exists).
  */
-import type { ClosableSocket } from '@ratewindow/core'
+import type { ClosableSocket } from '@ratewindow/core/adapter'
 import type { MessageRefusal } from './options.js'
 
 /** The longest close reason a close frame carries: 125 bytes of payload, 2 of them the code. */

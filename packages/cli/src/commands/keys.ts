@@ -3,18 +3,15 @@
  * each goes through the limiter's own API (`RateLimiter.reset`, `limiter.overrides.*`); `inspect` without a config
  * reads the key's state where its namespaces spell their rules (`inspectStored`).
  */
-import {
-  type Duration,
-  decodeNamespace,
-  decodeStoredKey,
-  type Inspection,
-  inspectStored,
-  type LimitOverride,
-  type ManualBlock,
-  type OverrideRecord,
-  type RateLimiter,
-  storedHash,
+import type {
+  Duration,
+  Inspection,
+  LimitOverride,
+  ManualBlock,
+  OverrideRecord,
+  RateLimiter,
 } from '@ratewindow/core'
+import { decodeNamespace, decodeStoredKey, inspectStored, storedHash } from '@ratewindow/core/stored'
 import type { Command, GlobalOptions } from '../args.js'
 import { keyFor, selectLimiters } from '../config.js'
 import { CliError, notFound, usage } from '../errors.js'

@@ -1,5 +1,6 @@
 /** `limiters` and `top`: what a scan of the store finds, decoded and read with core's code. */
-import { type RateLimiter, type TopKey, topStored } from '@ratewindow/core'
+import type { RateLimiter, TopKey } from '@ratewindow/core'
+import { topStored } from '@ratewindow/core/stored'
 import type { GlobalOptions } from '../args.js'
 import type { Connection } from '../redis.js'
 import { duration, type Output, progressLine, table } from '../render.js'

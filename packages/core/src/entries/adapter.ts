@@ -1,0 +1,27 @@
+/**
+ * `@ratewindow/core/adapter`: the kit for packages that bind the HTTP engine to a framework (the adapters of
+ * this repository, or your own). An application does not need it: it uses an adapter package and the names of
+ * `@ratewindow/core`. See docs/package-authors.md.
+ */
+export {
+  type ClosableSocket,
+  connectionStalled,
+  type Defer,
+  type EngineScope,
+  type FrameworkBinding,
+  type ReceivedMessage,
+  socketClosed,
+  type TrackedResponse,
+} from '../http/binding.js'
+export type { HttpDecision } from '../http/decision.js'
+export { HttpRateLimiter } from '../http/engine.js'
+export {
+  forwardedClient,
+  type TrustedHop,
+  trustedProxies,
+  trustsEveryAddress,
+} from '../http/forwarded-for.js'
+export { headerReset, partitionKey } from '../http/headers.js'
+export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
+export { middlewareOptionNames } from '../http/options.js'
+export { type SlowDownDecision, SlowDownEngine, type SlowDownRefusal } from '../slow-down/engine.js'

@@ -1,0 +1,9 @@
+/**
+ * `@ratewindow/core/support`: the option checks, warnings and metric labels that core's own options go through,
+ * for packages built on core, so that their errors and warnings read like core's. An application does not need
+ * it. See docs/package-authors.md.
+ */
+export { invalid, requireObject } from '../support/errors.js'
+export { MetricLabels, OTHER_LABEL_VALUE } from '../support/metric-labels.js'
+export { namesOf, type PeerOptionName, rejectUnknownOptions } from '../support/option-names.js'
+export { emitWarning } from '../support/runtime.js'
