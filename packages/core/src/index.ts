@@ -39,18 +39,8 @@ export {
   type ConcurrencyLimiterOptions,
   type ConcurrencyResult,
 } from './limiter/concurrency.js'
-export type { InspectedRule, Inspection } from './limiter/inspection.js'
 export { type LimitOptions, RateLimiter } from './limiter/limiter.js'
-export {
-  type BlockOptions,
-  LimiterOverrides,
-  type OperatorOptions,
-  type OverrideList,
-  type OverrideListOptions,
-  type OverrideSetOptions,
-} from './limiter/operator.js'
 export { LIMITER_DEFAULTS, type RateLimiterOptions } from './limiter/options.js'
-export type { TopKey, TopKeys, TopOptions } from './limiter/top.js'
 export { WaitExceededError, type WaitOptions } from './limiter/wait.js'
 export {
   type BreakerEvent,
@@ -67,6 +57,16 @@ export {
   type StoreCallEvent,
   type StoreErrorKind,
 } from './observe.js'
+export type { InspectedRule, Inspection } from './operator/inspection.js'
+export {
+  type BlockOptions,
+  LimiterOverrides,
+  type OperatorOptions,
+  type OverrideList,
+  type OverrideListOptions,
+  type OverrideSetOptions,
+} from './operator/operator.js'
+export type { TopKey, TopKeys, TopOptions } from './operator/top.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
 export type { SlowDownInfo } from './slow-down/engine.js'
 export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'

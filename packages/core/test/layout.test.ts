@@ -18,6 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['slow-down/'], //                         slowDown(): delays instead of refusing, on the HTTP engine
   ['http/'], //                              the framework-neutral HTTP engine, its options, keys, headers, bodies
   ['limiter/'], //                           RateLimiter, ConcurrencyLimiter, their options, caches and namespaces
+  ['operator/'], //                          operating keys live: overrides, blocks, give/take, inspect, top, stored state
   ['gateway/'], //                           every store call: timeout, circuit breakers, reporting, late refunds
   ['observe.ts + result.ts'], //             events and results, shared by the limiters and the engine
   ['stores/synced/'], //                     SyncedStore: local decisions synced to Redis

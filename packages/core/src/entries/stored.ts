@@ -10,7 +10,7 @@ export {
   type StoredNamespace,
   type StoredStateReader,
   type StoredTarget,
-} from '../limiter/stored-state.js'
+} from '../operator/stored-state.js'
 export {
   type ScanOptions,
   type ScanTotals,
@@ -19,7 +19,7 @@ export {
   scanStoredKeys,
   type TopStoredOptions,
   topStored,
-} from '../limiter/top.js'
+} from '../operator/top.js'
 export {
   decodeStoredKey,
   type StoredKey,

@@ -5,7 +5,7 @@
  */
 import type { ConcurrencyLimiter, ConcurrencyResult } from '../limiter/concurrency.js'
 import type { LimitOptions, RateLimiter } from '../limiter/limiter.js'
-import type { LimiterOverrides } from '../limiter/operator.js'
+import type { LimiterOverrides } from '../operator/operator.js'
 import type { RateLimitResult } from '../result.js'
 import type { Awaitable } from '../stores/types.js'
 import { isThenable } from '../support/awaitable.js'

@@ -15,6 +15,7 @@ import {
 } from '../algorithms/override.js'
 import type { Rule } from '../algorithms/types.js'
 import type { StoreGateway } from '../gateway/store-gateway.js'
+import { type RequestBase, storeRequest } from '../gateway/store-request.js'
 import type { OverrideAction, OverrideEvent } from '../observe.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
@@ -22,7 +23,6 @@ import { RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { keyArgument, optionalText, wholeNumber } from '../support/validators.js'
 import { type Inspection, inspectionOf } from './inspection.js'
-import { type RequestBase, storeRequest } from './request.js'
 import { type StoredLimiter, type TopKeys, type TopOptions, topOptions, topStored } from './top.js'
 
 /** Who made a change (`overrides.delete`, `unblock`; also in the options of `set` and `block`). */
