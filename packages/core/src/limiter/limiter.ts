@@ -1,11 +1,11 @@
 import type { Penalty } from '../algorithms/penalty.js'
 import type { Rule } from '../algorithms/types.js'
-import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
+import { StoreGateway } from '../gateway/store-gateway.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
 import { LimiterOverrides } from '../operator/operator.js'
-import { policyResult, type RateLimitResult, type SettleResult, shedResult, toResult } from '../result.js'
-import type { Awaitable, Decision, Store, StoreRequest } from '../stores/types.js'
+import type { RateLimitResult, SettleResult } from '../result.js'
+import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
@@ -15,6 +15,7 @@ import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } fr
 import { nearLimitObserver } from './near-limit.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import { ShadowRules } from './shadow.js'
+import { StoreAnswers } from './store-answers.js'
 import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
 
 export interface LimitOptions {
@@ -51,11 +52,8 @@ export class RateLimiter {
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
-  readonly #allowOnError: boolean
-  readonly #shedToFallback: boolean
-  /** Every call to the store goes through here; the fallback store has a gateway of its own. */
-  readonly #store: StoreGateway
-  readonly #fallback: StoreGateway | undefined
+  /** The store's answer, or the fallback's, or the failure policy's (store-answers.ts). */
+  readonly #answers: StoreAnswers
   readonly #blocked: BlockedCache | undefined
   readonly #claim: NamespaceClaim
   /** The superseded warning's advice (`Identity.sharing`). */
@@ -85,8 +83,6 @@ export class RateLimiter {
       config.nearLimit,
     )
     this.penalty = config.penalty
-    this.#allowOnError = config.allowOnError
-    this.#shedToFallback = config.shedToFallback
     const gateway = {
       limiter: this.name,
       timeoutMs: config.timeoutMs,
@@ -95,11 +91,12 @@ export class RateLimiter {
       onStoreCall: guardedObserver(config.observer?.onStoreCall, 'onStoreCall'),
       onBreaker: guardedObserver(config.observer?.onBreaker, 'onBreaker'),
     }
-    this.#store = new StoreGateway(this.store, { ...gateway, role: 'store' })
-    this.#fallback =
+    const store = new StoreGateway(this.store, { ...gateway, role: 'store' })
+    const fallback =
       config.fallback === undefined
         ? undefined
         : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
+    this.#answers = new StoreAnswers(store, fallback, config)
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#sharing = identity.sharing
     this.#claim = claimNamespace(
@@ -113,14 +110,14 @@ export class RateLimiter {
     const modes = this.#modes
     const reserving = modes.allShadow ? this.rules : modes.enforcing
     this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
-    this.overrides = new LimiterOverrides(this, this.#store, config.overrides, {
+    this.overrides = new LimiterOverrides(this, store, config.overrides, {
       forget: (key) => this.#blocked?.delete(key),
       reset: (key) => this.reset(key),
       onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
     })
     this.#ledger = new GiveBackLedger({
-      store: this.#store,
-      fallback: this.#fallback,
+      store,
+      fallback,
       rules: modes,
       blocked: this.#blocked,
       request: (key, cost) => this.#request(key, cost),
@@ -223,9 +220,14 @@ export class RateLimiter {
     // A reservation (`reserve`: the longest wait, ms, within the horizon) goes to the enforcing rules only.
     if (reserve !== undefined) reserve = Math.min(reserve, this.waiting.horizonMs)
     const sent = this.#modes.mixed ? { ...request, rules: this.#modes.enforcing } : request
-    const allowOnError = onStoreError === undefined ? this.#allowOnError : onStoreError === 'allow'
+    // A wait()'s own failure policy, or (undefined) the limiter's.
+    const allowOnError = onStoreError === undefined ? undefined : onStoreError === 'allow'
     const sentAt = reserve === undefined ? 0 : this.waiting.sending()
-    const decided = this.#decide(reserve === undefined ? sent : { ...sent, reserve }, 'consume', allowOnError)
+    const decided = this.#answers.decide(
+      reserve === undefined ? sent : { ...sent, reserve },
+      'consume',
+      allowOnError,
+    )
     const result =
       decided instanceof Promise
         ? decided.then((each) => this.#afterStore(request, each, route))
@@ -250,7 +252,7 @@ export class RateLimiter {
   ): Awaitable<RateLimitResult> {
     if (this.#modes.mixed) {
       return this.#modes
-        .add(request, result, (shadow) => this.#decide(shadow, 'consume'))
+        .add(request, result, (shadow) => this.#answers.decide(shadow, 'consume'))
         .then((withShadow) => this.#reported(withShadow, route))
     }
     return this.#reported(this.#modes.letThrough(result, true), route)
@@ -265,9 +267,9 @@ export class RateLimiter {
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
     const request = this.#request(key, options?.cost)
     const modes = this.#modes
-    if (!modes.mixed) return modes.letThrough(await this.#decide(request, 'peek'), false)
-    const enforced = await this.#decide({ ...request, rules: modes.enforcing }, 'peek')
-    return modes.add(request, enforced, (shadow) => this.#decide(shadow, 'peek'))
+    if (!modes.mixed) return modes.letThrough(await this.#answers.decide(request, 'peek'), false)
+    const enforced = await this.#answers.decide({ ...request, rules: modes.enforcing }, 'peek')
+    return modes.add(request, enforced, (shadow) => this.#answers.decide(shadow, 'peek'))
   }
 
   /**
@@ -311,68 +313,12 @@ export class RateLimiter {
     keyArgument(key)
     this.#blocked?.delete(key)
     const target = (rules: readonly Rule[]) => resetTarget(this, this.overrides.scope, key, rules)
-    const resets = [this.#store, this.#fallback].flatMap((gateway) =>
+    const { store, fallback } = this.#answers
+    const resets = [store, fallback].flatMap((gateway) =>
       gateway === undefined ? [] : this.#modes.ruleSets().map((rules) => gateway.reset(target(rules))),
     )
     await Promise.all(resets)
     this.#blocked?.delete(key)
-  }
-
-  /**
-   * The store's answer, or the fallback's, or the failure policy's; never a rejection for a store failure.
-   * Synchronous (no promise) when the store answers synchronously and well.
-   */
-  #decide(
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-    allowOnError = this.#allowOnError,
-  ): Awaitable<RateLimitResult> {
-    const decided = this.#store.decide(request, operation)
-    // The gateway answers a Decision, a StoreFailure, or (for an asynchronous store) a native promise of either.
-    if (decided instanceof Promise)
-      return decided.then((each) => this.#fromStore(request, operation, each, allowOnError))
-    return this.#fromStore(request, operation, decided as Decision | StoreFailure, allowOnError)
-  }
-
-  #fromStore(
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-    decided: Decision | StoreFailure,
-    allowOnError: boolean,
-  ): Awaitable<RateLimitResult> {
-    if (decided instanceof StoreFailure) return this.#withoutStore(request, operation, decided, allowOnError)
-    return toResult(request, decided, 'store')
-  }
-
-  /**
-   * The fallback's answer, or the failure policy's, when the store failed or its breaker is open. A `consume`
-   * that timed out may still be applied by a store later: when the request was refused (policy `'deny'`, or a
-   * denial by the fallback), such a late charge is refunded as soon as it arrives; when the request was let
-   * through, it stands, since the request was served.
-   */
-  async #withoutStore(
-    request: StoreRequest,
-    operation: 'consume' | 'peek',
-    failure: StoreFailure,
-    allowOnError: boolean,
-  ): Promise<RateLimitResult> {
-    // Shed by the store (too many waiting for it): not a failure; nothing was sent, nothing to refund. Limited,
-    // unless `onShed: 'fallback'` asks for the answer a failure gets.
-    if (failure.shedMs !== undefined && !this.#shedToFallback) return shedResult(request, failure.shedMs)
-    let result: RateLimitResult | undefined
-    let fallbackFailure: StoreFailure | undefined
-    const fallback = this.#fallback
-    if (fallback !== undefined) {
-      const decided = await fallback.decide(request, operation)
-      if (decided instanceof StoreFailure) fallbackFailure = decided
-      else result = toResult(request, decided, 'fallback')
-    }
-    result ??= policyResult(request, allowOnError, Math.max(1_000, this.#store.retryIn(failure.scope)))
-    if (!result.allowed) {
-      this.#store.refundLate(failure, request)
-      if (fallbackFailure !== undefined) fallback!.refundLate(fallbackFailure, request)
-    }
-    return result
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
