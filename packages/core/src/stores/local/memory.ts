@@ -5,7 +5,7 @@ import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
 import { rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
 import { defaultEpochNow, isEpochTime } from '../../time/default-clock.js'
-import { realClearTimeout, realSetImmediate, realSetTimeout } from '../../time/real-timers.js'
+import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
 import type {
   ConcurrencyStore,
   Decision,
@@ -19,15 +19,13 @@ import type {
   StoreTarget,
 } from '../types.js'
 import { storedClientId } from './client-id.js'
+import { type Entry, EntryTables } from './entry-tables.js'
 import {
   acquireLeaseIn,
   chargeKey,
   consumeKey,
   dropExpiredLeases,
-  freshStates,
   giveKey,
-  type KeyStateData,
-  keepKey,
   liveAt,
   peekKey,
   refundKey,
@@ -36,17 +34,7 @@ import {
 } from './key-state.js'
 import { MEMORY_STORE_DEFAULTS, MEMORY_STORE_OPTIONS, type MemoryStoreOptions } from './memory-options.js'
 import { OverrideTable } from './override-table.js'
-import { type Linked, RecencyList } from './recency.js'
 import { storedKeys, storedPage } from './stored-scan.js'
-
-/** A client's state (the per-key steps of key-state.ts run on it), where it is held, and its place in recency. */
-interface Entry extends KeyStateData, Linked<Entry> {
-  /** The table holding the entry (one per limiter namespace), and its key there. */
-  table: Map<string, Entry>
-  id: string
-}
-
-const SWEEP_SLICE = 5_000
 
 /**
  * The embedded default store: state in this process's memory, sized to each algorithm (two integers for the
@@ -64,28 +52,15 @@ export class MemoryStore implements Store, ConcurrencyStore {
   readonly #overrides = new OverrideTable()
   /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
   readonly #leases = new Map<string, Map<string, number>>()
-  /**
-   * One table per namespace (rule set and limiter prefix), keyed by the identifier itself: no per-request key
-   * concatenation, and no long composite strings held per key.
-   */
-  readonly #tables = new WeakMap<readonly Rule[], Map<string, Map<string, Entry>>>()
-  readonly #allTables = new Set<Map<string, Entry>>()
-  readonly #bySignature = new Map<string, Map<string, Map<string, Entry>>>()
-  #size = 0
-  /**
-   * NOTE: recency is a doubly linked list through the entries, not Map re-insertion: deleting from the front
-   * of a Map leaves holes that every `keys().next()` walks over, which made eviction quadratic under floods.
-   */
-  readonly #recency = new RecencyList<Entry>()
+  /** The clients' states, per namespace, in recency order (entry-tables.ts). */
+  readonly #entries: EntryTables
   readonly #clock: () => number
-  readonly #maxKeys: number
   readonly #sweepMs: number
   /**
    * The background sweep, started by the store's first use (Workers forbid timers in global scope, where a store
    * is usually made); null once closed.
    */
   #timer: ReturnType<typeof realSetTimeout> | undefined | null
-  #sweeping = false
 
   constructor(options: MemoryStoreOptions = {}) {
     rejectUnknownOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore')
@@ -105,7 +80,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
       )
     }
     this.#clock = clock
-    this.#maxKeys = maxKeys
+    this.#entries = new EntryTables(maxKeys)
     this.#sweepMs = parseTimerDuration(sweepInterval, 'sweepInterval')
   }
 
@@ -113,7 +88,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #startSweeping(): void {
     const tick = () => {
       if (this.#timer === null) return
-      this.#sweepInSlices()
+      this.#entries.sweepInSlices(this.#clock)
       this.#sweepLeases()
       this.#timer = realSetTimeout(tick, this.#sweepMs)
     }
@@ -122,12 +97,13 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   /** Number of client keys held now (expired ones count until swept or touched). */
   get size(): number {
-    return this.#size
+    return this.#entries.size
   }
 
   consume(request: StoreRequest): Decision {
     const now = this.#now()
-    const entry = this.#take(this.#table(request), this.#key(request), request.rules, now)
+    const entries = this.#entries
+    const entry = entries.take(entries.table(request), this.#key(request), request.rules, now)
     const record = this.#record(request, now)
     const rules =
       record === undefined && entry.tuned === undefined
@@ -142,7 +118,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
       request.reserve,
       record?.block,
     )
-    this.#keep(entry, rules, request.penalty, now)
+    entries.keep(entry, rules, request.penalty, now)
     return rules === request.rules && record === undefined
       ? decision
       : underOverride(decision, request.rules, rules, record)
@@ -150,7 +126,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
 
   peek(request: StoreRequest): Decision {
     const now = this.#now()
-    const entry = liveAt(this.#table(request).get(this.#key(request)), now)
+    const entry = liveAt(this.#entries.table(request).get(this.#key(request)), now)
     return peekKey(request.rules, entry, now, request.cost, request.penalty, this.#record(request, now))
   }
 
@@ -158,14 +134,14 @@ export class MemoryStore implements Store, ConcurrencyStore {
   peekStored(request: StoreRequest, id: string): Decision {
     if (!id.startsWith('#')) return this.peek({ ...request, key: id })
     const now = this.#now()
-    const entry = liveAt(this.#table(request).get(id), now)
+    const entry = liveAt(this.#entries.table(request).get(id), now)
     return peekKey(request.rules, entry, now, request.cost, request.penalty)
   }
 
   /** `Store.scanStored`: a page of the keys held, each client's counters per namespace, then the override records. */
   scanStored(page: { cursor?: string | undefined; count: number }): StoredKeyPage {
     const now = this.#now()
-    return storedPage(storedKeys(this.#bySignature, this.#overrides.stored(now), now), page)
+    return storedPage(storedKeys(this.#entries.bySignature, this.#overrides.stored(now), now), page)
   }
 
   refund(request: RefundRequest): void {
@@ -215,14 +191,15 @@ export class MemoryStore implements Store, ConcurrencyStore {
     step: (rules: readonly Rule[], entry: Entry, now: number) => void,
   ): void {
     const now = this.#now()
-    const table = this.#table(request)
+    const entries = this.#entries
+    const table = entries.table(request)
     const entry = create
-      ? this.#take(table, this.#key(request), request.rules, now)
+      ? entries.take(table, this.#key(request), request.rules, now)
       : liveAt(table.get(this.#key(request)), now)
     if (entry === undefined) return
     const rules = tuneKey(request.rules, entry, this.#record(request, now), now)
     step(rules, entry, now)
-    this.#keep(entry, rules, request.penalty, now)
+    entries.keep(entry, rules, request.penalty, now)
   }
 
   acquire(request: LeaseRequest): LeaseDecision {
@@ -258,16 +235,15 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   reset(target: StoreTarget): void {
-    const entry = this.#table(target).get(this.#key(target))
-    if (entry !== undefined) this.#remove(entry)
+    const entry = this.#entries.table(target).get(this.#key(target))
+    if (entry !== undefined) this.#entries.remove(entry)
   }
 
   /** Drops every expired key now, in one pass. The background sweep does the same in slices. */
   sweep(): void {
     const now = this.#now()
     this.#overrides.sweep(now)
-    for (const table of this.#allTables)
-      for (const entry of table.values()) if (entry.expiresAt <= now) this.#remove(entry)
+    this.#entries.sweep(now)
   }
 
   /**
@@ -277,9 +253,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   clear(): void {
     this.#leases.clear()
     this.#overrides.clear()
-    for (const table of this.#allTables) table.clear()
-    this.#size = 0
-    this.#recency.clear()
+    this.#entries.clear()
   }
 
   /** Stops the background sweep and forgets everything (`clear`). Decisions after `close` still work. */
@@ -310,97 +284,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
     return now
   }
 
-  /** The table of the target's namespace: its rule set (by storage ids) and limiter prefix. */
-  #table(target: StoreTarget): Map<string, Entry> {
-    let byPrefix = this.#tables.get(target.rules)
-    if (byPrefix === undefined) {
-      // Rule arrays with the same ids share state, so they must share tables.
-      const signature = target.rules.map((rule) => rule.id).join(',')
-      byPrefix = this.#bySignature.get(signature) ?? new Map()
-      this.#bySignature.set(signature, byPrefix)
-      this.#tables.set(target.rules, byPrefix)
-    }
-    let table = byPrefix.get(target.prefix)
-    if (table === undefined) {
-      table = new Map()
-      byPrefix.set(target.prefix, table)
-      this.#allTables.add(table)
-    }
-    return table
-  }
-
   #key(target: { key: string }): string {
     return storedClientId(target.key)
-  }
-
-  /** The entry for `id`, with fresh states if it was missing or expired; a new one may evict the oldest. */
-  #take(table: Map<string, Entry>, id: string, rules: readonly Rule[], now: number): Entry {
-    let entry = table.get(id)
-    if (entry === undefined) {
-      const oldest = this.#recency.leastRecent
-      if (this.#size >= this.#maxKeys && oldest !== undefined) this.#remove(oldest)
-      entry = {
-        table,
-        id,
-        states: freshStates(rules),
-        penalty: undefined,
-        expiresAt: 0,
-        older: undefined,
-        newer: undefined,
-      }
-      table.set(id, entry)
-      this.#size++
-      this.#recency.touch(entry)
-    } else if (liveAt(entry, now) === undefined) {
-      entry.states = freshStates(rules)
-      entry.penalty = undefined
-      entry.tuned = undefined
-    }
-    return entry
-  }
-
-  /** Records the entry's expiry and marks it most recently used; drops it if it holds nothing. */
-  #keep(entry: Entry, rules: readonly Rule[], penalty: StoreRequest['penalty'], now: number): void {
-    if (keepKey(rules, penalty, entry, now)) this.#recency.touch(entry)
-    else this.#remove(entry)
-  }
-
-  #remove(entry: Entry): void {
-    if (entry.table.get(entry.id) !== entry) return
-    entry.table.delete(entry.id)
-    this.#size--
-    this.#recency.remove(entry)
-  }
-
-  /** Sweeps in slices of SWEEP_SLICE keys, yielding to the event loop between slices. */
-  #sweepInSlices(): void {
-    if (this.#sweeping) return
-    this.#sweeping = true
-    const tables = [...this.#allTables].values()
-    let entries: Iterator<Entry> | undefined
-    const slice = () => {
-      const now = this.#clock()
-      // A clock gone wrong is reported by the next decision; the background sweep just stops.
-      if (!isEpochTime(now)) {
-        this.#sweeping = false
-        return
-      }
-      for (let i = 0; i < SWEEP_SLICE; i++) {
-        const next = entries?.next()
-        if (next === undefined || next.done) {
-          const table = tables.next()
-          if (table.done) {
-            this.#sweeping = false
-            return
-          }
-          entries = table.value.values()
-          continue
-        }
-        if (next.value.expiresAt <= now) this.#remove(next.value)
-      }
-      realSetImmediate(slice)
-    }
-    slice()
   }
 }
 
