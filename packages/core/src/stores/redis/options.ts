@@ -1,7 +1,9 @@
-/** RedisStore's options: their types, names and defaults. */
-import type { Duration } from '../../support/duration.js'
-import { namesOf } from '../../support/option-names.js'
-import type { RedisClient } from './clients/index.js'
+/** RedisStore's options: their types, names and defaults, and their parse into a complete configuration. */
+import { type Duration, parseTimerDuration } from '../../support/duration.js'
+import { invalid, requireObject } from '../../support/errors.js'
+import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
+import { prefixOption } from '../../support/validators.js'
+import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { DEFAULT_MAX_WAITING } from './groups.js'
 
 export interface RedisStoreOptions {
@@ -48,3 +50,48 @@ export const REDIS_STORE_DEFAULTS = {
   maxWaiting: DEFAULT_MAX_WAITING,
   readyTimeout: '2s',
 } as const satisfies Partial<RedisStoreOptions>
+
+/** `RedisStoreOptions` checked, with every default filled in. */
+export interface RedisStoreConfig {
+  client: RedisClient
+  /** The client as a script runner (clients/index.ts). */
+  runner: RedisScriptRunner
+  prefix: string
+  clock: (() => number) | undefined
+  maxWaiting: number
+  /** The ready timeout, ms; undefined for `readyTimeout: false`. */
+  readyTimeoutMs: number | undefined
+}
+
+/** Checks `options` once, at construction: an error names the option, what it got and what it takes. */
+export function resolveRedisStoreOptions(options: RedisStoreOptions): RedisStoreConfig {
+  requireObject(options, 'options', '{ client: new Redis() }')
+  rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
+  const {
+    client,
+    prefix = REDIS_STORE_DEFAULTS.prefix,
+    clock,
+    maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
+    readyTimeout = REDIS_STORE_DEFAULTS.readyTimeout,
+  } = options
+  const runner = clientOption(client)
+  prefixOption(prefix)
+  if (clock !== undefined && typeof clock !== 'function') {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'clock',
+      clock,
+      'a function returning epoch ms, or undefined',
+    )
+  }
+  if (typeof maxWaiting !== 'number' || !Number.isSafeInteger(maxWaiting) || maxWaiting < 0) {
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'maxWaiting',
+      maxWaiting,
+      'a whole number >= 0, e.g. 50000',
+    )
+  }
+  const readyTimeoutMs = readyTimeout === false ? undefined : parseTimerDuration(readyTimeout, 'readyTimeout')
+  return { client, runner, prefix, clock, maxWaiting, readyTimeoutMs }
+}

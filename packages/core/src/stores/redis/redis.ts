@@ -1,10 +1,7 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
-import type { Rule, RuleOutcome } from '../../algorithms/types.js'
-import { parseTimerDuration } from '../../support/duration.js'
-import { invalid, RateLimitError, requireObject } from '../../support/errors.js'
-import { rejectUnknownOptions } from '../../support/option-names.js'
-import { prefixOption } from '../../support/validators.js'
+import type { Rule } from '../../algorithms/types.js'
+import { RateLimitError } from '../../support/errors.js'
 import type {
   CallBound,
   ConcurrencyStore,
@@ -18,24 +15,23 @@ import type {
   StoreRequest,
   StoreTarget,
 } from '../types.js'
-import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
+import type { RedisClient, RedisScriptRunner } from './clients/index.js'
 import { clusterSlot, nodeFor } from './cluster-slot.js'
 import { EvictionWatch } from './eviction.js'
 import { DEFAULT_MAX_FLIGHTS, type GroupStats, RedisGroups, type Within } from './groups.js'
 import { LEASE_MODE } from './lease-script.js'
 import { LoadedScripts } from './loaded-scripts.js'
-import { REDIS_STORE_DEFAULTS, REDIS_STORE_OPTIONS, type RedisStoreOptions } from './options.js'
+import { type RedisStoreOptions, resolveRedisStoreOptions } from './options.js'
 import {
   listOverrides,
   overrideRecordKey,
   PreparedWithOverrides,
   readOverride,
   serverNow,
-  underRecord,
   updateOverride,
 } from './overrides.js'
 import { ReadyGate } from './ready-gate.js'
-import { repairedRules } from './repaired.js'
+import { decodeDecision } from './reply.js'
 import { giveMode, MODE, type Script, scriptFor } from './script.js'
 import {
   type DecisionCall,
@@ -122,42 +118,14 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly #ready: ReadyGate | undefined
 
   constructor(options: RedisStoreOptions) {
-    requireObject(options, 'options', '{ client: new Redis() }')
-    rejectUnknownOptions(options, REDIS_STORE_OPTIONS, 'RedisStore')
-    const {
-      client,
-      prefix = REDIS_STORE_DEFAULTS.prefix,
-      clock,
-      maxWaiting = REDIS_STORE_DEFAULTS.maxWaiting,
-      readyTimeout = REDIS_STORE_DEFAULTS.readyTimeout,
-    } = options
-    const runner = clientOption(client)
-    prefixOption(prefix)
-    if (clock !== undefined && typeof clock !== 'function') {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'clock',
-        clock,
-        'a function returning epoch ms, or undefined',
-      )
-    }
-    if (typeof maxWaiting !== 'number' || !Number.isSafeInteger(maxWaiting) || maxWaiting < 0) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'maxWaiting',
-        maxWaiting,
-        'a whole number >= 0, e.g. 50000',
-      )
-    }
-    this.#ready =
-      readyTimeout === false
-        ? undefined
-        : new ReadyGate(runner, parseTimerDuration(readyTimeout, 'readyTimeout'))
+    const config = resolveRedisStoreOptions(options)
+    const { client, runner, readyTimeoutMs } = config
+    this.#ready = readyTimeoutMs === undefined ? undefined : new ReadyGate(runner, readyTimeoutMs)
     this.#runner = runner
-    this.#maxWaiting = maxWaiting
+    this.#maxWaiting = config.maxWaiting
     this.#groups = groupsOf(client, runner)
-    this.#prefix = prefix
-    this.#clock = clock
+    this.#prefix = config.prefix
+    this.#clock = config.clock
     this.#eviction = new EvictionWatch(client)
     this.#operatorScripts = new LoadedScripts(runner)
   }
@@ -324,7 +292,7 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /**
    * PERF (issues 12, 33): the group's promise resolves with the decision itself, decoded from the group's reply
-   * (`#decode`): no `then` here, no closure per call. A synchronous throw on the way (a bad key, a bad clock) still
+   * (reply.ts): no `then` here, no closure per call. A synchronous throw on the way (a bad key, a bad clock) still
    * rejects.
    */
   #decide(request: StoreRequest, mode: number, at: number, within: CallBound | undefined): Promise<Decision> {
@@ -333,7 +301,7 @@ export class RedisStore implements Store, ConcurrencyStore {
 
   /**
    * Queues the rule set's script call for its node: sent at once when nothing is in flight there, else with the
-   * next group. Resolves with what `#decode` reads from its reply; a late reply reaches `within.late` the same.
+   * next group. Resolves with what `decodeDecision` reads from its reply; a late reply reaches `within.late` the same.
    */
   #run(
     request: StoreRequest,
@@ -353,6 +321,7 @@ export class RedisStore implements Store, ConcurrencyStore {
         now,
         at,
         record: scope === undefined ? undefined : this.#recordKey(scope, hash),
+        eviction: this.#eviction,
       }
       // The bound is only read: its late hook receives a `Decision` (a `LeaseDecision` for leases), as decoded.
       return this.#submit(call, within as Within<unknown> | undefined)
@@ -362,58 +331,15 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * What a decision call resolves to, read from its record of the reply (script.ts): a `Decision` (a refund's says
-   * only that it was applied, at the server's `now`, and what was repaired), or a charge's units.
-   */
-  readonly #decodeCall = (call: ScriptCall, reply: readonly unknown[], start: number): unknown =>
-    this.#decode(call as DecisionCall, reply, start)
-
-  #decode(call: DecisionCall, reply: readonly unknown[], start: number): unknown {
-    const { request } = call
-    const rules = request.rules.length
-    if (call.mode === MODE.refund || call.mode === MODE.give) {
-      const refunded: Decision = { allowed: true, now: Number(reply[start + 1]), outcomes: [] }
-      const mask = Number(reply[start + 2])
-      if (mask) refunded.notices = repairedRules(request, mask)
-      return refunded
-    }
-    const mask = Number(reply[start + 2 + 3 * rules])
-    if (call.mode === MODE.charge) {
-      const charged = Number(reply[start])
-      return mask ? { charged, notices: repairedRules(request, mask) } : { charged }
-    }
-    const outcomes: RuleOutcome[] = new Array(rules)
-    for (let i = 0, at = start + 2; i < rules; i++, at += 3) {
-      outcomes[i] = {
-        remaining: Number(reply[at]),
-        reset: Number(reply[at + 1]),
-        retryAfter: Number(reply[at + 2]),
-      }
-    }
-    // A reservation answers 1 + its wait (ms) in place of 1.
-    const first = Number(reply[start])
-    const decision: Decision = { allowed: first >= 1, now: Number(reply[start + 1]), outcomes }
-    if (first > 1) decision.wait = first - 1
-    const blocked = request.penalty === undefined ? 0 : Number(reply[start + 3 + 3 * rules])
-    if (blocked > 0) decision.blocked = blocked
-    // PERF (issue 12): no arrays built on the common path, where nothing was repaired and no eviction is due.
-    const evicted = this.#eviction.poll()
-    if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
-    if (call.record !== undefined)
-      underRecord(decision, request, reply[start + 3 + 3 * rules + (request.penalty ? 1 : 0)])
-    return decision
-  }
-
-  /**
    * The rule set's script, key suffixes and rendered arguments, built on first use. Cached per rule array (the
    * limiter passes the same one on every request) and, with a penalty, per penalty object; with overrides, per
    * override scope too.
    */
   #prepare(rules: readonly Rule[], penalty: Penalty | undefined, scope: string | undefined): Prepared {
-    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, this.#decodeCall)
+    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, decodeDecision)
     let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
     if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
-      prepared = prepareRuleSet(rules, penalty, undefined, this.#decodeCall)
+      prepared = prepareRuleSet(rules, penalty, undefined, decodeDecision)
       if (penalty === undefined) this.#prepared.set(rules, prepared)
       else this.#preparedWithPenalty.set(rules, prepared)
     }

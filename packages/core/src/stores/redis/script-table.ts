@@ -26,7 +26,7 @@
  * The record's JSON is the only string a decision returns: the one exception to "integers only".
  *
  * The store reads a group's reply once: each call's promise resolves with the value decoded from its record
- * (`Prepared.decode`, send-group.ts), and no array is built per call. A change of format changes the script's
+ * (`Prepared.decode`: `decodeDecision` in reply.ts for decisions), and no array is built per call. A change of format changes the script's
  * SHA1, so during a rolling deploy each process runs its own version of a script by its own hash and reads its own
  * replies; what the scripts keep in Redis (the state of each key) is another matter: a change to it must ship with
  * a test that the new script reads the old one's state.

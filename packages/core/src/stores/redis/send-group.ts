@@ -11,6 +11,7 @@ import {
   singleArguments,
 } from './batch-script.js'
 import type { RedisScriptRunner } from './clients/index.js'
+import type { EvictionWatch } from './eviction.js'
 import type { Entry } from './groups.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT, toLeaseDecision } from './lease-script.js'
 import type { LoadedScripts } from './loaded-scripts.js'
@@ -45,6 +46,8 @@ export interface Prepared {
 export interface DecisionCall extends BatchCall {
   readonly prepared: Prepared
   readonly request: StoreRequest
+  /** The store's watch on the server's eviction policy, whose warning rides on a decision (reply.ts). */
+  readonly eviction: EvictionWatch
 }
 
 /** One lease call waiting for its group: its sorted set (`base`) and the lease script's five arguments. */
