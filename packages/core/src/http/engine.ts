@@ -1,30 +1,21 @@
-/**
- * `HttpRateLimiter`, the framework-neutral middleware engine: options are resolved once (http/config.ts);
- * adapters read the request, call `decideNow`, and write what it returns. This file is the request pipeline;
- * each of its other jobs is a unit of its own in http/ (limiters, wait room, slots, decisions, refunds, warnings).
- */
-import type { ConcurrencyLimiter, ConcurrencyResult } from '../limiter/concurrency.js'
-import type { LimitOptions, RateLimiter } from '../limiter/limiter.js'
 import type { LimiterOverrides } from '../operator/operator.js'
-import type { RateLimitResult } from '../result.js'
 import type { Awaitable } from '../stores/types.js'
 import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
 import { guardedReporter, throttledErrorLog } from '../support/report.js'
+import { AdmitStep } from './admit-step.js'
 import { giveBack, type Reporter, refundAfterResponse } from './after-response.js'
 import type { Defer, EnginePlacement, FrameworkBinding, TrackedResponse } from './binding.js'
-import { routeOf } from './binding.js'
 import { renderBody } from './body.js'
 import { type HttpConfig, resolveHttpOptions } from './config.js'
 import { DecisionWriter, type HttpDecision } from './decision.js'
 import { AccessGate, ALLOWED_IP, GO_ON, GONE, type Passage } from './gate.js'
 import { type HeaderFields, headerFields, noteHeaderFields, shapesMayMix } from './header-mix.js'
-import { type LimiterChoice, LimiterSet } from './limiter-set.js'
+import { LimiterSet } from './limiter-set.js'
 import type { HttpRateLimitOptions } from './options.js'
 import { PerRequestWatch } from './per-request.js'
 import { holdSlot, slotLimiter } from './slots.js'
 import { step } from './step.js'
-import { WaitRoom } from './wait-room.js'
 
 /**
  * The framework-neutral middleware engine: each request goes through one pipeline, gate → key → limiters →
@@ -36,17 +27,12 @@ export class HttpRateLimiter<Req, Res = unknown> {
   readonly #limiters: LimiterSet<Req>
   readonly #writer: DecisionWriter<Req>
   readonly #gate: AccessGate<Req>
-  /** The places of requests waiting for a reserved slot (option `delay`). */
-  readonly #room: WaitRoom<Req> | undefined
-  /** The in-flight slots (option `concurrency`). */
-  readonly #slots: ConcurrencyLimiter | undefined
+  /** Steps 4 and 5: the limiter's answer, the wait room (option `delay`) and the in-flight slots (admit-step.ts). */
+  readonly #admit: AdmitStep<Req>
   /** Reports to `onError`, which cannot throw or reject into the request (report.ts guardedReporter). */
   readonly #report: Reporter
-  readonly #wantsRoute: boolean
   /** The store this middleware made (no `store` option), which `close` closes. */
   readonly #ownStore: unknown
-  /** The options of each `limit` call when `cost` is a number and no observer wants the route: made once. */
-  readonly #limitOptions: LimitOptions
   /** Recognises a middleware built for each request, at its first decision (http/per-request.ts). */
   readonly #perRequest: PerRequestWatch
   /** The RateLimit fields this middleware writes (none with `headers: false`). */
@@ -62,11 +48,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
     this.#binding = binding
     this.#ownStore = options.store === undefined ? config.limiter.store : undefined
     this.#perRequest = new PerRequestWatch(placement.where ?? 'rateLimit()', options.store === undefined)
-    this.#limitOptions = { cost: typeof config.cost === 'number' ? config.cost : undefined }
-    this.#wantsRoute = config.limiter.observer?.onDecision !== undefined && binding.route !== undefined
     this.#report = guardedReporter(config.limiter.onError ?? throttledErrorLog())
     this.#writer = new DecisionWriter(config, binding)
-    this.#room = config.delay && new WaitRoom(config.delay, binding)
     this.#limiters = new LimiterSet(config, {
       scope: placement.scope,
       owner: this,
@@ -74,7 +57,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
       sharing: placement.sharing,
     })
     this.#gate = new AccessGate(config, binding, this.#writer, () => this.#limiters.first)
-    this.#slots = config.concurrency && slotLimiter(config, this.#limiters.baseNamespace)
+    const slots = config.concurrency && slotLimiter(config, this.#limiters.baseNamespace)
+    this.#admit = new AdmitStep(config, binding, this.#writer, slots, this.#report)
     this.#limiters.refuseImpossible()
     this.#headerFields = headerFields(config.headers, config.legacyHeaders)
   }
@@ -94,7 +78,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
   /**
    * Steps 1 to 5 of `decideNow`: 1. gate: deny lists, skip, allow lists (http/gate.ts); 2. key (none for a client
    * gone: not decided); 3. limiters (http/limiter-set.ts); 4. admit: the limiter's answer, with a place in the
-   * wait room; 5. decision (http/decision.ts).
+   * wait room (http/admit-step.ts); 5. decision (http/decision.ts).
    * NOTE: each step is a method that forks on a promise itself, not a `step()` callback: those made four
    * closures (and their contexts) per request, which only the asynchronous path needs (issue 33: engine decide was
    * at 0.84 of an older build, +130 ns).
@@ -133,18 +117,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
     if (listed !== GO_ON) return listed
     const choice = this.#limiters.choose(request)
     return isThenable(choice)
-      ? Promise.resolve(choice).then((each) => this.#admitted(request, key, each))
-      : this.#admitted(request, key, choice)
-  }
-
-  /** Steps 4 and 5: the limiter's answer (with a place in the wait room, when `delay` gives one), as a decision. */
-  #admitted(request: Req, key: string, choice: LimiterChoice): Awaitable<HttpDecision> {
-    const waiting = this.#room?.enter(key) === true
-    const result = this.#admit(choice, key, request, waiting)
-    const waiter = waiting ? request : undefined
-    return isThenable(result)
-      ? Promise.resolve(result).then((each) => this.#decision(choice.limiter, key, each, waiter))
-      : this.#decision(choice.limiter, key, result, waiter)
+      ? Promise.resolve(choice).then((each) => this.#admit.admitted(request, key, each))
+      : this.#admit.admitted(request, key, choice)
   }
 
   /** Notes which header fields answer `request`, for the warning about two shapes on one response. */
@@ -161,92 +135,6 @@ export class HttpRateLimiter<Req, Res = unknown> {
    */
   decide(request: Req): Promise<HttpDecision | undefined> {
     return Promise.resolve(this.decideNow(request))
-  }
-
-  /**
-   * Step 4, admit: the limiter's answer. With a place in the wait room (`waiting`), a slot up to `delay.max` away
-   * is reserved; without one, a request over the limit is refused as without `delay`. The place is given up when
-   * the store call fails.
-   */
-  #admit(
-    { limiter, cost }: LimiterChoice,
-    key: string,
-    request: Req,
-    waiting: boolean,
-  ): Awaitable<RateLimitResult> {
-    const options = this.#wantsRoute
-      ? { cost, route: routeOf(this.#binding, request) }
-      : cost === this.#limitOptions.cost
-        ? this.#limitOptions
-        : { cost }
-    if (!waiting) return limiter.limitNow(key, options)
-    const leave = (error: unknown) => {
-      this.#room!.leave(key)
-      throw error
-    }
-    let result: Awaitable<RateLimitResult>
-    try {
-      result = limiter.limitNow(key, options, this.#config.delay!.maxMs)
-    } catch (error) {
-      return leave(error)
-    }
-    return isThenable(result) ? result.then(undefined, leave) : result
-  }
-
-  /**
-   * Step 5, the decision in HTTP terms (http/decision.ts), with its in-flight slot (option `concurrency`). A
-   * result with a reserved slot waits for it first, when the request holds a place in the wait room (`waiting`).
-   */
-  #decision(
-    limiter: RateLimiter,
-    key: string,
-    result: RateLimitResult,
-    waiting: Req | undefined,
-  ): Awaitable<HttpDecision> {
-    if (waiting !== undefined) {
-      // Shadow mode reports the slot but never waits (docs/waiting.md).
-      if (result.delay !== undefined && result.shadow !== true)
-        return this.#waitFor(limiter, key, result, waiting)
-      this.#room!.leave(key)
-    }
-    const decision = this.#writer.admitted(limiter, result)
-    const slots = this.#slots
-    if (slots === undefined || !result.allowed) return decision
-    return Promise.resolve(slots.acquire(key)).then((slot) => this.#withSlot(decision, slot))
-  }
-
-  /**
-   * A request whose slot was reserved: it takes its in-flight slot first (a waiting request counts against
-   * `concurrency`), then waits in the wait room. A client that disconnects meanwhile gives both back; its
-   * request is answered as refused (to nobody).
-   */
-  async #waitFor(
-    limiter: RateLimiter,
-    key: string,
-    result: RateLimitResult,
-    request: Req,
-  ): Promise<HttpDecision> {
-    try {
-      let decision = this.#writer.admitted(limiter, result)
-      if (this.#slots !== undefined) {
-        decision = this.#withSlot(decision, await this.#slots.acquire(key))
-        if (!decision.result.allowed) return decision
-      }
-      // A client that left gave its slot back while waiting (the limiter's `waitForSlot`).
-      if (await this.#room!.wait(limiter, result, request)) return decision
-      // A release never rejects (failures go to onError).
-      void decision.slot?.release()
-      return this.#writer.abandoned(limiter, result)
-    } finally {
-      this.#room!.leave(key)
-    }
-  }
-
-  /** Adds the in-flight slot to an admitted decision; without a free slot, the request is not served, so its charge is given back. */
-  #withSlot(decision: HttpDecision, slot: ConcurrencyResult): HttpDecision {
-    if (!slot.allowed && decision.limiter !== undefined)
-      giveBack(decision.limiter, decision.result, this.#report)
-    return this.#writer.withSlot(decision, slot)
   }
 
   /**
@@ -322,7 +210,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
 
   /** Whether admitted requests hold an in-flight slot (option `concurrency`) that `track` arms. */
   get holdsSlots(): boolean {
-    return this.#slots !== undefined
+    return this.#admit.holdsSlots
   }
 
   /**
