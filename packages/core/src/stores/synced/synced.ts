@@ -25,7 +25,7 @@ import {
   recordRefund,
   type SyncEntry,
 } from './entry.js'
-import { offBeforeExit, onBeforeExit } from './exit.js'
+import { ExitSend } from './exit.js'
 import { FailureMode } from './failure-mode.js'
 import { parseSyncedStoreOptions, type SyncedStoreOptions } from './options.js'
 import { scriptRunnerOn } from './script.js'
@@ -52,7 +52,7 @@ export { SYNCED_STORE_DEFAULTS, type SyncedRedisClient, type SyncedStoreOptions 
  *
  * Its parts, in this folder: its options (options.ts), the held keys (tables.ts) and each key's view, counts and
  * override record (entry.ts), the sync loop (sync-loop.ts), the failure mode and exact fallback (failure-mode.ts),
- * the departing keys (departures.ts) and the process's `beforeExit` (exit.ts). The class composes them: a call finds its key, decides from the view,
+ * the departing keys (departures.ts) and the send on the process's `beforeExit` (exit.ts). The class composes them: a call finds its key, decides from the view,
  * records what it admitted, and waits for a sync only past `maxPending` or for a key never read.
  */
 export class SyncedStore implements Store {
@@ -61,17 +61,13 @@ export class SyncedStore implements Store {
   readonly #commands: RedisScriptRunner
   readonly #prefix: string
   readonly #maxPending: number | undefined
-  readonly #maxStale: number
   readonly #onError: (error: unknown) => void
   readonly #tables: SyncedTables
   readonly #departures = new Departures()
   readonly #failure: FailureMode
   readonly #loop: SyncLoop
-  /** Called on the process's `beforeExit`: sends what is unsent (see `#sendBeforeExit`). */
-  readonly #exitHook = () => this.#sendBeforeExit()
-  #exitSync: Promise<void> | undefined
-  /** The last `beforeExit` send failed: no other is tried (each failure would bring `beforeExit` back). */
-  #exitFailed = false
+  /** Sends what is unsent on the process's `beforeExit` (exit.ts). */
+  readonly #exit: ExitSend
 
   constructor(options: SyncedStoreOptions) {
     const { client, commands, prefix, intervalMs, maxPending, maxStale, maxKeys, clock, onError, runner } =
@@ -79,10 +75,9 @@ export class SyncedStore implements Store {
     this.#commands = commands
     this.#prefix = prefix
     this.#maxPending = maxPending
-    this.#maxStale = maxStale
     this.#onError = onError
     this.#tables = new SyncedTables(maxKeys)
-    this.#failure = new FailureMode(this.#maxStale, { client, prefix, clock }, () => this.#loop.now())
+    this.#failure = new FailureMode(maxStale, { client, prefix, clock }, () => this.#loop.now())
     this.#loop = new SyncLoop({
       runner: runner ?? scriptRunnerOn(commands),
       cluster: commands.cluster,
@@ -92,7 +87,7 @@ export class SyncedStore implements Store {
       failure: this.#failure,
       departures: this.#departures,
     })
-    onBeforeExit(this.#exitHook)
+    this.#exit = new ExitSend(this.#loop, this.#departures, maxStale, this.#onError)
   }
 
   /** Number of keys held in this process. */
@@ -228,7 +223,7 @@ export class SyncedStore implements Store {
    */
   async close(): Promise<{ unsynced: number }> {
     this.#loop.stop()
-    offBeforeExit(this.#exitHook)
+    this.#exit.stop()
     let failure: unknown
     let failed = false
     await this.sync().catch((error: unknown) => {
@@ -237,11 +232,7 @@ export class SyncedStore implements Store {
     })
     await this.#failure.close()
     if (!failed) return { unsynced: 0 }
-    let unsynced = 0
-    const unsent = new Set(this.#loop.marked)
-    // Evicted keys whose counts Redis has not acknowledged yet count too.
-    for (const entry of this.#departures.entries()) unsent.add(entry)
-    for (const entry of unsent) unsynced += entry.unacked
+    const unsynced = this.#exit.unsynced()
     const reason = failure instanceof Error ? failure.message : String(failure)
     this.#onError(
       new RateLimitError(
@@ -260,33 +251,6 @@ export class SyncedStore implements Store {
 
   #counterKey(prefix: string, hash: string, rule: Rule): string {
     return `${this.#prefix}${prefix}{${hash}}:${rule.id}:s`
-  }
-
-  /**
-   * The process has nothing left to do and is about to exit without `close()`: sends what has not been sent, and
-   * keeps the process alive (at most `maxStale`) until Redis answers. Node emits `beforeExit` only when nothing
-   * else keeps the process alive (an open Redis connection does), and never on `process.exit()` or a signal.
-   */
-  #sendBeforeExit(): void {
-    if (this.#exitSync !== undefined || this.#exitFailed) return
-    // Evicted keys' counts not yet acknowledged go too (their own send may still wait for one in flight).
-    for (const entry of this.#departures.entries()) if (entry.unacked > 0) this.#loop.markDirty(entry)
-    if (this.#loop.marked.length === 0) return
-    const alive = setTimeout(() => {}, this.#maxStale)
-    this.#exitSync = this.sync()
-      .then(
-        () => {
-          this.#exitFailed = false
-        },
-        (error: unknown) => {
-          this.#exitFailed = true
-          this.#onError(error)
-        },
-      )
-      .finally(() => {
-        clearTimeout(alive)
-        this.#exitSync = undefined
-      })
   }
 
   /**
