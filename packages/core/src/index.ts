@@ -68,7 +68,7 @@ export {
 } from './operator/operator.js'
 export type { TopKey, TopKeys, TopOptions } from './operator/top.js'
 export type { DecisionSource, RateLimitResult, RuleResult, SettleResult } from './result.js'
-export type { SlowDownInfo } from './slow-down/engine.js'
+export type { SlowDownInfo } from './slow-down/decision.js'
 export { SLOW_DOWN_DEFAULTS, type SlowDownOptions } from './slow-down/options.js'
 export { MemoryStore } from './stores/local/memory.js'
 export type { MemoryStoreOptions } from './stores/local/memory-options.js'

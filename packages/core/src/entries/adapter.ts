@@ -24,4 +24,5 @@ export {
 export { headerReset, partitionKey } from '../http/headers.js'
 export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
 export { middlewareOptionNames } from '../http/options.js'
-export { type SlowDownDecision, SlowDownEngine, type SlowDownRefusal } from '../slow-down/engine.js'
+export type { SlowDownDecision, SlowDownRefusal } from '../slow-down/decision.js'
+export { SlowDownEngine } from '../slow-down/engine.js'

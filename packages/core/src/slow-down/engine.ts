@@ -11,10 +11,8 @@
 import { giveBack, refundAfterResponse } from '../http/after-response.js'
 import type { Defer, TrackedResponse } from '../http/binding.js'
 import { type FrameworkBinding, routeOf } from '../http/binding.js'
-import { tooManyRequestsBody } from '../http/body.js'
 import type { HttpDecision } from '../http/decision.js'
 import type { HttpRateLimiter } from '../http/engine.js'
-import { toSeconds } from '../http/headers.js'
 import { WaitingPlaces } from '../http/wait-room.js'
 import type { FailureContext } from '../limiter/options.js'
 import { type DecisionEvent, type DecisionOutcome, decisionEvent } from '../observe.js'
@@ -24,60 +22,9 @@ import { invalid } from '../support/errors.js'
 import { guardedObserver, guardedReporter, throttledErrorLog } from '../support/report.js'
 import { type DelayQueue, delayQueueOf } from '../time/delay-queue.js'
 import { countingEngine, type SlowDownCall } from './call-binding.js'
+import { refusalAfter, type SlowDownDecision, type SlowDownInfo, type SlowDownRefusal } from './decision.js'
+import { DelayedRun } from './delayed-run.js'
 import { checkDelay, resolveSlowDownOptions, type SlowDownConfig, type SlowDownOptions } from './options.js'
-
-/**
- * How long a request whose delay ended on a stalled connection waits for Node to read that connection again before
- * it is answered 429, and how often it looks. A slow request at the head of a pipelined connection stalls the
- * answers behind it for as long as it runs (attack round on issue 32: answering at once refused 5 to 14 % of an
- * honest pipelining client's requests, and another client's request on a shared connection).
- */
-const STALL_GRACE_MS = 5_000
-const STALL_CHECK_MS = 50
-
-/** What a slowed-down request carries (`req.slowDown` in Express): express-slow-down's fields. */
-export interface SlowDownInfo {
-  /** `delayAfter` for this request: the requests of a window that go at full speed. */
-  limit: number
-  /** Requests of this client in the current window, this one included. */
-  used: number
-  /** Requests left before delays start: `max(0, limit - used)`. */
-  remaining: number
-  /** When the window ends and the count starts again; undefined when the store could not count. */
-  resetTime: Date | undefined
-  /** The delay imposed on this request, ms (0: none). */
-  delay: number
-  /** The client's key. */
-  key: string
-}
-
-/** What `decide` found for a request: its info (to put on the request) and how long it waits. */
-export interface SlowDownDecision<Req = unknown> {
-  info: SlowDownInfo
-  /** The counting decision behind it (what `skipFailedRequests` gives back). */
-  decision: HttpDecision
-  /** The request decided for: `proceed` drops it when its client disconnects (the binding's `onClose`). */
-  request: Req
-  /**
-   * Set when the request is refused instead of delayed: `maxPerKey` or `maxWaiting` delayed requests wait already.
-   * The adapter answers it as it stands and runs nothing more for the request (no `proceed`).
-   */
-  refusal?: SlowDownRefusal
-  /**
-   * Set when the client left before the request was counted: nothing was counted, and `refusal` is set so that
-   * the adapter answers (a closed connection) and runs nothing more.
-   */
-  gone?: true
-}
-
-/** The answer to a request refused past the bounds on delayed requests: a 429 with the adapters' default body. */
-export interface SlowDownRefusal {
-  statusCode: 429
-  /** `Retry-After`: the delay the request would have waited, in seconds (rounded up). */
-  headers: Record<string, string>
-  contentType: string
-  payload: string
-}
 
 /**
  * The engine of every adapter's `slowDown()`: its options resolved once (slow-down/options.ts), it counts and
@@ -93,6 +40,8 @@ export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
   readonly #queue: DelayQueue
   /** The places of this middleware's delayed requests, bounded by `maxPerKey` and `maxWaiting`. */
   readonly #places: WaitingPlaces
+  /** Each delayed request's run after its delay (delayed-run.ts). */
+  readonly #runs: DelayedRun<Req>
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   readonly #report: (error: unknown, context: FailureContext) => void
 
@@ -113,6 +62,10 @@ export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
       options.onError ?? throttledErrorLog(options.name === undefined ? where : `limiter ${options.name}`)
     this.#report = guardedReporter(onError)
     this.#counter = countingEngine(options, config.windowMs, binding, where, onError)
+    // A request dropped before its handler ran: with `skipFailedRequests`, its count is taken back.
+    this.#runs = new DelayedRun(binding, this.#queue, this.#places, (decision, defer) => {
+      if (config.skipFailedRequests) this.#refund(decision, defer)
+    })
   }
 
   /** Where the counts live in the store. */
@@ -256,97 +209,15 @@ export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
     abandon?: () => void,
     defer?: Defer,
   ): void {
-    const { info, decision } = decided
-    const state = { ran: info.delay <= 0 }
+    const { decision } = decided
+    const state = { ran: decided.info.delay <= 0 }
     const { skipFailedRequests, skipSuccessfulRequests } = this.#config
     if (skipFailedRequests || skipSuccessfulRequests) this.#track(decision, args, response, state, defer)
     if (state.ran) {
       proceed()
       return
     }
-    const key = decision.result.key
-    // A refused decision holds no place (an adapter that predates `refusal` still delays it, unbounded).
-    const leave = decided.refusal === undefined ? () => this.#places.leave(key) : () => {}
-    if (response.destroyed === true) {
-      leave()
-      this.#left(decision, abandon, defer)
-      return
-    }
-    let stop: (() => void) | undefined
-    let placed = true
-    // The delay ends; on a stalled connection, the request waits for Node to read it again (`STALL_CHECK_MS`
-    // apart), at most `STALL_GRACE_MS`: the queue of answers ahead of it drains when a slow request at its head
-    // is answered (an honest pipelining client, or another client's request on a shared connection).
-    const end = (stalledFor: number) => {
-      if (placed) {
-        placed = false
-        leave()
-      }
-      if (this.#stalledConnection(decided.request)) {
-        if (stalledFor < STALL_GRACE_MS) {
-          entry = this.#queue.add(STALL_CHECK_MS, () => end(stalledFor + STALL_CHECK_MS))
-          return
-        }
-        stop?.()
-        this.#stalled(decision, info, proceed, defer)
-        return
-      }
-      stop?.()
-      state.ran = true
-      proceed()
-    }
-    let entry = this.#queue.add(info.delay, () => end(0))
-    stop = this.#onClose(decided.request, response, () => {
-      if (!this.#queue.cancel(entry)) return
-      stop?.()
-      if (placed) {
-        placed = false
-        leave()
-      }
-      this.#left(decision, abandon, defer)
-    })
-  }
-
-  /**
-   * Calls `gone` when the client of `request` disconnects: the binding's `onClose` (a Node socket's `close`,
-   * which comes for every request pipelined on the connection, where a queued response emits no `close`), else
-   * `response`'s `close`. Answers how to stop listening.
-   */
-  #onClose(request: Req, response: TrackedResponse, gone: () => void): (() => void) | undefined {
-    const { onClose } = this.#binding
-    if (onClose !== undefined) return onClose(request, gone)
-    response.once('close', gone)
-    return undefined
-  }
-
-  /** The client left while delayed: the handler never ran; with `skipFailedRequests`, its count is taken back. */
-  #left(decision: HttpDecision, abandon: (() => void) | undefined, defer: Defer | undefined): void {
-    if (this.#config.skipFailedRequests) this.#refund(decision, defer)
-    abandon?.()
-  }
-
-  /** The binding's `stalled`; a binding that throws (in a timer: nothing would catch it) counts as not stalled. */
-  #stalledConnection(request: Req): boolean {
-    try {
-      return this.#binding.stalled?.(request) === true
-    } catch {
-      return false
-    }
-  }
-
-  /**
-   * The delay ended on a connection stalled for `STALL_GRACE_MS` since: whether the client is still there cannot be
-   * known, so nothing runs for it; it is answered as past the bounds. The handler never ran: with `skipFailedRequests`, its count is
-   * taken back.
-   */
-  #stalled(
-    decision: HttpDecision,
-    info: SlowDownInfo,
-    proceed: (refusal?: SlowDownRefusal) => void,
-    defer: Defer | undefined,
-  ): void {
-    if (this.#config.skipFailedRequests) this.#refund(decision, defer)
-    proceed(refusalAfter(info.delay))
+    this.#runs.start(decided, state, response, proceed, abandon, defer)
   }
 
   /** Delayed requests of this middleware waiting now. */
@@ -356,7 +227,7 @@ export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
 
   /**
    * Arms the refund after the response (http/after-response.ts) for a request whose handler ran: a request
-   * dropped while delayed is handled by `#left`.
+   * dropped while delayed is handled by `DelayedRun`.
    */
   #track(
     decision: HttpDecision,
@@ -397,10 +268,4 @@ export class SlowDownEngine<Req, Args extends unknown[], Res = Args[1]> {
 /** The info of a request whose client left before it was counted: nothing counted, no key. */
 function goneInfo(): SlowDownInfo {
   return { limit: 0, used: 0, remaining: 0, resetTime: undefined, delay: 0, key: '' }
-}
-
-/** The answer to a request past the bounds: 429, `Retry-After` the delay it would have waited. */
-function refusalAfter(delayMs: number): SlowDownRefusal {
-  const { contentType, payload } = tooManyRequestsBody(delayMs)
-  return { statusCode: 429, headers: { 'Retry-After': String(toSeconds(delayMs)) }, contentType, payload }
 }
