@@ -373,7 +373,7 @@ export class RedisGroups<P, T> {
     queue: NodeQueue<P, T>,
     ready: Entry<P, T>[],
   ): { batches: Entry<P, T>[][]; entries: Entry<P, T>[] } {
-    const batches = this.#batches(ready)
+    const batches = callsOf(ready, this.#maxGroup)
     let taken = 0
     let decisions = queue.pending
     for (const batch of batches) {
@@ -390,28 +390,6 @@ export class RedisGroups<P, T> {
     queue.waiting = queue.waiting.length === 0 ? left : [...left, ...queue.waiting]
     if (this.#calls + taken >= this.#maxCalls) this.#starved.add(queue)
     return { batches: sent, entries }
-  }
-
-  /** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */
-  #batches(entries: Entry<P, T>[]): Entry<P, T>[][] {
-    if (entries.length === 1) return [entries]
-    const byBatch = new Map<string, Entry<P, T>[][]>()
-    const calls: Entry<P, T>[][] = []
-    for (const entry of entries) {
-      let chunks = byBatch.get(entry.batch)
-      if (chunks === undefined) {
-        chunks = []
-        byBatch.set(entry.batch, chunks)
-      }
-      let last = chunks[chunks.length - 1]
-      if (last === undefined || last.length >= this.#maxGroup) {
-        last = []
-        chunks.push(last)
-        calls.push(last)
-      }
-      last.push(entry)
-    }
-    return calls
   }
 }
 
@@ -444,4 +422,26 @@ function answer<P, T>(entry: Entry<P, T>, value: T | undefined, error: unknown):
   entry.done = true
   if (error === undefined) entry.resolve(value as T)
   else entry.reject(error)
+}
+
+/** Splits a flight's entries into calls: by batch (script and slot), in arrival order, `maxGroup` at most. */
+function callsOf<P, T>(entries: Entry<P, T>[], maxGroup: number): Entry<P, T>[][] {
+  if (entries.length === 1) return [entries]
+  const byBatch = new Map<string, Entry<P, T>[][]>()
+  const calls: Entry<P, T>[][] = []
+  for (const entry of entries) {
+    let chunks = byBatch.get(entry.batch)
+    if (chunks === undefined) {
+      chunks = []
+      byBatch.set(entry.batch, chunks)
+    }
+    let last = chunks[chunks.length - 1]
+    if (last === undefined || last.length >= maxGroup) {
+      last = []
+      chunks.push(last)
+      calls.push(last)
+    }
+    last.push(entry)
+  }
+  return calls
 }
