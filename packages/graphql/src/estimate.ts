@@ -1,7 +1,7 @@
 /**
- * The cost model: an operation's estimate before execution (fields × list multipliers, with the depth guard) and
- * its actual cost after (the fields of the response). Both count the same thing, one field one unit, so that a
- * response as large as the estimate settles to the estimate.
+ * The cost model: an operation's estimate before execution (fields × list multipliers, with the depth guard). Its
+ * actual cost after (actual.ts) counts the same thing in the response, one field one unit and one unit per
+ * element of a list of scalars, so that a response as large as the estimate settles to the estimate.
  */
 import {
   type DocumentNode,
@@ -62,22 +62,25 @@ export interface CostEstimate {
 }
 
 /** Fields of the introspection system: charged 1 each, not descended (see `maxDepth`). */
-const INTROSPECTION = new Set(['__schema', '__type'])
+export const INTROSPECTION: ReadonlySet<string> = new Set(['__schema', '__type'])
 
 /** Sums that stop at the largest safe integer: a hostile list size never makes `Infinity` or `NaN`. */
-const add = (a: number, b: number) => Math.min(Number.MAX_SAFE_INTEGER, a + b)
+export const add = (a: number, b: number) => Math.min(Number.MAX_SAFE_INTEGER, a + b)
 const times = (a: number, b: number) => (a === 0 || b === 0 ? 0 : Math.min(Number.MAX_SAFE_INTEGER, a * b))
 
 /**
- * The default estimate: each field selected costs 1, and the fields below a list field count once per element
- * it may hold (its slicing argument, else `listSize`; a list of lists multiplies by `listSize` per inner list):
+ * The default estimate: each field selected costs 1, and each element a list field may hold costs what it
+ * selects, or 1 for a scalar (its size: its slicing argument, else `listSize`; a list of lists multiplies by
+ * `listSize` per inner list):
  *
- *   cost(selection) = Σ over its fields f: 1 + size(f) × cost(selection of f)
+ *   cost(selection) = Σ over its fields f: 1 + size(f) × each(f)
+ *   each(f)         = cost(selection of f); for a scalar, 1 in a list and 0 alone
  *
  * Fragments count where they are spread (each named fragment is read once, whatever its uses); `@skip` and
  * `@include` are not read (the estimate counts the field). Throws `DepthExceeded` past `maxDepth`.
  * @example
  * // { books(first: 5) { title author { name } } }  →  1 + 5 × (1 + 1 + 1 × 1) = 16
+ * // { ids(first: 500) }                             →  1 + 500 × 1 = 501
  */
 export function estimateCost(operation: CostedOperation, options: CostModelOptions = {}): CostEstimate {
   return new Estimator(operation, options).operation()
@@ -121,14 +124,7 @@ class Estimator {
   }
 
   operation(): CostEstimate {
-    const { schema, operation } = this.#op
-    const root =
-      operation.operation === 'query'
-        ? schema.getQueryType()
-        : operation.operation === 'mutation'
-          ? schema.getMutationType()
-          : schema.getSubscriptionType()
-    const part = this.#selection(operation.selectionSet, root ?? undefined, 0)
+    const part = this.#selection(this.#op.operation.selectionSet, rootOf(this.#op), 0)
     return { cost: part.cost, depth: part.depth }
   }
 
@@ -152,8 +148,12 @@ class Estimator {
   #field(node: FieldNode, owner: FieldOwner | undefined, depth: number): Part {
     if (depth + 1 > this.#maxDepth) throw new DepthExceeded(depth + 1, this.#maxDepth)
     const name = node.name.value
-    if (INTROSPECTION.has(name) || node.selectionSet === undefined) return { cost: 1, depth: 1 }
+    if (INTROSPECTION.has(name)) return { cost: 1, depth: 1 }
     const field = owner?.getFields()[name]
+    if (node.selectionSet === undefined) {
+      const list = field !== undefined && isListType(getNullableType(field.type))
+      return { cost: list ? add(1, this.#size(node, field)) : 1, depth: 1 }
+    }
     const below = this.#selection(node.selectionSet, ownerOf(field?.type), depth + 1)
     return { cost: add(1, times(this.#size(node, field), below.cost)), depth: below.depth + 1 }
   }
@@ -206,36 +206,33 @@ class Estimator {
   }
 
   #type(name: string): FieldOwner | undefined {
-    const type = this.#op.schema.getType(name)
-    return type !== undefined && (isObjectType(type) || isInterfaceType(type)) ? type : undefined
+    return ownerNamed(this.#op.schema, name)
   }
 }
 
 /** A type with fields (object or interface); unions have none of their own. */
-type FieldOwner = { getFields(): Record<string, GraphQLField<unknown, unknown>> }
+export type FieldOwner = { getFields(): Record<string, GraphQLField<unknown, unknown>> }
 
-function ownerOf(type: GraphQLOutputType | undefined): FieldOwner | undefined {
+/** The type with fields that a field of `type` holds (lists and non-null unwrapped), if any. */
+export function ownerOf(type: GraphQLOutputType | undefined): FieldOwner | undefined {
   if (type === undefined) return undefined
   const named = getNamedType(type)
   return isObjectType(named) || isInterfaceType(named) ? named : undefined
 }
 
-/**
- * The actual cost of a result: the fields in its `data`, one unit each, the fields of each list element counted
- * once per element; introspection fields count 1 each, as in the estimate. A response exactly as large as the
- * estimate settles to the estimate.
- */
-export function countResultFields(data: unknown): number {
-  if (Array.isArray(data)) {
-    let total = 0
-    for (const element of data) total = add(total, countResultFields(element))
-    return total
-  }
-  if (data === null || typeof data !== 'object') return 0
-  let total = 0
-  for (const key in data) {
-    total = add(total, 1)
-    if (!INTROSPECTION.has(key)) total = add(total, countResultFields((data as Record<string, unknown>)[key]))
-  }
-  return total
+/** The object or interface type of the schema named `name`, if any. */
+export function ownerNamed(schema: GraphQLSchema, name: string): FieldOwner | undefined {
+  const type = schema.getType(name)
+  return type !== undefined && (isObjectType(type) || isInterfaceType(type)) ? type : undefined
+}
+
+/** The root type of the operation (query, mutation, subscription). */
+export function rootOf({ schema, operation }: CostedOperation): FieldOwner | undefined {
+  const root =
+    operation.operation === 'query'
+      ? schema.getQueryType()
+      : operation.operation === 'mutation'
+        ? schema.getMutationType()
+        : schema.getSubscriptionType()
+  return root ?? undefined
 }

@@ -11,13 +11,13 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export { countResultFields } from './actual.js'
 export { isRefusal, refusalError } from './errors.js'
 export {
   COST_MODEL_DEFAULTS,
   type CostEstimate,
   type CostedOperation,
   type CostModelOptions,
-  countResultFields,
   DepthExceeded,
   estimateCost,
 } from './estimate.js'

@@ -6,7 +6,8 @@
  */
 import { RateLimitError, type SettleResult } from '@ratewindow/core'
 import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
-import { countResultFields, DepthExceeded, estimateCost } from './estimate.js'
+import { countResultFields } from './actual.js'
+import { DepthExceeded, estimateCost } from './estimate.js'
 import {
   type ExecutionOutcome,
   type GraphQLConfig,
@@ -52,7 +53,9 @@ export class GraphQLRateLimiter<TContext> {
 
   constructor(options: GraphQLRateLimitOptions<TContext>, where: string) {
     this.#where = where
-    this.#config = resolveGraphQLOptions(options, where, (result) => countResultFields(result.data))
+    this.#config = resolveGraphQLOptions(options, where, (result, operation) =>
+      countResultFields(result.data, operation),
+    )
     const { cost } = this.#config
     this.#engine = new HttpRateLimiter(
       {

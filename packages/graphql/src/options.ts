@@ -70,7 +70,8 @@ export interface GraphQLRateLimitOptions<TContext = any>
   /**
    * What an operation actually cost, once it ran: the reservation is settled to it (the difference charged, up to
    * what the rules still admit, or given back). `false` keeps the reservation as it is. With the default `cost`,
-   * the default counts the fields of the response (`countResultFields`); with your own `cost`, nothing is settled
+   * the default counts the fields of the response, read by the operation (`countResultFields`); with your own
+   * `cost`, nothing is settled
    * unless you pass one.
    * @default the fields of the response, with the default `cost`; else false
    */
@@ -116,7 +117,7 @@ export interface GraphQLConfig<TContext> {
 export function resolveGraphQLOptions<TContext>(
   options: GraphQLRateLimitOptions<TContext>,
   where: string,
-  countFields: (result: ExecutionOutcome) => number,
+  defaultActualCost: (result: ExecutionOutcome, operation: GraphQLOperation<TContext>) => number,
 ): GraphQLConfig<TContext> {
   requireObject(options, 'options', "{ limit: 1000, window: '1m' }")
   rejectUnknownOptions(options, GRAPHQL_NAMES, where)
@@ -135,7 +136,7 @@ export function resolveGraphQLOptions<TContext>(
     )
   if (clientIp !== undefined && typeof clientIp !== 'function')
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clientIp', clientIp, 'a function of the operation')
-  const settles = actualCost ?? (cost === undefined ? countFields : false)
+  const settles = actualCost ?? (cost === undefined ? defaultActualCost : false)
   if (settles !== false) {
     requireCharge(options.store, 'store')
     requireCharge(options.fallback, 'fallback')

@@ -1,16 +1,23 @@
 /**
- * The cost model (estimate.ts) and the options (options.ts), without a server: the formula on worked examples,
- * fragments read once, the depth guard, the actual cost of a result, and the checks at construction.
+ * The cost model (estimate.ts, actual.ts) and the options (options.ts), without a server: the formula on worked
+ * examples, fragments read once, the depth guard, the actual cost of a result, and the checks at construction.
  */
 import { buildSchema, getOperationAST, parse } from 'graphql'
 import { describe, expect, it } from 'vitest'
 import { useRateLimit } from '../src/envelop.js'
-import { COST_MODEL_DEFAULTS, countResultFields, DepthExceeded, estimateCost } from '../src/index.js'
+import {
+  COST_MODEL_DEFAULTS,
+  type CostedOperation,
+  countResultFields,
+  DepthExceeded,
+  estimateCost,
+} from '../src/index.js'
 
 const schema = buildSchema(/* GraphQL */ `
   type Query {
     hello: String
     books(first: Int, limit: Int): [Book!]!
+    ids(first: Int): [Int!]!
     matrix: [[Int]]
     grid: [[Cell]]
     search(text: String): [Result!]!
@@ -29,10 +36,13 @@ const schema = buildSchema(/* GraphQL */ `
   union Result = Book | Author
 `)
 
-function estimate(source: string, variables?: Record<string, unknown>, options = {}) {
+function operationOf(source: string, variables?: Record<string, unknown>): CostedOperation {
   const document = parse(source)
-  const operation = getOperationAST(document)!
-  return estimateCost({ schema, document, operation, variables }, options)
+  return { schema, document, operation: getOperationAST(document)!, variables }
+}
+
+function estimate(source: string, variables?: Record<string, unknown>, options = {}) {
+  return estimateCost(operationOf(source, variables), options)
 }
 
 describe('estimateCost: fields × list multipliers', () => {
@@ -57,8 +67,10 @@ describe('estimateCost: fields × list multipliers', () => {
     )
   })
 
-  it('a list of lists multiplies by listSize per inner list; a list of scalars counts 1', () => {
-    expect(estimate('{ matrix }').cost).toBe(1)
+  it('a list of scalars costs its size like any list; a list of lists multiplies by listSize per inner list', () => {
+    expect(estimate('{ ids(first: 7) }').cost).toBe(1 + 7)
+    expect(estimate('{ ids }').cost).toBe(1 + 10)
+    expect(estimate('{ matrix }').cost).toBe(1 + 10 * 10)
     expect(estimate('{ grid { value } }').cost).toBe(1 + 10 * 10)
   })
 
@@ -108,24 +120,48 @@ describe('estimateCost: the depth guard', () => {
   })
 })
 
-describe('countResultFields: the actual cost', () => {
-  it('counts the fields of the response, those of list elements once per element', () => {
+describe('countResultFields: the actual cost, read by the operation', () => {
+  const count = (source: string, data: unknown) => countResultFields(data, operationOf(source))
+
+  it('counts the fields of the response, those of list elements once per element, nothing below a null', () => {
     const data = {
       books: [
         { title: 'a', author: { name: 'x' } },
         { title: 'b', author: null },
       ],
     }
-    expect(countResultFields(data)).toBe(1 + (1 + 1 + 1) + (1 + 1))
-    expect(countResultFields(null)).toBe(0)
-    expect(countResultFields({ __schema: { types: [{ name: 'Query' }] } })).toBe(1)
+    expect(count('{ books { title author { name } } }', data)).toBe(1 + (1 + 1 + 1) + (1 + 1))
+    expect(count('{ books { title } }', null)).toBe(0)
+    expect(count('{ __schema { types { name } } }', { __schema: { types: [{ name: 'Query' }] } })).toBe(1)
+  })
+
+  it('costs a field by its name, whatever its alias: an alias named __schema is the list it stands for', () => {
+    const data = { __schema: [{ title: 'a' }, { title: 'b' }], __type: [1, 2, 3] }
+    expect(count('{ __schema: books { title } __type: ids }', data)).toBe(1 + 2 + (1 + 3))
+  })
+
+  it('counts each response key once, fields merged under it as execution merges them', () => {
+    const source = '{ books { title } ...More } fragment More on Query { books { author { name } } }'
+    const data = { books: [{ title: 'a', author: { name: 'x' } }] }
+    expect(count(source, data)).toBe(1 + (1 + 1 + 1))
+    const search = '{ search { ... on Book { title } ... on Author { name books(first: 1) { title } } } }'
+    const results = { search: [{ title: 'a' }, { name: 'x', books: [{ title: 'b' }] }] }
+    expect(count(search, results)).toBe(1 + 1 + (1 + 1 + 1))
+  })
+
+  it('counts each element of a list of scalars, and of lists of lists', () => {
+    expect(count('{ ids }', { ids: [1, 2, 3] })).toBe(1 + 3)
+    expect(count('{ matrix }', { matrix: [[1, 2], null, [3]] })).toBe(1 + 3)
+    expect(count('{ grid { value } }', { grid: [[{ value: 1 }, null], [{ value: 2 }]] })).toBe(1 + 2)
   })
 
   it('settles to the estimate when the response is as large as it', () => {
+    const source = '{ books(first: 5) { title author { name } } ids(first: 4) }'
     const data = {
       books: Array.from({ length: 5 }, (_, i) => ({ title: `${i}`, author: { name: `${i}` } })),
+      ids: [1, 2, 3, 4],
     }
-    expect(countResultFields(data)).toBe(estimate('{ books(first: 5) { title author { name } } }').cost)
+    expect(count(source, data)).toBe(estimate(source).cost)
   })
 })
 
