@@ -10,8 +10,10 @@ import {
   type GraphQLField,
   type GraphQLOutputType,
   type GraphQLSchema,
+  getArgumentValues,
   getNamedType,
   getNullableType,
+  getVariableValues,
   isInterfaceType,
   isListType,
   isObjectType,
@@ -50,7 +52,10 @@ export interface CostedOperation {
   document: DocumentNode
   /** The operation that runs (of `document`). */
   operation: OperationDefinitionNode
-  /** The operation's variables, for slicing arguments given as variables. */
+  /**
+   * The operation's variables as the request sent them (a slicing argument given as a variable is read from them,
+   * coerced as execution coerces them: a variable's default fills in for one not sent).
+   */
   variables: Readonly<Record<string, unknown>> | undefined
 }
 
@@ -70,8 +75,8 @@ const times = (a: number, b: number) => (a === 0 || b === 0 ? 0 : Math.min(Numbe
 
 /**
  * The default estimate: each field selected costs 1, and each element a list field may hold costs what it
- * selects, or 1 for a scalar (its size: its slicing argument, else `listSize`; a list of lists multiplies by
- * `listSize` per inner list):
+ * selects, or 1 for a scalar (its size: its slicing argument as execution reads it, the argument's default
+ * included, else `listSize`; a list of lists multiplies by `listSize` per inner list):
  *
  *   cost(selection) = Σ over its fields f: 1 + size(f) × each(f)
  *   each(f)         = cost(selection of f); for a scalar, 1 in a list and 0 alone
@@ -113,6 +118,8 @@ class Estimator {
   readonly #fragmentParts = new Map<string, Part>()
   /** Fragments being read: a cycle (a document graphql-js would refuse) reads as too deep. */
   readonly #reading = new Set<string>()
+  /** The variables as `getArgumentValues` takes them, once a slicing argument needs them (null: they do not coerce). */
+  #variables: unknown
 
   constructor(op: CostedOperation, options: CostModelOptions) {
     this.#op = op
@@ -180,33 +187,68 @@ class Estimator {
     let size = 1
     let outer = true
     while (type !== undefined && isListType(type)) {
-      size = times(size, outer ? this.#sliced(node) : this.#listSize)
+      size = times(size, outer && field !== undefined ? this.#sliced(node, field) : this.#listSize)
       outer = false
       type = getNullableType(type.ofType) as GraphQLOutputType
     }
     return size
   }
 
-  /** The first slicing argument given, as a whole number ≥ 0; else `listSize`. */
-  #sliced(node: FieldNode): number {
+  /**
+   * The first slicing argument that has a value, as a whole number ≥ 0; else `listSize`. Read as execution reads
+   * it: a literal, a variable (its default when the request sent none), or the argument's default in the schema.
+   */
+  #sliced(node: FieldNode, field: GraphQLField<unknown, unknown>): number {
+    const values = this.#argumentValues(node, field)
     for (const name of this.#slicing) {
-      const argument = node.arguments?.find((each) => each.name.value === name)
-      if (argument === undefined) continue
-      const { value } = argument
-      const given =
-        value.kind === Kind.INT
-          ? Number(value.value)
-          : value.kind === Kind.VARIABLE
-            ? this.#op.variables?.[value.name.value]
-            : undefined
+      const given = values === undefined ? this.#written(node, name) : values[name]
       if (typeof given === 'number' && Number.isInteger(given) && given >= 0)
         return Math.min(given, Number.MAX_SAFE_INTEGER)
     }
     return this.#listSize
   }
 
+  /** The field's arguments as graphql coerces them for execution; undefined where they do not coerce. */
+  #argumentValues(
+    node: FieldNode,
+    field: GraphQLField<unknown, unknown>,
+  ): Record<string, unknown> | undefined {
+    if (this.#variables === undefined) this.#variables = coercedVariables(this.#op)
+    if (this.#variables === null) return undefined
+    try {
+      // NOTE: the variables in the form of the graphql installed: its values (16) or `{ sources, coerced }` (17).
+      return getArgumentValues(field, node, this.#variables as Record<string, unknown>)
+    } catch {
+      return undefined // a value execution refuses too: the field errors without a list
+    }
+  }
+
+  /** An argument as written: a literal, or a variable's value as sent. */
+  #written(node: FieldNode, name: string): unknown {
+    const value = node.arguments?.find((each) => each.name.value === name)?.value
+    if (value?.kind === Kind.INT) return Number(value.value)
+    return value?.kind === Kind.VARIABLE ? this.#op.variables?.[value.name.value] : undefined
+  }
+
   #type(name: string): FieldOwner | undefined {
     return ownerNamed(this.#op.schema, name)
+  }
+}
+
+/**
+ * The variables as execution coerces them (defaults filled in, input objects coerced), in the form the installed
+ * graphql's `getArgumentValues` takes; null when they do not coerce (execution refuses them too).
+ */
+function coercedVariables({ schema, operation, variables }: CostedOperation): unknown {
+  try {
+    const answer: object = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, {
+      maxErrors: 1,
+    })
+    if ('coerced' in answer) return answer.coerced // graphql 16
+    if ('variableValues' in answer) return answer.variableValues // graphql 17: { sources, coerced }
+    return null
+  } catch {
+    return null
   }
 }
 

@@ -17,6 +17,7 @@ const schema = buildSchema(/* GraphQL */ `
   type Query {
     hello: String
     books(first: Int, limit: Int): [Book!]!
+    catalog(first: Int = 6, filter: Filter): [Book]
     ids(first: Int): [Int!]!
     matrix: [[Int]]
     grid: [[Cell]]
@@ -34,6 +35,10 @@ const schema = buildSchema(/* GraphQL */ `
     value: Int
   }
   union Result = Book | Author
+  input Filter {
+    author: String
+    year: Int = 2000
+  }
 `)
 
 function operationOf(source: string, variables?: Record<string, unknown>): CostedOperation {
@@ -65,6 +70,16 @@ describe('estimateCost: fields × list multipliers', () => {
     expect(estimate('{ books(limit: 4) { title } }', undefined, { slicingArguments: ['first'] }).cost).toBe(
       11,
     )
+  })
+
+  it('reads the size as execution does: a variable default, the argument default of the schema, input objects', () => {
+    expect(estimate('query ($n: Int = 7) { books(first: $n) { title } }').cost).toBe(8)
+    expect(estimate('query ($n: Int = 7) { books(first: $n) { title } }', { n: 2 }).cost).toBe(3)
+    expect(estimate('{ catalog { title } }').cost).toBe(7) // catalog(first: Int = 6)
+    expect(estimate('query ($f: Filter = { author: "x" }) { catalog(filter: $f) { title } }').cost).toBe(7)
+    // a size that cannot be read (null, a variable that does not coerce) is priced at listSize
+    expect(estimate('query ($n: Int) { books(first: $n) { title } }', { n: null }).cost).toBe(11)
+    expect(estimate('query ($n: Int) { books(first: $n) { title } }', { n: 'many' }).cost).toBe(11)
   })
 
   it('a list of scalars costs its size like any list; a list of lists multiplies by listSize per inner list', () => {

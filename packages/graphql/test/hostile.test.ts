@@ -39,6 +39,20 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect(server.library.elements).toBe(2 * 499)
   })
 
+  it('a list size from a variable default or an argument default was not read: refused as the literal is', async () => {
+    const server = await start(kind)
+    for (const body of [
+      '{"query":"query Q($n: Int = 100000) { books(first: $n) { title } }"}',
+      '{"query":"{ books(first: 100000) { title } }"}',
+      '{"query":"{ catalog { title } }"}', // catalog(first: Int = 100000) in the schema
+    ]) {
+      const refused = await server.post(body)
+      expect(refused.status).toBe(400)
+      expect(refused.body.errors?.[0]?.extensions).toEqual({ code: 'MAX_COST_EXCEEDED', cost: 100_001 })
+    }
+    expect(server.library.listCalls).toBe(0)
+  })
+
   it('a list of scalars cost 1 whatever its size: { ids(first: 200000) } is refused, { ids(first: 400) } costs 401', async () => {
     const server = await start(kind)
     const huge = await server.post('{"query":"{ ids(first: 200000) }"}')
