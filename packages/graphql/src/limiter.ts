@@ -53,9 +53,7 @@ export class GraphQLRateLimiter<TContext> {
 
   constructor(options: GraphQLRateLimitOptions<TContext>, where: string) {
     this.#where = where
-    this.#config = resolveGraphQLOptions(options, where, (result, operation) =>
-      countResultFields(result.data, operation),
-    )
+    this.#config = resolveGraphQLOptions(options, where, defaultActualCost)
     const { cost } = this.#config
     this.#engine = new HttpRateLimiter(
       {
@@ -164,6 +162,15 @@ function depthRefusal(error: DepthExceeded): Refusal {
     status: BAD_REQUEST,
     headers: {},
   }
+}
+
+/**
+ * The default `actualCost`: the fields of the response, read by the operation. A null `data` means the resolvers
+ * ran and an error nulled everything they made: the work was done, the estimate stands.
+ */
+function defaultActualCost(result: ExecutionOutcome, operation: GraphQLOperation): number {
+  if (result.data === null) return operation.estimate.cost
+  return countResultFields(result.data, operation)
 }
 
 function costRefusal(cost: unknown): Refusal {

@@ -70,9 +70,8 @@ export interface GraphQLRateLimitOptions<TContext = any>
   /**
    * What an operation actually cost, once it ran: the reservation is settled to it (the difference charged, up to
    * what the rules still admit, or given back). `false` keeps the reservation as it is. With the default `cost`,
-   * the default counts the fields of the response, read by the operation (`countResultFields`); with your own
-   * `cost`, nothing is settled
-   * unless you pass one.
+   * the default counts the fields of the response, read by the operation (`countResultFields`); when `data` is
+   * null, the estimate stands (resolvers ran). With your own `cost`, nothing is settled unless you pass one.
    * @default the fields of the response, with the default `cost`; else false
    */
   actualCost?:

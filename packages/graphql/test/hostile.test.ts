@@ -65,6 +65,15 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect([some.status, remaining(some)]).toEqual([200, 1000 - 401])
     expect(server.library.elements).toBe(400)
   })
+
+  it('an operation whose data ended up null was refunded although its resolvers ran: the estimate stands', async () => {
+    const server = await start(kind)
+    // fail: String! throws, so data is null; books(first: 300) ran all the same. 1 + 300 + 1 = 302.
+    const answer = await server.post('{"query":"{ books(first: 300) { title } fail }"}')
+    expect(answer.body.data).toBeNull()
+    expect(server.library.elements).toBe(300)
+    expect(remaining(answer)).toBe(1000 - 302)
+  })
 })
 
 it('Apollo through an automatic persisted query: the aliased list is charged by its fields', async () => {
