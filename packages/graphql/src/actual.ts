@@ -1,7 +1,8 @@
 /**
  * The actual cost: the response read by the operation that made it. A response key is only a name the client
  * chose (an alias can call `books` `__schema`), so each key is looked up among the operation's fields and costed
- * as the field it stands for, the way the estimate costs it.
+ * as the field it stands for, the way the estimate costs it. A streamed result (`@defer`, `@stream`) is read part
+ * by part: each part names the place it fills by its path.
  */
 import {
   type FieldNode,
@@ -21,6 +22,7 @@ import {
   ownerOf,
   rootOf,
 } from './estimate.js'
+import type { ExecutionOutcome } from './options.js'
 
 /**
  * The actual cost of a response's `data`, read by the operation that made it: each field the operation selected
@@ -189,4 +191,59 @@ function listOf(type: GraphQLOutputType | undefined, value: unknown): GraphQLOut
   if (type === undefined) return Array.isArray(value) ? undefined : false
   const nullable = getNullableType(type)
   return isListType(nullable) ? (nullable.ofType as GraphQLOutputType) : false
+}
+
+/** One part of a streamed result, in any of the formats servers send (graphql-js 17, its alphas, graphql-tools). */
+interface StreamedPart {
+  data?: unknown
+  errors?: readonly unknown[]
+  pending?: readonly { id: string; path: ResponsePath }[]
+  incremental?: readonly {
+    id?: string
+    path?: ResponsePath
+    subPath?: ResponsePath
+    data?: unknown
+    items?: readonly unknown[]
+  }[]
+  completed?: readonly { id: string }[]
+}
+
+/**
+ * Counts a streamed result part by part, as the parts pass: what each incremental part delivered, at the place
+ * its path (or its pending id) names. The first part's `data` is left to the `actualCost` that settles.
+ */
+export class StreamTally {
+  readonly #reader: ResultReader
+  /** The paths of the parts announced and not completed (graphql 17 names a part by the id of its path). */
+  readonly #pending = new Map<string, ResponsePath>()
+  #first: ExecutionOutcome | undefined
+  #incremental = 0
+
+  constructor(operation: CostedOperation) {
+    this.#reader = new ResultReader(operation)
+  }
+
+  add(part: unknown): void {
+    if (part === null || typeof part !== 'object') return
+    const { data, errors, pending, incremental, completed } = part as StreamedPart
+    this.#first ??= { data, errors }
+    for (const announced of pending ?? []) this.#pending.set(announced.id, announced.path)
+    for (const piece of incremental ?? []) {
+      const path =
+        piece.id === undefined
+          ? piece.path
+          : [...(this.#pending.get(piece.id) ?? []), ...(piece.subPath ?? [])]
+      if (path === undefined) continue
+      const cost = Array.isArray(piece.items)
+        ? this.#reader.items(piece.items, path)
+        : this.#reader.object(piece.data, path)
+      this.#incremental = add(this.#incremental, cost)
+    }
+    for (const done of completed ?? []) this.#pending.delete(done.id)
+  }
+
+  /** What the stream delivered so far, as `actualCost` takes it. */
+  outcome(): ExecutionOutcome {
+    return { ...this.#first, incrementalCost: this.#incremental }
+  }
 }

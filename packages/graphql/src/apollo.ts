@@ -2,7 +2,8 @@
  * `rateLimitPlugin()`: the Apollo Server 5 plugin. An operation is decided in `didResolveOperation`, after parsing
  * and validation and before execution (an automatic persisted query once its document is known); a refusal is
  * thrown there, and Apollo answers it with its status and headers. An admitted operation is settled in
- * `willSendResponse`, and its RateLimit headers set on the response.
+ * `willSendResponse` (a result streamed in parts: when its stream ends), and its RateLimit headers set on the
+ * response.
  */
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server'
 import { isRefusal, refusalError } from './errors.js'
@@ -49,8 +50,14 @@ export function rateLimitPlugin<TContext extends BaseContext = BaseContext>(
         },
         async willSendResponse({ response }) {
           if (admission === undefined) return
-          // NOTE: an incremental response (@defer) keeps its estimate: its parts arrive after the headers.
-          if (response.body.kind === 'single') await limiter.settle(admission, response.body.singleResult)
+          const { body } = response
+          if (body?.kind === 'single') await limiter.settle(admission, body.singleResult)
+          else if (body?.kind === 'incremental')
+            body.subsequentResults = limiter.followStream(
+              admission,
+              body.subsequentResults as AsyncIterable<object>,
+              body.initialResult,
+            ) as typeof body.subsequentResults
           for (const name in admission.headers) response.http.headers.set(name, admission.headers[name]!)
         },
       }

@@ -1,8 +1,9 @@
 /**
  * `useRateLimit()`: the Envelop plugin, for GraphQL Yoga and any server Envelop runs. An operation is decided in
  * `onExecute` (`onSubscribe` for a subscription), after parsing and validation; a refusal is its result, and
- * nothing executes. An admitted query or mutation is settled in `onExecuteDone`, before the response is sent; on
- * Yoga, the RateLimit headers are written to the HTTP response (`onResponse`, a Yoga hook Envelop ignores).
+ * nothing executes. An admitted query or mutation is settled in `onExecuteDone`, before the response is sent (a
+ * result streamed in parts, `@defer`/`@stream`: when its stream ends or is cancelled); on Yoga, the RateLimit
+ * headers are written to the HTTP response (`onResponse`, a Yoga hook Envelop ignores).
  */
 import type { Plugin } from '@envelop/core'
 import type { ExecutionArgs } from 'graphql'
@@ -68,10 +69,9 @@ export function useRateLimit<TContext extends AnyContext = AnyContext>(
       if (!('operation' in answer)) return setResultAndStopExecution({ errors: [answer] })
       if (!limiter.settles || answer.decision === undefined) return
       return {
-        async onExecuteDone({ result }) {
-          // NOTE: a streamed result (@defer, @stream) keeps its estimate: its parts arrive after the headers.
-          if (Symbol.asyncIterator in result) return
-          await limiter.settle(answer, result)
+        async onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in result) setResult(limiter.followStream(answer, result) as typeof result)
+          else await limiter.settle(answer, result)
         },
       }
     },

@@ -6,8 +6,8 @@
  */
 import { RateLimitError, type SettleResult } from '@ratewindow/core'
 import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
-import { countResultFields } from './actual.js'
-import { DepthExceeded, estimateCost } from './estimate.js'
+import { countResultFields, StreamTally } from './actual.js'
+import { add, DepthExceeded, estimateCost } from './estimate.js'
 import {
   type ExecutionOutcome,
   type GraphQLConfig,
@@ -116,6 +116,32 @@ export class GraphQLRateLimiter<TContext> {
     return result.settle(await actualCost(outcome, admission.operation))
   }
 
+  /**
+   * Follows a result streamed in parts (`@defer`, `@stream`) as it is sent: each part is counted as it passes,
+   * and the operation is settled once, when the stream ends or is cancelled (before its end is passed on). `first`
+   * is a part sent apart, before `parts` (Apollo's initial result); without it, the first of `parts` is the first.
+   */
+  followStream<T>(admission: Admission<TContext>, parts: AsyncIterable<T>, first?: T): AsyncIterable<T> {
+    if (this.#config.actualCost === false || admission.decision?.result.settle === undefined) return parts
+    return this.#follow(admission, parts, first)
+  }
+
+  async *#follow<T>(admission: Admission<TContext>, parts: AsyncIterable<T>, first?: T): AsyncGenerator<T> {
+    const tally = new StreamTally(admission.operation)
+    if (first !== undefined) tally.add(first)
+    try {
+      for await (const part of parts) {
+        tally.add(part)
+        yield part
+      }
+    } finally {
+      // NOTE: nobody awaits the end of a cancelled stream: a hook that throws is reported, never rejected.
+      await this.settle(admission, tally.outcome()).catch((error: unknown) =>
+        this.#reportSettleError(error, admission),
+      )
+    }
+  }
+
   /** Forgets `key` in every counter of this plugin (e.g. after a successful login). Rejects on a store error. */
   resetKey(key: string): Promise<void> {
     return this.#engine.resetKey(key)
@@ -124,6 +150,17 @@ export class GraphQLRateLimiter<TContext> {
   /** Gives up this plugin's counters' namespaces (a server that goes); a store you passed stays yours to close. */
   close(): void {
     this.#engine.close()
+  }
+
+  #reportSettleError(error: unknown, admission: Admission<TContext>): void {
+    const key = admission.decision?.result.key ?? ''
+    try {
+      const { onError } = this.#config.engine
+      if (onError) Promise.resolve(onError(error, { operation: 'settle', key })).catch(() => undefined)
+      else console.error(`${this.#where}: settling a streamed operation failed:`, error)
+    } catch {
+      // onError itself failed: nothing left to tell
+    }
   }
 
   #binding(): FrameworkBinding<GraphQLOperation<TContext>> {
@@ -165,12 +202,12 @@ function depthRefusal(error: DepthExceeded): Refusal {
 }
 
 /**
- * The default `actualCost`: the fields of the response, read by the operation. A null `data` means the resolvers
- * ran and an error nulled everything they made: the work was done, the estimate stands.
+ * The default `actualCost`: the fields of the response and of its incremental parts, read by the operation. A null
+ * `data` means the resolvers ran and an error nulled everything they made: the work was done, the estimate stands.
  */
 function defaultActualCost(result: ExecutionOutcome, operation: GraphQLOperation): number {
-  if (result.data === null) return operation.estimate.cost
-  return countResultFields(result.data, operation)
+  if (result.data === null) return add(operation.estimate.cost, result.incrementalCost ?? 0)
+  return add(countResultFields(result.data, operation), result.incrementalCost ?? 0)
 }
 
 function costRefusal(cost: unknown): Refusal {

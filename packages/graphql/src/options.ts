@@ -37,10 +37,18 @@ export interface GraphQLOperation<TContext = any> extends CostedOperation {
   estimate: CostEstimate
 }
 
-/** What a plugin settles from: the result of one execution (`data` may be partial, or null). */
+/**
+ * What a plugin settles from: the result of one execution (`data` may be partial, or null); for a result streamed
+ * in parts (`@defer`, `@stream`), its first part, and what the parts after it delivered.
+ */
 export interface ExecutionOutcome {
   data?: unknown
   errors?: readonly unknown[]
+  /**
+   * For a result streamed in parts, settled once the stream ends or is cancelled: what its incremental parts
+   * delivered, counted as `countResultFields` counts (their fields, read by the operation). Absent otherwise.
+   */
+  incrementalCost?: number
 }
 
 /** The options of `useRateLimit()` and `rateLimitPlugin()`. */
@@ -68,10 +76,12 @@ export interface GraphQLRateLimitOptions<TContext = any>
    */
   cost?: number | ((operation: GraphQLOperation<TContext>) => Awaitable<number>)
   /**
-   * What an operation actually cost, once it ran: the reservation is settled to it (the difference charged, up to
-   * what the rules still admit, or given back). `false` keeps the reservation as it is. With the default `cost`,
-   * the default counts the fields of the response, read by the operation (`countResultFields`); when `data` is
-   * null, the estimate stands (resolvers ran). With your own `cost`, nothing is settled unless you pass one.
+   * What an operation actually cost, once it ran (a streamed one: once its stream ends or is cancelled): the
+   * reservation is settled to it (the difference charged, up to what the rules still admit, or given back).
+   * `false` keeps the reservation as it is. With the default `cost`, the default counts the fields of the
+   * response, read by the operation (`countResultFields`), and of every incremental part (`incrementalCost`);
+   * when `data` is null, the estimate stands (resolvers ran). With your own `cost`, nothing is settled unless you
+   * pass one.
    * @default the fields of the response, with the default `cost`; else false
    */
   actualCost?:

@@ -1,9 +1,11 @@
 /**
  * The cost model (estimate.ts, actual.ts) and the options (options.ts), without a server: the formula on worked
- * examples, fragments read once, the depth guard, the actual cost of a result, and the checks at construction.
+ * examples, fragments read once, the depth guard, the actual cost of a result and of a streamed one, and the
+ * checks at construction.
  */
 import { buildSchema, getOperationAST, parse } from 'graphql'
 import { describe, expect, it } from 'vitest'
+import { StreamTally } from '../src/actual.js'
 import { useRateLimit } from '../src/envelop.js'
 import {
   COST_MODEL_DEFAULTS,
@@ -177,6 +179,42 @@ describe('countResultFields: the actual cost, read by the operation', () => {
       ids: [1, 2, 3, 4],
     }
     expect(count(source, data)).toBe(estimate(source).cost)
+  })
+})
+
+describe('StreamTally: the incremental parts of a streamed result', () => {
+  const source = '{ hello books(first: 2) @stream { title } ... @defer { ids } }'
+
+  it('counts the parts graphql-tools and graphql 17 alphas send (a path on each part)', () => {
+    const tally = new StreamTally(operationOf(source))
+    tally.add({ data: { hello: 'hi', books: [] }, hasNext: true })
+    tally.add({ incremental: [{ items: [{ title: 'a' }], path: ['books', 0] }], hasNext: true })
+    tally.add({ incremental: [{ items: [{ title: 'b' }], path: ['books', 1] }], hasNext: true })
+    tally.add({ incremental: [{ data: { ids: [1, 2, 3] }, path: [] }], hasNext: false })
+    expect(tally.outcome()).toEqual({ data: { hello: 'hi', books: [] }, incrementalCost: 2 + 4 })
+  })
+
+  it('counts the parts graphql 17 sends (a pending id for each path, a subPath below it)', () => {
+    const tally = new StreamTally(operationOf(source))
+    tally.add({ data: { hello: 'hi', books: [] }, pending: [{ id: '0', path: ['books'] }], hasNext: true })
+    tally.add({
+      pending: [{ id: '1', path: [] }],
+      incremental: [{ id: '0', items: [{ title: 'a' }] }],
+      hasNext: true,
+    })
+    tally.add({
+      incremental: [
+        { id: '0', items: [{ title: 'b' }, { title: 'c' }] },
+        { id: '1', data: { ids: [1, 2] } },
+      ],
+      completed: [{ id: '0' }, { id: '1' }],
+      hasNext: false,
+    })
+    expect(tally.outcome().incrementalCost).toBe(3 + 3)
+    const nested = new StreamTally(operationOf('{ books(first: 1) { ... @defer { author { name } } } }'))
+    nested.add({ data: { books: [{}] }, pending: [{ id: '0', path: ['books', 0] }], hasNext: true })
+    nested.add({ incremental: [{ id: '0', subPath: ['author'], data: { name: 'x' } }], hasNext: false })
+    expect(nested.outcome().incrementalCost).toBe(1)
   })
 })
 

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/connections.js'
 import { unhandledRejections } from '../../../test/support/unhandled.js'
 import type { GraphQLRateLimitOptions } from '../src/index.js'
 import { type Answer, remaining, type ServerKind, startServer, type TestServer } from './servers.js'
@@ -21,7 +22,14 @@ async function start(kind: ServerKind, options: GraphQLRateLimitOptions = {}): P
   return server
 }
 
+/** The incremental delivery each server speaks: Yoga multipart/mixed, Apollo its deferSpec on graphql 16. */
+const STREAMED: Record<ServerKind, string> = {
+  yoga: 'multipart/mixed',
+  apollo: 'multipart/mixed; deferSpec=20220824',
+}
+
 const code = (answer: Answer) => answer.body.errors?.[0]?.extensions?.code
+const titles = (text: string) => text.match(/"title":/g)?.length ?? 0
 
 /** Sends `body` `times` times, one after the other; the statuses. */
 async function statuses(server: TestServer, body: string, times: number): Promise<number[]> {
@@ -74,6 +82,23 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect(server.library.elements).toBe(300)
     expect(remaining(answer)).toBe(1000 - 302)
   })
+
+  it('@stream results were never settled: the stream is settled when it ends, every payload counted', async () => {
+    const server = await start(kind)
+    server.library.shelfSize = 300 // shelf has no slicing argument: estimated 1 + 10, actually 1 + 300
+    const streamed = await server.ask('{ shelf @stream { title } }', { accept: STREAMED[kind] })
+    expect([streamed.status, titles(streamed.text)]).toEqual([200, 300])
+    expect(remaining(await server.ask('{ hello }'))).toBe(1000 - 301 - 1)
+  })
+
+  it('@defer results were never settled: the deferred part is counted at its path', async () => {
+    const server = await start(kind)
+    server.library.shelfSize = 300 // estimated 1 + (1 + 10), actually 1 + (1 + 300)
+    const body = '{"query":"{ hello ... @defer { shelf { title } } }"}'
+    const streamed = await server.post(body, STREAMED[kind])
+    expect([streamed.status, titles(streamed.text)]).toEqual([200, 300])
+    expect(remaining(await server.ask('{ hello }'))).toBe(1000 - 302 - 1)
+  })
 })
 
 it('Apollo through an automatic persisted query: the aliased list is charged by its fields', async () => {
@@ -84,4 +109,37 @@ it('Apollo through an automatic persisted query: the aliased list is charged by 
   expect((await server.post(`{"query":${JSON.stringify(query)},${extensions}}`)).status).toBe(200)
   expect(await statuses(server, `{${extensions}}`, 3)).toEqual([200, 429, 429])
   expect(server.library.elements).toBe(2 * 499)
+})
+
+it('Yoga: a cancelled stream was never settled: it is settled with what it delivered', async () => {
+  const server = await start('yoga')
+  const abort = new AbortController()
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: STREAMED.yoga },
+    body: '{"query":"{ feed @stream { title } }"}', // estimated 1 + 10 × 1 = 11; feed yields up to 100,000
+    signal: abort.signal,
+  })
+  const reader = response.body!.getReader()
+  let text = ''
+  while (titles(text) < 50) text += new TextDecoder().decode((await reader.read()).value)
+  abort.abort()
+  await reader.cancel().catch(() => undefined)
+  await until(() => server.library.feedStopped, 'the feed was stopped by the cancelled stream')
+  const received = titles(text)
+  // Each { hello } costs 1: what the stream was charged is what the window used besides them.
+  let hellos = 0
+  let charged = 0
+  await until(
+    async () => {
+      const answer = await server.ask('{ hello }')
+      hellos++
+      charged = 1000 - (remaining(answer) ?? 1000) - hellos
+      return charged >= 1 + received
+    },
+    () => `the stream was charged for the ${received} books it delivered (charged ${charged})`,
+    { every: 20 },
+  )
+  expect(charged).toBeLessThanOrEqual(1 + server.library.fed)
+  expect(server.library.fed).toBeLessThan(100_000)
 })
