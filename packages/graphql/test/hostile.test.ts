@@ -143,3 +143,21 @@ it('Yoga: a cancelled stream was never settled: it is settled with what it deliv
   expect(charged).toBeLessThanOrEqual(1 + server.library.fed)
   expect(server.library.fed).toBeLessThan(100_000)
 })
+
+it('Apollo answered a batch with one refused operation 429 although 100 ran: a retrying client ran them twice', async () => {
+  const server = await start('apollo', { limit: 100 })
+  const batchOf = (size: number) =>
+    `[${Array.from({ length: size }, () => '{"query":"mutation { order }"}').join(',')}]`
+  const answer = await server.post(batchOf(101))
+  expect(answer.status).toBe(200)
+  const results = answer.body as unknown as Answer['body'][]
+  expect(results.filter((result) => result.data !== undefined).length).toBe(100)
+  expect(results.flatMap((result) => result.errors ?? []).map((error) => error.extensions?.code)).toEqual([
+    'RATE_LIMITED',
+  ])
+  expect(answer.headers.get('retry-after')).toBeNull()
+  expect(server.library.orders).toBe(100)
+  // A batch in which nothing ran keeps the refusal's status: retrying it runs nothing twice.
+  const refused = await server.post(batchOf(2))
+  expect([refused.status, server.library.orders]).toEqual([429, 100])
+})
