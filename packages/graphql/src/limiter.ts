@@ -214,7 +214,7 @@ function costRefusal(cost: unknown): Refusal {
   const known = typeof cost === 'number'
   return {
     code: 'MAX_COST_EXCEEDED',
-    message: `The operation costs ${known ? cost : 'more'} than the rate limit admits at once: it could never run. Ask for fewer fields or smaller lists.`,
+    message: `The operation costs ${known ? `${cost}, more` : 'more'} than the rate limit admits at once: it could never run. Ask for fewer fields or smaller lists.`,
     status: BAD_REQUEST,
     headers: {},
     ...(known ? { cost } : {}),

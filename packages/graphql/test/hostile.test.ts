@@ -56,7 +56,11 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     ]) {
       const refused = await server.post(body)
       expect(refused.status).toBe(400)
-      expect(refused.body.errors?.[0]?.extensions).toEqual({ code: 'MAX_COST_EXCEEDED', cost: 100_001 })
+      expect(refused.body.errors?.[0]).toMatchObject({
+        message:
+          'The operation costs 100001, more than the rate limit admits at once: it could never run. Ask for fewer fields or smaller lists.',
+        extensions: { code: 'MAX_COST_EXCEEDED', cost: 100_001 },
+      })
     }
     expect(server.library.listCalls).toBe(0)
   })
