@@ -4,6 +4,7 @@ export {
   combineObservers,
   fixedWindow,
   gcra,
+  ipKey,
   MemoryStore,
   RateLimitError,
   RedisStore,
