@@ -6,9 +6,15 @@ import {
   RateLimiter,
   slidingWindowCounter,
 } from '@ratewindow/core'
-import { invalid, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import {
+  fnOption,
+  invalid,
+  namesOf,
+  rejectUnknownOptions,
+  requireObject,
+  wholeNumber,
+} from '@ratewindow/core/support'
 import { AdminStats } from './stats.js'
-import { isFunction, positiveWhole } from './validate.js'
 
 /**
  * A limiter the endpoint operates: a `RateLimiter`, a middleware of an adapter (Express, Koa, Hono: anything with
@@ -97,7 +103,7 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
     maxBodyBytes = DEFAULTS.maxBodyBytes,
     onError,
   } = options
-  isFunction(
+  fnOption(
     authorize,
     'authorize',
     'a function of the request answering true or an actor name: the admin endpoint never starts open',
@@ -111,8 +117,8 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
       basePath,
       "'' or a path of plain segments such as '/_ratewindow' (letters, digits, '-', '_', '.', '~'; no '.' or '..' segment, no trailing '/')",
     )
-  positiveWhole(maxBodyBytes, 'maxBodyBytes')
-  if (onError !== undefined) isFunction(onError, 'onError', 'a function')
+  wholeNumber(maxBodyBytes, 'maxBodyBytes', { min: 1 })
+  if (onError !== undefined) fnOption(onError, 'onError')
   const self = new RateLimiter({
     rules: slidingWindowCounter({ limit, window, name: 'admin' }),
     store: new MemoryStore(),

@@ -1,7 +1,12 @@
 import type { DecisionEvent, DecisionOutcome, RateLimitObserver } from '@ratewindow/core'
-import { MetricLabels, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import {
+  MetricLabels,
+  namesOf,
+  rejectUnknownOptions,
+  requireObject,
+  wholeNumber,
+} from '@ratewindow/core/support'
 import { SpaceSaving } from './space-saving.js'
-import { positiveWhole } from './validate.js'
 
 /** Options of `adminStats()`. */
 export interface AdminStatsOptions {
@@ -55,7 +60,7 @@ export class AdminStats implements RateLimitObserver {
     requireObject(options, 'options', '{ capacity: 1000 }')
     rejectUnknownOptions(options, OPTIONS, 'adminStats')
     const { capacity = 1000, maxLimiters = 100, clock = Date.now } = options
-    positiveWhole(capacity, 'capacity')
+    wholeNumber(capacity, 'capacity', { min: 1 })
     this.#labels = new MetricLabels(maxLimiters, 'maxLimiters')
     this.#sketch = new SpaceSaving(capacity)
     this.#since = clock()

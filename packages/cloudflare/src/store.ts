@@ -20,7 +20,7 @@ import {
   remoteDecision,
   remoteShardOf,
 } from '@ratewindow/core/remote'
-import { invalid, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import { invalid, namesOf, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 import type { DurableObjectNamespaceLike } from './like.js'
 
 export interface DurableObjectStoreOptions {
@@ -98,7 +98,8 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
         namespace,
         'the Durable Object namespace binding of RateLimiterObject, such as env.RATE_LIMITER',
       )
-    if (!Number.isSafeInteger(objects) || objects < 1 || objects > 1024)
+    wholeNumber(objects, 'objects', { min: 1, allowed: 'a whole number from 1 to 1024' })
+    if (objects > 1024)
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'objects', objects, 'a whole number from 1 to 1024')
     if (typeof name !== 'string' || name.length === 0 || name.length > 64)
       throw invalid(

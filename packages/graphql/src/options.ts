@@ -4,7 +4,7 @@
  */
 import { type Awaitable, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
 import { middlewareOptionNames } from '@ratewindow/core/adapter'
-import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import { invalid, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
 import {
   COST_MODEL_DEFAULTS,
@@ -132,8 +132,8 @@ export function resolveGraphQLOptions<TContext>(
   rejectUnknownOptions(options, GRAPHQL_NAMES, where)
   const { cost, actualCost, clientIp, maxDepth, listSize, slicingArguments, ...engine } = options
   const model = {
-    maxDepth: wholeNumber(maxDepth ?? COST_MODEL_DEFAULTS.maxDepth, 'maxDepth', 1, '10'),
-    listSize: wholeNumber(listSize ?? COST_MODEL_DEFAULTS.listSize, 'listSize', 0, '10'),
+    maxDepth: count(maxDepth ?? COST_MODEL_DEFAULTS.maxDepth, 'maxDepth', 1, '10'),
+    listSize: count(listSize ?? COST_MODEL_DEFAULTS.listSize, 'listSize', 0, '10'),
     slicingArguments: names(slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments),
   }
   if (actualCost !== undefined && actualCost !== false && typeof actualCost !== 'function')
@@ -153,14 +153,9 @@ export function resolveGraphQLOptions<TContext>(
   return { engine, model, cost, actualCost: settles, clientIp }
 }
 
-function wholeNumber(value: unknown, option: string, min: number, example: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      option,
-      value,
-      `a whole number >= ${min}, such as ${example}`,
-    )
+/** A whole number of at least `min`, checked by core's rule and worded with an example. */
+function count(value: unknown, option: string, min: number, example: string): number {
+  wholeNumber(value, option, { min, allowed: `a whole number >= ${min}, such as ${example}` })
   return value
 }
 

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto'
 import { RateLimitError, type RedisClient, type RedisScriptRunner, scriptRunnerFor } from '@ratewindow/core'
-import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import { fnOption, invalid, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 
 /** What `ThrottlerStorage.increment` answers (`ThrottlerStorageRecord` of @nestjs/throttler). */
 export interface ThrottlerRecord {
@@ -71,12 +71,8 @@ export class ThrottlerStore {
     const { client, prefix = 'throttler:', clock, maxKeys = 100_000 } = options
     if (typeof prefix !== 'string')
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'prefix', prefix, 'a string')
-    if (clock !== undefined && typeof clock !== 'function') {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
-    }
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxKeys', maxKeys, 'a whole number >= 1')
-    }
+    if (clock !== undefined) fnOption(clock, 'clock', 'a function returning epoch ms')
+    wholeNumber(maxKeys, 'maxKeys', { min: 1, allowed: 'a whole number >= 1' })
     if (client !== undefined) {
       this.#runner = scriptRunnerFor(client)
       if (this.#runner === undefined) {

@@ -6,7 +6,7 @@
  */
 import { describeValue, invalid, RateLimitError } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { optionalText } from '../support/validators.js'
+import { optionalText, wholeNumber } from '../support/validators.js'
 import { retunerOf } from './rule.js'
 import type { Rule } from './types.js'
 
@@ -134,13 +134,10 @@ export function parseLimitOverride(value: unknown, rules: readonly Rule[]): Limi
   if (parsed.limit === undefined && parsed.rules === undefined)
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'override', value, 'an object with `limit` or `rules`')
   if (given.until !== undefined) {
-    if (typeof given.until !== 'number' || !Number.isSafeInteger(given.until) || given.until < 0)
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'override.until',
-        given.until,
-        'epoch milliseconds, such as Date.now() + 3_600_000',
-      )
+    wholeNumber(given.until, 'override.until', {
+      min: 0,
+      allowed: 'epoch milliseconds, such as Date.now() + 3_600_000',
+    })
     parsed.until = given.until
   }
   // The rules must be buildable with these limits (the factories' own checks: exact arithmetic, sizes).
@@ -149,8 +146,8 @@ export function parseLimitOverride(value: unknown, rules: readonly Rule[]): Limi
 }
 
 function checkRuleLimit(rule: Rule, limit: Partial<RuleLimit>, option: string): void {
-  if (limit.limit !== undefined && (!Number.isSafeInteger(limit.limit) || limit.limit < 1))
-    throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', `${option}.limit`, limit.limit, 'a positive whole number')
+  if (limit.limit !== undefined)
+    wholeNumber(limit.limit, `${option}.limit`, { min: 1, code: 'ERR_RATEWINDOW_INVALID_LIMIT' })
   if (limit.burst === undefined) return
   if (rule.algorithm !== 'gcra' && rule.algorithm !== 'token-bucket') {
     throw new RateLimitError(

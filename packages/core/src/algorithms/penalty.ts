@@ -1,6 +1,7 @@
 import { type Duration, parseDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { wholeNumber } from '../support/validators.js'
 
 /**
  * Penalties: after `after` denials within `within`, the key is blocked for `block`, each repeat `factor` times
@@ -73,13 +74,7 @@ export function parsePenalty(options: unknown): Penalty | undefined {
     maxBlock,
     statusCode,
   } = options as PenaltyOptions
-  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'penalty.after',
-      after,
-      'a positive whole number such as 5',
-    )
+  wholeNumber(after, 'penalty.after', { min: 1, allowed: 'a positive whole number such as 5' })
   const withinMs = parseDuration(within, 'penalty.within')
   const blockMs = parseDuration(block, 'penalty.block')
   if (typeof factor !== 'number' || !Number.isSafeInteger(factor) || factor < 1 || factor > 1_000)

@@ -1,6 +1,7 @@
 import { formatDuration, parseDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
+import { wholeNumber } from '../support/validators.js'
 import type { AlgorithmLogic, AlgorithmName, Rule, WindowRuleOptions } from './types.js'
 
 /**
@@ -78,9 +79,11 @@ const WINDOW_RULE_OPTIONS = namesOf<WindowRuleOptions>({
 
 /** Validates a whole, positive count such as `limit` or `capacity`. */
 export function parseCount(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw invalid('ERR_RATEWINDOW_INVALID_LIMIT', option, value, 'a positive whole number such as 100')
-  }
+  wholeNumber(value, option, {
+    min: 1,
+    code: 'ERR_RATEWINDOW_INVALID_LIMIT',
+    allowed: 'a positive whole number such as 100',
+  })
   return value
 }
 

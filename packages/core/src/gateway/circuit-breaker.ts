@@ -1,6 +1,8 @@
 /** Circuit breakers: stop waiting on a store (or one shard of it) that keeps failing, and probe it again later. */
+
 import { type Duration, parseDuration } from '../support/duration.js'
 import { invalid } from '../support/errors.js'
+import { wholeNumber } from '../support/validators.js'
 
 export interface CircuitBreakerOptions {
   /** Consecutive failures that open the circuit. @default 5 */
@@ -36,14 +38,7 @@ export class CircuitBreaker {
       cooldown = CIRCUIT_BREAKER_DEFAULTS.cooldown,
       clock = () => performance.now(),
     } = options
-    if (!Number.isSafeInteger(failures) || failures < 1) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'circuitBreaker.failures',
-        failures,
-        'a positive whole number such as 5',
-      )
-    }
+    wholeNumber(failures, 'circuitBreaker.failures', { min: 1, allowed: 'a positive whole number such as 5' })
     if (typeof clock !== 'function') {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'circuitBreaker.clock', clock, 'a function returning ms')
     }

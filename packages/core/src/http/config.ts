@@ -2,6 +2,7 @@
  * The middleware options resolved once, at construction, into a complete `HttpConfig`: defaults filled, each value
  * validated (the form of each option: option-checks.ts).
  */
+
 import { ALGORITHMS } from '../algorithms/index.js'
 import type { Rule } from '../algorithms/types.js'
 import {
@@ -15,6 +16,7 @@ import type { Awaitable } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, requireObject } from '../support/errors.js'
 import { rejectUnknownOptions } from '../support/option-names.js'
+import { wholeNumber } from '../support/validators.js'
 import { type AccessList, parseAccessList } from './access-list.js'
 import type { HeaderFormat } from './headers.js'
 import { parseIpv6Subnet } from './keys.js'
@@ -145,8 +147,7 @@ function parseDelay(delay: DelayOptions | undefined, horizon: unknown): HttpConf
     ['delay.maxPerKey', maxPerKey],
     ['delay.maxWaiting', maxWaiting],
   ] as const) {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a positive whole number such as 10')
+    wholeNumber(value, option, { min: 1, allowed: 'a positive whole number such as 10' })
   }
   parseReservationHorizon(horizon, { option: 'delay.max', ms: maxMs })
   return { maxMs, maxPerKey, maxWaiting }

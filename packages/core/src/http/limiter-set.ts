@@ -2,12 +2,14 @@
  * The limiters of one middleware: the fixed one, one per limit of a `limit` function, one per rule set of a
  * `rules` function (both bounded), and the choice of limiter and cost for a request.
  */
+
 import type { Rule } from '../algorithms/types.js'
 import { RateLimiter } from '../limiter/limiter.js'
 import { type Identity, namespaceOf } from '../limiter/namespaces.js'
 import { LIMITER_DEFAULTS, parseRules } from '../limiter/options.js'
 import type { Awaitable } from '../stores/types.js'
-import { invalid, RateLimitError } from '../support/errors.js'
+import { RateLimitError } from '../support/errors.js'
+import { wholeNumber } from '../support/validators.js'
 import type { HttpConfig } from './config.js'
 import type { ResolvedRules } from './options.js'
 
@@ -127,14 +129,12 @@ export class LimiterSet<Req> {
     let cost: number | undefined
     if (withCost) {
       cost = (value as { cost?: number }).cost
-      if (cost !== undefined && (!Number.isSafeInteger(cost) || cost < 0)) {
-        throw invalid(
-          'ERR_RATEWINDOW_INVALID_COST',
-          'cost',
-          cost,
-          'a whole number >= 0 (returned by `rules`)',
-        )
-      }
+      if (cost !== undefined)
+        wholeNumber(cost, 'cost', {
+          min: 0,
+          code: 'ERR_RATEWINDOW_INVALID_COST',
+          allowed: 'a whole number >= 0 (returned by `rules`)',
+        })
     }
     const signature = rules.map((rule) => `${rule.id}x${rule.limit}`).join('+')
     let limiter = this.#bySignature.get(signature)
@@ -157,14 +157,11 @@ export class LimiterSet<Req> {
   forLimit(limit: number): RateLimiter {
     let limiter = this.#limiters.get(limit)
     if (limiter === undefined) {
-      if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-        throw invalid(
-          'ERR_RATEWINDOW_INVALID_LIMIT',
-          'limit',
-          limit,
-          'a positive whole number (returned by the `limit` function)',
-        )
-      }
+      wholeNumber(limit, 'limit', {
+        min: 1,
+        code: 'ERR_RATEWINDOW_INVALID_LIMIT',
+        allowed: 'a positive whole number (returned by the `limit` function)',
+      })
       if (this.#limiters.size >= MAX_DYNAMIC_LIMITS)
         this.#limiters.delete(this.#limiters.keys().next().value!)
       limiter = this.#make(this.#config.makeRule!(limit))

@@ -1,6 +1,8 @@
 /** The form of each middleware option, checked once at construction (the `RateLimiter` ones: `RateLimiter`). */
+
 import { ALGORITHMS } from '../algorithms/index.js'
 import { describeValue, invalid, RateLimitError } from '../support/errors.js'
+import { wholeNumber } from '../support/validators.js'
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED } from './headers.js'
 import type { HttpRateLimitOptions } from './options.js'
 
@@ -80,27 +82,19 @@ export function checkShapes<Req, Res>(options: HttpRateLimitOptions<Req, Res>): 
     )
   }
   // A constant, checked here so that its message is not the one of a `limit` function's result.
-  if (typeof limit === 'number' && (!Number.isSafeInteger(limit) || limit < 1)) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_LIMIT',
-      'limit',
-      limit,
-      `a positive whole number such as 100${limit === 0 ? ' (to turn limiting off, pass `enabled: false`)' : ''}`,
-    )
-  }
+  if (typeof limit === 'number')
+    wholeNumber(limit, 'limit', {
+      min: 1,
+      code: 'ERR_RATEWINDOW_INVALID_LIMIT',
+      allowed: `a positive whole number such as 100${limit === 0 ? ' (to turn limiting off, pass `enabled: false`)' : ''}`,
+    })
   const { cost } = options
-  if (
-    cost !== undefined &&
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_COST',
-      'cost',
-      cost,
-      'a whole number >= 0 or a function of the request',
-    )
-  }
+  if (cost !== undefined && typeof cost !== 'function')
+    wholeNumber(cost, 'cost', {
+      min: 0,
+      code: 'ERR_RATEWINDOW_INVALID_COST',
+      allowed: 'a whole number >= 0 or a function of the request',
+    })
   const { message } = options
   if (
     message !== undefined &&

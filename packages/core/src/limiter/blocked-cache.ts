@@ -1,5 +1,6 @@
 import type { RateLimitResult } from '../result.js'
 import { invalid } from '../support/errors.js'
+import { wholeNumber } from '../support/validators.js'
 
 export interface BlockedCacheOptions {
   /** Most denied keys remembered; the oldest is dropped past it. @default 10_000 */
@@ -39,14 +40,7 @@ export class BlockedCache {
 
   constructor(options: BlockedCacheOptions = {}) {
     const { maxKeys = BLOCKED_CACHE_DEFAULTS.maxKeys, clock = () => performance.now() } = options
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'blockedCache.maxKeys',
-        maxKeys,
-        'a positive whole number such as 10000',
-      )
-    }
+    wholeNumber(maxKeys, 'blockedCache.maxKeys', { min: 1, allowed: 'a positive whole number such as 10000' })
     if (typeof clock !== 'function') {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'blockedCache.clock', clock, 'a function returning ms')
     }

@@ -1,4 +1,4 @@
-import { invalid } from './errors.js'
+import { wholeNumber } from './validators.js'
 
 /** The label value counted in place of the values beyond a cap (`MetricLabels`). */
 export const OTHER_LABEL_VALUE = 'other'
@@ -41,9 +41,7 @@ export class MetricLabels {
    * @param option The option's name in the error for a bad `maxValues`. @default 'maxLabelValues'
    */
   constructor(maxValues = 100, option = 'maxLabelValues') {
-    if (!Number.isSafeInteger(maxValues) || maxValues < 1) {
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, maxValues, 'a positive whole number such as 100')
-    }
+    wholeNumber(maxValues, option, { min: 1, allowed: 'a positive whole number such as 100' })
     this.#max = maxValues
     this.#limiters = new CappedLabel(maxValues)
   }

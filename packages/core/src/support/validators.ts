@@ -62,9 +62,13 @@ export function optionalText(value: unknown, option: string, maxLength: number):
   return value
 }
 
-/** A function. */
-export function fnOption(value: unknown, option: string): asserts value is (...args: never[]) => unknown {
-  if (typeof value !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, 'a function')
+/** A function; `allowed` words it in the error (default `a function`), e.g. with an example. */
+export function fnOption(
+  value: unknown,
+  option: string,
+  allowed = 'a function',
+): asserts value is (...args: never[]) => unknown {
+  if (typeof value !== 'function') throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, allowed)
 }
 
 /**

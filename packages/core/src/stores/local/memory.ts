@@ -4,6 +4,7 @@ import { parseTimerDuration } from '../../support/duration.js'
 import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
 import { rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
+import { wholeNumber } from '../../support/validators.js'
 import { defaultEpochNow, isEpochTime } from '../../time/default-clock.js'
 import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
 import type {
@@ -71,14 +72,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
     } = options
     if (typeof clock !== 'function')
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw invalid(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        'maxKeys',
-        maxKeys,
-        'a positive whole number such as 100000',
-      )
-    }
+    wholeNumber(maxKeys, 'maxKeys', { min: 1, allowed: 'a positive whole number such as 100000' })
     this.#clock = clock
     this.#entries = new EntryTables(maxKeys)
     this.#sweepMs = parseTimerDuration(sweepInterval, 'sweepInterval')

@@ -2,7 +2,7 @@
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { invalid, requireObject } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
-import { prefixOption } from '../../support/validators.js'
+import { prefixOption, wholeNumber } from '../../support/validators.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { DEFAULT_MAX_WAITING } from './groups.js'
 
@@ -84,14 +84,7 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): RedisStore
       'a function returning epoch ms, or undefined',
     )
   }
-  if (typeof maxWaiting !== 'number' || !Number.isSafeInteger(maxWaiting) || maxWaiting < 0) {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'maxWaiting',
-      maxWaiting,
-      'a whole number >= 0, e.g. 50000',
-    )
-  }
+  wholeNumber(maxWaiting, 'maxWaiting', { min: 0, allowed: 'a whole number >= 0, e.g. 50000' })
   const readyTimeoutMs = readyTimeout === false ? undefined : parseTimerDuration(readyTimeout, 'readyTimeout')
   return { client, runner, prefix, clock, maxWaiting, readyTimeoutMs }
 }

@@ -6,7 +6,7 @@ import { type Duration, parseDuration } from '../../support/duration.js'
 import { invalid, requireObject } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { throttledErrorLog } from '../../support/report.js'
-import { prefixOption } from '../../support/validators.js'
+import { prefixOption, wholeNumber } from '../../support/validators.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from '../redis/clients/index.js'
 import type { ScriptRunner } from './script.js'
 
@@ -95,10 +95,8 @@ export function parseSyncedStoreOptions(options: SyncedStoreOptions): SyncedStor
   } = options
   const commands = clientOption(client)
   prefixOption(prefix)
-  if (maxPending !== undefined && (!Number.isSafeInteger(maxPending) || maxPending < 1))
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxPending', maxPending, 'a positive whole number')
-  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'maxKeys', maxKeys, 'a positive whole number')
+  if (maxPending !== undefined) wholeNumber(maxPending, 'maxPending', { min: 1 })
+  wholeNumber(maxKeys, 'maxKeys', { min: 1 })
   for (const [name, fn] of [
     ['clock', options.clock],
     ['onError', options.onError],
