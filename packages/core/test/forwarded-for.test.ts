@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { forwardedClient, trustedProxies, trustsEveryAddress } from '../src/entries/adapter.js'
+import { withoutPort } from '../src/http/forwarded-for.js'
+import { ipKey } from '../src/http/keys.js'
 
 describe('trustedProxies: `trustProxy` checked once, as a rule of trusted hops', () => {
   it('with a number n, trusts the first n hops (the peer is hop 0)', () => {
@@ -57,5 +59,46 @@ describe('forwardedClient: X-Forwarded-For read from the right, past the trusted
     expect(forwardedClient(null, trustedProxies(1))).toBeUndefined()
     expect(forwardedClient(undefined, trustedProxies(1))).toBeUndefined()
     expect(forwardedClient(' , ', trustedProxies(1))).toBeUndefined()
+  })
+})
+
+describe('an entry with a port (issue 45): read as its address', () => {
+  it('keys 203.0.113.7:51234 and [2001:db8::1]:443 as the addresses they carry', () => {
+    expect(forwardedClient('198.51.100.1, 203.0.113.7:51234', trustedProxies(1))).toBe('203.0.113.7')
+    expect(forwardedClient('[2001:db8::1]:443', trustedProxies(1))).toBe('2001:db8::1')
+    expect(forwardedClient('[2001:db8::1]', trustedProxies(1))).toBe('2001:db8::1')
+    expect(ipKey(forwardedClient('[2001:db8::1]:443', trustedProxies(1))!)).toBe('2001:db8::/56')
+  })
+
+  it('trusts a proxy whose entry carries a port, as its address', () => {
+    const header = '203.0.113.7:51234, 10.0.0.2:8080'
+    expect(forwardedClient(header, trustedProxies('10.0.0.0/8'))).toBe('203.0.113.7')
+  })
+
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['2001:db8::1', '2001:db8::1'],
+    ['::ffff:203.0.113.7', '::ffff:203.0.113.7'],
+    ['2001:db8::1:443', '2001:db8::1:443'],
+    ['fe80::1%eth0', 'fe80::1%eth0'],
+    ['203.0.113.7:', '203.0.113.7:'],
+    ['203.0.113.7:123456', '203.0.113.7:123456'],
+    ['203.0.113.7:80a', '203.0.113.7:80a'],
+    ['[2001:db8::1]:', '[2001:db8::1]:'],
+    ['[2001:db8::1]x', '[2001:db8::1]x'],
+    ['[2001:db8::1', '[2001:db8::1'],
+    ['unknown', 'unknown'],
+    ['host:80', 'host:80'],
+  ])('withoutPort(%j) is %j: only a port after an IPv4 or a bracketed address is cut', (entry, address) => {
+    expect(withoutPort(entry)).toBe(address)
+  })
+
+  it('leaves an entry that is not an address as it is, for the key to refuse (never a shared bucket)', () => {
+    const client = forwardedClient('unknown', trustedProxies(1))!
+    expect(client).toBe('unknown')
+    expect(() => ipKey(client)).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_IP' }))
+    expect(() => ipKey(forwardedClient('[garbage]:1', trustedProxies(1))!)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_IP' }),
+    )
   })
 })

@@ -67,7 +67,8 @@ export function trustsEveryAddress(trustProxy: TrustProxy | undefined): boolean 
  * The client in `X-Forwarded-For` (`header`), for a request that came through a trusted proxy (hop 0: the
  * connection's peer, which the caller checked with `trusted`; or the platform's own proxy where the app sees no
  * connection, as on Next.js): from the right (hop 1), the first entry `trusted` refuses; the leftmost one when it
- * trusts every entry. Undefined without the header or without an entry in it: no proxy forwarded the request.
+ * trusts every entry. An entry is read without the port a proxy may write (`withoutPort`). Undefined without the
+ * header or without an entry in it: no proxy forwarded the request.
  */
 export function forwardedClient(header: string | null | undefined, trusted: TrustedHop): string | undefined {
   if (header === null || header === undefined) return undefined
@@ -76,10 +77,41 @@ export function forwardedClient(header: string | null | undefined, trusted: Trus
   for (let hop = 1, i = hops.length - 1; i >= 0; i--) {
     const next = hops[i]!.trim()
     if (next === '') continue
-    address = next
+    address = withoutPort(next)
     if (!trusted(address, hop++)) break
   }
   return address
+}
+
+/**
+ * The address of one `X-Forwarded-For` entry: some proxies write the client's port too, `203.0.113.7:51234` or
+ * `[2001:db8::1]:443` (IPv6 in brackets, with or without a port). Anything else is returned as it is: an entry
+ * that is not an address stays one, for the key to refuse (`ERR_RATEWINDOW_INVALID_IP`), never to share a bucket.
+ * NOTE: an IPv6 address without brackets is never cut: its last group would read as a port.
+ */
+export function withoutPort(entry: string): string {
+  if (entry.charCodeAt(0) === 91 /* [ */) {
+    const close = entry.indexOf(']')
+    if (close < 0) return entry
+    const rest = entry.length - close - 1
+    return rest === 0 || (entry.charCodeAt(close + 1) === 58 /* : */ && isPort(entry, close + 2))
+      ? entry.slice(1, close)
+      : entry
+  }
+  const colon = entry.indexOf(':')
+  if (colon < 0 || entry.indexOf(':', colon + 1) >= 0 || entry.indexOf('.') < 0) return entry
+  return isPort(entry, colon + 1) ? entry.slice(0, colon) : entry
+}
+
+/** Whether `text` from `start` to its end is a port: 1 to 5 decimal digits. */
+function isPort(text: string, start: number): boolean {
+  const length = text.length - start
+  if (length < 1 || length > 5) return false
+  for (let i = start; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 48 || code > 57) return false
+  }
+  return true
 }
 
 function invalidTrustProxy(message: string): RateLimitError {
