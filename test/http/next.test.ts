@@ -126,4 +126,30 @@ describe('@ratewindow/next', () => {
     expect(refused.retryAfter).toBeGreaterThan(0)
     expect(refused.headers['Retry-After']).toBe(String(refused.retryAfter))
   })
+
+  it('a key that answers undefined keys the request by its client address, never by one shared key', async () => {
+    const verified = new Map([['signed-token', 'alice']])
+    const middleware = rateLimit({
+      limit: 1,
+      trustProxy: 1,
+      key: async (request) => {
+        const user = verified.get(request.headers.get('authorization') ?? '')
+        return user && `user:${user}`
+      },
+    })
+    const asUser = (client: string) =>
+      new NextRequest(URL, { headers: { 'x-forwarded-for': client, authorization: 'signed-token' } })
+    expect((await middleware(from('203.0.113.1'))).status).toBe(200)
+    expect((await middleware(from('203.0.113.1'))).status).toBe(429)
+    // Another anonymous client is another bucket; the verified user is its own, from any address.
+    expect((await middleware(from('203.0.113.2'))).status).toBe(200)
+    expect((await middleware(asUser('203.0.113.1'))).status).toBe(200)
+    expect((await middleware(asUser('203.0.113.3'))).status).toBe(429)
+    // Without an address to fall back on, undefined is a coded error.
+    const unkeyed = withRateLimit(() => new Response(), { key: () => undefined })
+    await expect(unkeyed(from('203.0.113.1'), undefined)).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_KEY',
+      message: expect.stringContaining('`trustProxy`'),
+    })
+  })
 })

@@ -1,11 +1,14 @@
 import type { RateLimitResult } from '@ratewindow/core'
 import type { HeadersCarrier } from './address.js'
 import {
+  decideFor,
+  INVALID_ADDRESS,
   type NextRateLimitOptions,
   nextEngine,
   type ResponseOption,
   refuseResponseOptions,
 } from './binding.js'
+import { warnPerInstance } from './edge.js'
 
 /** What a server action's limiter reads: the request's headers (`await headers()` from `next/headers`). */
 export interface ActionRequest extends HeadersCarrier {}
@@ -21,7 +24,10 @@ export interface ActionDecision {
   retryAfter: number
   /** The RateLimit headers the decision would send, for an answer of your own. */
   headers: Record<string, string>
-  /** The limiter's result; undefined when the call was skipped (`skip`, `allowList`, `enabled: false`). */
+  /**
+   * The limiter's result; undefined when the call was skipped (`skip`, `allowList`, `enabled: false`), or refused
+   * because its client address is not an address (then `allowed` is false).
+   */
   result: RateLimitResult | undefined
 }
 
@@ -36,6 +42,13 @@ export interface ActionRateLimiter {
 }
 
 const PASS: ActionDecision = Object.freeze({ allowed: true, retryAfter: 0, headers: {}, result: undefined })
+/** A call whose client address is not an address: refused, counted nowhere (a warning says so once). */
+const REFUSED: ActionDecision = Object.freeze({
+  allowed: false,
+  retryAfter: 0,
+  headers: {},
+  result: undefined,
+})
 
 /**
  * Limits a server action: build it once at module level, call it with the request's headers at the top of the
@@ -46,7 +59,9 @@ export function rateLimitAction(options: ActionRateLimitOptions = {}): ActionRat
   const engine = nextEngine<ActionRequest>(options, 'rateLimitAction()')
 
   async function limitAction(headers: ActionRequest['headers']): Promise<ActionDecision> {
-    const decision = await engine.decide({ headers })
+    warnPerInstance(options)
+    const decision = await decideFor(engine, { headers })
+    if (decision === INVALID_ADDRESS) return REFUSED
     if (decision === undefined || decision.gone) return PASS
     const { result } = decision
     return {

@@ -1,4 +1,4 @@
-import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
+import { type HttpRateLimitOptions, ipKey, RateLimitError, type RateLimitResult } from '@ratewindow/core'
 import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { emitWarning } from '@ratewindow/core/support'
 import {
@@ -20,8 +20,15 @@ export interface NextRequestLike extends HeadersCarrier {
  * out an operator handle yet.
  */
 export interface NextRateLimitOptions<Req extends NextRequestLike = Request>
-  extends Omit<HttpRateLimitOptions<Req, Response>, 'overrides'>,
+  extends Omit<HttpRateLimitOptions<Req, Response>, 'overrides' | 'key'>,
     NextAddressOptions<Req> {
+  /**
+   * The client's key, from something the server verified (the user of a verified session, an account found by
+   * its API key); `undefined` keys the request by its client address instead (`trustProxy` or `clientIp`), so
+   * that callers without one never share a bucket. @default the client address
+   * @example key: async (request) => { const user = await verifiedUser(request); return user && `user:${user.id}` }
+   */
+  key?: (request: Req) => string | undefined | Promise<string | undefined>
   /** Replaces the default 429 answer (not for a deny-listed client): return the response. */
   handler?: (request: Req, result: RateLimitResult) => Response | Promise<Response>
 }
@@ -85,8 +92,76 @@ export function nextEngine<Req extends NextRequestLike>(
       for (const name in headers) (target as Headers).set(name, headers[name]!)
     },
   }
-  return new HttpRateLimiter<Req, Response>(options, binding, { where })
+  const { key } = options
+  const engineOptions =
+    typeof key === 'function'
+      ? { ...options, key: keyOrAddress(key, clientIp, options.ipv6Subnet, where) }
+      : options
+  return new HttpRateLimiter<Req, Response>(engineOptions as HttpRateLimitOptions<Req, Response>, binding, {
+    where,
+  })
 }
+
+/** `key`'s answer, or the client address's key where it answers `undefined`. */
+function keyOrAddress<Req>(
+  key: (request: Req) => string | undefined | Promise<string | undefined>,
+  clientIp: ((request: Req) => string | undefined) | undefined,
+  ipv6Subnet: number | false | undefined,
+  where: string,
+): (request: Req) => string | Promise<string> {
+  const byAddress = (request: Req, chosen: string | undefined): string => {
+    if (chosen !== undefined) return chosen
+    if (clientIp === undefined)
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_KEY',
+        `${where}: \`key\` returned undefined, which keys the request by its client address, but no address is configured: pass \`trustProxy\` (or \`clientIp\`) as well (docs/next.md#the-client-address).`,
+        { option: 'key' },
+      )
+    return ipKey(clientIp(request) ?? '', { ipv6Subnet })
+  }
+  return (request) => {
+    const chosen = key(request)
+    return chosen instanceof Promise
+      ? chosen.then((each) => byAddress(request, each))
+      : byAddress(request, chosen)
+  }
+}
+
+/** What `decideFor` answers for a request whose client address is not an address. */
+export const INVALID_ADDRESS = Symbol('invalid address')
+
+let warnedInvalidAddress = false
+
+/**
+ * `engine.decide(request)`, except for a client address that is not an IP address (a forwarded entry such as
+ * `unknown` or garbage: the request came round the proxy, or the proxy writes something else): no bucket is shared
+ * and nothing is counted, as everywhere (`ERR_RATEWINDOW_INVALID_IP`), but the entry points answer it themselves
+ * and warn once, where a thrown error would print a stack trace per request, at the rate a client sends them.
+ */
+export async function decideFor<Req extends NextRequestLike>(
+  engine: HttpRateLimiter<Req, Response>,
+  request: Req,
+): Promise<HttpDecision | undefined | typeof INVALID_ADDRESS> {
+  try {
+    return await engine.decide(request)
+  } catch (error) {
+    if (!(error instanceof RateLimitError) || error.code !== 'ERR_RATEWINDOW_INVALID_IP') throw error
+    if (!warnedInvalidAddress) {
+      warnedInvalidAddress = true
+      emitWarning(
+        `${error.message} A request's client address, as \`trustProxy\` (or \`clientIp\`) read it, is not an IP ` +
+          'address: such requests are answered 500 (a server action: refused) and counted nowhere. Check that every ' +
+          'request comes through the proxies `trustProxy` names, and what they write in X-Forwarded-For. Once.',
+        'RATEWINDOW_INVALID_ADDRESS',
+      )
+    }
+    return INVALID_ADDRESS
+  }
+}
+
+/** The answer to a request whose client address is not an address: 500, with no detail for the client. */
+export const invalidAddressResponse = (): Response =>
+  new Response('Internal Server Error', { status: 500, headers: { 'Content-Type': 'text/plain' } })
 
 /** The answer to a refused request: the `handler` option's, or the engine's body, with the decision's headers. */
 export async function denial<Req extends NextRequestLike>(
@@ -121,24 +196,4 @@ export function withHeaders(response: Response, headers: Record<string, string>)
     }
   }
   return target
-}
-
-declare const EdgeRuntime: unknown
-let warnedPerInstance = false
-
-/**
- * On the Edge runtime, a limiter given no `store` counts in one Edge instance: warned once, at the first request
- * (like the default MemoryStore on Cloudflare Workers), not at module load.
- */
-export function warnPerInstance(options: { store?: unknown }): void {
-  if (warnedPerInstance || options.store !== undefined || typeof EdgeRuntime !== 'string') return
-  warnedPerInstance = true
-  emitWarning(
-    'No `store` was given, so the default MemoryStore counts in this Edge instance only: the Edge runtime runs ' +
-      'many instances (per region, and more under load), each with its own counters, so a client gets the limit ' +
-      'once per instance. For one exact limit, run the middleware on the Node.js runtime with a RedisStore ' +
-      "(`export const config = { runtime: 'nodejs' }`, or Next 16's proxy.ts), or on Cloudflare the Durable " +
-      'Object store (docs/next.md#stores); to count per instance on purpose, pass `store: new MemoryStore()`.',
-    'RATEWINDOW_PER_ISOLATE_STORE',
-  )
 }

@@ -5,7 +5,6 @@ export {
   gcra,
   MemoryStore,
   RateLimitError,
-  RedisStore,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
@@ -14,6 +13,7 @@ export type { ActionDecision, ActionRateLimiter, ActionRateLimitOptions, ActionR
 export { rateLimitAction } from './action.js'
 export type { HeadersCarrier, NextAddressOptions } from './address.js'
 export type { NextRateLimitOptions, NextRequestLike } from './binding.js'
+export { RedisStore } from './edge.js'
 export type { NextMiddlewareOptions, RateLimitMiddleware } from './middleware.js'
 export { rateLimit } from './middleware.js'
 export type { RateLimitedHandler } from './route.js'

@@ -1,6 +1,16 @@
 import type { RateLimitResult } from '@ratewindow/core'
 import type { TrackedResponse } from '@ratewindow/core/adapter'
-import { denial, type NextRateLimitOptions, nextEngine, withHeaders } from './binding.js'
+import {
+  decideFor,
+  denial,
+  INVALID_ADDRESS,
+  invalidAddressResponse,
+  type NextRateLimitOptions,
+  nextEngine,
+  withHeaders,
+} from './binding.js'
+import { warnPerInstance } from './edge.js'
+import { noteRouteFields } from './proxied.js'
 
 /** The decision of each request a `withRateLimit` handler admitted, for `rateLimitOf`. */
 const decisions = new WeakMap<object, RateLimitResult>()
@@ -42,9 +52,12 @@ export function withRateLimit<Req extends Request, Context = unknown>(
     engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true
 
   async function rateLimitedHandler(request: Req, context: Context): Promise<Response> {
-    const decision = await engine.decide(request)
+    warnPerInstance(options)
+    const decision = await decideFor(engine, request)
+    if (decision === INVALID_ADDRESS) return invalidAddressResponse()
     if (decision === undefined) return handler(request, context)
     if (decision.gone) return new Response(null, { status: decision.statusCode })
+    noteRouteFields(request, decision.headers, 'withRateLimit()')
     if (!decision.result.allowed) return denial(engine, request, decision, options.handler)
     decisions.set(request, decision.result)
     // `settle` in the handler rewrites these before they are added to its response.

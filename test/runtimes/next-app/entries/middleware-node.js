@@ -2,11 +2,16 @@
 import { rateLimit } from '@ratewindow/next'
 import { storeFromEnv } from './lib/store.js'
 
-export const middleware = rateLimit({
+const limited = rateLimit({ limit: 3, window: '1m', trustProxy: 1, ...storeFromEnv('mw') })
+// docs/next.md's recipe: a route with a limiter of its own is limited here without RateLimit fields.
+const quiet = rateLimit({
   limit: 3,
   window: '1m',
   trustProxy: 1,
-  ...storeFromEnv('mw'),
+  ...storeFromEnv('mw-quiet'),
+  headers: false,
 })
 
-export const config = { runtime: 'nodejs', matcher: '/api/limited/:path*' }
+export const middleware = (request) => (request.nextUrl.pathname === '/api/quiet' ? quiet : limited)(request)
+
+export const config = { runtime: 'nodejs', matcher: ['/api/limited/:path*', '/api/both', '/api/quiet'] }
