@@ -1,4 +1,4 @@
-export type { RateLimitObserver, RateLimitResult, SettleResult, Store } from '@ratewindow/core'
+export type { RateLimitObserver, RateLimitResult, SettleResult, Store, TrustProxy } from '@ratewindow/core'
 export {
   AccessList,
   combineObservers,
@@ -13,6 +13,7 @@ export {
 } from '@ratewindow/core'
 export { RateLimitExceeded, rateLimitErrorFormatter, retryAfterOf } from './errors.js'
 export {
+  type AdmittedCall,
   type RateLimitArguments,
   type RateLimitContext,
   type RateLimitMiddleware,

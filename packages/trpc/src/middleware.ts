@@ -4,20 +4,28 @@
  * adapters; this file writes the headers to the response the context exposes, throws a refusal as a `TRPCError`,
  * and hands an admitted call's decision to the procedure as `ctx.rateLimit`.
  */
-import type { RateLimitResult } from '@ratewindow/core'
+import type { RateLimitResult, SettleResult } from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { TRPCError, type TRPCMiddlewareFunction } from '@trpc/server'
-import { trpcBinding, writeHeaders } from './binding.js'
+import { addressOf, trpcBinding, writeHeaders } from './binding.js'
 import { refusalError } from './errors.js'
+import { keyOrAddress, noteProxyFields } from './keys.js'
 import { type KeySource, resolveTrpcOptions, type TrpcCall, type TrpcRateLimitOptions } from './options.js'
+
+/** The decision of an admitted call, as the procedure reads it: a `RateLimitResult` whose `settle` is always there. */
+export interface AdmittedCall extends RateLimitResult {
+  /** Charges what the call really cost once it ran (`settle(0)` gives it back), and the headers follow. */
+  settle(actualCost: number): Promise<SettleResult>
+}
 
 /** What the middleware adds to the context of the procedures it admits. */
 export interface RateLimitContext {
   /**
    * The decision: limit, remaining, reset, and `settle(actualCost)` to charge what the call really cost.
-   * Undefined when the call was not limited (`skip`, an allow list, `enabled: false`).
+   * Undefined when the call was not limited (`skip`, an allow list, `enabled: false`), and when the store failed
+   * and the failure policy let it pass: there is no quota to tell then (its `remaining` would read 0).
    */
-  rateLimit: RateLimitResult | undefined
+  rateLimit: AdmittedCall | undefined
 }
 
 /** The middleware, for `t.procedure.use(...)` or `t.middleware(...)`, with a handle to forget a client's counters. */
@@ -51,13 +59,20 @@ const WHERE = 'rateLimit()'
 export function rateLimit<TContext = any, TMeta = any>(
   ...[options]: RateLimitArguments<TContext, TMeta>
 ): RateLimitMiddleware<TContext, TMeta> {
-  const { engine: engineOptions, clientIp } = resolveTrpcOptions<TContext, TMeta>(options ?? {}, WHERE)
+  const {
+    engine: engineOptions,
+    key,
+    clientIp,
+    trusted,
+  } = resolveTrpcOptions<TContext, TMeta>(options ?? {}, WHERE)
+  const keyed =
+    key === undefined
+      ? {}
+      : { key: keyOrAddress(key, addressOf(clientIp, trusted, false, WHERE), engineOptions.ipv6Subnet) }
   const engine = new HttpRateLimiter<TrpcCall<TContext, TMeta>>(
-    engineOptions,
-    trpcBinding(clientIp, engineOptions.key !== undefined, WHERE),
-    {
-      where: WHERE,
-    },
+    { ...engineOptions, ...keyed },
+    trpcBinding(clientIp, trusted, key !== undefined, WHERE),
+    { where: WHERE },
   )
   const middleware: TRPCMiddlewareFunction<TContext, TMeta, object, RateLimitContext, unknown> =
     async function rateLimitMiddleware(call) {
@@ -67,9 +82,12 @@ export function rateLimit<TContext = any, TMeta = any>(
       // The client left before its call was decided: nothing was counted, and nobody reads the answer.
       if (decision.gone) throw new TRPCError({ code: 'CLIENT_CLOSED_REQUEST' })
       writeHeaders(call, decision.headers)
+      noteProxyFields(call as unknown as TrpcCall, decision.headers)
       if (!decision.result.allowed) throw refusalError(decision)
+      // The failure policy let the call pass: the quota is unknown, so the procedure is told none.
+      if (decision.result.source === 'policy') return call.next({ ctx: { rateLimit: undefined } })
       engine.followSettle(decision, call)
-      return call.next({ ctx: { rateLimit: decision.result } })
+      return call.next({ ctx: { rateLimit: decision.result as AdmittedCall } })
     }
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),

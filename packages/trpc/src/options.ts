@@ -4,8 +4,8 @@
  * that need an HTTP response of the procedure's own (`message`, `statusCode`, `concurrency`, `delay`, the refunds
  * after the response) have no place in a call that shares its response with a batch: they are refused by name.
  */
-import type { HttpRateLimitOptions } from '@ratewindow/core'
-import { middlewareOptionNames } from '@ratewindow/core/adapter'
+import { type Awaitable, type HttpRateLimitOptions, RateLimitError, type TrustProxy } from '@ratewindow/core'
+import { middlewareOptionNames, type TrustedHop, trustedProxies } from '@ratewindow/core/adapter'
 import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { TRPCProcedureType } from '@trpc/server'
 
@@ -49,7 +49,23 @@ export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
     | 'skipFailedRequests'
     | 'skipSuccessfulRequests'
     | 'requestWasSuccessful'
+    | 'key'
   > {
+  /**
+   * The caller's key, from something the server verified (the user of a verified session in your context, an
+   * account found by its API key); `undefined` keys the call by its client address instead, as without `key`, so
+   * that callers without one never share a bucket. @default the client address
+   * @example key: ({ ctx }) => ctx.user && `user:${ctx.user.id}`
+   */
+  key?: (call: TrpcCall<TContext, TMeta>) => Awaitable<string | undefined>
+  /**
+   * The proxies in front of the app that append to `X-Forwarded-For`, read from the request in your context
+   * (`ctx.req`: the Node adapter's request, or the fetch adapter's `Request`): their number (`1` on Vercel and
+   * behind one proxy), or their addresses and networks (`'10.0.0.0/8'`). With the Node adapter the connection's
+   * address must be one of them (hop 0); the fetch adapter sees no connection, and its platform's proxy is hop 0.
+   * @default none: the socket address of the Node request in `ctx.req`
+   */
+  trustProxy?: TrustProxy
   /**
    * The client address for the default key, by your own means: behind a proxy you control, the address it
    * forwards; with the fetch adapter, what the runtime tells (Bun's `server.requestIP`, Deno's `remoteAddr`) put in
@@ -71,6 +87,7 @@ export type KeySource<TContext = any, TMeta = any> = TContext extends { req: { s
   :
       | { key: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['key']> }
       | { clientIp: NonNullable<TrpcRateLimitOptions<TContext, TMeta>['clientIp']> }
+      | { trustProxy: TrustProxy }
 
 const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
   {
@@ -86,13 +103,15 @@ const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
     skipSuccessfulRequests: true,
     requestWasSuccessful: true,
   },
-  { clientIp: true },
+  { clientIp: true, trustProxy: true },
 )
 
-/** The options resolved: the engine's part, and `clientIp`. */
+/** The options resolved: the engine's part (`key` as given), `clientIp`, and the proxies `trustProxy` trusts. */
 export interface TrpcConfig<TContext, TMeta> {
-  engine: HttpRateLimitOptions<TrpcCall<TContext, TMeta>>
+  engine: Omit<HttpRateLimitOptions<TrpcCall<TContext, TMeta>>, 'key'>
+  key: TrpcRateLimitOptions<TContext, TMeta>['key']
   clientIp: ((call: TrpcCall<TContext, TMeta>) => string | undefined) | undefined
+  trusted: TrustedHop | undefined
 }
 
 /** Checks the options of tRPC's own, once; core's engine checks the rest when it is built. */
@@ -102,8 +121,17 @@ export function resolveTrpcOptions<TContext, TMeta>(
 ): TrpcConfig<TContext, TMeta> {
   requireObject(options, 'options', "{ limit: 100, window: '1m', key: ({ ctx }) => ctx.user.id }")
   rejectUnknownOptions(options, TRPC_NAMES, where)
-  const { clientIp, ...engine } = options
+  const { clientIp, trustProxy, key, ...engine } = options
   if (clientIp !== undefined && typeof clientIp !== 'function')
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clientIp', clientIp, 'a function of the call')
-  return { engine, clientIp }
+  if (key !== undefined && typeof key !== 'function')
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'key', key, 'a function of the call returning a string')
+  if (trustProxy !== undefined && clientIp !== undefined)
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'Pass `trustProxy` or `clientIp`, not both: `clientIp` finds the address itself.',
+      { option: 'trustProxy' },
+    )
+  const trusted = trustProxy === undefined ? undefined : trustedProxies(trustProxy)
+  return { engine, key, clientIp, trusted }
 }

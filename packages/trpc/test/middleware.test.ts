@@ -172,7 +172,7 @@ describe('the default key', () => {
       await until(() => warnings.length > 0, 'the proxy warning')
       const proxyWarnings = warnings.filter((warning) => warning.code === 'RATEWINDOW_UNTRUSTED_PROXY')
       expect(proxyWarnings).toHaveLength(1)
-      expect(proxyWarnings[0]?.message).toMatch(/pass `clientIp`/)
+      expect(proxyWarnings[0]?.message).toMatch(/pass `trustProxy`.*`clientIp`/)
     } finally {
       process.off('warning', listen)
     }
@@ -206,7 +206,68 @@ describe('the default key', () => {
   })
 })
 
+describe('the default key: the client address behind trustProxy, and when `key` answers undefined', () => {
+  it('reads X-Forwarded-For past `trustProxy` hops: on the Node adapter only from a trusted connection', async () => {
+    const trusted = await startServer('node', { limit: 1, prefix: freshPrefix(), trustProxy: '127.0.0.1' })
+    servers.push(trusted)
+    expect(await trusted.client({ forwardedFor: '6.6.6.6, 203.0.113.21' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+    // Another address the proxy wrote: another client; the one before it is the client's own claim.
+    expect(await trusted.client({ forwardedFor: '203.0.113.22' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+    expect(
+      (await refusalOf(trusted.client({ forwardedFor: '7.7.7.7, 203.0.113.21' }).trpc.hello.query())).data
+        ?.code,
+    ).toBe('TOO_MANY_REQUESTS')
+    // The connection is not one of the proxies: its own address is the client, whatever it forwards.
+    const untrusted = await startServer('node', { limit: 1, prefix: freshPrefix(), trustProxy: '10.0.0.0/8' })
+    servers.push(untrusted)
+    await untrusted.client({ forwardedFor: '203.0.113.23' }).trpc.hello.query()
+    expect(
+      (await refusalOf(untrusted.client({ forwardedFor: '203.0.113.24' }).trpc.hello.query())).data?.code,
+    ).toBe('TOO_MANY_REQUESTS')
+  })
+
+  it('keys a call whose `key` answers undefined by its address, never by one shared key', async () => {
+    const server = await startServer('fetch', {
+      limit: 1,
+      prefix: freshPrefix(),
+      trustProxy: 1,
+      key: ({ ctx }) => ctx.user && `user:${ctx.user}`,
+    })
+    servers.push(server)
+    expect(await server.client({ forwardedFor: '203.0.113.31' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+    expect(await server.client({ forwardedFor: '203.0.113.32' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+    expect(await server.client({ user: 'judy', forwardedFor: '203.0.113.31' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+    await server.middleware.resetKey('203.0.113.31')
+    expect(await server.client({ forwardedFor: '203.0.113.31' }).trpc.hello.query()).toEqual({
+      remaining: 0,
+      limit: 1,
+    })
+  })
+})
+
 describe('options', () => {
+  it('refuses `trustProxy` beside `clientIp`, and a `trustProxy` that trusts every address', () => {
+    expect(() => rateLimit({ trustProxy: 1, clientIp: () => '203.0.113.1' })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'trustProxy' }),
+    )
+    expect(() => rateLimit({ trustProxy: '0.0.0.0/0' })).toThrow(/trusts every address/)
+  })
+
   it('refuses at construction the options that need a response of their own, and a bad `clientIp`', () => {
     for (const option of ['statusCode', 'message', 'concurrency', 'delay', 'skipFailedRequests'])
       expect(() => rateLimit({ [option]: undefined } as never)).toThrow(
