@@ -4,7 +4,9 @@
  * built once (`next build`) and served by `next start` twice, on the memory store and on Redis (chosen at start).
  * Each must answer 200s then 429 with the RateLimit headers, Retry-After and the body; key clients by the
  * X-Forwarded-For entry the proxy wrote; warn about the per-instance memory store on the Edge only; and limit a
- * route handler (`withRateLimit`) and a server action (`rateLimitAction`).
+ * route handler (`withRateLimit`) and a server action (`rateLimitAction`). The attacks that need a served app
+ * (packages/next/test/next-start-attacks.ts, named by packages/next/test/hostile.test.ts) run here too, on the same
+ * builds.
  *
  * Next, React and ioredis are installed once into .tmp/next-apps/<versions' hash> (gitignored; the key is the
  * lock: their exact versions), the tarballs unpacked into each app; an app whose inputs (tarballs, fixture, entry)
