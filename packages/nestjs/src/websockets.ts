@@ -244,7 +244,7 @@ async function admit(
     )
   const admission = await engine.admit(request)
   // No upgrade limit and no connection limit are set: every admission opens a connection.
-  if (!admission.allowed) throw new RateLimitWsException({ reason: 'limit', retryAfter: 0 })
+  if (!admission.allowed) throw new RateLimitWsException({ reason: 'limit', retryAfter: 0, retryAfterMs: 0 })
   const { connection } = admission
   const waiting = new Set<() => void>()
   pending.set(connection, waiting)

@@ -5,7 +5,7 @@
  */
 import type { ConcurrencyLimiter, ConcurrencyResult, RateLimiter, RateLimitResult } from '@ratewindow/core'
 import type { MessageRefusal, WebSocketConfig } from './options.js'
-import { closeReasonOf } from './refusal.js'
+import { closeReasonOf, messageRefusal } from './refusal.js'
 
 /** A message limiter and the key it counts this connection's messages under. */
 export interface MessageCounter {
@@ -26,7 +26,7 @@ interface Waiting {
 }
 
 /** The close reason of a connection whose slot was taken by another while it renewed it. */
-const SLOT_LOST: MessageRefusal = { reason: 'limit', retryAfter: 0 }
+const SLOT_LOST: MessageRefusal = messageRefusal('limit', 0)
 
 export class LimitedConnection<Msg> {
   /** The client's key, from the upgrade request. */
@@ -88,7 +88,7 @@ export class LimitedConnection<Msg> {
     const cost = this.#costOf(message)
     if (cost === undefined) return
     if (this.#waiting.length >= this.#config.maxPending) {
-      this.#refuse({ reason: 'busy', retryAfter: 0 }, tell)
+      this.#refuse(messageRefusal('busy', 0), tell)
       return
     }
     const waiting: Waiting = { verdict: undefined, deliver, tell }
@@ -98,7 +98,7 @@ export class LimitedConnection<Msg> {
       (error) => {
         // A cost above what the rules accept (ERR_RATEWINDOW_COST_EXCEEDS_LIMIT): refused, and reported.
         this.#config.onError(error)
-        this.#settle(waiting, { allowed: false, refusal: { reason: 'limit', retryAfter: 0 } })
+        this.#settle(waiting, { allowed: false, refusal: messageRefusal('limit', 0) })
       },
     )
   }
@@ -138,7 +138,7 @@ export class LimitedConnection<Msg> {
     if (refused === undefined) return { allowed: true, results }
     this.#giveBack(results)
     const reason = refused.source === 'policy' ? 'unavailable' : refused.source === 'shed' ? 'busy' : 'limit'
-    return { allowed: false, refusal: { reason, retryAfter: refused.retryAfter } }
+    return { allowed: false, refusal: messageRefusal(reason, refused.retryAfter) }
   }
 
   /** A decision arrived: the decided messages at the head of the line go, in arrival order. */

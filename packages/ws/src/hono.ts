@@ -33,7 +33,7 @@ export interface HonoWebSocketLimitsOptions extends WebSocketLimitOptions<AnyCon
   clientIp?: (c: AnyContext) => string | undefined
   /**
    * The text frame a dropped message answers (`onLimit: 'drop'`).
-   * @default JSON: `{"error":"rate_limited","reason":"limit","retryAfter":850}` (`retryAfter` in ms)
+   * @default JSON: `{"error":"rate_limited","reason":"limit","retryAfter":1,"retryAfterMs":850}` (`retryAfter` in s)
    */
   errorMessage?: (refusal: MessageRefusal) => string
 }

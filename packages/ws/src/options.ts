@@ -52,8 +52,13 @@ export type RefusalReason =
 /** A refused message, as the client is told (drop) or as the close reason says (close). */
 export interface MessageRefusal {
   reason: RefusalReason
-  /** Wait (ms) until a message of the same cost would pass; 0 when unknown (busy, unavailable). */
+  /**
+   * Wait in seconds, rounded up (as HTTP's `Retry-After`), until a message of the same cost would pass; 0 when
+   * unknown (busy, unavailable).
+   */
   retryAfter: number
+  /** The same wait in milliseconds. */
+  retryAfterMs: number
 }
 
 /** The options of every binding: `Req` is the request the binding reads the key from, `Msg` one message. */

@@ -4,7 +4,7 @@
  * the raw socket of an upgrade (where no response object exists).
  */
 import type { ClosableSocket } from '@ratewindow/core/adapter'
-import type { MessageRefusal } from './options.js'
+import type { MessageRefusal, RefusalReason } from './options.js'
 
 /** The longest close reason a close frame carries: 125 bytes of payload, 2 of them the code. */
 export const MAX_CLOSE_REASON_BYTES = 123
@@ -37,9 +37,21 @@ export function closeReasonOf(
   return truncateUtf8(typeof reason === 'string' ? reason : String(reason))
 }
 
-/** The error a dropped message answers by default: `{ error: 'rate_limited', reason, retryAfter }` (ms). */
+/**
+ * A refusal with its wait in both units: `retryAfter` in seconds, rounded up as HTTP's `Retry-After` (a client
+ * that waits the advertised seconds is never early), and `retryAfterMs`.
+ */
+export function messageRefusal(reason: RefusalReason, retryAfterMs: number): MessageRefusal {
+  return { reason, retryAfter: Math.ceil(retryAfterMs / 1000), retryAfterMs }
+}
+
+/**
+ * The error a dropped message answers by default: `{ error: 'rate_limited', reason, retryAfter, retryAfterMs }`
+ * (`retryAfter` in seconds, as everywhere else in ratewindow).
+ */
 export function refusalMessage(refusal: MessageRefusal): { error: 'rate_limited' } & MessageRefusal {
-  return { error: 'rate_limited', reason: refusal.reason, retryAfter: refusal.retryAfter }
+  const { reason, retryAfter, retryAfterMs } = refusal
+  return { error: 'rate_limited', reason, retryAfter, retryAfterMs }
 }
 
 /** An upgrade refused in HTTP terms: what the HTTP adapters would send. */

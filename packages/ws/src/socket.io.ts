@@ -26,7 +26,10 @@ export interface SocketIoLimitsOptions
    * error as its acknowledgement's argument instead). @default 'rate_limited'
    */
   errorEvent?: string
-  /** What the error event or acknowledgement carries. @default `{ error: 'rate_limited', reason, retryAfter }` */
+  /**
+   * What the error event or acknowledgement carries.
+   * @default `{ error: 'rate_limited', reason, retryAfter, retryAfterMs }` (`retryAfter` in seconds)
+   */
   errorMessage?: (refusal: MessageRefusal) => unknown
 }
 

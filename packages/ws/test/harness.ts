@@ -35,9 +35,17 @@ export type Connected =
   | { ok: true; client: TestClient }
   | { ok: false; status: number; headers: Record<string, string> }
 
+/** A refusal as the client is told it. */
+export interface Told {
+  error: string
+  reason: string
+  retryAfter: number
+  retryAfterMs: number
+}
+
 export interface TestClient {
   /** Errors the server told it (error frames, error events, acknowledgements), parsed. */
-  told: { error: string; reason: string; retryAfter: number }[]
+  told: Told[]
   /** The close code and reason, once closed (Socket.IO: 1008 for a server disconnect). */
   closed: { code: number; reason: string } | undefined
   send(text: string): void

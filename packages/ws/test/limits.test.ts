@@ -57,7 +57,12 @@ describe.each(HARNESSES)('$name', (harness) => {
       expect(client.told.map((error) => [error.error, error.reason])).toEqual(
         Array(7).fill(['rate_limited', 'limit']),
       )
-      expect(client.told.every((error) => error.retryAfter > 0)).toBe(true)
+      // The wait in seconds (rounded up, as HTTP's Retry-After) and in milliseconds.
+      for (const { retryAfter, retryAfterMs } of client.told) {
+        expect(retryAfterMs).toBeGreaterThan(0)
+        expect(retryAfterMs).toBeLessThanOrEqual(3_600_000)
+        expect(retryAfter).toBe(Math.ceil(retryAfterMs / 1000))
+      }
       expect(client.closed).toBeUndefined()
     })
 
