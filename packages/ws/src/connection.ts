@@ -1,11 +1,13 @@
 /**
  * One admitted connection: its slot (renewed while it is open, given back when it closes) and its messages, each
  * decided by the message limiters and delivered in the order it arrived. At most `maxPending` messages wait for
- * their decisions; one more is refused at once. Nothing is queued beyond that bound.
+ * their decisions; one more is refused at once. Nothing is queued beyond that bound, refusal replies included
+ * (replies.ts).
  */
 import type { ConcurrencyLimiter, ConcurrencyResult, RateLimiter, RateLimitResult } from '@ratewindow/core'
 import type { MessageRefusal, WebSocketConfig } from './options.js'
 import { closeReasonOf, messageRefusal } from './refusal.js'
+import { RefusalReplies } from './replies.js'
 
 /** A message limiter and the key it counts this connection's messages under. */
 export interface MessageCounter {
@@ -16,13 +18,19 @@ export interface MessageCounter {
 /** How the binding closes its connection: code 1008, the reason already cut to 123 bytes, and why. */
 export type Closer = (code: number, reason: string, refusal: MessageRefusal) => void
 
+/**
+ * What a binding hears of a refused message: always, so that it can settle what waits on it; `reply` says
+ * whether to answer the client now (at most one a second, none while it is not reading).
+ */
+export type Teller = (refusal: MessageRefusal, reply: boolean) => void
+
 /** A message's decision: delivered (one result per counter, in counter order), or refused with why. */
 type Verdict = { allowed: true; results: RateLimitResult[] } | { allowed: false; refusal: MessageRefusal }
 
 interface Waiting {
   verdict: Verdict | undefined
   deliver: () => void
-  tell: (refusal: MessageRefusal) => void
+  tell: Teller
 }
 
 /** The close reason of a connection whose slot was taken by another while it renewed it. */
@@ -39,6 +47,9 @@ export class LimitedConnection<Msg> {
   /** Messages waiting for their decision, in arrival order, and those decided behind one still waiting. */
   readonly #waiting: Waiting[] = []
   #closer: Closer | undefined
+  /** Whether the client is behind on reading: its outgoing buffer over the binding's bound. */
+  #backlogged: () => boolean = () => false
+  readonly #replies: RefusalReplies
   #closed = false
 
   constructor(
@@ -53,6 +64,7 @@ export class LimitedConnection<Msg> {
     this.#counters = counters
     this.#slots = slots
     this.#slot = slot
+    this.#replies = new RefusalReplies(config.maxUnreadRefusals, config.clock)
   }
 
   /** Messages waiting for their decision now (at most `maxPending`). */
@@ -67,19 +79,21 @@ export class LimitedConnection<Msg> {
 
   /**
    * The connection is open (again: Socket.IO attaches each namespace's socket): `closer` is how to close it from
-   * now on. Its slot is renewed from the first attach on; until then (an upgrade under way) the first lease holds.
+   * now on, `backlogged` whether its client is behind on reading (its outgoing buffer over the binding's bound).
+   * Its slot is renewed from the first attach on; until then (an upgrade under way) the first lease holds.
    */
-  attach(closer: Closer): void {
+  attach(closer: Closer, backlogged?: () => boolean): void {
     const first = this.#closer === undefined
     this.#closer = closer
+    if (backlogged !== undefined) this.#backlogged = backlogged
     if (first) this.#renewLater()
   }
 
   /**
    * One message: `deliver` runs when its limits admit it, after every message that arrived before it was
-   * delivered or refused; `tell` runs when it is refused and `onLimit` is `'drop'`.
+   * delivered or refused; `tell` runs when it is refused and `onLimit` is `'drop'`, saying whether to answer.
    */
-  receive(message: Msg, deliver: () => void, tell: (refusal: MessageRefusal) => void): void {
+  receive(message: Msg, deliver: () => void, tell: Teller): void {
     if (this.#closed) return
     if (this.#counters.length === 0) {
       deliver()
@@ -101,6 +115,18 @@ export class LimitedConnection<Msg> {
         this.#settle(waiting, { allowed: false, refusal: messageRefusal('limit', 0) })
       },
     )
+  }
+
+  /**
+   * Whether to answer a refusal now: at most one reply a second (`paced`), none while the client is not reading;
+   * `maxUnreadRefusals` refusals in a row while it is not reading close the connection (1008), and this answers
+   * false.
+   */
+  mayReply(refusal: MessageRefusal, paced = true): boolean {
+    if (this.#closed) return false
+    const verdict = this.#replies.next(this.#backlogged(), paced)
+    if (verdict === 'close') this.#closeFor(refusal)
+    return verdict === 'reply'
   }
 
   /**
@@ -166,9 +192,14 @@ export class LimitedConnection<Msg> {
     }
   }
 
-  #refuse(refusal: MessageRefusal, tell: (refusal: MessageRefusal) => void): void {
-    if (this.#config.close) this.#closeFor(refusal)
-    else tell(refusal)
+  #refuse(refusal: MessageRefusal, tell: Teller): void {
+    if (this.#config.close) {
+      this.#closeFor(refusal)
+      return
+    }
+    const reply = this.mayReply(refusal)
+    // A connection closed for not reading settles what waits on its messages through its closer.
+    if (!this.#closed) tell(refusal, reply)
   }
 
   /** Closes with 1008 and the reason (`onLimit: 'close'`, or a slot taken while it was renewed). */

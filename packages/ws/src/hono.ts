@@ -10,7 +10,13 @@ import type { Context, MiddlewareHandler } from 'hono'
 import type { WSContext, WSEvents } from 'hono/ws'
 import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'
-import type { MessageRefusal, WebSocketLimitOptions } from './options.js'
+import {
+  type BufferedAmountOptions,
+  checkCount,
+  type MessageRefusal,
+  WEBSOCKET_DEFAULTS,
+  type WebSocketLimitOptions,
+} from './options.js'
 import { type RawSocket, refusalMessage, writeRefusal } from './refusal.js'
 
 /**
@@ -23,7 +29,9 @@ export type GetConnInfo = (c: Context<any>) => { remote: { address?: string } }
 // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env, as Hono's own middleware types take.
 type AnyContext = Context<any>
 
-export interface HonoWebSocketLimitsOptions extends WebSocketLimitOptions<AnyContext, MessageEvent> {
+export interface HonoWebSocketLimitsOptions
+  extends WebSocketLimitOptions<AnyContext, MessageEvent>,
+    BufferedAmountOptions {
   /**
    * The runtime's connection info helper: the client address is its `remote.address`. This, `clientIp` or `key`
    * is required: Hono itself does not know the client's address.
@@ -32,7 +40,7 @@ export interface HonoWebSocketLimitsOptions extends WebSocketLimitOptions<AnyCon
   /** The client address, by your own means (behind a proxy: the address it forwards). */
   clientIp?: (c: AnyContext) => string | undefined
   /**
-   * The text frame a dropped message answers (`onLimit: 'drop'`).
+   * The text frame a dropped message answers (`onLimit: 'drop'`; at most one a second per connection).
    * @default JSON: `{"error":"rate_limited","reason":"limit","retryAfter":1,"retryAfterMs":850}` (`retryAfter` in s)
    */
   errorMessage?: (refusal: MessageRefusal) => string
@@ -50,7 +58,7 @@ export interface HonoWebSocketLimits {
   close(): void
 }
 
-const HONO_OPTIONS = ['getConnInfo', 'clientIp', 'errorMessage'] as const
+const HONO_OPTIONS = ['getConnInfo', 'clientIp', 'errorMessage', 'maxBufferedAmount'] as const
 
 /**
  * Limits for Hono's WebSocket helper: connections per key, messages per connection and per key, the HTTP limit
@@ -66,6 +74,8 @@ export function limitHonoWebSockets(options: HonoWebSocketLimitsOptions = {}): H
     where,
   )
   const errorMessage = options.errorMessage ?? ((refusal) => JSON.stringify(refusalMessage(refusal)))
+  const { maxBufferedAmount = WEBSOCKET_DEFAULTS.maxBufferedAmount } = options
+  checkCount('maxBufferedAmount', maxBufferedAmount, 0, WEBSOCKET_DEFAULTS.maxBufferedAmount)
   /** Connections admitted by `upgrade`, until `events` opens them. */
   const admitted = new WeakMap<AnyContext, LimitedConnection<MessageEvent>>()
 
@@ -96,15 +106,18 @@ export function limitHonoWebSockets(options: HonoWebSocketLimitsOptions = {}): H
       return {
         ...events,
         onOpen(event: Event, ws: WSContext<T>) {
-          connection.attach((code, reason) => ws.close(code, reason))
+          connection.attach(
+            (code, reason) => ws.close(code, reason),
+            () => bufferedAmount(ws) > maxBufferedAmount,
+          )
           events.onOpen?.(event, ws)
         },
         onMessage(event, ws) {
           connection.receive(
             event,
             () => events.onMessage?.(event, ws),
-            (refusal) => {
-              if (ws.readyState === 1) ws.send(errorMessage(refusal))
+            (refusal, reply) => {
+              if (reply && ws.readyState === 1) ws.send(errorMessage(refusal))
             },
           )
         },
@@ -143,6 +156,16 @@ function honoBinding(options: HonoWebSocketLimitsOptions, where: string): Framew
       c.req.header('x-forwarded-for') === undefined ? undefined : clientIp === undefined && key === undefined,
     trustProxyHint: `pass \`clientIp\` (the address your proxy forwards) or \`key\` to ${where}`,
   }
+}
+
+/**
+ * The bytes waiting to be sent on a connection, where the runtime tells: `bufferedAmount` (Node's `ws`, Deno),
+ * `getBufferedAmount()` (Bun); 0 elsewhere (refusal replies are then paced, one a second, without this bound).
+ */
+function bufferedAmount(ws: WSContext<unknown>): number {
+  const raw = ws.raw as { bufferedAmount?: unknown; getBufferedAmount?: () => unknown } | undefined
+  const amount = typeof raw?.getBufferedAmount === 'function' ? raw.getBufferedAmount() : raw?.bufferedAmount
+  return typeof amount === 'number' ? amount : 0
 }
 
 /** The raw socket of an upgrade request under @hono/node-ws (which passes `incoming` and no `outgoing`). */

@@ -9,7 +9,13 @@ import type { RawData, WebSocket, WebSocketServer } from 'ws'
 import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'
 import { type NodeAddressOptions, nodeBinding } from './node.js'
-import type { MessageRefusal, WebSocketLimitOptions } from './options.js'
+import {
+  type BufferedAmountOptions,
+  checkCount,
+  type MessageRefusal,
+  WEBSOCKET_DEFAULTS,
+  type WebSocketLimitOptions,
+} from './options.js'
 import { refusalMessage, writeRefusal } from './refusal.js'
 
 /** One message of a `ws` socket, as its `'message'` event gives it. */
@@ -20,9 +26,10 @@ export interface WsMessage {
 
 export interface WebSocketLimitsOptions
   extends WebSocketLimitOptions<IncomingMessage, WsMessage>,
-    NodeAddressOptions {
+    NodeAddressOptions,
+    BufferedAmountOptions {
   /**
-   * The text frame a dropped message answers (`onLimit: 'drop'`).
+   * The text frame a dropped message answers (`onLimit: 'drop'`; at most one a second per connection).
    * @default JSON: `{"error":"rate_limited","reason":"limit","retryAfter":1,"retryAfterMs":850}` (`retryAfter` in s)
    */
   errorMessage?: (refusal: MessageRefusal) => string
@@ -63,7 +70,7 @@ export interface WebSocketLimits {
   close(): void
 }
 
-const WS_OPTIONS = ['clientIp', 'errorMessage'] as const
+const WS_OPTIONS = ['clientIp', 'errorMessage', 'maxBufferedAmount'] as const
 
 /**
  * Limits for `ws` (and `@fastify/websocket`): connections per key, messages per connection and per key, and the
@@ -79,6 +86,8 @@ export function limitWebSockets(options: WebSocketLimitsOptions = {}): WebSocket
   const binding = nodeBinding('ws', options, where, (request) => fastifyIps.get(request))
   const engine = new WebSocketLimiter<IncomingMessage, WsMessage>(options, binding, WS_OPTIONS, where)
   const errorMessage = options.errorMessage ?? ((refusal) => JSON.stringify(refusalMessage(refusal)))
+  const { maxBufferedAmount = WEBSOCKET_DEFAULTS.maxBufferedAmount } = options
+  checkCount('maxBufferedAmount', maxBufferedAmount, 0, WEBSOCKET_DEFAULTS.maxBufferedAmount)
   const report = options.onError ?? ((error: unknown) => console.error('@ratewindow/ws:', error))
   /** Connections admitted by the Fastify hook, until `@fastify/websocket` emits their socket. */
   const admitted = new WeakMap<IncomingMessage, LimitedConnection<WsMessage>>()
@@ -86,7 +95,10 @@ export function limitWebSockets(options: WebSocketLimitsOptions = {}): WebSocket
 
   /** The socket's messages go through the connection's limits before its listeners see them. */
   function watch(ws: WebSocket, connection: LimitedConnection<WsMessage>): void {
-    connection.attach((code, reason) => ws.close(code, reason))
+    connection.attach(
+      (code, reason) => ws.close(code, reason),
+      () => ws.bufferedAmount > maxBufferedAmount,
+    )
     ws.once('close', () => connection.close())
     const emit = ws.emit
     // NOTE: `ws` has no hook before its 'message' listeners: the socket's own emit is wrapped, so every listener
@@ -96,8 +108,8 @@ export function limitWebSockets(options: WebSocketLimitsOptions = {}): WebSocket
       connection.receive(
         { data: args[0] as RawData, isBinary: args[1] === true },
         () => emit.call(this, event, ...args),
-        (refusal) => {
-          if (ws.readyState === ws.OPEN) ws.send(errorMessage(refusal))
+        (refusal, reply) => {
+          if (reply && ws.readyState === ws.OPEN) ws.send(errorMessage(refusal))
         },
       )
       return true
@@ -174,6 +186,7 @@ export type { Admission } from './engine.js'
 export { WebSocketLimiter } from './engine.js'
 export type { NodeAddressOptions } from './node.js'
 export {
+  type BufferedAmountOptions,
   type ConnectionLimitOptions,
   type MessageRefusal,
   type RefusalReason,

@@ -104,8 +104,29 @@ export interface WebSocketLimitOptions<Req, Msg> {
   maxPending?: number
   /** The reason of a 1008 close, cut to 123 bytes of UTF-8. @default 'rate limited' */
   closeReason?: string | ((refusal: MessageRefusal) => string)
+  /**
+   * Refusals a connection may get while it is not reading (its outgoing buffer over the binding's bound:
+   * `maxBufferedAmount`, Socket.IO's `maxWriteBuffer`), before it is closed with 1008 and `closeReason`. While it
+   * is over the bound it gets no refusal reply; otherwise at most one a second. @default 100
+   */
+  maxUnreadRefusals?: number
+  /**
+   * The current time in ms (any origin: only differences count), which paces refusal replies to one a second
+   * per connection. Inject one to drive it in tests. @default performance.now
+   */
+  clock?: () => number
   /** Receives what fails out of the client's sight: a `cost` function that throws. @default console.error */
   onError?: (error: unknown) => void
+}
+
+/** The bound on a `ws` socket's outgoing buffer (ws, @fastify/websocket, Hono), past which refusals go unanswered. */
+export interface BufferedAmountOptions {
+  /**
+   * Bytes a connection's outgoing buffer (`bufferedAmount`) may hold for a refusal reply to be sent: past it the
+   * client is not reading what it was sent, and its refusals go unanswered (`maxUnreadRefusals` of them close
+   * it). @default 65536 (64 KiB)
+   */
+  maxBufferedAmount?: number
 }
 
 /** `WebSocketLimitOptions`' defaults, in one place (the `@default` tags above say the same). */
@@ -114,6 +135,11 @@ export const WEBSOCKET_DEFAULTS = {
   onLimit: 'drop',
   maxPending: 64,
   closeReason: 'rate limited',
+  maxUnreadRefusals: 100,
+  /** ws, @fastify/websocket, Hono: `maxBufferedAmount` (bytes). */
+  maxBufferedAmount: 65_536,
+  /** At most one refusal reply per connection in this many ms (not an option). */
+  replyInterval: 1_000,
   connectionLease: '10m',
   connectionPrefix: 'rw-ws',
   upgradePrefix: 'rw-ws-upgrade',
@@ -133,6 +159,8 @@ export const SHARED_OPTIONS = namesOf<WebSocketLimitOptions<unknown, unknown>>({
   onLimit: true,
   maxPending: true,
   closeReason: true,
+  maxUnreadRefusals: true,
+  clock: true,
   onError: true,
 })
 
@@ -159,6 +187,8 @@ export interface WebSocketConfig<Req, Msg> {
   close: boolean
   maxPending: number
   closeReason: string | ((refusal: MessageRefusal) => string)
+  maxUnreadRefusals: number
+  clock: () => number
   onError: (error: unknown) => void
 }
 
@@ -182,10 +212,13 @@ export function resolveWebSocketOptions<Req, Msg>(
     onLimit = WEBSOCKET_DEFAULTS.onLimit,
     maxPending = WEBSOCKET_DEFAULTS.maxPending,
     closeReason = WEBSOCKET_DEFAULTS.closeReason,
+    maxUnreadRefusals = WEBSOCKET_DEFAULTS.maxUnreadRefusals,
+    clock = () => performance.now(),
     onError = (error: unknown) => console.error('@ratewindow/ws:', error),
   } = options
   for (const [name, value] of [
     ['key', key],
+    ['clock', clock],
     ['onError', onError],
   ] as const) {
     if (value !== undefined && typeof value !== 'function')
@@ -200,13 +233,8 @@ export function resolveWebSocketOptions<Req, Msg>(
     )
   if (onLimit !== 'drop' && onLimit !== 'close')
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'onLimit', onLimit, "'drop' or 'close'")
-  if (!Number.isSafeInteger(maxPending) || maxPending < 1)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'maxPending',
-      maxPending,
-      'a positive whole number such as 64',
-    )
+  checkCount('maxPending', maxPending, 1, WEBSOCKET_DEFAULTS.maxPending)
+  checkCount('maxUnreadRefusals', maxUnreadRefusals, 1, WEBSOCKET_DEFAULTS.maxUnreadRefusals)
   if (typeof closeReason !== 'string' && typeof closeReason !== 'function')
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
@@ -260,8 +288,16 @@ export function resolveWebSocketOptions<Req, Msg>(
     close: onLimit === 'close',
     maxPending,
     closeReason,
+    maxUnreadRefusals,
+    clock,
     onError,
   }
+}
+
+/** Checks a count option: a whole number of at least `min` (`example` shows one in the message). */
+export function checkCount(name: string, value: unknown, min: 0 | 1, example: number): void {
+  if (!Number.isSafeInteger(value) || (value as number) < min)
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, value, `a whole number >= ${min} such as ${example}`)
 }
 
 /** Each message limiter counts in its own namespace unless its options name one. */

@@ -9,7 +9,7 @@ import type { Namespace, Server, Socket } from 'socket.io'
 import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'
 import { type NodeAddressOptions, nodeBinding } from './node.js'
-import type { MessageRefusal, WebSocketLimitOptions } from './options.js'
+import { checkCount, type MessageRefusal, type WebSocketLimitOptions } from './options.js'
 import { type RawSocket, refusalMessage, type UpgradeRefusal, writeRefusal } from './refusal.js'
 
 /** One Socket.IO event as it arrives: its name and arguments (an acknowledgement callback last, if any). */
@@ -31,7 +31,19 @@ export interface SocketIoLimitsOptions
    * @default `{ error: 'rate_limited', reason, retryAfter, retryAfterMs }` (`retryAfter` in seconds)
    */
   errorMessage?: (refusal: MessageRefusal) => unknown
+  /**
+   * Packets a connection's write buffer (`conn.writeBuffer.length`) may hold for a refusal reply to be sent: past
+   * it the client is not reading, and its refusals go unanswered (`maxUnreadRefusals` of them close it).
+   * @default 64
+   */
+  maxWriteBuffer?: number
 }
+
+/** `SocketIoLimitsOptions`' own defaults (the shared ones are `WEBSOCKET_DEFAULTS`). */
+export const SOCKET_IO_DEFAULTS = {
+  errorEvent: 'rate_limited',
+  maxWriteBuffer: 64,
+} as const
 
 /** The limits on one Socket.IO server. */
 export interface SocketIoLimits {
@@ -50,11 +62,13 @@ interface EngineLike {
 
 interface EngineConnection {
   request: IncomingMessage
+  /** Packets waiting for the transport: they grow while the client does not read. */
+  writeBuffer: unknown[]
   once(event: 'close', listener: () => void): unknown
   close(): unknown
 }
 
-const SOCKET_IO_OPTIONS = ['clientIp', 'errorEvent', 'errorMessage'] as const
+const SOCKET_IO_OPTIONS = ['clientIp', 'errorEvent', 'errorMessage', 'maxWriteBuffer'] as const
 
 /**
  * Limits a Socket.IO 4 server (4.6 or later: `io.engine.use`): connections per key, events per connection and
@@ -69,8 +83,10 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
     SOCKET_IO_OPTIONS,
     where,
   )
-  const errorEvent = options.errorEvent ?? 'rate_limited'
+  const errorEvent = options.errorEvent ?? SOCKET_IO_DEFAULTS.errorEvent
   const errorMessage = options.errorMessage ?? refusalMessage
+  const { maxWriteBuffer = SOCKET_IO_DEFAULTS.maxWriteBuffer } = options
+  checkCount('maxWriteBuffer', maxWriteBuffer, 0, SOCKET_IO_DEFAULTS.maxWriteBuffer)
   const report = options.onError ?? ((error: unknown) => console.error('@ratewindow/ws:', error))
   /** Handshakes admitted, until Engine.IO opens (or refuses) their connection. */
   const admitted = new WeakMap<IncomingMessage, LimitedConnection<SocketIoMessage>>()
@@ -107,7 +123,10 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
     connections.set(connection, limited)
     connection.once('close', () => limited.close())
     // Until a namespace's socket attaches (and tells the client why first), a close closes the connection.
-    limited.attach(() => connection.close())
+    limited.attach(
+      () => connection.close(),
+      () => connection.writeBuffer.length > maxWriteBuffer,
+    )
   })
   // A handshake admitted and then refused by Engine.IO itself (`allowRequest`, a bad transport) gives its slot back.
   server.on('connection_error', ({ req }) => {
@@ -134,7 +153,8 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
       limited.receive(
         { event, args },
         () => next(),
-        (refusal) => {
+        (refusal, reply) => {
+          if (!reply) return
           const ack = args.at(-1)
           if (typeof ack === 'function') ack(errorMessage(refusal))
           else socket.emit(errorEvent, errorMessage(refusal))

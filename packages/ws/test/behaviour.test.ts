@@ -6,7 +6,7 @@
 import { fixedWindow, MemoryStore } from '@ratewindow/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { until } from '../../../test/support/connections.js'
-import { type Connected, type TestClient, type TestServer, WS } from './harness.js'
+import { type Connected, everyRefusalTold, type TestClient, type TestServer, WS } from './harness.js'
 
 const servers: TestServer[] = []
 const clients: TestClient[] = []
@@ -43,6 +43,7 @@ describe('the message limits of a connection', () => {
     const server = await WS.start({
       messagesPerConnection: { rules: fixedWindow({ limit: 5, window: '1h' }) },
       cost: ({ data }: { data: unknown }) => (String(data).startsWith('big') ? 3 : 1),
+      clock: everyRefusalTold(),
     } as never)
     servers.push(server)
     const client = opened(await WS.connect(server.port))

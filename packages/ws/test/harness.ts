@@ -62,6 +62,15 @@ export interface Harness {
   connect(port: number, user?: string): Promise<Connected>
 }
 
+/**
+ * A clock a second further at each look: every refusal is answered (the limits answer at most one a second per
+ * connection), for tests that count what each refusal says.
+ */
+export function everyRefusalTold(): () => number {
+  let now = 0
+  return () => (now += 1_000)
+}
+
 const userKey = (request: IncomingMessage) => String(request.headers['x-user'] ?? 'anonymous')
 
 async function listen(server: Server): Promise<number> {

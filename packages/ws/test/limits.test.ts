@@ -15,7 +15,14 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { until } from '../../../test/support/connections.js'
 import { clusterClient, standaloneClient } from '../../../test/support/redis.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
-import { type CommonOptions, type Connected, HARNESSES, type TestClient, type TestServer } from './harness.js'
+import {
+  type CommonOptions,
+  type Connected,
+  everyRefusalTold,
+  HARNESSES,
+  type TestClient,
+  type TestServer,
+} from './harness.js'
 
 const STORES: [string, () => Store & ConcurrencyStore][] = [
   ['memory', () => new MemoryStore()],
@@ -46,7 +53,10 @@ describe.each(HARNESSES)('$name', (harness) => {
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('a client that floods: exactly the limit delivered, each message past it dropped and told why', async () => {
       const rules = fixedWindow({ limit: 5, window: '1h' })
-      const server = await start({ messagesPerKey: { rules, store: makeStore(), prefix: uniquePrefix() } })
+      const server = await start({
+        messagesPerKey: { rules, store: makeStore(), prefix: uniquePrefix() },
+        clock: everyRefusalTold(),
+      })
       const client = opened(await harness.connect(server.port))
       for (let i = 0; i < 12; i++) client.send(`m${i}`)
       await until(

@@ -1,15 +1,21 @@
 /** Options checked at construction (a clear error naming the option), and close reasons cut on a character. */
+import { createServer } from 'node:http'
 import { fixedWindow, RateLimitError } from '@ratewindow/core'
+import { Server } from 'socket.io'
 import { describe, expect, it } from 'vitest'
 import { limitHonoWebSockets } from '../src/hono.js'
 import { limitWebSockets, truncateUtf8 } from '../src/index.js'
+import { limitSocketIo } from '../src/socket.io.js'
 
 const encoded = (text: string) => new TextEncoder().encode(text).length
 
 describe('options are checked at construction', () => {
   it.each([
     [{ onLimit: 'disconnect' }, 'onLimit', "'drop' or 'close'"],
-    [{ maxPending: 0 }, 'maxPending', 'a positive whole number'],
+    [{ maxPending: 0 }, 'maxPending', 'a whole number >= 1'],
+    [{ maxUnreadRefusals: 0 }, 'maxUnreadRefusals', 'a whole number >= 1 such as 100'],
+    [{ maxBufferedAmount: -1 }, 'maxBufferedAmount', 'a whole number >= 0 such as 65536'],
+    [{ clock: 'performance' }, 'clock', 'a function'],
     [{ cost: 1.5 }, 'cost', 'a whole number >= 0'],
     [{ key: 'user' }, 'key', 'a function'],
     [{ clientIp: 'x-forwarded-for' }, 'clientIp', 'a function'],
@@ -37,6 +43,16 @@ describe('options are checked at construction', () => {
     )
     expect(() => limitWebSockets({ upgrade: { max: 5 } as never })).toThrow(/`max`/)
   })
+
+  it.each([[{ maxWriteBuffer: 1.5 }, 'maxWriteBuffer', 'a whole number >= 0 such as 64']])(
+    'Socket.IO %o: names `%s`',
+    (options, option, allowed) => {
+      const attempt = () => limitSocketIo(new Server(createServer()), options as never)
+      expect(attempt).toThrow(RateLimitError)
+      expect(attempt).toThrow(allowed)
+      expect(() => attempt()).toThrow(expect.objectContaining({ option }))
+    },
+  )
 
   it('Hono needs a way to the client address: getConnInfo, clientIp or key', () => {
     expect(() => limitHonoWebSockets({})).toThrow(expect.objectContaining({ option: 'getConnInfo' }))

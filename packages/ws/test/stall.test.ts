@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { until } from '../../../test/support/connections.js'
 import { RedisServer } from '../../../test/support/redis-server.js'
-import { type TestClient, type TestServer, WS } from './harness.js'
+import { everyRefusalTold, type TestClient, type TestServer, WS } from './harness.js'
 
 let redis: RedisServer
 let client: Redis
@@ -52,6 +52,7 @@ describe.each(['allow', 'deny'] as const)("a stalled store, onStoreError '%s'", 
         onError: () => {},
       },
       maxPending: 4,
+      clock: everyRefusalTold(),
     })
     servers.push(server)
     const connected = await WS.connect(server.port)
