@@ -716,8 +716,8 @@ main().catch((error) => { console.error(error); process.exit(1) })
 }
 
 /**
- * Runtime check of @ratewindow/ws/socket.io: 2 events per connection; a client emits 3 with acknowledgements and
- * gets 2 answers and 1 refusal.
+ * Runtime check of @ratewindow/ws/socket.io: 3 messages per connection, its namespace CONNECT one of them; a client
+ * emits 3 events with acknowledgements and gets 2 answers and 1 refusal.
  */
 function socketIoRun(moduleSystem: 'esm' | 'cjs'): string {
   const load = (name: string) => (moduleSystem === 'esm' ? `(await import('${name}'))` : `require('${name}')`)
@@ -729,7 +729,7 @@ function socketIoRun(moduleSystem: 'esm' | 'cjs'): string {
   const { io: connect } = ${load('socket.io-client')}
   const server = createServer()
   const io = new Server(server)
-  limitSocketIo(io, { messagesPerConnection: { rules: fixedWindow({ limit: 2, window: '1m' }) } })
+  limitSocketIo(io, { messagesPerConnection: { rules: fixedWindow({ limit: 3, window: '1m' }) } })
   io.on('connection', (socket) => socket.on('chat', (text, ack) => ack('echo ' + text)))
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   const client = connect('http://127.0.0.1:' + server.address().port, { transports: ['websocket'] })

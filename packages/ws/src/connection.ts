@@ -4,7 +4,13 @@
  * their decisions; one more is refused at once. Nothing is queued beyond that bound, refusal replies included
  * (replies.ts).
  */
-import type { ConcurrencyLimiter, ConcurrencyResult, RateLimiter, RateLimitResult } from '@ratewindow/core'
+import type {
+  Awaitable,
+  ConcurrencyLimiter,
+  ConcurrencyResult,
+  RateLimiter,
+  RateLimitResult,
+} from '@ratewindow/core'
 import type { MessageRefusal, WebSocketConfig } from './options.js'
 import { closeReasonOf, messageRefusal } from './refusal.js'
 import { RefusalReplies } from './replies.js'
@@ -13,6 +19,8 @@ import { RefusalReplies } from './replies.js'
 export interface MessageCounter {
   limiter: RateLimiter
   key: string
+  /** The per-key limiter (a message may name another key for it: Socket.IO's `socketKey`). */
+  perKey: boolean
 }
 
 /** How the binding closes its connection: code 1008, the reason already cut to 123 bytes, and why. */
@@ -23,6 +31,14 @@ export type Closer = (code: number, reason: string, refusal: MessageRefusal) => 
  * whether to answer the client now (at most one a second, none while it is not reading).
  */
 export type Teller = (refusal: MessageRefusal, reply: boolean) => void
+
+/** What one message costs and, for the per-key limit, the key it counts under, when the binding knows better. */
+export interface ReceiveOptions {
+  /** The per-key limit's key for this message (the connection's otherwise). */
+  key?: Awaitable<string>
+  /** The cost, in place of the `cost` option's. */
+  cost?: number
+}
 
 /** A message's decision: delivered (one result per counter, in counter order), or refused with why. */
 type Verdict = { allowed: true; results: RateLimitResult[] } | { allowed: false; refusal: MessageRefusal }
@@ -78,9 +94,9 @@ export class LimitedConnection<Msg> {
   }
 
   /**
-   * The connection is open (again: Socket.IO attaches each namespace's socket): `closer` is how to close it from
-   * now on, `backlogged` whether its client is behind on reading (its outgoing buffer over the binding's bound).
-   * Its slot is renewed from the first attach on; until then (an upgrade under way) the first lease holds.
+   * The connection is open: `closer` is how to close it from now on, `backlogged` whether its client is behind
+   * on reading (its outgoing buffer over the binding's bound). Its slot is renewed from the first attach on;
+   * until then (an upgrade under way) the first lease holds.
    */
   attach(closer: Closer, backlogged?: () => boolean): void {
     const first = this.#closer === undefined
@@ -93,13 +109,13 @@ export class LimitedConnection<Msg> {
    * One message: `deliver` runs when its limits admit it, after every message that arrived before it was
    * delivered or refused; `tell` runs when it is refused and `onLimit` is `'drop'`, saying whether to answer.
    */
-  receive(message: Msg, deliver: () => void, tell: Teller): void {
+  receive(message: Msg, deliver: () => void, tell: Teller, options: ReceiveOptions = {}): void {
     if (this.#closed) return
     if (this.#counters.length === 0) {
       deliver()
       return
     }
-    const cost = this.#costOf(message)
+    const cost = options.cost ?? this.#costOf(message)
     if (cost === undefined) return
     if (this.#waiting.length >= this.#config.maxPending) {
       this.#refuse(messageRefusal('busy', 0), tell)
@@ -107,10 +123,11 @@ export class LimitedConnection<Msg> {
     }
     const waiting: Waiting = { verdict: undefined, deliver, tell }
     this.#waiting.push(waiting)
-    this.#decide(cost).then(
+    this.#decide(cost, options.key).then(
       (verdict) => this.#settle(waiting, verdict),
       (error) => {
-        // A cost above what the rules accept (ERR_RATEWINDOW_COST_EXCEEDS_LIMIT): refused, and reported.
+        // A cost above what the rules accept (ERR_RATEWINDOW_COST_EXCEEDS_LIMIT), a key function that threw:
+        // refused, and reported.
         this.#config.onError(error)
         this.#settle(waiting, { allowed: false, refusal: messageRefusal('limit', 0) })
       },
@@ -118,9 +135,21 @@ export class LimitedConnection<Msg> {
   }
 
   /**
+   * A message the limits do not count (a Socket.IO acknowledgement, a namespace DISCONNECT), delivered in its
+   * turn: at once when none waits, else after those that arrived before it. When `maxPending` wait already (a
+   * flood), it is dropped.
+   */
+  pass(deliver: () => void): void {
+    if (this.#closed || this.#waiting.length >= this.#config.maxPending) return
+    if (this.#waiting.length === 0) deliver()
+    else this.#waiting.push({ verdict: { allowed: true, results: [] }, deliver, tell: () => {} })
+  }
+
+  /**
    * Whether to answer a refusal now: at most one reply a second (`paced`), none while the client is not reading;
    * `maxUnreadRefusals` refusals in a row while it is not reading close the connection (1008), and this answers
-   * false.
+   * false. For refusals decided by the binding (a Socket.IO namespace past its bound); those of `receive` come
+   * through its `tell`.
    */
   mayReply(refusal: MessageRefusal, paced = true): boolean {
     if (this.#closed) return false
@@ -158,8 +187,15 @@ export class LimitedConnection<Msg> {
   }
 
   /** Every limiter decides at once; a message one refuses is given back to the others (all or nothing). */
-  async #decide(cost: number): Promise<Verdict> {
-    const results = await Promise.all(this.#counters.map(({ limiter, key }) => limiter.limit(key, { cost })))
+  async #decide(cost: number, perKey: Awaitable<string> | undefined): Promise<Verdict> {
+    const keyed = perKey === undefined ? undefined : await perKey
+    if (keyed !== undefined && typeof keyed !== 'string')
+      throw new TypeError(`A message's key must be a string; got ${typeof keyed}. The message was refused.`)
+    const results = await Promise.all(
+      this.#counters.map(({ limiter, key, perKey }) =>
+        limiter.limit(perKey && keyed !== undefined ? keyed : key, { cost }),
+      ),
+    )
     const refused = results.find((result) => !result.allowed)
     if (refused === undefined) return { allowed: true, results }
     this.#giveBack(results)

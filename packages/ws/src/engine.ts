@@ -8,17 +8,21 @@ import { type Awaitable, ConcurrencyLimiter, ipKey, RateLimitError, RateLimiter 
 import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { LimitedConnection, type MessageCounter } from './connection.js'
 import {
+  type MessageRefusal,
   resolveWebSocketOptions,
   WEBSOCKET_DEFAULTS,
   type WebSocketConfig,
   type WebSocketLimitOptions,
 } from './options.js'
-import type { UpgradeRefusal } from './refusal.js'
+import { messageRefusal, type UpgradeRefusal } from './refusal.js'
 
-/** An upgrade request's answer: a connection to open, or the HTTP refusal to send. */
+/**
+ * An upgrade request's answer: a connection to open, or the HTTP refusal to send, with why in the terms of a
+ * message refusal (Socket.IO sends that in its `connect_error`).
+ */
 export type Admission<Msg> =
   | { allowed: true; connection: LimitedConnection<Msg> }
-  | { allowed: false; refusal: UpgradeRefusal }
+  | { allowed: false; refusal: UpgradeRefusal; why: MessageRefusal }
 
 /** The `Retry-After` of an upgrade refused for want of a connection slot, s (as the HTTP engine's `concurrency`). */
 const NO_SLOT_RETRY_AFTER_S = 1
@@ -87,17 +91,20 @@ export class WebSocketLimiter<Req, Msg> {
       decision = await this.#upgrade.decide(request)
       if (decision !== undefined && !decision.result.allowed) {
         const { contentType, payload } = await this.#upgrade.body(request, decision)
-        const { statusCode, headers } = decision
-        return { allowed: false, refusal: { statusCode, headers, contentType, body: payload } }
+        const { statusCode, headers, result } = decision
+        const why = messageRefusal(result.source === 'policy' ? 'unavailable' : 'limit', result.retryAfter)
+        return { allowed: false, refusal: { statusCode, headers, contentType, body: payload }, why }
       }
     }
     const slot = await this.#slots?.acquire(key)
     if (slot !== undefined && !slot.allowed) {
       void decision?.result.settle?.(0)
-      const statusCode = slot.source === 'policy' ? 503 : this.#statusCode
+      const policy = slot.source === 'policy'
+      const statusCode = policy ? 503 : this.#statusCode
       const body = JSON.stringify({ error: 'too many connections', limit: slot.limit })
       const headers = { 'Retry-After': String(NO_SLOT_RETRY_AFTER_S) }
-      return { allowed: false, refusal: { statusCode, headers, contentType: 'application/json', body } }
+      const why = messageRefusal(policy ? 'unavailable' : 'connections', NO_SLOT_RETRY_AFTER_S * 1000)
+      return { allowed: false, refusal: { statusCode, headers, contentType: 'application/json', body }, why }
     }
     return { allowed: true, connection: this.#connection(key, slot) }
   }
@@ -122,8 +129,12 @@ export class WebSocketLimiter<Req, Msg> {
   #connection(key: string, slot: Awaited<ReturnType<ConcurrencyLimiter['acquire']>> | undefined) {
     const counters: MessageCounter[] = []
     if (this.#perConnection !== undefined)
-      counters.push({ limiter: this.#perConnection, key: `${key}:${globalThis.crypto.randomUUID()}` })
-    if (this.#perKey !== undefined) counters.push({ limiter: this.#perKey, key })
+      counters.push({
+        limiter: this.#perConnection,
+        key: `${key}:${globalThis.crypto.randomUUID()}`,
+        perKey: false,
+      })
+    if (this.#perKey !== undefined) counters.push({ limiter: this.#perKey, key, perKey: true })
     return new LimitedConnection<Msg>(
       key,
       this.#config as WebSocketConfig<unknown, Msg>,

@@ -40,14 +40,16 @@ export interface ConnectionLimitOptions extends Omit<ConcurrencyLimiterOptions, 
   prefix?: string
 }
 
-/** Why a message was refused. */
+/** Why a message (or a Socket.IO connection) was refused. */
 export type RefusalReason =
-  /** A message limit refused it (its rules, a penalty, a blocked key). */
+  /** A limit refused it (the message limits' rules, the upgrade limit's, a penalty, a blocked key). */
   | 'limit'
   /** `maxPending` messages of the connection were waiting for the store already, or the store shed the decision. */
   | 'busy'
   /** The store failed and the failure policy (`onStoreError: 'deny'`) refused it. */
   | 'unavailable'
+  /** Socket.IO's `connect_error` only: the key had `connections.limit` connections open already. */
+  | 'connections'
 
 /** A refused message, as the client is told (drop) or as the close reason says (close). */
 export interface MessageRefusal {

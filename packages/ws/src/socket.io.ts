@@ -1,33 +1,45 @@
 /**
- * `@ratewindow/ws/socket.io`: the engine on a Socket.IO 4 server. The HTTP limit and the connection slot apply
- * to the handshake (the first request of an Engine.IO connection: a polling request or a WebSocket upgrade),
- * through `io.engine.use`; the slot is given back when the Engine.IO connection closes. Messages (events) are
- * limited on every namespace, before their listeners, through `socket.use`.
+ * `@ratewindow/ws/socket.io`: the engine on a Socket.IO 4 server (4.6 or later). The HTTP limit and the
+ * connection slot apply to the handshake (a request that opens an Engine.IO connection: a polling request or a
+ * WebSocket upgrade without the `sid` of an open connection), through `io.engine.use`; the slot is given back when
+ * the connection closes. A refused handshake reaches the client's `connect_error`. Each connection's events and
+ * namespace CONNECTs are decided before Socket.IO reads them (socket-io-gate.ts).
  */
 import { type IncomingMessage, ServerResponse } from 'node:http'
+import { invalid } from '@ratewindow/core/support'
 import type { Namespace, Server, Socket } from 'socket.io'
 import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'
 import { type NodeAddressOptions, nodeBinding } from './node.js'
 import { checkCount, type MessageRefusal, type WebSocketLimitOptions } from './options.js'
 import { type RawSocket, refusalMessage, type UpgradeRefusal, writeRefusal } from './refusal.js'
+import { type GateSettings, refuseSession, SocketIoGate } from './socket-io-gate.js'
+import {
+  codecOf,
+  type EngineConnection,
+  type SocketIoInternals,
+  type SocketIoMessage,
+} from './socket-io-packets.js'
 
-/** One Socket.IO event as it arrives: its name and arguments (an acknowledgement callback last, if any). */
-export interface SocketIoMessage {
-  event: string
-  args: unknown[]
-}
+export type { SocketIoMessage } from './socket-io-packets.js'
 
 export interface SocketIoLimitsOptions
   extends WebSocketLimitOptions<IncomingMessage, SocketIoMessage>,
     NodeAddressOptions {
+  /**
+   * The per-key message limit's key, from the connected socket (after your middlewares): `socket.data.userId`,
+   * `socket.handshake.auth`… Browsers send no headers on the WebSocket transport, so the handshake request may
+   * not say who the client is; the `auth` of `io(url, { auth })` reaches this. Called once per socket. A
+   * connection's namespace CONNECTs count under the handshake's key (`key`). @default the handshake's key
+   */
+  socketKey?: (socket: Socket) => string | Promise<string>
   /**
    * The event a dropped event answers, when the client asked for no acknowledgement (one that did gets the
    * error as its acknowledgement's argument instead). @default 'rate_limited'
    */
   errorEvent?: string
   /**
-   * What the error event or acknowledgement carries.
+   * What the error event, the acknowledgement and a refused connection's `connect_error` (`err.data`) carry.
    * @default `{ error: 'rate_limited', reason, retryAfter, retryAfterMs }` (`retryAfter` in seconds)
    */
   errorMessage?: (refusal: MessageRefusal) => unknown
@@ -37,12 +49,20 @@ export interface SocketIoLimitsOptions
    * @default 64
    */
   maxWriteBuffer?: number
+  /**
+   * Namespaces one connection may have joined, or asked to join, at once; a CONNECT past it is answered with a
+   * CONNECT error (`connect_error`: `'too_many_namespaces'`), the connection stays. @default 32
+   */
+  maxNamespaces?: number
 }
 
 /** `SocketIoLimitsOptions`' own defaults (the shared ones are `WEBSOCKET_DEFAULTS`). */
 export const SOCKET_IO_DEFAULTS = {
   errorEvent: 'rate_limited',
   maxWriteBuffer: 64,
+  maxNamespaces: 32,
+  /** Refused handshakes whose sessions may be open at once to tell the client why; past them, HTTP 429. */
+  maxRefusedSessions: 1_000,
 } as const
 
 /** The limits on one Socket.IO server. */
@@ -51,28 +71,29 @@ export interface SocketIoLimits {
   close(): void
 }
 
-/** The parts of Engine.IO's server the binding uses (public API of Socket.IO 4.6 and later). */
+/** The parts of Engine.IO's server the binding uses (`use`: Socket.IO 4.6 and later). */
 interface EngineLike {
   use(
     middleware: (request: IncomingMessage, response: unknown, next: (error?: unknown) => void) => void,
   ): void
   on(event: 'connection', listener: (connection: EngineConnection) => void): unknown
   on(event: 'connection_error', listener: (error: { req: IncomingMessage }) => void): unknown
+  /** The open connections, by `sid`. */
+  clients: Record<string, unknown>
 }
 
-interface EngineConnection {
-  request: IncomingMessage
-  /** Packets waiting for the transport: they grow while the client does not read. */
-  writeBuffer: unknown[]
-  once(event: 'close', listener: () => void): unknown
-  close(): unknown
-}
-
-const SOCKET_IO_OPTIONS = ['clientIp', 'errorEvent', 'errorMessage', 'maxWriteBuffer'] as const
+const SOCKET_IO_OPTIONS = [
+  'clientIp',
+  'socketKey',
+  'errorEvent',
+  'errorMessage',
+  'maxWriteBuffer',
+  'maxNamespaces',
+] as const
 
 /**
  * Limits a Socket.IO 4 server (4.6 or later: `io.engine.use`): connections per key, events per connection and
- * per key, the HTTP limit on the handshake. Call it before creating namespaces other than `/`.
+ * per key, the HTTP limit on the handshake, namespaces per connection.
  * @example limitSocketIo(io, { connections: { limit: 3 }, messagesPerConnection: { rules: fixedWindow({ limit: 20, window: '1s' }) } })
  */
 export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): SocketIoLimits {
@@ -83,27 +104,32 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
     SOCKET_IO_OPTIONS,
     where,
   )
-  const errorEvent = options.errorEvent ?? SOCKET_IO_DEFAULTS.errorEvent
-  const errorMessage = options.errorMessage ?? refusalMessage
-  const { maxWriteBuffer = SOCKET_IO_DEFAULTS.maxWriteBuffer } = options
-  checkCount('maxWriteBuffer', maxWriteBuffer, 0, SOCKET_IO_DEFAULTS.maxWriteBuffer)
+  const settings = gateSettings(io, options)
   const report = options.onError ?? ((error: unknown) => console.error('@ratewindow/ws:', error))
   /** Handshakes admitted, until Engine.IO opens (or refuses) their connection. */
   const admitted = new WeakMap<IncomingMessage, LimitedConnection<SocketIoMessage>>()
-  /** The open Engine.IO connections and their limits (namespace sockets share their connection's). */
-  const connections = new WeakMap<object, LimitedConnection<SocketIoMessage>>()
+  /** Handshakes refused, until Engine.IO opens the session that tells them why. */
+  const refused = new WeakMap<IncomingMessage, MessageRefusal>()
+  let refusedSessions = 0
+  /** The open Engine.IO connections' gates (namespace sockets share their connection's limits). */
+  const gates = new WeakMap<object, SocketIoGate>()
   const server = io.engine as unknown as EngineLike
 
   server.use(function rateLimitedHandshake(request, response, next) {
-    // Only a handshake opens a connection; the later requests of one (polling, its upgrade) carry its `sid`.
-    if (new URL(request.url ?? '/', 'http://engine.io').searchParams.has('sid')) return next()
+    if (isOfOpenConnection(server, request)) return next()
     engine.admit(request).then(
       (admission) => {
         if (admission.allowed) {
           admitted.set(request, admission.connection)
           return next()
         }
-        refuse(response, admission.refusal)
+        // NOTE: a refusal in HTTP terms reaches the client as `xhr poll error` at best: the handshake goes on, to
+        // a session that answers the client's CONNECT with why. Past `maxRefusedSessions` of them, HTTP it is.
+        if (refusedSessions >= SOCKET_IO_DEFAULTS.maxRefusedSessions)
+          return refuse(response, admission.refusal)
+        refusedSessions++
+        refused.set(request, admission.why)
+        next()
       },
       (error) => {
         report(error)
@@ -118,54 +144,77 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
   })
   server.on('connection', (connection) => {
     const limited = admitted.get(connection.request)
-    if (limited === undefined) return
-    admitted.delete(connection.request)
-    connections.set(connection, limited)
-    connection.once('close', () => limited.close())
-    // Until a namespace's socket attaches (and tells the client why first), a close closes the connection.
-    limited.attach(
-      () => connection.close(),
-      () => connection.writeBuffer.length > maxWriteBuffer,
-    )
+    if (limited !== undefined) {
+      admitted.delete(connection.request)
+      connection.once('close', () => limited.close())
+      gates.set(connection, new SocketIoGate(connection, limited, settings))
+      return
+    }
+    const why = refused.get(connection.request)
+    if (why === undefined) return
+    refused.delete(connection.request)
+    connection.once('close', () => refusedSessions--)
+    refuseSession(connection, settings.codec, settings.errorMessage(why))
   })
-  // A handshake admitted and then refused by Engine.IO itself (`allowRequest`, a bad transport) gives its slot back.
+  // A handshake admitted and then refused by Engine.IO itself (`allowRequest`, a bad transport, an unknown
+  // `sid`) gives its slot back; a refused one opens no session.
   server.on('connection_error', ({ req }) => {
     admitted.get(req)?.close()
     admitted.delete(req)
+    if (refused.delete(req)) refusedSessions--
   })
 
-  const watch = (namespace: Namespace) =>
-    namespace.use((socket, next) => {
-      const limited = connections.get(socket.conn)
-      if (limited !== undefined) limitEvents(socket, limited)
-      next()
-    })
-
-  function limitEvents(socket: Socket, limited: LimitedConnection<SocketIoMessage>): void {
-    // Socket.IO has no close code: the client is told why (the error event), then disconnected.
-    // Socket.IO dispatches an admitted event on the next tick: the disconnect waits for those admitted before.
-    limited.attach((_code, _reason, refusal) => {
-      socket.emit(errorEvent, errorMessage(refusal))
-      process.nextTick(() => socket.disconnect(true))
-    })
-    socket.use((packet, next) => {
-      const [event, ...args] = packet as unknown as [string, ...unknown[]]
-      limited.receive(
-        { event, args },
-        () => next(),
-        (refusal, reply) => {
-          if (!reply) return
-          const ack = args.at(-1)
-          if (typeof ack === 'function') ack(errorMessage(refusal))
-          else socket.emit(errorEvent, errorMessage(refusal))
-        },
-      )
-    })
+  const watched = new WeakSet<Namespace>()
+  const watch = (namespace: Namespace) => {
+    if (watched.has(namespace)) return
+    watched.add(namespace)
+    namespace.on('connection', (socket: Socket) => gates.get(socket.conn)?.joined(socket))
   }
-
-  watch(io.sockets)
+  for (const namespace of (io as unknown as SocketIoInternals)._nsps.values()) watch(namespace as Namespace)
   io.on('new_namespace', watch)
   return { close: () => engine.close() }
+}
+
+/**
+ * Whether a request belongs to an open Engine.IO connection: its `sid` (read as Engine.IO reads it, the last
+ * one of the query) names a connection Engine.IO has. Anything else (no `sid`, an empty or unknown one) is a
+ * handshake: Engine.IO opens a connection for an empty `sid`, and refuses an unknown one after the limits.
+ */
+function isOfOpenConnection(server: EngineLike, request: IncomingMessage): boolean {
+  const query =
+    (request as { _query?: Record<string, unknown> })._query ??
+    Object.fromEntries(new URL(request.url ?? '/', 'https://socket.io').searchParams)
+  const sid = query.sid
+  return typeof sid === 'string' && sid !== '' && Object.hasOwn(server.clients, sid)
+}
+
+/** The binding's own options, checked and resolved. */
+function gateSettings(io: Server, options: SocketIoLimitsOptions): GateSettings {
+  const {
+    socketKey,
+    errorEvent = SOCKET_IO_DEFAULTS.errorEvent,
+    errorMessage = refusalMessage,
+    maxWriteBuffer = SOCKET_IO_DEFAULTS.maxWriteBuffer,
+    maxNamespaces = SOCKET_IO_DEFAULTS.maxNamespaces,
+  } = options
+  for (const [name, value] of [
+    ['socketKey', socketKey],
+    ['errorMessage', errorMessage],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'function')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, value, 'a function')
+  }
+  if (typeof errorEvent !== 'string' || errorEvent === '')
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'errorEvent',
+      errorEvent,
+      "a non-empty string such as 'rate_limited'",
+    )
+  checkCount('maxWriteBuffer', maxWriteBuffer, 0, SOCKET_IO_DEFAULTS.maxWriteBuffer)
+  checkCount('maxNamespaces', maxNamespaces, 1, SOCKET_IO_DEFAULTS.maxNamespaces)
+  const codec = codecOf(io as unknown as SocketIoInternals)
+  return { codec, errorEvent, errorMessage, maxWriteBuffer, maxNamespaces, socketKey }
 }
 
 /** Answers a refused handshake: on a polling request's response, or on the raw socket of an upgrade. */

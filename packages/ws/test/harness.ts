@@ -30,10 +30,13 @@ export interface TestServer {
   close(): Promise<void>
 }
 
-/** A connected client, or the HTTP refusal of its upgrade. */
+/**
+ * A connected client, or its refusal: the HTTP status and headers of its upgrade; Socket.IO's `connect_error`
+ * carries no status, but the refusal (`reason`, as `'connections'`, and the waits).
+ */
 export type Connected =
   | { ok: true; client: TestClient }
-  | { ok: false; status: number; headers: Record<string, string> }
+  | { ok: false; status: number; headers: Record<string, string>; refusal?: Told }
 
 /** A refusal as the client is told it. */
 export interface Told {
@@ -245,9 +248,8 @@ export const SOCKET_IO: Harness = {
       })
       socket.on('connect', () => resolve({ ok: true, client }))
       socket.on('connect_error', (error) => {
-        const description = (error as { description?: unknown }).description
-        const status = /(\d{3})/.exec(String((description as Error)?.message ?? error.message))?.[1]
-        resolve({ ok: false, status: Number(status ?? 0), headers: {} })
+        const { data } = error as { data?: Told }
+        resolve({ ok: false, status: 0, headers: {}, refusal: data })
         socket.close()
       })
     }),

@@ -50,6 +50,9 @@ describe.each(HARNESSES)('$name', (harness) => {
     return server
   }
 
+  /** Socket.IO: the namespace CONNECT is a message too (one of the limit, under the connection's key). */
+  const connects = harness.name === 'Socket.IO' ? 1 : 0
+
   describe.each(STORES)('on %s', (_, makeStore) => {
     it('a client that floods: exactly the limit delivered, each message past it dropped and told why', async () => {
       const rules = fixedWindow({ limit: 5, window: '1h' })
@@ -59,13 +62,14 @@ describe.each(HARNESSES)('$name', (harness) => {
       })
       const client = opened(await harness.connect(server.port))
       for (let i = 0; i < 12; i++) client.send(`m${i}`)
+      const refused = 7 + connects
       await until(
-        () => client.told.length === 7,
-        () => `7 refusals told (told ${client.told.length}, delivered ${server.delivered.length})`,
+        () => client.told.length === refused,
+        () => `${refused} refusals told (told ${client.told.length}, delivered ${server.delivered.length})`,
       )
-      expect(server.delivered).toEqual(['m0', 'm1', 'm2', 'm3', 'm4'])
+      expect(server.delivered).toEqual(['m0', 'm1', 'm2', 'm3', 'm4'].slice(0, 5 - connects))
       expect(client.told.map((error) => [error.error, error.reason])).toEqual(
-        Array(7).fill(['rate_limited', 'limit']),
+        Array(refused).fill(['rate_limited', 'limit']),
       )
       // The wait in seconds (rounded up, as HTTP's Retry-After) and in milliseconds.
       for (const { retryAfter, retryAfterMs } of client.told) {
@@ -85,7 +89,7 @@ describe.each(HARNESSES)('$name', (harness) => {
       const client = opened(await harness.connect(server.port))
       for (let i = 0; i < 8; i++) client.send(`m${i}`)
       await until(() => client.closed !== undefined, 'the connection closed')
-      expect(server.delivered).toEqual(['m0', 'm1', 'm2'])
+      expect(server.delivered).toEqual(['m0', 'm1', 'm2'].slice(0, 3 - connects))
       expect(client.closed).toEqual(
         harness.name === 'Socket.IO'
           ? { code: 1008, reason: 'io server disconnect' }
@@ -100,9 +104,15 @@ describe.each(HARNESSES)('$name', (harness) => {
       for (const attempt of open) clients.push(attempt.client)
       const refused = attempts.filter((attempt) => !attempt.ok)
       expect(open).toHaveLength(2)
-      expect(refused.map((attempt) => attempt.status)).toEqual([429, 429, 429])
-      if (harness.name !== 'Socket.IO')
+      if (harness.name === 'Socket.IO')
+        // Socket.IO: the client's connect_error, with why and the wait.
+        expect(refused.map((attempt) => attempt.refusal)).toEqual(
+          Array(3).fill({ error: 'rate_limited', reason: 'connections', retryAfter: 1, retryAfterMs: 1_000 }),
+        )
+      else {
+        expect(refused.map((attempt) => attempt.status)).toEqual([429, 429, 429])
         expect(refused.every((attempt) => attempt.headers['retry-after'] === '1')).toBe(true)
+      }
       // Another key has slots of its own; one of bob's that closes gives its slot back.
       opened(await harness.connect(server.port, 'carol'))
       open[0]!.client.close()
@@ -132,9 +142,11 @@ describe.each(HARNESSES)('$name', (harness) => {
       await server.close()
       servers.splice(servers.indexOf(server), 1)
       const counter = new RateLimiter({ rules, store, prefix })
+      // Socket.IO: and the CONNECTs of the two connections.
+      const charged = () => server.delivered.length + 2 * connects
       await until(
-        async () => (await counter.peek('dave', { cost: 0 })).remaining === 1_000 - server.delivered.length,
-        () => `the charges equal to the ${server.delivered.length} messages delivered`,
+        async () => (await counter.peek('dave', { cost: 0 })).remaining === 1_000 - charged(),
+        () => `the charges equal to the ${charged()} messages delivered`,
       )
     })
   })
@@ -144,12 +156,17 @@ describe.each(HARNESSES)('$name', (harness) => {
     opened(await harness.connect(server.port, 'erin'))
     opened(await harness.connect(server.port, 'erin'))
     const refused = await harness.connect(server.port, 'erin')
-    expect(refused).toMatchObject({ ok: false, status: 429 })
-    if (harness.name !== 'Socket.IO' && !refused.ok)
-      expect(refused.headers).toMatchObject({
-        'ratelimit-limit': '2',
-        'ratelimit-remaining': '0',
-        'retry-after': expect.stringMatching(/^[1-9][0-9]*$/),
+    if (harness.name === 'Socket.IO')
+      expect(refused).toMatchObject({ ok: false, refusal: { error: 'rate_limited', reason: 'limit' } })
+    else
+      expect(refused).toMatchObject({
+        ok: false,
+        status: 429,
+        headers: {
+          'ratelimit-limit': '2',
+          'ratelimit-remaining': '0',
+          'retry-after': expect.stringMatching(/^[1-9][0-9]*$/),
+        },
       })
   })
 })

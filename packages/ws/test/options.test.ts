@@ -44,15 +44,17 @@ describe('options are checked at construction', () => {
     expect(() => limitWebSockets({ upgrade: { max: 5 } as never })).toThrow(/`max`/)
   })
 
-  it.each([[{ maxWriteBuffer: 1.5 }, 'maxWriteBuffer', 'a whole number >= 0 such as 64']])(
-    'Socket.IO %o: names `%s`',
-    (options, option, allowed) => {
-      const attempt = () => limitSocketIo(new Server(createServer()), options as never)
-      expect(attempt).toThrow(RateLimitError)
-      expect(attempt).toThrow(allowed)
-      expect(() => attempt()).toThrow(expect.objectContaining({ option }))
-    },
-  )
+  it.each([
+    [{ maxNamespaces: 0 }, 'maxNamespaces', 'a whole number >= 1 such as 32'],
+    [{ maxWriteBuffer: 1.5 }, 'maxWriteBuffer', 'a whole number >= 0 such as 64'],
+    [{ socketKey: 'auth.user' }, 'socketKey', 'a function'],
+    [{ errorEvent: '' }, 'errorEvent', 'a non-empty string'],
+  ])('Socket.IO %o: names `%s`', (options, option, allowed) => {
+    const attempt = () => limitSocketIo(new Server(createServer()), options as never)
+    expect(attempt).toThrow(RateLimitError)
+    expect(attempt).toThrow(allowed)
+    expect(() => attempt()).toThrow(expect.objectContaining({ option }))
+  })
 
   it('Hono needs a way to the client address: getConnInfo, clientIp or key', () => {
     expect(() => limitHonoWebSockets({})).toThrow(expect.objectContaining({ option: 'getConnInfo' }))

@@ -1,6 +1,6 @@
 /**
  * Clients as an attacker writes them: a WebSocket spoken over a bare TCP socket (frames written by hand, and a
- * reader that can stop reading), and Socket.IO packets over it.
+ * reader that can stop reading), Socket.IO packets over it, and Engine.IO's HTTP long-polling by `fetch`.
  */
 import { once } from 'node:events'
 import { connect } from 'node:net'
@@ -137,5 +137,52 @@ export async function rawSocketIo(port: number, headers: Record<string, string> 
   return {
     ...ws,
     packets: () => ws.texts().flatMap((text) => (text.startsWith('4') ? [text.slice(1)] : [])),
+  }
+}
+
+/** Engine.IO's long-polling transport, spoken with `fetch`: a handshake, then packets in and out by `sid`. */
+export class Polling {
+  readonly #base: string
+  readonly #headers: Record<string, string>
+  sid = ''
+
+  constructor(port: number, headers: Record<string, string> = {}) {
+    this.#base = `http://127.0.0.1:${port}/socket.io/?EIO=4&transport=polling`
+    this.#headers = headers
+  }
+
+  /** The handshake, with `query` appended as the attacker wrote it (e.g. `&sid=`): the status, and the sid. */
+  async handshake(query = ''): Promise<number> {
+    const response = await fetch(`${this.#base}${query}`, { headers: this.#headers })
+    const body = await response.text()
+    if (response.status === 200 && body.startsWith('0{')) this.sid = JSON.parse(body.slice(1)).sid
+    return response.status
+  }
+
+  /** Sends Socket.IO packets (each an Engine.IO message: `4` is added), in one POST. */
+  async post(...packets: string[]): Promise<number> {
+    const response = await fetch(`${this.#base}&sid=${this.sid}`, {
+      method: 'POST',
+      headers: { ...this.#headers, 'content-type': 'text/plain;charset=UTF-8' },
+      body: packets.map((packet) => `4${packet}`).join('\x1e'),
+    })
+    await response.text()
+    return response.status
+  }
+
+  /** One poll: the Socket.IO packets waiting for the client (Engine.IO's own, such as pings, left out). */
+  async poll(): Promise<string[]> {
+    const response = await fetch(`${this.#base}&sid=${this.sid}`, { headers: this.#headers })
+    const body = await response.text()
+    if (response.status !== 200) return []
+    return body.split('\x1e').flatMap((packet) => (packet.startsWith('4') ? [packet.slice(1)] : []))
+  }
+
+  /** Joins a namespace: its CONNECT, then the answer (`40…` joined, `44…` refused). */
+  async join(namespace = '/', auth?: object): Promise<string> {
+    const prefix = namespace === '/' ? '' : `${namespace},`
+    await this.post(`0${prefix}${auth === undefined ? '' : JSON.stringify(auth)}`)
+    const [answer] = await this.poll()
+    return answer ?? ''
   }
 }
