@@ -60,6 +60,7 @@ export {
 export type { InspectedRule, Inspection } from './operator/inspection.js'
 export {
   type BlockOptions,
+  LimiterOperator,
   LimiterOverrides,
   type OperatorOptions,
   type OverrideList,

@@ -195,7 +195,7 @@ export interface BreakerEvent {
   to: BreakerState
 }
 
-/** What an operator changed on a key (`RateLimiter.overrides`, `block`, `unblock`, `give`, `take`). */
+/** What an operator changed on a key (`RateLimiter.operator`: `set`, `delete`, `block`, `unblock`, `give`, `take`). */
 export type OverrideAction = 'set' | 'delete' | 'block' | 'unblock' | 'give' | 'take'
 
 /**

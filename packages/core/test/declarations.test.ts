@@ -3,7 +3,7 @@
  * types, and what remains still typechecks on its own (a public declaration naming a stripped one would break
  * every user's build). Emitted here with the package's own tsconfig, as tsup does.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import ts from 'typescript'
@@ -20,7 +20,9 @@ function emitDeclarations(): void {
     {},
     { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
   )!
-  const program = ts.createProgram([join(root, 'src/index.ts')], {
+  // Every entry point: the root and the kits (`@ratewindow/core/adapter`, …).
+  const entries = readdirSync(join(root, 'src/entries')).map((file) => join(root, 'src/entries', file))
+  const program = ts.createProgram([join(root, 'src/index.ts'), ...entries], {
     ...config.options,
     declaration: true,
     emitDeclarationOnly: true,

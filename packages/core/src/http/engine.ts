@@ -1,4 +1,9 @@
-import type { LimiterOverrides } from '../operator/operator.js'
+/**
+ * `HttpRateLimiter`, the framework-neutral middleware engine: options are resolved once (http/config.ts);
+ * adapters read the request, call `decideNow`, and write what it returns. This file is the request pipeline;
+ * each of its other jobs is a unit of its own in http/ (limiters, wait room, slots, decisions, refunds, warnings).
+ */
+import type { LimiterOperator } from '../operator/operator.js'
 import type { Awaitable } from '../stores/types.js'
 import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
@@ -176,14 +181,19 @@ export class HttpRateLimiter<Req, Res = unknown> {
    * Operating one key's limits live (docs/operating-limits.md): the handle of this middleware's limiter (with a
    * `limit` or `rules` function, of its first one: every limiter of the middleware reads the same records).
    */
-  get overrides(): LimiterOverrides {
+  get operator(): LimiterOperator {
     const first = this.#limiters.first
-    if (first !== undefined) return first.overrides
+    if (first !== undefined) return first.operator
     throw new RateLimitError(
       'ERR_RATEWINDOW_INVALID_OPTION',
-      'A middleware with a `rules` function has no limiter before its first request, so no `overrides` handle yet: make a `RateLimiter` with the same `prefix` and `name` (or `group`) and `overrides: true` to operate its keys.',
+      'A middleware with a `rules` function has no limiter before its first request, so no `operator` handle yet: make a `RateLimiter` with the same `prefix` and `name` (or `group`) and `overrides: true` to operate its keys.',
       { option: 'rules' },
     )
+  }
+
+  /** @deprecated `operator`: the same handle; this name stays until 1.0. */
+  get overrides(): LimiterOperator {
+    return this.operator
   }
 
   /** Forgets the key of `request` (as `key`, or the client IP, would give it); rejects as `resetKey` does. */

@@ -3,7 +3,7 @@ import type { Rule } from '../algorithms/types.js'
 import { StoreGateway } from '../gateway/store-gateway.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
-import { LimiterOverrides } from '../operator/operator.js'
+import { LimiterOperator } from '../operator/operator.js'
 import type { RateLimitResult, SettleResult } from '../result.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
@@ -62,8 +62,8 @@ export class RateLimiter {
   readonly #ledger: GiveBackLedger
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
   readonly waiting: SlotWaits
-  /** Operating one key's limits live: overrides, blocks, `give`, `take`, `inspect` (docs/operating-limits.md). */
-  readonly overrides: LimiterOverrides
+  /** Operating one key's limits live: overrides, blocks, `give`, `take`, `inspect`, `top` (docs/operating-limits.md). */
+  readonly operator: LimiterOperator
   /**
    * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
    */
@@ -110,7 +110,7 @@ export class RateLimiter {
     const modes = this.#modes
     const reserving = modes.allShadow ? this.rules : modes.enforcing
     this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
-    this.overrides = new LimiterOverrides(this, store, config.overrides, {
+    this.operator = new LimiterOperator(this, store, config.overrides, {
       forget: (key) => this.#blocked?.delete(key),
       reset: (key) => this.reset(key),
       onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
@@ -122,6 +122,11 @@ export class RateLimiter {
       blocked: this.#blocked,
       request: (key, cost) => this.#request(key, cost),
     })
+  }
+
+  /** @deprecated `limiter.operator`: the same handle, under the name of what it does; this name stays until 1.0. */
+  get overrides(): LimiterOperator {
+    return this.operator
   }
 
   /**
@@ -312,7 +317,7 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     keyArgument(key)
     this.#blocked?.delete(key)
-    const target = (rules: readonly Rule[]) => resetTarget(this, this.overrides.scope, key, rules)
+    const target = (rules: readonly Rule[]) => resetTarget(this, this.operator.scope, key, rules)
     const { store, fallback } = this.#answers
     const resets = [store, fallback].flatMap((gateway) =>
       gateway === undefined ? [] : this.#modes.ruleSets().map((rules) => gateway.reset(target(rules))),
@@ -322,6 +327,6 @@ export class RateLimiter {
   }
 
   #request(key: string, cost: number | undefined = 1): StoreRequest {
-    return storeRequest(this, this.overrides.scope, key, cost)
+    return storeRequest(this, this.operator.scope, key, cost)
   }
 }

@@ -138,7 +138,7 @@ export interface RateLimiterOptions {
    */
   penalty?: PenaltyOptions
   /**
-   * Overrides and manual blocks per key (`limiter.overrides`, `block`, `unblock`; docs/operating-limits.md): the
+   * Overrides and manual blocks per key (`limiter.operator`: `set`, `block`, `unblock`; docs/operating-limits.md): the
    * store keeps one record per client key under this limiter's `prefix` and `group` (or `name`), and every
    * decision reads it in the same store call. Off, decisions read nothing and cost nothing more. Needs a store
    * that keeps them (MemoryStore, RedisStore, SyncedStore, the Durable Object store). @default false

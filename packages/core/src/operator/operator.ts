@@ -96,11 +96,12 @@ const MAX_ACTOR = 256
 const LIST_OPTIONS = namesOf<OverrideListOptions>({ cursor: true, count: true })
 
 /**
- * The overrides of one limiter: `limiter.overrides` (and `overrides` on every middleware). Needs the limiter
- * option `overrides: true`.
- * @example await limiter.overrides.set('customer:42', { limit: 1000 }, { ttl: '7d' })
+ * Operating one limiter's keys live (docs/operating-limits.md): overrides and manual blocks (with the limiter
+ * option `overrides: true`), `give` and `take`, `inspect` and `top`. `limiter.operator` (and `operator` on every
+ * middleware).
+ * @example await limiter.operator.set('customer:42', { limit: 1000 }, { ttl: '7d' })
  */
-export class LimiterOverrides {
+export class LimiterOperator {
   /**
    * The limiter's override scope (`overrides: true`), else undefined: where its records live in the store, and
    * what its requests read. Tools that scan the store match it (`decodeNamespace`, `inspectStored`).
@@ -276,7 +277,7 @@ export class LimiterOverrides {
    * `top`: the limiter's keys nearest their limit (manual blocks first), found by a scan of the store of at most
    * `scan` keys (RedisStore: SCAN on each master, every client) and read by peeks: for an operator's screen, never
    * for requests. A key shows raw where its override record holds it, else as the store holds it (`topStored`).
-   * @example const { keys } = await limiter.overrides.top({ count: 10, scan: 10_000 })
+   * @example const { keys } = await limiter.operator.top({ count: 10, scan: 10_000 })
    */
   top(options: TopOptions = {}): Promise<TopKeys> {
     const target = this.#target
@@ -373,3 +374,8 @@ function tell(
   if (actor !== undefined) told.actor = actor
   target.onOverride(told)
 }
+
+/** @deprecated Renamed `LimiterOperator` (it operates more than overrides); this name stays until 1.0. */
+export const LimiterOverrides = LimiterOperator
+/** @deprecated Renamed `LimiterOperator`; this name stays until 1.0. */
+export type LimiterOverrides = LimiterOperator

@@ -1,7 +1,7 @@
 /**
  * The keys nearest their limit, found by scanning a store (`Store.scanStored`: RedisStore with any client, on one
  * server or a Cluster; MemoryStore) and read with the limiter's own peek (`inspectStored`): what
- * `limiter.overrides.top`, `@ratewindow/admin`'s `GET /limiters/:limiter/top` and `@ratewindow/cli`'s `top` show.
+ * `limiter.operator.top`, `@ratewindow/admin`'s `GET /limiters/:limiter/top` and `@ratewindow/cli`'s `top` show.
  * A scan is bounded by a number of keys read; it reads, never counts, and adds nothing to the decision path.
  */
 import type { Rule } from '../algorithms/types.js'
@@ -35,7 +35,7 @@ export interface ScanTotals {
   complete: boolean
 }
 
-/** `limiter.overrides.top`'s options. */
+/** `limiter.operator.top`'s options. */
 export interface TopOptions {
   /**
    * The keys returned, nearest their limit first.
@@ -173,7 +173,7 @@ export async function topStored(
   return { keys, ...totals }
 }
 
-/** `limiter.overrides.top`'s options checked (`count`, `scan`), as the method names them. */
+/** `limiter.operator.top`'s options checked (`count`, `scan`), as the method names them. */
 export function topOptions(options: TopOptions, method: string): TopOptions {
   rejectUnknownOptions(options, TOP_OPTIONS, method)
   if (options.count !== undefined) wholeNumber(options.count, 'count', { min: 1 })
