@@ -1,5 +1,10 @@
-import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult, ResponseBody } from '@ratewindow/core'
-import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import type { HttpRateLimitOptions, RateLimitResult, ResponseBody } from '@ratewindow/core'
+import {
+  type HttpDecision,
+  HttpRateLimiter,
+  type MiddlewareHandles,
+  withHandles,
+} from '@ratewindow/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { binding } from './binding.js'
 
@@ -44,25 +49,8 @@ export interface ExpressRateLimitOptions extends HttpRateLimitOptions<Request, R
   ) => unknown
 }
 
-/** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
-export interface RateLimitMiddleware extends RequestHandler {
-  /** Forgets `key` in every counter of this middleware. Rejects on a store error. */
-  resetKey(key: string): Promise<void>
-  /** Forgets the key of `request` (as `key`, or the client IP, gives it). Rejects on a store error. */
-  reset(request: Request): Promise<void>
-  /**
-   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
-   * `overrides: true`), `give`, `take` and `inspect`.
-   */
-  readonly overrides: LimiterOverrides
-  /**
-   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
-   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
-   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
-   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
-   */
-  close(): void
-}
+/** The middleware, with its handles: `resetKey`, `reset`, `operator`, `close`. */
+export type RateLimitMiddleware = RequestHandler & MiddlewareHandles<Request>
 
 /**
  * Express middleware (Express 4 and 5): `app.use(rateLimit({ limit: 100, window: '1m' }))`, or per route.
@@ -127,15 +115,7 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
       decision.then((each) => answer(request, response, next, each), next)
     } else answer(request, response, next, decision)
   }
-  return Object.defineProperty(
-    Object.assign(middleware, {
-      resetKey: (key: string) => engine.resetKey(key),
-      reset: (request: Request) => engine.reset(request),
-      close: () => engine.close(),
-    }),
-    'overrides',
-    { get: () => engine.overrides, enumerable: true },
-  ) as RateLimitMiddleware
+  return withHandles(middleware, engine)
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

@@ -1,4 +1,9 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
+import {
+  connectionStalled,
+  type FrameworkBinding,
+  socketClosed,
+  trustsEveryHop,
+} from '@ratewindow/core/adapter'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Fastify: addresses, trust proxy, routes. */
@@ -28,21 +33,4 @@ export const binding: FrameworkBinding<FastifyRequest> = {
     const target = reply as FastifyReply
     if (!target.sent && !target.raw.headersSent) target.headers(headers)
   },
-}
-
-/**
- * Whether Fastify's `request.ip` trusts every X-Forwarded-For hop (`trustProxy: true`), probed once on a
- * synthetic request through Fastify's own getter.
- */
-function trustsEveryHop(request: FastifyRequest): boolean {
-  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(request), 'ip')?.get
-  if (getter === undefined) return false
-  const hops = Array.from({ length: 30 }, (_, i) => `198.51.100.${i + 1}`).join(', ')
-  const headers = { 'x-forwarded-for': `203.0.113.7, ${hops}` }
-  const socket = { remoteAddress: '192.0.2.1' }
-  try {
-    return getter.call({ raw: { headers, socket, connection: socket }, headers }) === '203.0.113.7'
-  } catch {
-    return false
-  }
 }

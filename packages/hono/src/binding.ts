@@ -1,14 +1,14 @@
 import { RateLimitError, type TrustProxy } from '@ratewindow/core'
 import {
+  addressOptions,
   type ClosableSocket,
   connectionStalled,
   type Defer,
+  FetchResponse,
   type FrameworkBinding,
   forwardedClient,
   type ReceivedMessage,
   socketClosed,
-  type TrackedResponse,
-  trustedProxies,
   trustsEveryAddress,
 } from '@ratewindow/core/adapter'
 import { emitWarning } from '@ratewindow/core/support'
@@ -143,8 +143,8 @@ export function addressSource<E extends Env>(
     )
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function')
     throw invalidOption('getConnInfo', "`getConnInfo` must be a function, such as Hono's getConnInfo helper.")
-  if (clientIp !== undefined && typeof clientIp !== 'function')
-    throw invalidOption('clientIp', '`clientIp` must be a function of the context returning an address.')
+  // `clientIp` a function, not beside `trustProxy`; a `/0` network is accepted (the engine warns of it).
+  const { trusted } = addressOptions({ clientIp, trustProxy }, { allowEveryAddress: true })
   if (getConnInfo !== undefined && clientIp !== undefined)
     throw invalidOption('clientIp', 'Pass `getConnInfo` or `clientIp`, not both.')
   if (getConnInfo === undefined && clientIp === undefined) {
@@ -161,19 +161,10 @@ export function addressSource<E extends Env>(
     }
     return undefined
   }
-  if (clientIp !== undefined) {
-    if (trustProxy !== undefined)
-      throw invalidOption(
-        'trustProxy',
-        '`trustProxy` is for `getConnInfo`; `clientIp` finds the address itself.',
-      )
-    return clientIp
-  }
+  if (clientIp !== undefined) return clientIp
   const noConnection = allowNoConnection ? sharedNoConnectionAddress : noConnectionError(keyOption)
   const peer = (c: Context<E>) => connectionAddress(getConnInfo!, c, noConnection)
-  if (trustProxy === undefined) return peer
-  // A `/0` network (every hop trusted) is accepted here: the engine warns of it (`permissiveTrustProxy`).
-  const trusted = trustedProxies(trustProxy, { allowEveryAddress: true })
+  if (trusted === undefined) return peer
   return (c) => {
     // The connection's address is hop 0: behind it, the hops its proxy forwarded.
     const address = peer(c)
@@ -241,62 +232,11 @@ function sharedNoConnectionAddress(error: unknown): string {
 }
 
 /**
- * What the engine reads to judge a refund and give back an in-flight slot: the response is "finished" once
- * the handler returned it (`await next()`), "closed" then or when the client leaves first (the request's
- * abort signal). Hono runs on runtimes without Node's response object, so this is the same everywhere.
+ * What the engine reads to judge a refund and give back an in-flight slot (core's `FetchResponse`): finished
+ * once the handler returned (`await next()`), closed then or when the client leaves first; its status is `c.res`'s.
  */
-export class HandlerResponse implements TrackedResponse {
-  readonly #c: Context
-  readonly #onFinish: (() => void)[] = []
-  readonly #onClose: (() => void)[] = []
-  readonly #signal: AbortSignal | undefined
-  #finished = false
-  #closed = false
-
-  constructor(c: Context) {
-    this.#c = c
-    const signal = c.req.raw.signal as AbortSignal | undefined
-    if (signal?.aborted) this.#closed = true
-    else if (signal !== undefined) {
-      this.#signal = signal
-      signal.addEventListener('abort', this.#close)
-    }
-  }
-
-  get statusCode(): number {
-    return this.#c.res.status
-  }
-
-  get writableFinished(): boolean {
-    return this.#finished
-  }
-
-  get writableEnded(): boolean {
-    return this.#finished
-  }
-
-  get destroyed(): boolean {
-    return this.#closed
-  }
-
-  once(event: 'finish' | 'close', listener: () => void): void {
-    ;(event === 'finish' ? this.#onFinish : this.#onClose).push(listener)
-  }
-
-  /** The handler returned its response (or threw, and Hono's error handler answered). */
-  finish(): void {
-    if (this.#finished) return
-    this.#finished = true
-    for (const listener of this.#onFinish.splice(0)) listener()
-    this.#close()
-  }
-
-  readonly #close = (): void => {
-    if (this.#closed && this.#onClose.length === 0) return
-    this.#closed = true
-    this.#signal?.removeEventListener('abort', this.#close)
-    for (const listener of this.#onClose.splice(0)) listener()
-  }
+export function handlerResponse(c: Context): FetchResponse {
+  return new FetchResponse({ signal: c.req.raw.signal, status: () => c.res.status })
 }
 
 /** `executionCtx.waitUntil` where the runtime gives one (Workers): work after the response is kept alive. */

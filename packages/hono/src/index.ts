@@ -1,12 +1,17 @@
-import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult, TrustProxy } from '@ratewindow/core'
-import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import type { HttpRateLimitOptions, RateLimitResult, TrustProxy } from '@ratewindow/core'
+import {
+  type HttpDecision,
+  HttpRateLimiter,
+  type MiddlewareHandles,
+  withHandles,
+} from '@ratewindow/core/adapter'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
   ADDRESS_NAMES,
   addressSource,
   deferOf,
   type GetConnInfo,
-  HandlerResponse,
+  handlerResponse,
   honoBinding,
   withHandlerResponse,
 } from './binding.js'
@@ -57,26 +62,9 @@ export interface HonoRateLimitOptions<E extends Env = any>
   handler?: (c: Context<E>, result: RateLimitResult) => Response | Promise<Response>
 }
 
-/** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
-export interface RateLimitMiddleware extends MiddlewareHandler<RateLimitEnv> {
-  /** Forgets `key` in every counter of this middleware. Rejects on a store error. */
-  resetKey(key: string): Promise<void>
-  /** Forgets the key of `c` (as `key`, or the client address, gives it). Rejects on a store error. */
-  // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
-  reset(c: Context<any>): Promise<void>
-  /**
-   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
-   * `overrides: true`), `give`, `take` and `inspect`.
-   */
-  readonly overrides: LimiterOverrides
-  /**
-   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
-   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
-   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
-   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
-   */
-  close(): void
-}
+/** The middleware, with its handles: `resetKey`, `reset`, `operator`, `close`. */
+// biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
+export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & MiddlewareHandles<Context<any>>
 
 /**
  * Hono middleware (Node, Bun, Deno): `app.use(rateLimit({ limit: 100, window: '1m', getConnInfo }))`, or per
@@ -117,7 +105,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     }
     if (!decision.result.allowed) return deny(context, decision)
     engine.followSettle(decision, context)
-    const response = tracks ? new HandlerResponse(c) : undefined
+    const response = tracks ? handlerResponse(c) : undefined
     if (response !== undefined) engine.track(response, decision, deferOf(c), context)
     try {
       await next()
@@ -129,16 +117,7 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
       for (const name in headers) if (!c.res.headers.has(name)) c.header(name, headers[name])
     }
   }
-  return Object.defineProperty(
-    Object.assign(middleware, {
-      resetKey: (key: string) => engine.resetKey(key),
-      // biome-ignore lint/suspicious/noExplicitAny: a Context of any Env.
-      reset: (c: Context<any>) => engine.reset(c),
-      close: () => engine.close(),
-    }),
-    'overrides',
-    { get: () => engine.overrides, enumerable: true },
-  ) as RateLimitMiddleware
+  return withHandles(middleware, engine)
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

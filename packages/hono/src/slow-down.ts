@@ -5,8 +5,8 @@ import {
   ADDRESS_NAMES,
   addressSource,
   deferOf,
-  HandlerResponse,
   type HonoAddressOptions,
+  handlerResponse,
   honoBinding,
   withHandlerResponse,
 } from './binding.js'
@@ -77,7 +77,7 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
       return c.body(refusal.payload, refusal.statusCode, refusal.headers)
     }
     if (decided.refusal !== undefined) return answer(decided.refusal)
-    const response = new HandlerResponse(c)
+    const response = handlerResponse(c)
     // true: on to `next()`; false: the client left; a refusal: refused at the end of its delay (a stalled connection).
     const admitted = await new Promise<boolean | SlowDownRefusal>((resolve) =>
       engine.proceed(

@@ -1,5 +1,10 @@
-import type { HttpRateLimitOptions, LimiterOverrides, RateLimitResult } from '@ratewindow/core'
-import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
+import {
+  type HttpDecision,
+  HttpRateLimiter,
+  type MiddlewareHandles,
+  withHandles,
+} from '@ratewindow/core/adapter'
 import type { Context, Middleware, Next } from 'koa'
 import { binding } from './binding.js'
 
@@ -19,25 +24,8 @@ export interface KoaRateLimitOptions extends HttpRateLimitOptions<Context, Conte
   handler?: (ctx: Context, result: RateLimitResult) => void | Promise<void>
 }
 
-/** The middleware, with a handle to forget a client's counters (e.g. after a successful login). */
-export interface RateLimitMiddleware extends Middleware {
-  /** Forgets `key` in every counter of this middleware. Rejects on a store error. */
-  resetKey(key: string): Promise<void>
-  /** Forgets the key of `ctx` (as `key`, or the client IP, gives it). Rejects on a store error. */
-  reset(ctx: Context): Promise<void>
-  /**
-   * Operating one key's limits live (docs/operating-limits.md): overrides and manual blocks (with
-   * `overrides: true`), `give`, `take` and `inspect`.
-   */
-  readonly overrides: LimiterOverrides
-  /**
-   * Call when the app goes (a test that builds the app again, a reloaded module, shutdown): gives up this
-   * middleware's counters to the limiter that replaces it, and closes the memory store it made for itself (a
-   * `store` you passed stays open). Without it, a newer middleware on the same store and counters still takes
-   * over, and this one warns once if it decides again (`RATEWINDOW_SUPERSEDED_LIMITER`).
-   */
-  close(): void
-}
+/** The middleware, with its handles: `resetKey`, `reset`, `operator`, `close`. */
+export type RateLimitMiddleware = Middleware & MiddlewareHandles<Context>
 
 /**
  * Koa middleware: `app.use(rateLimit({ limit: 100, window: '1m' }))`. Over the limit it answers without
@@ -85,15 +73,7 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
       ? decision.then((each) => answer(ctx, next, each))
       : answer(ctx, next, decision)
   }
-  return Object.defineProperty(
-    Object.assign(middleware, {
-      resetKey: (key: string) => engine.resetKey(key),
-      reset: (ctx: Context) => engine.reset(ctx),
-      close: () => engine.close(),
-    }),
-    'overrides',
-    { get: () => engine.overrides, enumerable: true },
-  ) as RateLimitMiddleware
+  return withHandles(middleware, engine)
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

@@ -1,6 +1,11 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { SlowDownInfo } from '@ratewindow/core'
-import { type FrameworkBinding, socketClosed, type TrackedResponse } from '@ratewindow/core/adapter'
+import {
+  type FrameworkBinding,
+  socketClosed,
+  type TrackedResponse,
+  trustsEveryHop,
+} from '@ratewindow/core/adapter'
 
 /**
  * The request a guard sees: Express's request on `@nestjs/platform-express`, Fastify's on
@@ -124,21 +129,4 @@ const socketOf = (request: NestHttpRequest): IncomingMessage['socket'] | undefin
 /** What the engine is told about the platform the app runs on. */
 export function bindingOf(platform: NestPlatform): FrameworkBinding<NestHttpRequest> {
   return platform === 'fastify' ? fastifyBinding : expressBinding
-}
-
-/**
- * Whether Fastify's `request.ip` trusts every X-Forwarded-For hop (`trustProxy: true`), probed once on a
- * synthetic request through Fastify's own getter.
- */
-function trustsEveryHop(request: NestHttpRequest): boolean {
-  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(request), 'ip')?.get
-  if (getter === undefined) return false
-  const hops = Array.from({ length: 30 }, (_, i) => `198.51.100.${i + 1}`).join(', ')
-  const headers = { 'x-forwarded-for': `203.0.113.7, ${hops}` }
-  const socket = { remoteAddress: '192.0.2.1' }
-  try {
-    return getter.call({ raw: { headers, socket, connection: socket }, headers }) === '203.0.113.7'
-  } catch {
-    return false
-  }
 }

@@ -1,5 +1,5 @@
 import { RateLimitError, type TrustProxy } from '@ratewindow/core'
-import { forwardedClient, trustedProxies } from '@ratewindow/core/adapter'
+import { addressOptions, forwardedClient } from '@ratewindow/core/adapter'
 
 /** What every entry point reads of a request: its headers (a `Request`, a `NextRequest`, a server action's). */
 export interface HeadersCarrier {
@@ -38,18 +38,9 @@ export function addressSource<Req extends HeadersCarrier>(
   keyed: boolean,
   where: string,
 ): ((request: Req) => string | undefined) | undefined {
-  const { trustProxy, clientIp } = options
-  if (clientIp !== undefined) {
-    if (typeof clientIp !== 'function')
-      throw invalidOption('clientIp', '`clientIp` must be a function of the request returning an address.')
-    if (trustProxy !== undefined)
-      throw invalidOption(
-        'trustProxy',
-        'Pass `trustProxy` or `clientIp`, not both: `clientIp` finds the address itself.',
-      )
-    return clientIp
-  }
-  if (trustProxy === undefined) {
+  const { clientIp, trusted } = addressOptions(options)
+  if (clientIp !== undefined) return clientIp
+  if (trusted === undefined) {
     if (keyed) return undefined
     throw invalidOption(
       'trustProxy',
@@ -59,6 +50,5 @@ export function addressSource<Req extends HeadersCarrier>(
     )
   }
   // Next.js sees no connection: the request came through the platform's proxy, hop 0 of `trustProxy`'s count.
-  const trusted = trustedProxies(trustProxy)
   return (request) => forwardedClient(request.headers.get('x-forwarded-for'), trusted)
 }

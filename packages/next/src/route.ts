@@ -1,5 +1,5 @@
 import type { RateLimitResult } from '@ratewindow/core'
-import type { TrackedResponse } from '@ratewindow/core/adapter'
+import { FetchResponse } from '@ratewindow/core/adapter'
 import {
   decideFor,
   denial,
@@ -63,7 +63,7 @@ export function withRateLimit<Req extends Request, Context = unknown>(
     // `settle` in the handler rewrites these before they are added to its response.
     const headers = new Headers(decision.headers)
     engine.followSettle(decision, headers)
-    const tracked = tracks ? new HandlerResponse() : undefined
+    const tracked = tracks ? new FetchResponse() : undefined
     if (tracked !== undefined) engine.track(tracked, decision, undefined, request)
     let response: Response | undefined
     try {
@@ -77,30 +77,4 @@ export function withRateLimit<Req extends Request, Context = unknown>(
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
-}
-
-/**
- * What the engine reads to judge a refund and give back an in-flight slot: the handler's response, finished when
- * the handler returned it (or threw: a 500).
- */
-class HandlerResponse implements TrackedResponse {
-  statusCode = 200
-  writableFinished = false
-  readonly #listeners: { event: 'finish' | 'close'; listener: () => void }[] = []
-
-  get writableEnded(): boolean {
-    return this.writableFinished
-  }
-
-  once(event: 'finish' | 'close', listener: () => void): void {
-    this.#listeners.push({ event, listener })
-  }
-
-  finish(statusCode: number): void {
-    this.statusCode = statusCode
-    this.writableFinished = true
-    for (const event of ['finish', 'close'] as const)
-      for (const each of this.#listeners) if (each.event === event) each.listener()
-    this.#listeners.length = 0
-  }
 }

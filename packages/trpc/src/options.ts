@@ -4,9 +4,9 @@
  * that need an HTTP response of the procedure's own (`message`, `statusCode`, `concurrency`, `delay`, the refunds
  * after the response) have no place in a call that shares its response with a batch: they are refused by name.
  */
-import { type Awaitable, type HttpRateLimitOptions, RateLimitError, type TrustProxy } from '@ratewindow/core'
-import { middlewareOptionNames, type TrustedHop, trustedProxies } from '@ratewindow/core/adapter'
-import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import type { Awaitable, HttpRateLimitOptions, TrustProxy } from '@ratewindow/core'
+import { addressOptions, middlewareOptionNames, type TrustedHop } from '@ratewindow/core/adapter'
+import { fnOption, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { TRPCProcedureType } from '@trpc/server'
 
 /**
@@ -121,17 +121,8 @@ export function resolveTrpcOptions<TContext, TMeta>(
 ): TrpcConfig<TContext, TMeta> {
   requireObject(options, 'options', "{ limit: 100, window: '1m', key: ({ ctx }) => ctx.user.id }")
   rejectUnknownOptions(options, TRPC_NAMES, where)
-  const { clientIp, trustProxy, key, ...engine } = options
-  if (clientIp !== undefined && typeof clientIp !== 'function')
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clientIp', clientIp, 'a function of the call')
-  if (key !== undefined && typeof key !== 'function')
-    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'key', key, 'a function of the call returning a string')
-  if (trustProxy !== undefined && clientIp !== undefined)
-    throw new RateLimitError(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'Pass `trustProxy` or `clientIp`, not both: `clientIp` finds the address itself.',
-      { option: 'trustProxy' },
-    )
-  const trusted = trustProxy === undefined ? undefined : trustedProxies(trustProxy)
+  const { clientIp: givenClientIp, trustProxy, key, ...engine } = options
+  if (key !== undefined) fnOption(key, 'key', 'a function of the call returning a string')
+  const { clientIp, trusted } = addressOptions({ clientIp: givenClientIp, trustProxy })
   return { engine, key, clientIp, trusted }
 }

@@ -3,6 +3,12 @@
  * this repository, or your own). An application does not need it: it uses an adapter package and the names of
  * `@ratewindow/core`. See docs/package-authors.md.
  */
+
+export {
+  type AddressOptions,
+  type AddressSource,
+  addressOptions,
+} from '../http/address-options.js'
 export {
   type ClosableSocket,
   connectionStalled,
@@ -12,15 +18,18 @@ export {
   type ReceivedMessage,
   socketClosed,
   type TrackedResponse,
+  trustsEveryHop,
 } from '../http/binding.js'
 export type { HttpDecision } from '../http/decision.js'
 export { HttpRateLimiter } from '../http/engine.js'
+export { type AbortSignalLike, FetchResponse } from '../http/fetch-response.js'
 export {
   forwardedClient,
   type TrustedHop,
   trustedProxies,
   trustsEveryAddress,
 } from '../http/forwarded-for.js'
+export { type MiddlewareHandles, withHandles } from '../http/handles.js'
 export { headerReset, partitionKey } from '../http/headers.js'
 export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
 export { middlewareOptionNames } from '../http/options.js'

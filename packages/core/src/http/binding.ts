@@ -172,3 +172,21 @@ export function routeOf<Req>(binding: FrameworkBinding<Req>, request: Req): stri
     return undefined
   }
 }
+
+/**
+ * `FrameworkBinding.permissiveTrustProxy` for a framework whose request has an `ip` getter on its prototype that
+ * reads X-Forwarded-For by the app's trust setting (Fastify's, also under Nest): whether it trusts every hop
+ * (`trustProxy: true`), probed once on a synthetic request through that getter.
+ */
+export function trustsEveryHop(request: object): boolean {
+  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(request), 'ip')?.get
+  if (getter === undefined) return false
+  const hops = Array.from({ length: 30 }, (_, i) => `198.51.100.${i + 1}`).join(', ')
+  const headers = { 'x-forwarded-for': `203.0.113.7, ${hops}` }
+  const socket = { remoteAddress: '192.0.2.1' }
+  try {
+    return getter.call({ raw: { headers, socket, connection: socket }, headers }) === '203.0.113.7'
+  } catch {
+    return false
+  }
+}
