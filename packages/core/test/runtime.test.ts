@@ -12,13 +12,18 @@ describe('emitWarning', () => {
       )
     })
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
-    expect(() => emitWarning('counts per instance', 'RATEWINDOW_TEST')).not.toThrow()
-    expect(warn).toHaveBeenCalledWith('[ratewindow] RATEWINDOW_TEST: counts per instance')
+    expect(() => emitWarning('counts per instance', 'RATEWINDOW_PER_ISOLATE_STORE')).not.toThrow()
+    expect(warn).toHaveBeenCalledWith(
+      '[ratewindow] RATEWINDOW_PER_ISOLATE_STORE: counts per instance See https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md#ratewindow-per-isolate-store',
+    )
   })
 
   it('emits a process warning with its code where the runtime has one', () => {
     const emitted = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    emitWarning('message', 'RATEWINDOW_TEST')
-    expect(emitted).toHaveBeenCalledWith('message', { code: 'RATEWINDOW_TEST' })
+    emitWarning('message.', 'RATEWINDOW_SHED')
+    expect(emitted).toHaveBeenCalledWith(
+      'message. See https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md#ratewindow-shed',
+      { code: 'RATEWINDOW_SHED' },
+    )
   })
 })

@@ -6,5 +6,5 @@
 export { invalid, requireObject } from '../support/errors.js'
 export { MetricLabels, OTHER_LABEL_VALUE } from '../support/metric-labels.js'
 export { namesOf, type PeerOptionName, rejectUnknownOptions } from '../support/option-names.js'
-export { emitWarning } from '../support/runtime.js'
+export { emitWarning, type WarningCode } from '../support/runtime.js'
 export { fnOption, wholeNumber } from '../support/validators.js'

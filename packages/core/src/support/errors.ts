@@ -26,6 +26,17 @@ export const ERROR_CODES = [
 /** Stable error codes. Match on `error.code`, never on the message text. */
 export type RateLimitErrorCode = (typeof ERROR_CODES)[number]
 
+/** Where each code and warning is explained, with its fix: docs/errors.md. */
+const ERRORS_PAGE = 'https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md'
+
+/**
+ * The link to the explanation of `code` (an error's or a warning's): its own anchor in docs/errors.md, the code in
+ * lower case with `-` for `_` (`ERR_RATEWINDOW_INVALID_OPTION` → `#err-ratewindow-invalid-option`).
+ */
+export function explanationOf(code: string): string {
+  return `${ERRORS_PAGE}#${code.toLowerCase().replaceAll('_', '-')}`
+}
+
 /** Every error ratewindow throws on purpose is a `RateLimitError` with a stable `code`. */
 export class RateLimitError extends Error {
   override readonly name = 'RateLimitError'
@@ -33,8 +44,12 @@ export class RateLimitError extends Error {
   /** The option at fault, when there is one (for example `limit` or `rules[1].window`). */
   readonly option: string | undefined
 
+  /** `message` ends with the link to this code's explanation and fix (docs/errors.md). */
   constructor(code: RateLimitErrorCode, message: string, options: { option?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    super(
+      `${message} See ${explanationOf(code)}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    )
     this.code = code
     this.option = options.option
   }

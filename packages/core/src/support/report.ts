@@ -3,7 +3,7 @@
  * default `onError`: never silent, never a flood.
  */
 
-import { emitWarning } from './runtime.js'
+import { emitWarning, type WarningCode } from './runtime.js'
 
 /** How often at most a guarded callback's own failure, or the default log, is written. */
 const REPORT_INTERVAL_MS = 10_000
@@ -15,7 +15,7 @@ const REPORT_INTERVAL_MS = 10_000
 export function guarded<A extends unknown[]>(
   callback: (...args: A) => unknown,
   heading: string,
-  warningCode: string,
+  warningCode: WarningCode,
 ): (...args: A) => void {
   let lastWarning = Number.NEGATIVE_INFINITY
   const warn = (failure: unknown) => {
