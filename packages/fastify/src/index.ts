@@ -1,6 +1,6 @@
 import {
   type HttpRateLimitOptions,
-  type LimiterOverrides,
+  MemoryStore,
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
@@ -18,6 +18,8 @@ import type {
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { binding } from './binding.js'
+import { Handle, type RateLimitHandle } from './handle.js'
+import { budgetView, countsApart } from './shared-budget.js'
 
 /**
  * Plugin and route options: callbacks receive the request; `requestWasSuccessful` takes `(statusCode)`, or
@@ -51,51 +53,11 @@ type RefusedRouteNames = { readonly [Name in PeerOptionName | 'global' | 'notFou
 /**
  * Per-route settings in `config.ratewindow`, merged over the plugin's options. A route's `rules` replaces an
  * inherited `limit`/`window`/`algorithm`, and a route's `limit`/`window`/`algorithm` replaces inherited
- * `rules`. A route limiter counts on its own (its route), unless it names a `group`.
+ * `rules`. A route that sets `limit`, `window`, `algorithm`, `rules`, `key`, `prefix`, `group`, `store`,
+ * `ipv6Subnet` or `name` gets a limiter of its own, counting apart (its route), unless it names a `group`; any other
+ * route (only `cost`, `skip`, response options, …) counts in the plugin's budget, its `cost` spending it.
  */
 export type RouteRateLimitOptions = Omit<FastifyRateLimitOptions, 'global' | 'notFound'> & RefusedRouteNames
-
-/**
- * Which limiters a reset reaches; every given field must match. Without a scope, a reset reaches every limiter.
- * A scope that matches no limiter rejects (`ERR_RATEWINDOW_INVALID_OPTION`): a typo never resets nothing quietly.
- */
-export interface ResetScope {
-  /**
-   * One route's own limiter (a route with `config.ratewindow`): `'POST /login'` (method and URL as registered),
-   * or `'/login'` for that URL under any method.
-   */
-  route?: string
-  /** The limiters of one registration: the Fastify instance `register(rateLimit, …)` was called on. */
-  registration?: FastifyInstance
-  /** The limiters with this `name` option (a route limiter inherits its registration's). */
-  name?: string
-}
-
-/**
- * `fastify.ratewindow`: forgets a client's counters, e.g. after a successful login: in every limiter of every
- * registration of the plugin on this server (the global one and each route's), or in those of a `scope`.
- */
-export interface RateLimitHandle {
-  /** Forgets `key` in every limiter, or in the limiters of `scope`. Rejects on a store error. */
-  resetKey(key: string, scope?: ResetScope): Promise<void>
-  /**
-   * Forgets the key of `request` in every limiter (or those of `scope`), each computing it its own way.
-   * Rejects on a store error.
-   */
-  reset(request: FastifyRequest, scope?: ResetScope): Promise<void>
-  /**
-   * Operating one key's limits live (docs/operating-limits.md): the handle of the one limiter `scope` selects (any
-   * when there is only one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`.
-   * Throws when `scope` selects none or several.
-   */
-  overrides(scope?: ResetScope): LimiterOverrides
-  /**
-   * Gives up the counters of every registration on this server to the limiters that replace them (what
-   * `fastify.close()` does, with the memory stores they made for themselves). A newer limiter on the same store and
-   * counters takes over anyway; an old one that decides again warns once (`RATEWINDOW_SUPERSEDED_LIMITER`).
-   */
-  release(): void
-}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -219,85 +181,6 @@ function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: stri
   return { hook, run, sent, engine }
 }
 
-/** The one engine a scope selects, for `overrides`: operating a key acts on one limiter's records. */
-function onlyOne<T>(selected: readonly T[]): T {
-  if (selected.length === 1) return selected[0]!
-  throw new RateLimitError(
-    'ERR_RATEWINDOW_INVALID_OPTION',
-    `\`overrides(scope)\` needs the scope of one limiter; it selects ${selected.length}. Name one with \`{ route }\`, \`{ registration }\` or \`{ name }\`.`,
-    { option: 'scope' },
-  )
-}
-
-/** Where an engine belongs (its route, registration and name), for scoped resets. */
-interface EngineMembership {
-  /** `'POST /login'` for a route's own limiter; undefined for a registration's global one. */
-  route: string | undefined
-  registration: FastifyInstance
-  name: string | undefined
-}
-
-const SCOPE_NAMES = ['route', 'registration', 'name']
-
-/** The decoration: the engines of every registration, until their server closes. */
-class Handle implements RateLimitHandle {
-  readonly engines = new Map<HttpRateLimiter<FastifyRequest>, EngineMembership>()
-
-  async resetKey(key: string, scope?: ResetScope): Promise<void> {
-    await Promise.all(this.#select(scope).map((engine) => engine.resetKey(key)))
-  }
-
-  async reset(request: FastifyRequest, scope?: ResetScope): Promise<void> {
-    await Promise.all(this.#select(scope).map((engine) => engine.reset(request)))
-  }
-
-  overrides(scope?: ResetScope): LimiterOverrides {
-    return onlyOne(this.#select(scope)).overrides
-  }
-
-  #select(scope: ResetScope | undefined): HttpRateLimiter<FastifyRequest>[] {
-    if (scope === undefined) return [...this.engines.keys()]
-    const unknown =
-      typeof scope === 'object' && scope !== null
-        ? Object.keys(scope).filter((name) => !SCOPE_NAMES.includes(name))
-        : ['(not an object)']
-    if (unknown.length > 0) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        `A reset scope takes \`route\`, \`registration\` and \`name\`; received ${unknown.map((name) => `\`${name}\``).join(', ')}.`,
-        { option: 'scope' },
-      )
-    }
-    const { route, registration, name } = scope
-    const selected = [...this.engines].filter(
-      ([, each]) =>
-        (route === undefined ||
-          (each.route !== undefined &&
-            (route.includes(' ')
-              ? each.route === route
-              : each.route.slice(each.route.indexOf(' ') + 1) === route))) &&
-        (registration === undefined || each.registration === registration) &&
-        (name === undefined || each.name === name),
-    )
-    if (selected.length === 0) {
-      const routes = [...this.engines.values()].flatMap((each) =>
-        each.route === undefined ? [] : [each.route],
-      )
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        `No @ratewindow/fastify limiter matches the reset scope ${JSON.stringify({ route, name })}${registration === undefined ? '' : ' in that registration'}. ` +
-          `Routes with a limiter of their own: ${routes.length === 0 ? 'none' : routes.join(', ')}.`,
-        { option: 'scope' },
-      )
-    }
-    return selected.map(([engine]) => engine)
-  }
-
-  release(): void {
-    for (const engine of this.engines.keys()) engine.release()
-  }
-}
-
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
   const { global = true, notFound = global, ...shared } = options ?? {}
   for (const [name, value] of [
@@ -308,8 +191,12 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, value, 'true or false')
     }
   }
+  // The plugin's store, made here when not given: the routes that count in its budget reach it too (and it is
+  // closed with the server, as an engine closes the store it made for itself).
+  const ownStore = shared.store === undefined ? new MemoryStore() : undefined
+  const store = shared.store ?? ownStore!
   // Built now, so that bad options fail at registration.
-  const globalLimiter = makeLimiter(shared, 'rateLimit plugin')
+  const globalLimiter = makeLimiter({ ...shared, store }, 'rateLimit plugin')
   const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
   // One handle per server, on its root instance, whatever the order of registrations: a child context that
@@ -350,10 +237,17 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
           { option: 'config.ratewindow' },
         )
       }
+      const where = `config.ratewindow of ${scope}`
       const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
-      limiter = makeLimiter(merged, `config.ratewindow of ${scope}`, scope)
+      if (countsApart(config)) {
+        limiter = makeLimiter(merged, where, scope)
+        handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
+      } else {
+        // The plugin's budget: its counters (no route scope), its cost and options this route's own.
+        limiter = makeLimiter({ ...merged, store: budgetView(store) }, where)
+        handle.sharedRoutes.add({ route: scope, registration: fastify })
+      }
       engines.push(limiter.engine)
-      handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
     }
     const existing = route[limiter.hook]
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
@@ -373,6 +267,9 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       engine.close()
       handle.engines.delete(engine)
     }
+    for (const each of handle.sharedRoutes)
+      if (each.registration === fastify) handle.sharedRoutes.delete(each)
+    ownStore?.close()
   })
 }
 
@@ -438,5 +335,6 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from '@ratewindow/core'
+export type { RateLimitHandle, ResetScope } from './handle.js'
 export { type FastifySlowDownOptions, type SlowDownHook, slowDown } from './slow-down.js'
 export default rateLimit

@@ -1,0 +1,162 @@
+/**
+ * Hostile clients against the Fastify plugin on real servers (Fastify 5 and 4), each attack as the attacker sent it:
+ * raw HTTP/1.1 requests on a socket of their own. Each test is named after what got through (issue 45).
+ */
+import { connect } from 'node:net'
+import { RedisStore, rateLimit, type Store } from '@ratewindow/fastify'
+import fastify5, { type FastifyInstance } from 'fastify'
+import fastify4 from 'fastify4'
+import { afterEach, describe, expect, it } from 'vitest'
+import { standaloneClient } from '../../../test/support/redis.js'
+import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
+import { unhandledRejections } from '../../../test/support/unhandled.js'
+
+const apps: FastifyInstance[] = []
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()))
+})
+const unhandled = unhandledRejections()
+afterEach(() => expect(unhandled).toEqual([]))
+
+interface Answer {
+  status: number
+  headers: Record<string, string>
+}
+
+/** One raw request on a connection of its own (closed by the server after the answer): its status and headers. */
+function send(port: number, method: string, path: string, apiKey: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => {
+      text += chunk
+    })
+    socket.on('error', reject)
+    socket.on('end', () => {
+      const [head = ''] = text.split('\r\n\r\n')
+      const [statusLine = '', ...lines] = head.split('\r\n')
+      const headers: Record<string, string> = {}
+      for (const line of lines) {
+        const colon = line.indexOf(':')
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers })
+    })
+    socket.write(
+      `${method} ${path} HTTP/1.1\r\nHost: api.example\r\nX-Api-Key: ${apiKey}\r\nConnection: close\r\n` +
+        `${method === 'POST' ? 'Content-Length: 0\r\n' : ''}\r\n`,
+    )
+  })
+}
+
+/** The routes of the trial's B2B API, and the units each costs in its budget. */
+const COSTS: Record<string, number> = {
+  'GET /search': 1, // the plugin's options
+  'GET /export': 10, // `config.ratewindow: { cost: 10 }`
+  'GET /report': 5, // cost, and response options of its own
+  'GET /status': 1, // skip-by-outcome options only
+}
+
+const VERSIONS = [
+  ['Fastify 5', fastify5],
+  ['Fastify 4', fastify4 as unknown as typeof fastify5],
+] as const
+
+describe.each(VERSIONS)('%s', (_name, create) => {
+  /** The API: 20 units an hour per API key, an export route costing 10, a login with its own limit of 3. */
+  async function start(store?: Store): Promise<{ app: FastifyInstance; port: number }> {
+    const app = create()
+    apps.push(app)
+    await app.register(rateLimit, {
+      ...(store && { store }),
+      limit: 20,
+      window: '1h',
+      algorithm: 'sliding-window-log',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    app.get('/search', async () => 'results')
+    app.get('/export', { config: { ratewindow: { cost: 10 } } }, async () => 'export.csv')
+    app.get(
+      '/report',
+      { config: { ratewindow: { cost: 5, headers: 'draft-7', statusCode: 503, message: 'later' } } },
+      async () => 'report.pdf',
+    )
+    app.get('/status', { config: { ratewindow: { skipFailedRequests: true } } }, async () => 'up')
+    app.post('/login', { config: { ratewindow: { limit: 3 } } }, async () => 'welcome')
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const address = app.server.address()
+    return { app, port: typeof address === 'object' && address !== null ? address.port : 0 }
+  }
+
+  /** Sends `routes` in turn, again and again, until each was refused once in a row: the units admitted. */
+  async function spend(port: number, apiKey: string, routes: readonly string[]): Promise<number> {
+    let units = 0
+    let refusedInARow = 0
+    for (let turn = 0; refusedInARow < routes.length && turn < 100; turn++) {
+      const route = routes[turn % routes.length]!
+      const [method, path] = route.split(' ') as [string, string]
+      const { status } = await send(port, method, path, apiKey)
+      if (status === 200) {
+        units += COSTS[route]!
+        refusedInARow = 0
+      } else {
+        expect([429, 503]).toContain(status)
+        refusedInARow++
+      }
+    }
+    return units
+  }
+
+  it('a route cost counted apart from the plugin: a free key got 20 units of exports and 20 of searches', async () => {
+    const { port } = await start()
+    // As the attacker did it: the export route until refused, then every other route.
+    expect(await spend(port, 'free-1', ['GET /export'])).toBe(20)
+    expect(await spend(port, 'free-1', ['GET /search', 'GET /report', 'GET /status'])).toBe(0)
+    // The other way round, and interleaved: exactly the plugin's 20 units whatever the mix.
+    expect(await spend(port, 'free-2', ['GET /search', 'GET /status'])).toBe(20)
+    expect(await spend(port, 'free-2', ['GET /export', 'GET /report'])).toBe(0)
+    expect(await spend(port, 'free-3', ['GET /report', 'GET /search', 'GET /export', 'GET /status'])).toBe(20)
+    // A route that sets its own limit keeps a limiter of its own, as before.
+    const logins = await Promise.all([1, 2, 3, 4].map(() => send(port, 'POST', '/login', 'free-3')))
+    expect(logins.map((each) => each.status).sort()).toEqual([200, 200, 200, 429])
+  })
+
+  it('on Redis as on memory: the export route spent a budget of its own', async () => {
+    const { port } = await start(new RedisStore({ client: standaloneClient(), prefix: uniquePrefix() }))
+    expect(await spend(port, 'free-6', ['GET /search', 'GET /export', 'GET /report'])).toBe(20)
+    expect(await spend(port, 'free-6', ['GET /status'])).toBe(0)
+  })
+
+  it('each route answered with its own remaining count: one budget, told alike on every route', async () => {
+    const { port } = await start()
+    const exported = await send(port, 'GET', '/export', 'free-4')
+    expect([exported.status, exported.headers['ratelimit-remaining']]).toEqual([200, '10'])
+    const searched = await send(port, 'GET', '/search', 'free-4')
+    expect([searched.status, searched.headers['ratelimit-remaining']]).toEqual([200, '9'])
+    // The report's own response options still apply: draft-7 fields, and its status and body when refused.
+    const reported = await send(port, 'GET', '/report', 'free-4')
+    expect(reported.status).toBe(200)
+    expect(reported.headers.ratelimit).toMatch(/^limit=20, remaining=4, reset=\d+$/)
+    expect((await send(port, 'GET', '/report', 'free-4')).status).toBe(503)
+  })
+
+  it('a reset scope naming a route without a limiter of its own rejects, naming why; a reset of the plugin frees every route', async () => {
+    const { app, port } = await start()
+    expect(await spend(port, 'free-5', ['GET /export'])).toBe(20)
+    await expect(app.ratewindow.resetKey('free-5', { route: 'GET /export' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+      option: 'scope',
+      message: expect.stringContaining(
+        "GET /export counts in its registration's budget (its `config.ratewindow` changes neither the rules nor the key)",
+      ),
+    })
+    await expect(app.ratewindow.resetKey('free-5', { route: '/status' })).rejects.toMatchObject({
+      code: 'ERR_RATEWINDOW_INVALID_OPTION',
+    })
+    await app.ratewindow.resetKey('free-5', { route: 'POST /login' })
+    expect((await send(port, 'GET', '/search', 'free-5')).status).toBe(429)
+    await app.ratewindow.resetKey('free-5', { registration: app })
+    expect(await spend(port, 'free-5', ['GET /export', 'GET /search'])).toBe(20)
+  })
+})
