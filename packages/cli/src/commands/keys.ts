@@ -195,7 +195,7 @@ export async function act(
 ): Promise<OkJson | BlockJson | OverrideJson | OverrideListJson> {
   const limiter = actingLimiter(configured, options, command.name)
   const say = (text: string) => options.json || output.print(printable(text))
-  if (command.name === 'overrides list') return list(limiter, command.cursor, options, output, say)
+  if (command.name === 'overrides list') return list(limiter, command.cursor, options, output)
   const { key, note, warning } = keyFor(limiter, command.key)
   if (note !== undefined) say(note)
   if (warning !== undefined) output.note(`ratewindow: ${printable(warning)}\n`)
@@ -262,7 +262,6 @@ async function list(
   from: string | undefined,
   options: GlobalOptions,
   output: Output,
-  say: (text: string) => unknown,
 ): Promise<OverrideListJson> {
   const wanted = options.count ?? LIST_PAGE
   const progress = progressLine(output, 'reading override records: SCAN steps')
@@ -279,7 +278,8 @@ async function list(
     progress.update(++steps)
   } while (records.length < wanted && cursor !== undefined)
   progress.done()
-  say(listText(records, cursor))
+  // The table's cells are made printable one by one: the lines between its rows stay lines.
+  if (!options.json) output.print(listText(records, cursor))
   return { limiter: limiter.name, records, cursor: cursor ?? null }
 }
 
@@ -291,6 +291,6 @@ function listText(records: readonly OverrideRecord[], cursor: string | undefined
       ? '-'
       : `until ${new Date(record.block.until).toISOString()}${record.block.reason ? ` (${record.block.reason})` : ''}`,
   ])
-  const next = cursor === undefined ? '' : `\n\nmore: --cursor ${cursor}`
+  const next = cursor === undefined ? '' : `\n\nmore: --cursor ${printable(cursor)}`
   return `${table(['KEY', 'OVERRIDE', 'BLOCK'], rows)}${next}`
 }
