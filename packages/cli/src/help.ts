@@ -23,7 +23,8 @@ export const COMMAND_HELP: Record<string, string> = {
   Example: ratewindow limiters --redis redis://10.0.0.5:6379 --prefix app:`,
   top: `ratewindow top [--count N] [--scan N]
   The keys nearest their limit (the share of the limit used, per key's nearest rule), read from a scan: reads
-  only, never on the decision path. --count rows (default 10); --scan bounds the keys read.
+  only, never on the decision path. --count rows (default 10); --scan bounds the keys read. A key shows raw
+  where an override record holds it, else as its hash: inspect --hash reads that one; acting on it needs the raw key.
   Example: ratewindow top --count 20 --scan 500000 --config ./ratewindow.config.mjs`,
   watch: `ratewindow watch [--once] [--admin URL]... [--admin-token TOKEN]
   top, refreshed every second; with --admin (one per process: the base URL of its admin endpoint), each

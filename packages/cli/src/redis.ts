@@ -1,10 +1,11 @@
 /**
- * The CLI's Redis connection (ioredis, standalone or Cluster) and the one read a RedisStore never makes: the keys of
- * one hash tag through its slot. Key names are read by core (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`),
- * never here; a scan of every key is the store's own (`scanStoredKeys`, `topStored`).
+ * The CLI's Redis connection (ioredis, standalone or Cluster) and the reads a RedisStore never makes: the keys of
+ * one hash tag through its slot, and the raw keys that override records hold. Key names are read by core
+ * (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`), never here; a scan of every key is the store's own
+ * (`scanStoredKeys`, `topStored`).
  */
 import { RedisStore } from '@ratewindow/core'
-import { storedKeyPattern, storedSlot } from '@ratewindow/core/stored'
+import { decodeStoredKey, storedHash, storedKeyPattern, storedSlot } from '@ratewindow/core/stored'
 import { Cluster, Redis } from 'ioredis'
 import { CliError, usage } from './errors.js'
 
@@ -136,4 +137,54 @@ export async function keysOfHash(client: Redis | Cluster, prefix: string, hash: 
     keys.push(...found)
   } while (cursor !== '0')
   return keys
+}
+
+/**
+ * The name of the override record of `hash` under `scope`, as docs/operating-limits.md gives it
+ * (`<store prefix><scope>{<hash>}:o`), checked by core's reading of key names: undefined if core reads it otherwise.
+ */
+function recordName(prefix: string, scope: string, hash: string): string | undefined {
+  const name = `${prefix}${scope}{${hash}}:o`
+  const read = decodeStoredKey(name, prefix)
+  return read?.part.kind === 'override' && read.namespace === scope && read.hash === hash ? name : undefined
+}
+
+/**
+ * The raw client keys that override records under `scopes` hold for `hashes` (one MGET per hash: the records of one
+ * client share its hash tag, so its slot), each checked against its hash. What `top` shows for the keys a scan ranked
+ * without reading their records (`--scan` stopped before them).
+ */
+export async function recordedKeys(
+  client: Redis | Cluster,
+  prefix: string,
+  hashes: readonly string[],
+  scopes: ReadonlySet<string>,
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>()
+  if (scopes.size === 0) return found
+  await Promise.all(
+    hashes.map(async (hash) => {
+      const names = [...scopes].flatMap((scope) => recordName(prefix, scope, hash) ?? [])
+      if (names.length === 0) return
+      for (const json of await client.mget(names)) {
+        const key = keyOfRecord(json)
+        if (key !== undefined && storedHash(key) === hash) {
+          found.set(hash, key)
+          return
+        }
+      }
+    }),
+  )
+  return found
+}
+
+/** The client key a record's JSON holds (`OverrideRecord.key`), if it is one. */
+function keyOfRecord(json: string | null): string | undefined {
+  if (json === null) return undefined
+  try {
+    const { key } = JSON.parse(json) as { key?: unknown }
+    return typeof key === 'string' ? key : undefined
+  } catch {
+    return undefined
+  }
 }

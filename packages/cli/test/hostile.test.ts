@@ -3,6 +3,7 @@
  * operator meets it: the command line run (in this process) against a real Redis, its text read line by line.
  */
 import { RateLimiter, RedisStore } from '@ratewindow/core'
+import { storedHash } from '@ratewindow/core/stored'
 import { afterAll, describe, expect, it } from 'vitest'
 import { redisEnvironment, standaloneClient } from '../../../test/support/redis.js'
 import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
@@ -59,5 +60,38 @@ describe.concurrent('ratewindow', () => {
     const overrideColumn = lines[0]!.indexOf('OVERRIDE')
     for (const line of lines.slice(1)) expect(line[overrideColumn - 1]).toBe(' ')
     for (const line of lines.slice(1)) expect(line[overrideColumn]).not.toBe(' ')
+  })
+
+  it('top showed a hash where an override record held the raw key (the scan stopped before the record)', async () => {
+    const { limiter, args } = api()
+    const customers = Array.from({ length: 40 }, (_, i) => `customer:${i}`)
+    await Promise.all(customers.map((key) => limiter.overrides.set(key, { limit: 6 })))
+    for (let i = 0; i < 5; i++) await Promise.all(customers.map((key) => limiter.limit(key)))
+    // 81 keys (40 counters, 40 records, one more counter): a scan of 41 reads about half of the records.
+    await limiter.limit('anonymous')
+    const { code, stdout } = await cli(['top', '--count', '50', '--scan', '41', ...args, '--json'])
+    expect(code).toBe(0)
+    const rows = JSON.parse(stdout).keys as { key: string; hashed: boolean }[]
+    expect(rows.length).toBeGreaterThan(0)
+    const anonymous = storedHash('anonymous')
+    expect(rows.filter((row) => row.hashed && row.key !== anonymous)).toEqual([])
+    expect(rows.filter((row) => !row.hashed).every((row) => customers.includes(row.key))).toBe(true)
+  })
+
+  it('top gave no hint for a hashed key: a line says how to read it, and that acting on it needs the raw key', async () => {
+    const { limiter, args } = api()
+    await limiter.overrides.set('customer:1', { limit: 6 })
+    for (let i = 0; i < 5; i++)
+      await Promise.all(['customer:1', 'anonymous'].map((key) => limiter.limit(key)))
+    const { stdout } = await cli(['top', '--count', '2', ...args])
+    const lines = stdout.trimEnd().split('\n')
+    expect(lines[0]).toMatch(/^KEY +LIMITER +RULE +USED +LIMIT +USE +RESET$/)
+    expect(lines[1]).toMatch(new RegExp(`^${storedHash('anonymous')} +api +5-per-1h +5 +5 +100%`))
+    expect(lines[2]).toMatch(/^customer:1 +api +6-per-1h +5 +6 +83%/)
+    expect(lines.slice(3)).toEqual([
+      '',
+      'A key shown as its hash has no override record holding its raw form: `ratewindow inspect --hash <hash>` reads it; reset, block and overrides need the raw key (your logs, or the keys refused most: `ratewindow watch --admin <url>`).',
+      '3 keys scanned (all)',
+    ])
   })
 })

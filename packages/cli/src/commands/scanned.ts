@@ -2,7 +2,7 @@
 import type { RateLimiter, TopKey } from '@ratewindow/core'
 import { topStored } from '@ratewindow/core/stored'
 import type { GlobalOptions } from '../args.js'
-import type { Connection } from '../redis.js'
+import { type Connection, recordedKeys } from '../redis.js'
 import { duration, type Output, progressLine, table } from '../render.js'
 import { limiterOf, scanStore } from '../state.js'
 
@@ -142,13 +142,33 @@ export async function top(
   quiet = false,
 ): Promise<TopJson> {
   const progress = progressLine(output, quiet ? '' : 'scanned')
-  const found = await topStored(connection.store, {
-    count: options.count ?? 10,
-    scan: options.scan,
-    ...(!quiet && { progress: progress.update }),
-    limiterOf: (namespace) => limiterOf(namespace, configured, options.limiter),
-  })
+  // The override scopes: the config's, and those the scan finds records in.
+  const scopes = new Set(configured.flatMap((limiter) => limiter.overrides.scope ?? []))
+  const { store } = connection
+  const found = await topStored(
+    {
+      scanStored: async (page) => {
+        const step = await store.scanStored(page)
+        for (const key of step.keys) if (key.part.kind === 'override') scopes.add(key.namespace)
+        return step
+      },
+      peekStored: (request, hash) => store.peekStored(request, hash),
+    },
+    {
+      count: options.count ?? 10,
+      scan: options.scan,
+      ...(!quiet && { progress: progress.update }),
+      limiterOf: (namespace) => limiterOf(namespace, configured, options.limiter),
+    },
+  )
   progress.done()
+  // The raw keys of the keys shown that the scan did not read a record of (it stopped before it).
+  const hashed = found.keys.filter((row) => row.hashed).map((row) => row.hash)
+  const raw = await recordedKeys(connection.client, options.prefix, hashed, scopes)
+  for (const row of found.keys) {
+    const key = raw.get(row.hash)
+    if (key !== undefined) Object.assign(row, { key, hashed: false })
+  }
   const result: TopJson = { keys: found.keys.map(topRow), scanned: found.scanned, complete: found.complete }
   if (!options.json && !quiet) output.print(topText(result))
   return result
@@ -158,6 +178,11 @@ function topRow(row: TopKey): TopRow {
   const { limiter, key, hashed, rule, used, limit, remaining, reset, blocked } = row
   return { limiter, key, hashed, rule, used, limit, remaining, reset, blocked }
 }
+
+/** Under a table that shows a key as its hash: how to read it, and what acting on it needs. */
+const HASHED_KEYS =
+  'A key shown as its hash has no override record holding its raw form: `ratewindow inspect --hash <hash>` reads it; ' +
+  'reset, block and overrides need the raw key (your logs, or the keys refused most: `ratewindow watch --admin <url>`).'
 
 export function topText(result: TopJson): string {
   const rows = result.keys.map((row) => [
@@ -169,5 +194,8 @@ export function topText(result: TopJson): string {
     `${Math.round((100 * row.used) / row.limit)}%`,
     row.blocked ? 'blocked' : duration(row.reset),
   ])
-  return `${table(['KEY', 'LIMITER', 'RULE', 'USED', 'LIMIT', 'USE', 'RESET'], rows)}\n\n${scannedLine(result)}`
+  const lines = [table(['KEY', 'LIMITER', 'RULE', 'USED', 'LIMIT', 'USE', 'RESET'], rows), '']
+  if (result.keys.some((row) => row.hashed)) lines.push(HASHED_KEYS)
+  lines.push(scannedLine(result))
+  return lines.join('\n')
 }
