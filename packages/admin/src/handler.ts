@@ -97,7 +97,10 @@ async function run(config: AdminConfig, route: Route, call: Call): Promise<unkno
   }
 }
 
-/** `authorize`: true or an actor name lets in; a throw refuses (and is reported), never answers 500. */
+/**
+ * `authorize`: true or an actor name lets in; a blank name (whitespace only) refuses, as false does: an operator
+ * without a name is no actor. A throw refuses (and is reported), never answers 500.
+ */
 async function authorized(config: AdminConfig, request: Request): Promise<string | undefined> {
   let verdict: unknown
   try {
@@ -107,7 +110,7 @@ async function authorized(config: AdminConfig, request: Request): Promise<string
     verdict = false
   }
   if (verdict === true) return undefined
-  if (typeof verdict === 'string' && verdict !== '') return verdict.slice(0, 256)
+  if (typeof verdict === 'string' && verdict.trim() !== '') return verdict.slice(0, 256)
   if (!request.headers.has('authorization'))
     throw new AdminError(401, 'ERR_RATEWINDOW_UNAUTHORIZED', 'This endpoint needs authorization.', {
       'www-authenticate': 'Bearer',

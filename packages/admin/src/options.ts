@@ -24,7 +24,8 @@ export type AdminLimiter = LimiterOverrides | { readonly overrides: LimiterOverr
 
 /**
  * What `authorize` answers: `true`, or the caller's name (the actor, passed into the limiters' override events),
- * lets the request in; anything else refuses it (401 without an `Authorization` header, else 403).
+ * lets the request in; anything else, a blank name (empty or whitespace only) included, refuses it (401 without an
+ * `Authorization` header, else 403).
  */
 export type Authorization = boolean | string | null | undefined
 
@@ -33,8 +34,8 @@ export interface AdminHandlerOptions {
   /** The limiters it operates, each by its `name` (`/limiters/:name/…`): `RateLimiter`s, middlewares or handles. */
   limiters: readonly AdminLimiter[]
   /**
-   * Runs first for every request (after the endpoint's own limit): `true` or an actor name lets it in. Required:
-   * the endpoint refuses to start without it.
+   * Runs first for every request (after the endpoint's own limit): `true` or an actor name (not blank) lets it
+   * in. Required: the endpoint refuses to start without it.
    * @example (request) => safeEqual(request.headers.get('authorization'), `Bearer ${token}`) && 'ops-token'
    */
   authorize: (request: Request) => Authorization | Promise<Authorization>
