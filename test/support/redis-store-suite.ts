@@ -19,7 +19,7 @@ import { describeStoreConformance } from '@ratewindow/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { until } from './connections.js'
-import { redisEnvironment } from './redis.js'
+import { redisEnvironment, uniquePrefix } from './redis.js'
 import { type Address, type ClientFamily, connect } from './redis-clients.js'
 import { describeRedisOverrides } from './redis-overrides-suite.js'
 import { RedisClusterProcesses, RedisServer } from './redis-server.js'
@@ -36,10 +36,8 @@ export const ALGORITHMS: [string, (limit: number) => Rule][] = [
   ['gcra', (limit) => gcra({ limit: 1, window: '1h', burst: limit, name: 'gcra' })],
 ]
 
-const run = Math.random().toString(36).slice(2, 8)
-let prefixes = 0
-/** A key prefix no other test, file or process uses on the shared servers. */
-export const uniquePrefix = (): string => `ro${run}x${prefixes++}x`
+// Written in redis.ts, which loads only ioredis: a test that needs a prefix alone imports it from there.
+export { uniquePrefix }
 
 const admins = new Map<number, Redis>()
 /** An ioredis connection to one server, to inspect what the client under test did. */

@@ -13,6 +13,11 @@ export function redisEnvironment(): {
   return { standalonePort: environment.standalonePort, clusterNodes: environment.clusterNodes }
 }
 
+const run = Math.random().toString(36).slice(2, 8)
+let prefixes = 0
+/** A key prefix no other test, file or process uses on the shared servers. */
+export const uniquePrefix = (): string => `ro${run}x${prefixes++}x`
+
 const clients: (Redis | Cluster)[] = []
 
 /** An ioredis client for the shared standalone server (or `port`), closed after the file's tests. */

@@ -2,15 +2,28 @@
  * What the attack round on the admin endpoint found (issue 45, item 25), each as the attacker sent it: raw HTTP
  * requests to a real server (Express, the endpoint mounted as docs/operations.md shows).
  */
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fixedWindow, MemoryStore, type OverrideEvent, RateLimiter } from '@ratewindow/core'
+import express from 'express'
 import { afterEach, describe, expect, it } from 'vitest'
-import { adminHandler } from '../src/index.js'
-import { MOUNTS, type RunningApp } from './apps.js'
+import { expressAdmin } from '../src/express.js'
+import { type AdminHandler, adminHandler } from '../src/index.js'
 
-const running: RunningApp[] = []
+const servers: Server[] = []
 afterEach(async () => {
-  await Promise.all(running.splice(0).map((app) => app.close()))
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))))
 })
+
+/** An Express app with the endpoint mounted before anything else: its base URL. */
+async function serve(admin: AdminHandler): Promise<string> {
+  const app = express()
+  app.use(expressAdmin(admin))
+  const server = app.listen(0, '127.0.0.1')
+  servers.push(server)
+  await new Promise((resolve) => server.once('listening', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
 
 /** Service tokens and their owners, as an application keeps them; one was issued with a blank owner. */
 const TOKENS: Record<string, string> = { 'ops-7f3a': 'alice', 'svc-91c2': '  ', 'svc-44d0': '\t\u3000' }
@@ -32,10 +45,9 @@ describe('authorize', () => {
         TOKENS[request.headers.get('authorization')?.replace(/^Bearer /, '') ?? ''] ?? false,
       basePath: '/_ratewindow',
     })
-    const app = await MOUNTS.Express!(api, admin)
-    running.push(app)
+    const url = await serve(admin)
     const block = (token?: string) =>
-      fetch(`${app.url}/_ratewindow/limiters/api/keys/victim/block`, {
+      fetch(`${url}/_ratewindow/limiters/api/keys/victim/block`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
         body: JSON.stringify({ for: '1h' }),

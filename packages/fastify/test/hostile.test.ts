@@ -7,8 +7,7 @@ import { RedisStore, rateLimit, type Store } from '@ratewindow/fastify'
 import fastify5, { type FastifyInstance } from 'fastify'
 import fastify4 from 'fastify4'
 import { afterEach, describe, expect, it } from 'vitest'
-import { standaloneClient } from '../../../test/support/redis.js'
-import { uniquePrefix } from '../../../test/support/redis-store-suite.js'
+import { standaloneClient, uniquePrefix } from '../../../test/support/redis.js'
 import { unhandledRejections } from '../../../test/support/unhandled.js'
 
 const apps: FastifyInstance[] = []
