@@ -1,8 +1,8 @@
 /**
  * The CLI's Redis connection (ioredis, standalone or Cluster) and the reads a RedisStore never makes: the keys of
  * one hash tag through its slot, and the raw keys that override records hold. Key names are read by core
- * (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`), never here; a scan of every key is the store's own
- * (`scanStoredKeys`, `topStored`).
+ * (`decodeStoredKey`, `storedKeyPattern`, `storedSlot`), never here (the one name written here, a record's, is
+ * checked by core's reading); a scan of every key is the store's own (`scanStoredKeys`, `topStored`).
  */
 import { RedisStore } from '@ratewindow/core'
 import { decodeStoredKey, storedHash, storedKeyPattern, storedSlot } from '@ratewindow/core/stored'
