@@ -194,9 +194,14 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     await this.#send(request, { op: 'release', prefix: request.prefix, key: request.key, id: request.id })
   }
 
-  /** The object a key lives in: the limiter keeps one circuit breaker per object. */
-  scopeOf(target: { prefix: string; key: string }): number {
+  /** The failure domain of a key: the object it lives in (the limiter keeps one circuit breaker per object). */
+  failureDomainOf(target: { prefix: string; key: string }): number {
     return this.#indexOf(target)
+  }
+
+  /** @deprecated `failureDomainOf`; this name stays until 1.0. */
+  scopeOf(target: { prefix: string; key: string }): number {
+    return this.failureDomainOf(target)
   }
 
   #stateCall(op: 'consume' | 'peek' | 'refund' | 'charge' | 'give', request: StoreRequest): RemoteCall {

@@ -99,9 +99,11 @@ export interface FailureContext {
   operation: 'consume' | 'peek' | 'refund' | 'settle' | 'fallback' | 'acquire' | 'release'
   key: string
   /**
-   * The failure scope of the request when the store names one (`store.scopeOf`, e.g. a Cluster node or
-   * slot): each scope has its own circuit breaker. Absent for a store without scopes and for fallback failures.
+   * The failure domain of the request when the store names one (`store.failureDomainOf`, e.g. a Cluster node or
+   * slot): each domain has its own circuit breaker. Absent for a store without domains and for fallback failures.
    */
+  domain?: string | number
+  /** @deprecated `domain`, the same value; this name stays until 1.0. */
   scope?: string | number
   /**
    * The limiter's `name` (default: its namespace), so that a log line says which limiter failed. Set for every
@@ -189,7 +191,9 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
 export interface BreakerEvent {
   limiter: string
   store: 'store' | 'fallback'
-  /** The failure scope (`store.scopeOf`, e.g. a Cluster node); `''` for the whole store. */
+  /** The failure domain (`store.failureDomainOf`, e.g. a Cluster node); `''` for the whole store. */
+  domain: string | number
+  /** @deprecated `domain`, the same value; this name stays until 1.0. */
   scope: string | number
   from: BreakerState
   to: BreakerState

@@ -37,7 +37,7 @@ describe('circuit breaker', () => {
 describe('failure scopes', () => {
   /** Scope = the key's first letter; keys starting with `dead` fail as a dead shard would. */
   class ShardedStore extends CountingStore {
-    scopeOf(target: StoreTarget) {
+    failureDomainOf(target: StoreTarget) {
       return target.key[0]
     }
     override async consume(request: StoreRequest): Promise<Decision> {
@@ -71,9 +71,33 @@ describe('failure scopes', () => {
     expect(contexts[0]).toEqual({
       operation: 'consume',
       key: 'dead',
-      scope: 'd',
+      domain: 'd',
+      scope: 'd', // the deprecated name, until 1.0
       limiter: expect.any(String),
     })
+  })
+
+  it("a custom store written against 0.1's `scopeOf` still gets one breaker per failure domain", async () => {
+    class OldShardedStore extends CountingStore {
+      scopeOf(target: StoreTarget) {
+        return target.key[0]
+      }
+      override async consume(request: StoreRequest): Promise<Decision> {
+        if (request.key.startsWith('d')) throw new Error('connect ECONNREFUSED')
+        return this.inner.consume(request)
+      }
+    }
+    const contexts: { domain?: unknown }[] = []
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 10, window: '1m' }),
+      store: new OldShardedStore(),
+      onError: (_error, context) => contexts.push(context),
+      circuitBreaker: { failures: 1, cooldown: 60_000 },
+    })
+    await limiter.limit('dead')
+    expect((await limiter.limit('dead')).source).toBe('policy')
+    expect((await limiter.limit('alive')).source).toBe('store')
+    expect(contexts[0]?.domain).toBe('d')
   })
 
   it('an error about one key (WRONGTYPE, a script error) opens no breaker', async () => {

@@ -6,7 +6,13 @@ import type {
   RateLimitObserver,
   StoreCallEvent,
 } from '@ratewindow/core'
-import { MetricLabels, namesOf, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import {
+  MetricLabels,
+  namesOf,
+  rejectUnknownOptions,
+  requireObject,
+  STORE_DURATION_BUCKETS,
+} from '@ratewindow/core/support'
 import { Counter, Gauge, Histogram, type Registry, register } from 'prom-client'
 import { WaitingRequests } from './waiting.js'
 
@@ -21,11 +27,6 @@ export interface PrometheusMetricsOptions {
 }
 
 const OPTIONS = namesOf<PrometheusMetricsOptions>({ registry: true, maxLabelValues: true })
-
-/** Bucket bounds (seconds) for store latency: 0.1 ms to 1 s, where a limiter's store calls live. */
-export const STORE_DURATION_BUCKETS = [
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-]
 
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half-open', 'open']
 
@@ -112,7 +113,7 @@ function createObserver(registry: Registry, labels: MetricLabels): Required<Rate
     name: 'ratewindow_store_duration_seconds',
     help: 'Duration of the store calls made for rate limit decisions.',
     labelNames: ['limiter', 'store', 'operation'],
-    buckets: STORE_DURATION_BUCKETS,
+    buckets: [...STORE_DURATION_BUCKETS],
     registers,
   })
   const storeErrors = counter(
@@ -154,7 +155,7 @@ function createObserver(registry: Registry, labels: MetricLabels): Required<Rate
     onBreaker(event: BreakerEvent): void {
       const limiter = labels.limiter(event.limiter)
       transitions.inc({ limiter, store: event.store, from: event.from, to: event.to })
-      const counts = breakers.change(`${limiter}\n${event.store}`, event.scope, event.to)
+      const counts = breakers.change(`${limiter}\n${event.store}`, event.domain, event.to)
       for (const state of BREAKER_STATES)
         breakerState.set({ limiter, store: event.store, state }, counts[state])
     },

@@ -82,11 +82,11 @@ export class CircuitBreaker {
 export const MAX_SCOPES = 16_384
 
 /**
- * One `CircuitBreaker` per failure scope (a Cluster node or slot, or the whole store), so a dead shard opens
- * only its own circuit. Holds only scopes that have failed recently: a success forgets the scope, so the
- * healthy path costs one map lookup, or nothing while no scope has failed.
+ * One `CircuitBreaker` per failure domain (a Cluster node or slot, or the whole store), so a dead shard opens
+ * only its own circuit. Holds only domains that have failed recently: a success forgets the domain, so the
+ * healthy path costs one map lookup, or nothing while no domain has failed.
  */
-export class ScopedBreakers {
+export class DomainBreakers {
   readonly #options: CircuitBreakerOptions
   readonly #breakers = new Map<string | number, CircuitBreaker>()
 
@@ -95,33 +95,33 @@ export class ScopedBreakers {
     this.#options = options
   }
 
-  /** Whether any scope has failed since its last success (when none has, callers may skip computing one). */
+  /** Whether any domain has failed since its last success (when none has, callers may skip computing one). */
   get idle(): boolean {
     return this.#breakers.size === 0
   }
 
-  allows(scope: string | number): boolean {
-    return this.#breakers.get(scope)?.allows() ?? true
+  allows(domain: string | number): boolean {
+    return this.#breakers.get(domain)?.allows() ?? true
   }
 
-  retryIn(scope: string | number): number {
-    return this.#breakers.get(scope)?.retryIn ?? 0
+  retryIn(domain: string | number): number {
+    return this.#breakers.get(domain)?.retryIn ?? 0
   }
 
-  state(scope: string | number): 'closed' | 'open' | 'half-open' {
-    return this.#breakers.get(scope)?.state ?? 'closed'
+  state(domain: string | number): 'closed' | 'open' | 'half-open' {
+    return this.#breakers.get(domain)?.state ?? 'closed'
   }
 
-  success(scope: string | number): void {
-    this.#breakers.delete(scope)
+  success(domain: string | number): void {
+    this.#breakers.delete(domain)
   }
 
-  failure(scope: string | number): void {
-    let breaker = this.#breakers.get(scope)
+  failure(domain: string | number): void {
+    let breaker = this.#breakers.get(domain)
     if (breaker === undefined) {
       if (this.#breakers.size >= MAX_SCOPES) this.#breakers.delete(this.#breakers.keys().next().value!)
       breaker = new CircuitBreaker(this.#options)
-      this.#breakers.set(scope, breaker)
+      this.#breakers.set(domain, breaker)
     }
     breaker.failure()
   }

@@ -20,11 +20,11 @@ import type {
 import { isThenable } from '../support/awaitable.js'
 import { RateLimitError } from '../support/errors.js'
 import { emitWarning } from '../support/runtime.js'
-import { type CircuitBreakerOptions, ScopedBreakers } from './circuit-breaker.js'
+import { type CircuitBreakerOptions, DomainBreakers } from './circuit-breaker.js'
 import { LateCharges } from './late-charges.js'
 import { StoreCall, type StoreCallOptions, type StoreRole } from './store-call.js'
 
-/** The scope of every request when the store names none (one server, or a store that cannot tell). */
+/** The failure domain of every request when the store names none (one server, or a store that cannot tell). */
 export const WHOLE_STORE = ''
 
 /**
@@ -33,8 +33,8 @@ export const WHOLE_STORE = ''
  */
 export class StoreFailure {
   constructor(
-    /** The failure scope of the request (a Cluster node or slot, or `WHOLE_STORE`). */
-    readonly scope: string | number,
+    /** The failure domain of the request (a Cluster node or slot, or `WHOLE_STORE`). */
+    readonly domain: string | number,
     /** A consume that timed out and may still be applied by the store: see `StoreGateway.refundLate`. */
     readonly late?: PromiseLike<Decision>,
     /**
@@ -46,7 +46,7 @@ export class StoreFailure {
 }
 
 export interface StoreGatewayOptions extends StoreCallOptions {
-  /** One breaker per failure scope, or none. */
+  /** One breaker per failure domain, or none. */
   circuitBreaker: CircuitBreakerOptions | false
   /** Guarded observer callbacks, if any. */
   onStoreCall?: ((event: StoreCallEvent) => void) | undefined
@@ -59,7 +59,7 @@ export class StoreGateway {
   readonly role: StoreRole
   /** Each call's bound and `onError` reporting. */
   readonly #call: StoreCall
-  readonly #breakers: ScopedBreakers | undefined
+  readonly #breakers: DomainBreakers | undefined
   readonly #onStoreCall: ((event: StoreCallEvent) => void) | undefined
   readonly #onBreaker: ((event: BreakerEvent) => void) | undefined
   /**
@@ -78,7 +78,7 @@ export class StoreGateway {
     this.store = store
     this.role = options.role
     this.#call = new StoreCall(store, options)
-    this.#breakers = options.circuitBreaker === false ? undefined : new ScopedBreakers(options.circuitBreaker)
+    this.#breakers = options.circuitBreaker === false ? undefined : new DomainBreakers(options.circuitBreaker)
     this.#onStoreCall = options.onStoreCall
     this.#onBreaker = options.onBreaker
     this.#late = new LateCharges(store, this.#call)
@@ -91,8 +91,8 @@ export class StoreGateway {
    */
   decide(request: StoreRequest, operation: 'consume' | 'peek'): Awaitable<Decision | StoreFailure> {
     const breakers = this.#breakers
-    // While no scope has failed, the healthy path computes no scope at all.
-    const known = breakers === undefined || breakers.idle ? undefined : this.scopeOf(request)
+    // While no domain has failed, the healthy path computes no domain at all.
+    const known = breakers === undefined || breakers.idle ? undefined : this.domainOf(request)
     if (known !== undefined && !this.#breaker(known, (each) => each.allows(known)))
       return new StoreFailure(known)
     const started = this.#onStoreCall === undefined ? 0 : performance.now()
@@ -129,9 +129,9 @@ export class StoreGateway {
     )
   }
 
-  /** Milliseconds until the breaker of `scope` lets a probe through (0 when closed or without breakers). */
-  retryIn(scope: string | number): number {
-    return this.#breakers?.retryIn(scope) ?? 0
+  /** Milliseconds until the breaker of `domain` lets a probe through (0 when closed or without breakers). */
+  retryIn(domain: string | number): number {
+    return this.#breakers?.retryIn(domain) ?? 0
   }
 
   /**
@@ -188,13 +188,15 @@ export class StoreGateway {
     return this.#call.run(operation, () => run(this.store))
   }
 
-  /** The failure scope of a request: the store's `scopeOf`, or the whole store. */
-  scopeOf(target: StoreTarget): string | number {
+  /** The failure domain of a request: the store's `failureDomainOf`, or the whole store. */
+  domainOf(target: StoreTarget): string | number {
     const store = this.store
-    if (typeof store.scopeOf !== 'function') return WHOLE_STORE
+    // `scopeOf`: the contract's name before 0.2, for custom stores written against it.
+    const domainOf = store.failureDomainOf ?? store.scopeOf
+    if (typeof domainOf !== 'function') return WHOLE_STORE
     try {
-      const scope = store.scopeOf(target)
-      return typeof scope === 'string' || typeof scope === 'number' ? scope : WHOLE_STORE
+      const domain = domainOf.call(store, target)
+      return typeof domain === 'string' || typeof domain === 'number' ? domain : WHOLE_STORE
     } catch {
       return WHOLE_STORE
     }
@@ -231,16 +233,16 @@ export class StoreGateway {
     known: string | number | undefined,
     call?: CallReport,
   ): StoreFailure {
-    const scope = known ?? this.scopeOf(request)
-    if (isShed(error)) return this.#shed(scope, error.retryAfterMs)
+    const domain = known ?? this.domainOf(request)
+    if (isShed(error)) return this.#shed(domain, error.retryAfterMs)
     if (this.#onStoreCall !== undefined) this.#reportStoreCall(operation, started, error, call)
     if (this.#breakers !== undefined) {
-      // A key's own error proves the server answered: the scope is healthy.
-      if (failureKind(error) === 'key') this.#breaker(scope, (each) => each.success(scope))
-      else if (this.#firstTime(error)) this.#breaker(scope, (each) => each.failure(scope))
+      // A key's own error proves the server answered: the domain is healthy.
+      if (failureKind(error) === 'key') this.#breaker(domain, (each) => each.success(domain))
+      else if (this.#firstTime(error)) this.#breaker(domain, (each) => each.failure(domain))
     }
     if (firstTime(this.#reported, error))
-      this.#call.report(error, this.#context(operation, request.key, scope))
+      this.#call.report(error, this.#context(operation, request.key, domain))
     // A consume the store may still apply: a grouping store's late reply, or a call that timed out here.
     const late =
       operation !== 'consume'
@@ -248,7 +250,7 @@ export class StoreGateway {
         : pending instanceof LateReply || isTimeout(error)
           ? pending
           : undefined
-    return new StoreFailure(scope, late)
+    return new StoreFailure(domain, late)
   }
 
   /** Whether a breaker has not counted this error yet (an error object shared by a failed group counts once). */
@@ -257,7 +259,7 @@ export class StoreGateway {
   }
 
   /** A shed decision: no call was made and nothing failed; one process warning per 10 s says it happens. */
-  #shed(scope: string | number, retryAfterMs: number): StoreFailure {
+  #shed(domain: string | number, retryAfterMs: number): StoreFailure {
     const now = performance.now()
     if (now - this.#shedWarned >= 10_000) {
       this.#shedWarned = now
@@ -270,13 +272,13 @@ export class StoreGateway {
         // a warning listener that throws: nothing more can be done without risking the request
       }
     }
-    return new StoreFailure(scope, undefined, Math.max(1, retryAfterMs))
+    return new StoreFailure(domain, undefined, Math.max(1, retryAfterMs))
   }
 
-  /** `onError`'s context for a decision: a fallback's failures are `'fallback'`, without a scope. */
-  #context(operation: 'consume' | 'peek', key: string, scope: string | number): FailureContext {
+  /** `onError`'s context for a decision: a fallback's failures are `'fallback'`, without a domain. */
+  #context(operation: 'consume' | 'peek', key: string, domain: string | number): FailureContext {
     if (this.role === 'fallback') return { operation: 'fallback', key }
-    return scope === WHOLE_STORE ? { operation, key } : { operation, key, scope }
+    return domain === WHOLE_STORE ? { operation, key } : { operation, key, domain, scope: domain }
   }
 
   #reportStoreCall(operation: 'consume' | 'peek', started: number, error?: unknown, call?: CallReport): void {
@@ -303,14 +305,15 @@ export class StoreGateway {
     this.#onStoreCall!(event)
   }
 
-  /** Runs a change of a scope's breaker, reporting a change of its state to `onBreaker`. */
-  #breaker<T>(scope: string | number, change: (breakers: ScopedBreakers) => T): T {
+  /** Runs a change of a domain's breaker, reporting a change of its state to `onBreaker`. */
+  #breaker<T>(domain: string | number, change: (breakers: DomainBreakers) => T): T {
     const breakers = this.#breakers!
     if (this.#onBreaker === undefined) return change(breakers)
-    const from = breakers.state(scope)
+    const from = breakers.state(domain)
     const value = change(breakers)
-    const to = breakers.state(scope)
-    if (from !== to) this.#onBreaker({ limiter: this.#call.limiter, store: this.role, scope, from, to })
+    const to = breakers.state(domain)
+    if (from !== to)
+      this.#onBreaker({ limiter: this.#call.limiter, store: this.role, domain, scope: domain, from, to })
     return value
   }
 }

@@ -65,7 +65,7 @@ export class RateLimiter {
   /** Operating one key's limits live: overrides, blocks, `give`, `take`, `inspect`, `top` (docs/operating-limits.md). */
   readonly operator: LimiterOperator
   /**
-   * @param identity For the HTTP engine only: how it scopes the limiter (a Fastify route, a `limit` function).
+   * @param identity For the HTTP engine only: how it qualifies the limiter (a Fastify route, a `limit` function).
    */
   constructor(options: RateLimiterOptions, identity: Identity = {}) {
     const config = resolveLimiterOptions(options, identity)

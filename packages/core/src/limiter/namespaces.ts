@@ -10,16 +10,16 @@ import { emitWarning } from '../support/runtime.js'
  * share counters exactly when their namespaces are equal. The namespace is derived, never left to chance:
  *
  * - with a `group`: `<prefix>:g=<group>:`, the same for every member, so the group shares one budget;
- * - otherwise: `<prefix>:<scope>.<rules>:`, where `<rules>` holds each rule's algorithm, window and limit,
- *   and `<scope>` is the Fastify route for a route limiter. Different rules never meet; a changed limit starts
+ * - otherwise: `<prefix>:<qualifier>.<rules>:`, where `<rules>` holds each rule's algorithm, window and limit,
+ *   and `<qualifier>` is the Fastify route for a route limiter. Different rules never meet; a changed limit starts
  *   from fresh counters (the old keys expire).
  *
  * NOTE: a `limit` function gives one namespace for all its limits (`*` in place of the limit), so a client
  * whose limit changes with its plan keeps its count.
  */
 export interface Identity {
-  /** What scopes the limiter besides its rules, e.g. `'GET /login'` for a Fastify route limiter. */
-  scope?: string | undefined
+  /** What qualifies the limiter's counters besides its rules, e.g. `'GET /login'` for a Fastify route limiter. */
+  qualifier?: string | undefined
   /** The limit is a function of the request: the namespace leaves limits out. */
   dynamicLimit?: boolean
   /** Limiters made for one owner (the limits of one `limit` function) may claim one namespace. */
@@ -54,13 +54,13 @@ export function namespaceOf(
 ): string {
   if (group !== undefined) return `${prefix}:g=${group}:`
   const signature = rules.map((rule) => `${rule.id}x${identity.dynamicLimit ? '*' : rule.limit}`).join('+')
-  const scope = identity.scope === undefined ? '' : `${shortHash(identity.scope)}.`
-  return `${prefix}:${scope}${signature.length > 48 ? shortHash(signature) : signature}:`
+  const qualifier = identity.qualifier === undefined ? '' : `${shortHash(identity.qualifier)}.`
+  return `${prefix}:${qualifier}${signature.length > 48 ? shortHash(signature) : signature}:`
 }
 
 /**
  * Where a limiter's override records live in its store (`overrides: true`): its prefix and group, or else its
- * route scope and `name`, and never its rules, so that a deploy that changes a limit in code keeps them and the
+ * route qualifier and `name`, and never its rules, so that a deploy that changes a limit in code keeps them and the
  * members of a group share them. Two unnamed limiters of one prefix (and route) share their records: a `name`
  * keeps them apart.
  */
@@ -71,8 +71,8 @@ export function overrideScopeOf(
   identity: Identity,
 ): string {
   if (group !== undefined) return `${prefix}:o.g=${group}:`
-  const scope = identity.scope === undefined ? '' : `${shortHash(identity.scope)}.`
-  return `${prefix}:o.${scope}n=${name === undefined ? '' : shortHash(name)}:`
+  const qualifier = identity.qualifier === undefined ? '' : `${shortHash(identity.qualifier)}.`
+  return `${prefix}:o.${qualifier}n=${name === undefined ? '' : shortHash(name)}:`
 }
 
 function shortHash(text: string): string {

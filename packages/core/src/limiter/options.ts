@@ -96,7 +96,7 @@ export interface RateLimiterOptions {
   onError?: (error: unknown, context: FailureContext) => unknown
   /**
    * Stop waiting on a store that keeps failing, and probe it again later; `false` to disable. Kept per failure
-   * scope (`store.scopeOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
+   * domain (`store.failureDomainOf`: a Cluster node), so a dead shard does not send the healthy ones to the policy;
    * errors about one key's data (`WRONGTYPE`, a script error) never open it. The fallback store has one
    * breaker of its own with the same settings. @default {}
    */

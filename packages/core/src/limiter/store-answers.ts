@@ -77,7 +77,7 @@ export class StoreAnswers {
       if (decided instanceof StoreFailure) fallbackFailure = decided
       else result = toResult(request, decided, 'fallback')
     }
-    result ??= policyResult(request, allowOnError, Math.max(1_000, this.store.retryIn(failure.scope)))
+    result ??= policyResult(request, allowOnError, Math.max(1_000, this.store.retryIn(failure.domain)))
     if (!result.allowed) {
       this.store.refundLate(failure, request)
       if (fallbackFailure !== undefined) fallback!.refundLate(fallbackFailure, request)

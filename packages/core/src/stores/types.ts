@@ -134,10 +134,12 @@ export interface Store {
   /** Forgets the client's state for these rules. */
   reset(target: StoreTarget): Awaitable<void>
   /**
-   * The failure scope of a request: what fails together with it, such as the Cluster node (or slot) holding
-   * its keys. The limiter keeps one circuit breaker per scope, so a dead shard affects only its own keys.
+   * The failure domain of a request: what fails together with it, such as the Cluster node (or slot) holding
+   * its keys. The limiter keeps one circuit breaker per domain, so a dead shard affects only its own keys.
    * Omit it, or return `undefined`, when everything fails together (one server, one process).
    */
+  failureDomainOf?(target: StoreTarget): string | number | undefined
+  /** @deprecated `failureDomainOf`, read when a store has only this; this name stays until 1.0. */
   scopeOf?(target: StoreTarget): string | number | undefined
   /**
    * Whether the store keeps penalties (the `penalty` of a request) atomically beside the rule state. The

@@ -27,11 +27,11 @@ export function clusterSlot(key: string): number {
   return crc % CLUSTER_SLOTS
 }
 
-/** The queue and failure scope of Cluster slots whose master the client does not know (`nodeFor`). */
+/** The queue and failure domain of Cluster slots whose master the client does not know (`nodeFor`). */
 const UNKNOWN_NODE = 'unknown'
 
 /**
- * The node a Cluster slot's calls queue for, and their failure scope: one place for both. A slot the client has no
+ * The node a Cluster slot's calls queue for, and their failure domain: one place for both. A slot the client has no
  * master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with every
  * other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each). A client that never
  * tells (no `nodeOf`: Valkey GLIDE) queues per slot.

@@ -167,13 +167,17 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * The failure scope of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
+   * The failure domain of a client's keys: on a Cluster client, the master that serves their slot (`host:port`
    * from the client's slot table), `'unknown'` while the client does not know it, or the slot number for a client
-   * that never tells (no `nodeOf`: Valkey GLIDE); on a single server, `undefined` (one scope).
+   * that never tells (no `nodeOf`: Valkey GLIDE); on a single server, `undefined` (one domain).
    */
-  scopeOf(target: StoreTarget): string | number | undefined {
+  failureDomainOf(target: StoreTarget): string | number | undefined {
     if (!this.#runner.cluster) return undefined
     return nodeFor(this.#runner, clusterSlot(this.#base(target.prefix, target.key)))
+  }
+  /** @deprecated `failureDomainOf`; this name stays until 1.0. */
+  scopeOf(target: StoreTarget): string | number | undefined {
+    return this.failureDomainOf(target)
   }
 
   /**

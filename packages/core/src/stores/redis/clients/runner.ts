@@ -22,7 +22,7 @@ export interface RedisScriptRunner {
   del(keys: readonly string[]): Promise<unknown>
   /**
    * On a Cluster, the master serving `slot` as the client last saw it (`host:port`), if the client tells: it names
-   * the failure scope of the keys in that slot (`RedisStore.scopeOf`). Without it, the slot number does.
+   * the failure domain of the keys in that slot (`RedisStore.failureDomainOf`). Without it, the slot number does.
    */
   nodeOf?(slot: number): string | undefined
   /**
