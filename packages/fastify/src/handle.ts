@@ -1,25 +1,15 @@
 /** `fastify.ratewindow`: the engines of every registration on a server, and the scopes that select among them. */
-import { type LimiterOverrides, RateLimitError } from '@ratewindow/core'
-import type { HttpRateLimiter } from '@ratewindow/core/adapter'
+import { type LimiterOperator, RateLimitError } from '@ratewindow/core'
+import type { ResetScope as CoreResetScope, HttpRateLimiter } from '@ratewindow/core/adapter'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 /**
- * Which limiters a reset reaches; every given field must match. Without a scope, a reset reaches every limiter.
- * A scope that matches no limiter rejects (`ERR_RATEWINDOW_INVALID_OPTION`): a typo never resets nothing quietly.
+ * Which limiters a reset (or `operator(scope)`) reaches: core's `ResetScope` with Fastify's registrations. A
+ * `route` names a route's own limiter (a route whose `config.ratewindow` sets `limit`, `window`, `algorithm`,
+ * `rules`, `key`, `prefix`, `group`, `store`, `ipv6Subnet` or `name`); a route that counts in its registration's
+ * budget (only `cost`, `skip`, response options…) has no limiter of its own: naming it rejects.
  */
-export interface ResetScope {
-  /**
-   * One route's own limiter (a route whose `config.ratewindow` sets its rules or its key: `limit`, `window`,
-   * `algorithm`, `rules`, `key`, `prefix`, `group`, `store`, `ipv6Subnet` or `name`): `'POST /login'` (method and
-   * URL as registered), or `'/login'` for that URL under any method. A route that counts in its registration's
-   * budget (only `cost`, `skip`, response options…) has no limiter of its own: naming it rejects.
-   */
-  route?: string
-  /** The limiters of one registration: the Fastify instance `register(rateLimit, …)` was called on. */
-  registration?: FastifyInstance
-  /** The limiters with this `name` option (a route limiter inherits its registration's). */
-  name?: string
-}
+export type ResetScope = CoreResetScope<FastifyInstance>
 
 /**
  * `fastify.ratewindow`: forgets a client's counters, e.g. after a successful login: in every limiter of every
@@ -35,10 +25,12 @@ export interface RateLimitHandle {
   reset(request: FastifyRequest, scope?: ResetScope): Promise<void>
   /**
    * Operating one key's limits live (docs/operating-limits.md): the handle of the one limiter `scope` selects (any
-   * when there is only one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`.
+   * when there is only one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`, `top`.
    * Throws when `scope` selects none or several.
    */
-  overrides(scope?: ResetScope): LimiterOverrides
+  operator(scope?: ResetScope): LimiterOperator
+  /** @deprecated `operator(scope)`: the same handle; this name stays until 1.0. */
+  overrides(scope?: ResetScope): LimiterOperator
   /**
    * Gives up the counters of every registration on this server to the limiters that replace them (what
    * `fastify.close()` does, with the memory stores they made for themselves). A newer limiter on the same store and
@@ -77,8 +69,12 @@ export class Handle implements RateLimitHandle {
     await Promise.all(this.#select(scope).map((engine) => engine.reset(request)))
   }
 
-  overrides(scope?: ResetScope): LimiterOverrides {
-    return onlyOne(this.#select(scope)).overrides
+  operator(scope?: ResetScope): LimiterOperator {
+    return onlyOne(this.#select(scope)).operator
+  }
+
+  overrides(scope?: ResetScope): LimiterOperator {
+    return this.operator(scope)
   }
 
   release(): void {
@@ -145,12 +141,12 @@ function routeMatches(registered: string, named: string): boolean {
   return named.includes(' ') ? registered === named : registered.slice(registered.indexOf(' ') + 1) === named
 }
 
-/** The one engine a scope selects, for `overrides`: operating a key acts on one limiter's records. */
+/** The one engine a scope selects, for `operator`: operating a key acts on one limiter's records. */
 function onlyOne<T>(selected: readonly T[]): T {
   if (selected.length === 1) return selected[0]!
   throw new RateLimitError(
     'ERR_RATEWINDOW_INVALID_OPTION',
-    `\`overrides(scope)\` needs the scope of one limiter; it selects ${selected.length}. Name one with \`{ route }\`, \`{ registration }\` or \`{ name }\`.`,
+    `\`operator(scope)\` needs the scope of one limiter; it selects ${selected.length}. Name one with \`{ route }\`, \`{ registration }\` or \`{ name }\`.`,
     { option: 'scope' },
   )
 }

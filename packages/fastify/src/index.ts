@@ -4,7 +4,7 @@ import {
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
-import { type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import { type EnginePlacement, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { invalid, type PeerOptionName } from '@ratewindow/core/support'
 import type {
   FastifyInstance,
@@ -19,7 +19,7 @@ import type {
 import fp from 'fastify-plugin'
 import { binding } from './binding.js'
 import { Handle, type RateLimitHandle } from './handle.js'
-import { budgetView, countsApart } from './shared-budget.js'
+import { countsApart } from './shared-budget.js'
 
 /**
  * Plugin and route options: callbacks receive the request; `requestWasSuccessful` takes `(statusCode)`, or
@@ -101,12 +101,16 @@ interface Limiter {
   engine: HttpRateLimiter<FastifyRequest, FastifyReply>
 }
 
-function makeLimiter(options: RouteRateLimitOptions, where: string, scope?: string): Limiter {
+/** `placement`: where the engine sits (its route's qualifier, or the plugin's engine as `owner`: its budget). */
+function makeLimiter(
+  options: RouteRateLimitOptions,
+  placement: EnginePlacement & { where: string },
+): Limiter {
   const { hook = 'onRequest' } = options
   if (!HOOKS.includes(hook)) {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'hook', hook, "'onRequest' or 'preHandler'")
   }
-  const engine = new HttpRateLimiter(options, binding, { scope, where })
+  const engine = new HttpRateLimiter(options, binding, placement)
   const { handler } = options
   // One mark per limiter: several registrations all apply, each counting a request once.
   const counted = Symbol('ratewindow.counted')
@@ -196,7 +200,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   const ownStore = shared.store === undefined ? new MemoryStore() : undefined
   const store = shared.store ?? ownStore!
   // Built now, so that bad options fail at registration.
-  const globalLimiter = makeLimiter({ ...shared, store }, 'rateLimit plugin')
+  const globalLimiter = makeLimiter({ ...shared, store }, { where: 'rateLimit plugin' })
   const engines = [globalLimiter.engine]
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null)
   // One handle per server, on its root instance, whatever the order of registrations: a child context that
@@ -240,11 +244,12 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       const where = `config.ratewindow of ${scope}`
       const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
       if (countsApart(config)) {
-        limiter = makeLimiter(merged, where, scope)
+        limiter = makeLimiter(merged, { qualifier: scope, where })
         handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
       } else {
-        // The plugin's budget: its counters (no route scope), its cost and options this route's own.
-        limiter = makeLimiter({ ...merged, store: budgetView(store) }, where)
+        // The plugin's budget: its counters (no route qualifier), its cost and options this route's own; one
+        // more engine of the plugin's (`owner`), not a newer limiter taking its counters over.
+        limiter = makeLimiter({ ...merged, store }, { where, owner: globalLimiter.engine })
         handle.sharedRoutes.add({ route: scope, registration: fastify })
       }
       engines.push(limiter.engine)

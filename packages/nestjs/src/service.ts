@@ -1,7 +1,7 @@
 import type { OnApplicationShutdown, OnModuleInit } from '@nestjs/common'
 import type { DiscoveryService, HttpAdapterHost } from '@nestjs/core'
-import { type LimiterOverrides, RateLimitError, type Store } from '@ratewindow/core'
-import { HttpRateLimiter } from '@ratewindow/core/adapter'
+import { type LimiterOperator, RateLimitError, type Store } from '@ratewindow/core'
+import { type ResetScope as CoreResetScope, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { invalid } from '@ratewindow/core/support'
 import { bindingOf, type NestHttpRequest, type NestPlatform } from './binding.js'
 import { RATE_LIMIT_METADATA, reflector, SKIP_RATE_LIMIT_METADATA } from './decorators.js'
@@ -24,17 +24,13 @@ export interface AppliedLimiter {
 }
 
 /**
- * Which limiters a reset reaches. Without one, every limiter of the app: the module's (the budget every route
- * shares included) and every controller's and handler's `@RateLimit()`.
+ * Which limiters a reset (or `operator(scope)`) reaches: core's `ResetScope`, by `name` on Nest (`route` is
+ * Fastify's and rejects here). Without one, every limiter of the app: the module's (the budget every route shares
+ * included) and every controller's and handler's `@RateLimit()`. A name no limiter has rejects
+ * (`ERR_RATEWINDOW_UNKNOWN_LIMITER`): the module's, each controller's or handler's override of it, or the limiter a
+ * `@RateLimit({ name })` adds (with `limiters`) or names (without: the override of the one limiter).
  */
-export interface ResetScope {
-  /**
-   * The limiters with this name: the module's, and each controller's or handler's override of it, or the limiter
-   * a `@RateLimit({ name })` adds (with `limiters`) or names (without: the override of the one limiter). A name
-   * no limiter has rejects (`ERR_RATEWINDOW_UNKNOWN_LIMITER`).
-   */
-  name?: string
-}
+export type ResetScope = CoreResetScope
 
 // biome-ignore lint/complexity/noBannedTypes: Nest identifies controllers and handlers by their functions
 type Fn = Function
@@ -258,7 +254,7 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
 
   /** An engine, known by its options' `name` (a one-limiter module's override's own), else the limiter's. */
   #make(name: string, options: RateWindowOptions, scope: string | undefined, where: string): AppliedLimiter {
-    const engine = new HttpRateLimiter(options, bindingOf(this.#platformNow()), { scope, where })
+    const engine = new HttpRateLimiter(options, bindingOf(this.#platformNow()), { qualifier: scope, where })
     return { name: options.name ?? name, engine }
   }
 
@@ -277,14 +273,19 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
    * when the app has one): overrides and manual blocks (with `overrides: true`), `give`, `take`, `inspect`.
    * Throws when `scope` selects none or several.
    */
-  overrides(scope?: ResetScope): LimiterOverrides {
+  operator(scope?: ResetScope): LimiterOperator {
     const selected = this.#select(scope)
-    if (selected.length === 1) return selected[0]!.overrides
+    if (selected.length === 1) return selected[0]!.operator
     throw new RateLimitError(
       'ERR_RATEWINDOW_INVALID_OPTION',
-      `\`overrides(scope)\` needs one limiter; ${selected.length} are selected. Name one: \`overrides({ name })\`.`,
+      `\`operator(scope)\` needs one limiter; ${selected.length} are selected. Name one: \`operator({ name })\`.`,
       { option: 'scope' },
     )
+  }
+
+  /** @deprecated `operator(scope)`: the same handle; this name stays until 1.0. */
+  overrides(scope?: ResetScope): LimiterOperator {
+    return this.operator(scope)
   }
 
   /** The module's own limiters (what the middleware applies), made on first use. */
@@ -296,6 +297,12 @@ export class RateWindowService implements OnModuleInit, OnApplicationShutdown {
   #select(scope: ResetScope | undefined): HttpRateLimiter<NestHttpRequest>[] {
     // The module's own limiters exist from the start, so that a reset before any request reaches them.
     this.moduleLimiters()
+    if (scope?.route !== undefined)
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        "A reset scope's `route` is Fastify's: on Nest, name the limiter (`{ name }`).",
+        { option: 'scope.route' },
+      )
     const all = [...this.#engines.values()]
     if (scope?.name === undefined) return all.map((each) => each.engine)
     const selected = all.filter((each) => each.name === scope.name)

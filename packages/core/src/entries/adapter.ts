@@ -13,6 +13,7 @@ export {
   type ClosableSocket,
   connectionStalled,
   type Defer,
+  type EnginePlacement,
   type EngineScope,
   type FrameworkBinding,
   type ReceivedMessage,
@@ -29,7 +30,7 @@ export {
   trustedProxies,
   trustsEveryAddress,
 } from '../http/forwarded-for.js'
-export { type MiddlewareHandles, withHandles } from '../http/handles.js'
+export { type MiddlewareHandles, type ResetScope, withHandles } from '../http/handles.js'
 export { headerReset, partitionKey } from '../http/headers.js'
 export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
 export { middlewareOptionNames } from '../http/options.js'

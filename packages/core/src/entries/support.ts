@@ -4,7 +4,7 @@
  * it. See docs/package-authors.md.
  */
 export { invalid, requireObject } from '../support/errors.js'
-export { MetricLabels, OTHER_LABEL_VALUE } from '../support/metric-labels.js'
+export { MetricLabels, OTHER_LABEL_VALUE, STORE_DURATION_BUCKETS } from '../support/metric-labels.js'
 export { namesOf, type PeerOptionName, rejectUnknownOptions } from '../support/option-names.js'
 export { emitWarning, type WarningCode } from '../support/runtime.js'
 export { fnOption, wholeNumber } from '../support/validators.js'

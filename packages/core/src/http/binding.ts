@@ -63,15 +63,26 @@ export interface FrameworkBinding<Req> {
 
 /** Where an engine sits, from its adapter: the third argument of `new HttpRateLimiter`. */
 export interface EnginePlacement {
-  /** What scopes its counters besides the rules, e.g. `'GET /login'` for a Fastify route limiter. */
+  /**
+   * What qualifies its counters besides the rules: a namespace of their own, e.g. `'GET /login'` for a Fastify
+   * route limiter.
+   */
+  qualifier?: string
+  /** @deprecated `qualifier`; this name stays until 1.0. */
   scope?: string
   /** Names the options object in messages. @default 'rateLimit()' */
   where?: string
   /** The superseded warning's advice for two engines meant to serve (see `Identity.sharing`). */
   sharing?: string
+  /**
+   * Engines of one owner may count on one namespace together, each with its own options: a Fastify route that
+   * counts in its plugin's budget is one more engine on the plugin's counters, not a newer limiter taking them
+   * over (`RATEWINDOW_SUPERSEDED_LIMITER`). @default the engine itself
+   */
+  owner?: object
 }
 
-/** The public name of `EnginePlacement`, kept for adapters built against it. */
+/** @deprecated `EnginePlacement`; this name stays until 1.0. */
 export type EngineScope = EnginePlacement
 
 /**

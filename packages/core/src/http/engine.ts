@@ -56,8 +56,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
     this.#report = guardedReporter(config.limiter.onError ?? throttledErrorLog())
     this.#writer = new DecisionWriter(config, binding)
     this.#limiters = new LimiterSet(config, {
-      scope: placement.scope,
-      owner: this,
+      qualifier: placement.qualifier ?? placement.scope,
+      owner: placement.owner ?? this,
       dynamicLimit: typeof config.limit === 'function',
       sharing: placement.sharing,
     })

@@ -42,3 +42,20 @@ export function withHandles<F extends object, Req>(
     overrides: { get: () => engine.operator, enumerable: false },
   }) as F & MiddlewareHandles<Req>
 }
+
+/**
+ * Which of an app's limiters a reset (or `operator(scope)`) reaches, where an adapter keeps several (Fastify's
+ * registrations and routes, Nest's named limiters); every field given must match, and without a scope a reset
+ * reaches every limiter. A scope that matches no limiter rejects: a typo never resets nothing quietly.
+ */
+export interface ResetScope<Registration = never> {
+  /** The limiters with this `name` option (a Fastify route's limiter inherits its registration's). */
+  name?: string
+  /**
+   * Fastify: one route's own limiter (a route whose `config.ratewindow` sets its rules or its key), `'POST /login'`
+   * (method and URL as registered), or `'/login'` for that URL under any method.
+   */
+  route?: string
+  /** Fastify: the limiters of one registration, the instance `register(rateLimit, …)` was called on. */
+  registration?: Registration
+}

@@ -80,7 +80,7 @@ export class LimiterSet<Req> {
 
   /**
    * The namespace of the middleware's first limiter, or, before a `rules` function's first request, the one its
-   * prefix, group and scope give (where its concurrency slots live).
+   * prefix, group and qualifier give (where its concurrency slots live).
    */
   get baseNamespace(): string {
     const { prefix, group } = this.#config.limiter
