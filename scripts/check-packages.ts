@@ -1386,7 +1386,7 @@ const projects: Project[] = [
   },
   {
     name: 'cli',
-    tarballs: ['core', 'cli'],
+    tarballs: ['core', 'admin', 'cli'],
     dependencies: ['@types/node@20'],
     programs: { 'cli.ts': CLI_PROGRAM },
     runs: { 'run-cli.mjs': cliRun('esm'), 'run-cli.cjs': cliRun('cjs') },

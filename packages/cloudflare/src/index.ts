@@ -1,5 +1,6 @@
 export type {
   DurableObjectNamespaceLike,
+  DurableObjectResponseLike,
   DurableObjectStateLike,
   DurableObjectStorageLike,
   DurableObjectStubLike,

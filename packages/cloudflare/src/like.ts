@@ -12,11 +12,11 @@ export interface DurableObjectNamespaceLike<Id = any> {
 
 /** A Durable Object stub: the store talks to its objects with `fetch`. */
 export interface DurableObjectStubLike {
-  fetch(input: string, init: { method: string; body: string }): Promise<ResponseLike>
+  fetch(input: string, init: { method: string; body: string }): Promise<DurableObjectResponseLike>
 }
 
 /** The part of a `Response` the store reads. */
-export interface ResponseLike {
+export interface DurableObjectResponseLike {
   readonly ok: boolean
   readonly status: number
   text(): Promise<string>
@@ -37,3 +37,6 @@ export interface DurableObjectStorageLike {
 export interface DurableObjectStateLike {
   readonly storage: DurableObjectStorageLike
 }
+
+/** @deprecated `DurableObjectResponseLike` (`ResponseLike` is also @ratewindow/testing's); this name stays until 1.0. */
+export type ResponseLike = DurableObjectResponseLike

@@ -1,6 +1,6 @@
 /** `RateLimiterObject`: the Durable Object that keeps the state and decides with core's code. */
 import { type RemoteAnswer, type RemoteCall, runRemoteCall } from '@ratewindow/core/remote'
-import type { DurableObjectStateLike, DurableObjectStorageLike, ResponseLike } from './like.js'
+import type { DurableObjectResponseLike, DurableObjectStateLike, DurableObjectStorageLike } from './like.js'
 
 /** The calls after which expired state may be left to sweep: those that write. */
 const SWEPT = new Set<RemoteCall['op']>(['consume', 'refund', 'charge', 'give', 'acquire', 'override'])
@@ -26,7 +26,7 @@ export class RateLimiterObject {
   }
 
   /** Answers a batch of calls from `DurableObjectStore` (POST, JSON), in order. */
-  async fetch(request: { text(): Promise<string> }): Promise<ResponseLike> {
+  async fetch(request: { text(): Promise<string> }): Promise<DurableObjectResponseLike> {
     let calls: RemoteCall[]
     try {
       calls = JSON.parse(await request.text()) as RemoteCall[]

@@ -14,7 +14,7 @@ describe('emitWarning', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
     expect(() => emitWarning('counts per instance', 'RATEWINDOW_PER_ISOLATE_STORE')).not.toThrow()
     expect(warn).toHaveBeenCalledWith(
-      '[ratewindow] RATEWINDOW_PER_ISOLATE_STORE: counts per instance See https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md#ratewindow-per-isolate-store',
+      '[ratewindow] RATEWINDOW_PER_ISOLATE_STORE: counts per instance. See https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md#ratewindow-per-isolate-store',
     )
   })
 

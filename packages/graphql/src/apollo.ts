@@ -7,7 +7,7 @@
  */
 import type { ApolloServerPlugin, BaseContext, HTTPGraphQLHead } from '@apollo/server'
 import { isRefusal, refusalError } from './errors.js'
-import { type Admission, GraphQLRateLimiter } from './limiter.js'
+import { type AdmittedOperation, GraphQLRateLimiter } from './limiter.js'
 import type { GraphQLRateLimitOptions } from './options.js'
 
 export type { GraphQLOperation, GraphQLRateLimitOptions } from './options.js'
@@ -33,7 +33,7 @@ export function rateLimitPlugin<TContext extends BaseContext = BaseContext>(
   const batches = new Batches()
   return {
     async requestDidStart() {
-      let admission: Admission<TContext> | undefined
+      let admission: AdmittedOperation<TContext> | undefined
       return {
         async didResolveOperation(context) {
           if (context.operation === undefined) return // Apollo answers a document without it itself

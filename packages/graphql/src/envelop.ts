@@ -9,7 +9,7 @@ import type { Plugin } from '@envelop/core'
 import type { ExecutionArgs } from 'graphql'
 import { getOperationAST } from 'graphql'
 import { isRefusal, refusalError } from './errors.js'
-import { type Admission, GraphQLRateLimiter } from './limiter.js'
+import { type AdmittedOperation, GraphQLRateLimiter } from './limiter.js'
 import type { GraphQLRateLimitOptions } from './options.js'
 
 export type { GraphQLOperation, GraphQLRateLimitOptions } from './options.js'
@@ -42,7 +42,7 @@ export function useRateLimit<TContext extends AnyContext = AnyContext>(
 
   async function admit(
     args: ExecutionArgs,
-  ): Promise<Admission<TContext> | ReturnType<typeof refusalError> | undefined> {
+  ): Promise<AdmittedOperation<TContext> | ReturnType<typeof refusalError> | undefined> {
     const operation = getOperationAST(args.document, args.operationName)
     if (operation === null || operation === undefined) return undefined // graphql-js answers this one itself
     const context = args.contextValue as TContext

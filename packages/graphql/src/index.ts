@@ -22,7 +22,7 @@ export {
   DepthExceeded,
   estimateCost,
 } from './estimate.js'
-export { type Admission, GraphQLRateLimiter, type Refusal } from './limiter.js'
+export { type Admission, type AdmittedOperation, GraphQLRateLimiter, type Refusal } from './limiter.js'
 export type {
   ExecutionOutcome,
   GraphQLOperation,

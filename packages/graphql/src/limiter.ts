@@ -17,13 +17,16 @@ import {
 } from './options.js'
 
 /** An operation that may run: its headers follow a settle until they are sent. */
-export interface Admission<TContext> {
+export interface AdmittedOperation<TContext> {
   operation: GraphQLOperation<TContext>
   /** The engine's decision; none when the operation was not limited (`skip`, an allow list, `enabled: false`). */
   decision: HttpDecision | undefined
   /** The RateLimit headers for the response, rewritten in place by a settle. */
   headers: Record<string, string>
 }
+
+/** @deprecated `AdmittedOperation` (`Admission` also named an admitted WebSocket upgrade); this name stays until 1.0. */
+export type Admission<TContext> = AdmittedOperation<TContext>
 
 /** Why an operation may not run, in GraphQL terms: the plugins throw or return it as a `GraphQLError`. */
 export interface Refusal {
@@ -81,7 +84,9 @@ export class GraphQLRateLimiter<TContext> {
    * The depth guard and the estimate, then the engine's decision: an admission, or a refusal. Rejects only for a
    * programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
    */
-  async admit(parts: Omit<GraphQLOperation<TContext>, 'estimate'>): Promise<Admission<TContext> | Refusal> {
+  async admit(
+    parts: Omit<GraphQLOperation<TContext>, 'estimate'>,
+  ): Promise<AdmittedOperation<TContext> | Refusal> {
     let operation: GraphQLOperation<TContext>
     try {
       operation = { ...parts, estimate: estimateCost(parts, this.#config.model) }
@@ -109,7 +114,10 @@ export class GraphQLRateLimiter<TContext> {
    * difference is charged, up to what the rules still admit, or given back; its headers follow. Never rejects for
    * a store failure (reported to `onError`); undefined when there was nothing to settle.
    */
-  async settle(admission: Admission<TContext>, outcome: ExecutionOutcome): Promise<SettleResult | undefined> {
+  async settle(
+    admission: AdmittedOperation<TContext>,
+    outcome: ExecutionOutcome,
+  ): Promise<SettleResult | undefined> {
     const { actualCost } = this.#config
     const result = admission.decision?.result
     if (actualCost === false || result?.settle === undefined) return undefined
@@ -121,12 +129,20 @@ export class GraphQLRateLimiter<TContext> {
    * and the operation is settled once, when the stream ends or is cancelled (before its end is passed on). `first`
    * is a part sent apart, before `parts` (Apollo's initial result); without it, the first of `parts` is the first.
    */
-  followStream<T>(admission: Admission<TContext>, parts: AsyncIterable<T>, first?: T): AsyncIterable<T> {
+  followStream<T>(
+    admission: AdmittedOperation<TContext>,
+    parts: AsyncIterable<T>,
+    first?: T,
+  ): AsyncIterable<T> {
     if (this.#config.actualCost === false || admission.decision?.result.settle === undefined) return parts
     return this.#follow(admission, parts, first)
   }
 
-  async *#follow<T>(admission: Admission<TContext>, parts: AsyncIterable<T>, first?: T): AsyncGenerator<T> {
+  async *#follow<T>(
+    admission: AdmittedOperation<TContext>,
+    parts: AsyncIterable<T>,
+    first?: T,
+  ): AsyncGenerator<T> {
     const tally = new StreamTally(admission.operation)
     if (first !== undefined) tally.add(first)
     try {
@@ -152,7 +168,7 @@ export class GraphQLRateLimiter<TContext> {
     this.#engine.close()
   }
 
-  #reportSettleError(error: unknown, admission: Admission<TContext>): void {
+  #reportSettleError(error: unknown, admission: AdmittedOperation<TContext>): void {
     const key = admission.decision?.result.key ?? ''
     try {
       const { onError } = this.#config.engine

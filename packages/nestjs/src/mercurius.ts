@@ -7,7 +7,7 @@
  */
 import type { ServerResponse } from 'node:http'
 import {
-  type Admission,
+  type AdmittedOperation,
   type ExecutionOutcome,
   type GraphQLOperation,
   GraphQLRateLimiter,
@@ -75,7 +75,7 @@ export function mercuriusRateLimit<TContext extends MercuriusRequestContext = Me
     'mercuriusRateLimit()',
   )
   /** Each request's admitted operation, by its context, until it is settled. */
-  const admitted = new WeakMap<object, Admission<TContext>>()
+  const admitted = new WeakMap<object, AdmittedOperation<TContext>>()
   return {
     hooks: {
       async preExecution(schema, document, context, variables) {

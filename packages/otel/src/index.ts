@@ -6,12 +6,10 @@ import type {
   RateLimitObserver,
   StoreCallEvent,
 } from '@ratewindow/core'
-import {
-  OTHER_LABEL_VALUE as CORE_OTHER_LABEL_VALUE,
-  MetricLabels,
-  namesOf,
-  rejectUnknownOptions,
-} from '@ratewindow/core/support'
+import { MetricLabels, namesOf, rejectUnknownOptions, STORE_DURATION_BUCKETS } from '@ratewindow/core/support'
+
+/** `OTHER_LABEL_VALUE`: counted in place of the values beyond `maxLabelValues`; the buckets of store latency. */
+export { OTHER_LABEL_VALUE, STORE_DURATION_BUCKETS } from '@ratewindow/core/support'
 
 export interface RateLimitMetricsOptions {
   /** Where the instruments come from. @default the global meter provider (`metrics.getMeterProvider()`) */
@@ -26,19 +24,11 @@ export interface RateLimitMetricsOptions {
   maxLabelValues?: number
 }
 
-/** The value counted in place of the values beyond `maxLabelValues` (core's `OTHER_LABEL_VALUE`). */
-export const OTHER_LABEL_VALUE = CORE_OTHER_LABEL_VALUE
-
 const OPTIONS = namesOf<RateLimitMetricsOptions>({
   meterProvider: true,
   meterName: true,
   maxLabelValues: true,
 })
-
-/** Bucket bounds (seconds) for store latency: 0.1 ms to 1 s, where a limiter's store calls live. */
-export const STORE_DURATION_BUCKETS = [
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-]
 
 /** Bucket bounds for group sizes: a decision sent alone, then groups up to RedisStore's 1,000 per call. */
 export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
@@ -82,13 +72,13 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
   const storeDuration = meter.createHistogram('ratewindow.store.duration', {
     description: 'Duration of the store calls made for rate limit decisions.',
     unit: 's',
-    advice: { explicitBucketBoundaries: STORE_DURATION_BUCKETS },
+    advice: { explicitBucketBoundaries: [...STORE_DURATION_BUCKETS] },
   })
   const storeWait = meter.createHistogram('ratewindow.store.wait', {
     description:
       'Time a decision waited for its group (behind a call in flight to its Redis node) before its call was sent.',
     unit: 's',
-    advice: { explicitBucketBoundaries: STORE_DURATION_BUCKETS },
+    advice: { explicitBucketBoundaries: [...STORE_DURATION_BUCKETS] },
   })
   const groupSize = meter.createHistogram('ratewindow.store.group_size', {
     description: 'Decisions in the Redis call that carried each decision (1: sent alone).',

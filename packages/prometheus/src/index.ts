@@ -1,1 +1,2 @@
-export { type PrometheusMetricsOptions, prometheusMetrics, STORE_DURATION_BUCKETS } from './metrics.js'
+export { STORE_DURATION_BUCKETS } from '@ratewindow/core/support'
+export { type PrometheusMetricsOptions, prometheusMetrics } from './metrics.js'

@@ -3,7 +3,7 @@
  * server's types, so a project needs neither `ws`, Socket.IO nor Hono to compile against it.
  */
 export type { LimitedConnection } from './connection.js'
-export { type Admission, WebSocketLimiter } from './engine.js'
+export { type Admission, type UpgradeAdmission, WebSocketLimiter } from './engine.js'
 export {
   type ConnectionLimitOptions,
   type MessageRefusal,

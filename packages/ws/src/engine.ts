@@ -20,9 +20,12 @@ import { messageRefusal, type UpgradeRefusal } from './refusal.js'
  * An upgrade request's answer: a connection to open, or the HTTP refusal to send, with why in the terms of a
  * message refusal (Socket.IO sends that in its `connect_error`).
  */
-export type Admission<Msg> =
+export type UpgradeAdmission<Msg> =
   | { allowed: true; connection: LimitedConnection<Msg> }
   | { allowed: false; refusal: UpgradeRefusal; why: MessageRefusal }
+
+/** @deprecated `UpgradeAdmission`; this name stays until 1.0. */
+export type Admission<Msg> = UpgradeAdmission<Msg>
 
 /** The `Retry-After` of an upgrade refused for want of a connection slot, s (as the HTTP engine's `concurrency`). */
 const NO_SLOT_RETRY_AFTER_S = 1
@@ -75,7 +78,7 @@ export class WebSocketLimiter<Req, Msg> {
    * Admits an upgrade request: its key, then the HTTP limit, then a connection slot (an upgrade refused for
    * want of a slot gets its HTTP charge back). Rejects when `key` throws or the address is unknown.
    */
-  async admit(request: Req): Promise<Admission<Msg>> {
+  async admit(request: Req): Promise<UpgradeAdmission<Msg>> {
     const key = await this.#keyOf(request)
     if (typeof key !== 'string')
       throw new RateLimitError(

@@ -182,7 +182,7 @@ export function limitWebSockets(options: WebSocketLimitsOptions = {}): WebSocket
 }
 
 export type { LimitedConnection } from './connection.js'
-export type { Admission } from './engine.js'
+export type { Admission, UpgradeAdmission } from './engine.js'
 export { WebSocketLimiter } from './engine.js'
 export type { NodeAddressOptions } from './node.js'
 export {

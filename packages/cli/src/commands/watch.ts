@@ -3,6 +3,7 @@
  * per process), each process's decisions and most refused keys from its admin endpoint's `GET /stats`. Nothing
  * here adds work to the decision path: the scan reads Redis, the counts come from each process's own sketch.
  */
+import type { AdminStatsView } from '@ratewindow/admin'
 import type { RateLimiter } from '@ratewindow/core'
 import type { GlobalOptions } from '../args.js'
 import { CliError } from '../errors.js'
@@ -10,18 +11,14 @@ import type { Connection } from '../redis.js'
 import { type Output, printable, table } from '../render.js'
 import { type TopJson, top, topText } from './scanned.js'
 
-/** An admin endpoint's `GET /stats` (docs/operations.md, "Admin endpoint"). */
-export interface AdminStats {
-  since: number
-  decisions: Record<string, { allowed: number; refused: number }>
-  refused: { limiter: string; key: string; count: number }[]
-}
+/** @deprecated `AdminStatsView` of @ratewindow/admin, the endpoint's `GET /stats`; this name stays until 1.0. */
+export type AdminStats = AdminStatsView
 
 /** `watch --json`: one frame (`--once`), or one line per frame. */
 export interface WatchJson {
   at: number
   top: TopJson
-  admin: ({ url: string; stats: AdminStats } | { url: string; error: string })[]
+  admin: ({ url: string; stats: AdminStatsView } | { url: string; error: string })[]
 }
 
 export interface WatchOptions {
@@ -83,7 +80,7 @@ async function statsOf(url: string, token: string | undefined): Promise<WatchJso
       signal: AbortSignal.timeout(5000),
     })
     const body = (await response.json().catch(() => undefined)) as
-      | (AdminStats & { error?: { message?: string } })
+      | (AdminStatsView & { error?: { message?: string } })
       | undefined
     if (!response.ok || body === undefined)
       return { url, error: `HTTP ${response.status}${body?.error?.message ? `: ${body.error.message}` : ''}` }

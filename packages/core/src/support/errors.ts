@@ -37,6 +37,11 @@ export function explanationOf(code: string): string {
   return `${ERRORS_PAGE}#${code.toLowerCase().replaceAll('_', '-')}`
 }
 
+/** `message` ended as a sentence, then the link to the explanation of `code`. */
+export function withExplanation(message: string, code: string): string {
+  return `${message}${/[.!?]$/.test(message) ? '' : '.'} See ${explanationOf(code)}`
+}
+
 /** Every error ratewindow throws on purpose is a `RateLimitError` with a stable `code`. */
 export class RateLimitError extends Error {
   override readonly name = 'RateLimitError'
@@ -46,10 +51,7 @@ export class RateLimitError extends Error {
 
   /** `message` ends with the link to this code's explanation and fix (docs/errors.md). */
   constructor(code: RateLimitErrorCode, message: string, options: { option?: string; cause?: unknown } = {}) {
-    super(
-      `${message} See ${explanationOf(code)}`,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    )
+    super(withExplanation(message, code), options.cause === undefined ? undefined : { cause: options.cause })
     this.code = code
     this.option = options.option
   }

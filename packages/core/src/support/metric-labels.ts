@@ -70,3 +70,11 @@ export class MetricLabels {
     return labels
   }
 }
+
+/**
+ * Bucket bounds (seconds) for the histograms of store latency, 0.1 ms to 1 s, where a limiter's store calls live:
+ * one set for every metrics package (`@ratewindow/otel`, `@ratewindow/prometheus`).
+ */
+export const STORE_DURATION_BUCKETS: readonly number[] = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+]

@@ -3,7 +3,7 @@
  * Workers (without `nodejs_compat`). Nothing here runs at module load.
  */
 
-import { explanationOf } from './errors.js'
+import { withExplanation } from './errors.js'
 
 /**
  * Every process warning, each explained in docs/errors.md with what to do (a test keeps the two equal). Match on
@@ -39,7 +39,7 @@ interface WarningProcess {
  * the link to the code's explanation (docs/errors.md).
  */
 export function emitWarning(message: string, code: WarningCode): void {
-  message = `${message} See ${explanationOf(code)}`
+  message = withExplanation(message, code)
   const host = (globalThis as { process?: Partial<WarningProcess> }).process
   if (typeof host?.emitWarning === 'function') {
     try {
