@@ -54,7 +54,8 @@ const PINNED: Record<string, string> = {
   'gcra + penalty + overrides batch': 'b12fa950b8fa668ab46996818acf16d721b2e8ee',
   'override set': '67442fb1fa60702b06381162774dfaa35bd87c83',
   'override read': '1f527a287c447f8b7dcded79b3d1c9d403eec349',
-  'override list': '121a873b86d8fffb5f0dc0be4cafd80ce9b08d2e',
+  // Issue 45: a record of a slot the node imports (a migration under way) is left out, not a failed step.
+  'override list': '59f6a40cf2216e0f7a4badf9436e336265af20e2',
   'cluster slots': 'abd688a609cc4d706631e4ed75c54ce2338fcf81',
   'stored scan': '04e9bfc7b2a5ea46b84aa2b6986d56bac1347bbf',
   time: 'e58a28eaa3df56f3f110b827b058ccf94c64ccdd',
