@@ -13,6 +13,7 @@ export default defineConfig({
     include: ['packages/*/test/**/*.test.ts'],
     // These start or reach a redis-server (the global setup's, or one of their own): `pnpm test` runs them.
     exclude: [
+      'packages/core/test/hostile-operator.test.ts',
       'packages/graphql/test/plugins.test.ts',
       'packages/otel/test/metrics.test.ts',
       'packages/testing/test/kit.test.ts',

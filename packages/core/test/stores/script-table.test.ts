@@ -54,10 +54,13 @@ const PINNED: Record<string, string> = {
   'gcra + penalty + overrides batch': 'b12fa950b8fa668ab46996818acf16d721b2e8ee',
   'override set': '67442fb1fa60702b06381162774dfaa35bd87c83',
   'override read': '1f527a287c447f8b7dcded79b3d1c9d403eec349',
-  // Issue 45: a record of a slot the node imports (a migration under way) is left out, not a failed step.
+  // Issue 45: a record of a slot the node imports is left out, not a failed step; on a Cluster each scan step runs
+  // only on the master its cursor names (`onMaster`), found by node id (`cluster slots`).
   'override list': '59f6a40cf2216e0f7a4badf9436e336265af20e2',
-  'cluster slots': 'abd688a609cc4d706631e4ed75c54ce2338fcf81',
+  'override list on a master': 'd6e2625fa2b5c554f975635457354c98b96a9b02',
+  'cluster slots': 'd025f5f6bbe6de878a2c2d79d1b3575b2c3942a2',
   'stored scan': '04e9bfc7b2a5ea46b84aa2b6986d56bac1347bbf',
+  'stored scan on a master': '3f33c466116d56d3c740fb5354fec4a12c776095',
   time: 'e58a28eaa3df56f3f110b827b058ccf94c64ccdd',
 }
 

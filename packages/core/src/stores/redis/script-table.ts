@@ -20,7 +20,8 @@
  * | override set  | the record's JSON as it stands after the change, '' when nothing is left (override-scripts.ts)  |
  * | override read | the record's JSON, ended parts dropped, or '' (override-scripts.ts)                             |
  * | override list | { next SCAN cursor, then the JSON of each live record of the step } (override-scripts.ts)       |
- * | cluster slots | { from, to, master host:port } per slot range (overrides.ts, `list` on a Cluster)               |
+ * | cluster slots | { from, to, master node id } per slot range (master-scan.ts, each Cluster scan step)            |
+ * | … on a master | a scan step's reply, or 'elsewhere' from another node (master-scan.ts `onMaster`)               |
  * | time          | the server's TIME in epoch ms (overrides.ts, `give` without a store clock)                      |
  *
  * The record's JSON is the only string a decision returns: the one exception to "integers only".
@@ -34,7 +35,7 @@
 import { ALGORITHMS } from '../../algorithms/index.js'
 import { batchScriptFor } from './batch-script.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT } from './lease-script.js'
-import { CLUSTER_SLOTS_SCRIPT } from './master-scan.js'
+import { CLUSTER_SLOTS_SCRIPT, onMaster } from './master-scan.js'
 import { LIST_OVERRIDES_SCRIPT, READ_OVERRIDE_SCRIPT, UPDATE_OVERRIDE_SCRIPT } from './override-scripts.js'
 import { TIME_SCRIPT } from './overrides.js'
 import { type Script, scriptFor } from './script.js'
@@ -61,8 +62,10 @@ export function redisScripts(): Readonly<Record<string, Script>> {
   table['override set'] = UPDATE_OVERRIDE_SCRIPT
   table['override read'] = READ_OVERRIDE_SCRIPT
   table['override list'] = LIST_OVERRIDES_SCRIPT
+  table['override list on a master'] = onMaster(LIST_OVERRIDES_SCRIPT)
   table['cluster slots'] = CLUSTER_SLOTS_SCRIPT
   table['stored scan'] = SCAN_STORED_SCRIPT
+  table['stored scan on a master'] = onMaster(SCAN_STORED_SCRIPT)
   table.time = TIME_SCRIPT
   return Object.freeze(table)
 }

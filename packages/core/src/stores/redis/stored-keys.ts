@@ -101,6 +101,7 @@ export function storedKeyPattern(storePrefix = '', hash?: string): string {
  * ARGV[2]  the MATCH pattern (`storedKeyPattern`)
  * ARGV[3]  the COUNT hint
  * ARGV[4]  the override record's suffix, `:` first
+ * ARGV[5]  on a Cluster, the master's node id (the script runs wrapped by `onMaster`, master-scan.ts)
  *
  * Returns { next cursor, then per key found: the key, and the client key its override record holds (a record's
  * `key`), else '' }.

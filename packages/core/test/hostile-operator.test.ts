@@ -1,0 +1,124 @@
+/**
+ * Issue 45, items 27–29: the operator's listings and `top` at scale, attacked as the attackers ran them. A Cluster
+ * listing while slots migrate (its own 3-master Cluster: the shared one must not move); `top` and `list` on a
+ * MemoryStore of many keys (by counts: entries visited per page, timers that fire between pages); `top` on Redis
+ * holding what `count` says, not what `scan` read.
+ */
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clusterClient } from '../../../test/support/redis.js'
+import { RedisClusterProcesses } from '../../../test/support/redis-server.js'
+import { scanStoredKeys, storedHash } from '../src/entries/stored.js'
+import { fixedWindow, RateLimiter, RedisStore } from '../src/index.js'
+import { clusterSlot } from '../src/stores/redis/cluster-slot.js'
+
+describe('listing a Cluster while its slots migrate (item 27)', () => {
+  let cluster: RedisClusterProcesses
+  const nodes = new Map<number, Redis>()
+  beforeAll(async () => {
+    cluster = await RedisClusterProcesses.start(3)
+    for (const node of cluster.nodes)
+      nodes.set(node.port, new Redis({ host: '127.0.0.1', port: node.port, maxRetriesPerRequest: 1 }))
+  })
+  afterAll(async () => {
+    for (const client of nodes.values()) client.disconnect()
+    await cluster?.stop()
+  })
+
+  /** The masters: port, id and slot ranges, as CLUSTER SLOTS tells. */
+  async function masters() {
+    const ranges = await nodes.values().next().value!.cluster('SLOTS')
+    const byPort = new Map<number, { port: number; id: string; slots: number[] }>()
+    for (const [from, to, [, port, id] = ['', 0, '']] of ranges) {
+      const master = byPort.get(port) ?? { port, id, slots: [] }
+      for (let slot = from; slot <= to; slot++) master.slots.push(slot)
+      byPort.set(port, master)
+    }
+    for (const master of byPort.values()) master.slots.sort((a, b) => a - b)
+    return [...byPort.values()]
+  }
+
+  it('overrides.list of 2,000 blocks lists every record of an unmoved slot exactly once', async () => {
+    const client = clusterClient(cluster.startupNodes)
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 10, window: '1h' }),
+      store: new RedisStore({ client }),
+      prefix: 'mig',
+      overrides: true,
+      timeout: '10s',
+    })
+    const keys = Array.from({ length: 2000 }, (_, i) => `blocked-${i}`)
+    await Promise.all(keys.map((key) => limiter.overrides.block(key, { for: '1h' })))
+    const slotOf = (key: string) => clusterSlot(`{${storedHash(key)}}`)
+
+    // The attack: a reshard, slot by slot, from the start of each master's range (as redis-cli --cluster reshard
+    // takes them), while `overrides list` pages through the records (as the CLI does, a page after another).
+    const ranges = await masters()
+    const moves = ranges.flatMap((from, i) =>
+      from.slots.slice(0, 15).map((slot) => ({ slot, from, to: ranges[(i + 1) % ranges.length]! })),
+    )
+    const phases = (move: (typeof moves)[number]) => {
+      const { slot, from, to } = move
+      const [source, target] = [nodes.get(from.port)!, nodes.get(to.port)!]
+      return [
+        async () => {
+          await target.cluster('SETSLOT', slot, 'IMPORTING', from.id)
+          await source.cluster('SETSLOT', slot, 'MIGRATING', to.id)
+        },
+        async () => {
+          const inSlot = (await source.cluster('GETKEYSINSLOT', slot, 1000)) as string[]
+          if (inSlot.length > 0) await source.migrate('127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...inSlot)
+        },
+        async () => {
+          for (const node of [target, source, ...nodes.values()])
+            await node.cluster('SETSLOT', slot, 'NODE', to.id)
+        },
+      ]
+    }
+    const listAll = async (between: () => Promise<unknown> = async () => {}) => {
+      const listed: string[] = []
+      let cursor: string | undefined
+      do {
+        const page = await limiter.overrides.list({ ...(cursor !== undefined && { cursor }), count: 20 })
+        listed.push(...page.records.map((record) => record.key))
+        cursor = page.cursor
+        await between()
+      } while (cursor !== undefined)
+      return listed
+    }
+    /** The keys of slots outside `moving` not listed exactly once, with the times they were. */
+    const wrong = (listed: readonly string[], moving: ReadonlySet<number>) => {
+      const times = new Map<string, number>()
+      for (const key of listed) times.set(key, (times.get(key) ?? 0) + 1)
+      const unmoved = keys.filter((key) => !moving.has(slotOf(key)))
+      const off = unmoved.filter((key) => times.get(key) !== 1)
+      return {
+        missing: off.filter((key) => !times.has(key)).length,
+        repeated: off.filter((key) => times.has(key)).length,
+        unmoved: unmoved.length,
+      }
+    }
+
+    // Each page of the listing while a migration step runs between it and the next.
+    const first = moves.slice(0, 30)
+    const steps = first.flatMap(phases)
+    const listed = await listAll(async () => steps.shift()?.())
+    for (const step of steps) await step()
+    const moved = new Set(first.map((move) => move.slot))
+    expect(wrong(listed, moved)).toMatchObject({ missing: 0, repeated: 0 })
+
+    // A whole listing, and a whole scan (what `top` and `limiters` read), with slots halfway through their move
+    // (MIGRATING and IMPORTING, their keys on the new master): every other slot's records exactly once, the slots
+    // moved earlier included.
+    const halfway = moves.slice(30)
+    for (const move of halfway) for (const phase of phases(move).slice(0, 2)) await phase()
+    const moving = new Set(halfway.map((move) => move.slot))
+    expect(wrong(await listAll(), moving)).toMatchObject({ missing: 0, repeated: 0 })
+    const scanned: string[] = []
+    await scanStoredKeys(limiter.store as RedisStore, { scan: 1_000_000 }, (key) => {
+      if (key.raw !== undefined) scanned.push(key.raw)
+    })
+    expect(wrong(scanned, moving)).toMatchObject({ missing: 0, repeated: 0 })
+    for (const move of halfway) await phases(move)[2]!()
+  })
+})
