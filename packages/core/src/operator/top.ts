@@ -8,6 +8,7 @@ import type { Rule } from '../algorithms/types.js'
 import type { Awaitable, StoredKey, StoredKeyPage } from '../stores/types.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { wholeNumber } from '../support/validators.js'
+import { realSetImmediate } from '../time/real-timers.js'
 import type { Inspection } from './inspection.js'
 import { inspectStored, type StoredStateReader } from './stored-state.js'
 
@@ -101,7 +102,11 @@ const STEP = 1000
 const READ_AT_ONCE = 200
 const TOP_OPTIONS = namesOf<TopOptions>({ count: true, scan: true })
 
-/** Reads the store's keys a step at a time, at most `options.scan`, each given to `visit`. */
+/**
+ * Reads the store's keys a step at a time, at most `options.scan`, each given to `visit`. NOTE: the event loop runs
+ * between two steps (a `setImmediate`), also where the store answers at once (MemoryStore): a scan of a million keys
+ * never holds the process for longer than one step.
+ */
 export async function scanStoredKeys(
   store: StoredKeyScanner,
   options: ScanOptions,
@@ -121,6 +126,7 @@ export async function scanStoredKeys(
     scanned += page.foreign
     cursor = page.cursor
     progress?.(Math.min(scanned, scan))
+    if (cursor !== undefined) await new Promise<void>((resolve) => realSetImmediate(resolve))
   } while (cursor !== undefined)
   return { scanned, complete: true }
 }

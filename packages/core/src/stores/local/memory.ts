@@ -15,6 +15,7 @@ import type {
   OverridePage,
   RefundRequest,
   Store,
+  StoredKey,
   StoredKeyPage,
   StoreRequest,
   StoreTarget,
@@ -35,7 +36,7 @@ import {
 } from './key-state.js'
 import { MEMORY_STORE_DEFAULTS, MEMORY_STORE_OPTIONS, type MemoryStoreOptions } from './memory-options.js'
 import { OverrideTable } from './override-table.js'
-import { storedKeys, storedPage } from './stored-scan.js'
+import { OpenScans, storedKeys } from './stored-scan.js'
 
 /**
  * The embedded default store: state in this process's memory, sized to each algorithm (two integers for the
@@ -53,6 +54,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
   readonly #overrides = new OverrideTable()
   /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
   readonly #leases = new Map<string, Map<string, number>>()
+  /** The pages of `scanStored` left open. */
+  readonly #scans = new OpenScans<StoredKey>()
   /** The clients' states, per namespace, in recency order (entry-tables.ts). */
   readonly #entries: EntryTables
   readonly #clock: () => number
@@ -132,10 +135,15 @@ export class MemoryStore implements Store, ConcurrencyStore {
     return peekKey(request.rules, entry, now, request.cost, request.penalty)
   }
 
-  /** `Store.scanStored`: a page of the keys held, each client's counters per namespace, then the override records. */
+  /**
+   * `Store.scanStored`: a page of the keys held, each client's counters per namespace, then the override records;
+   * each page resumes the walk where the last one stopped (`OpenScans`).
+   */
   scanStored(page: { cursor?: string | undefined; count: number }): StoredKeyPage {
-    const now = this.#now()
-    return storedPage(storedKeys(this.#entries.bySignature, this.#overrides.stored(now), now), page)
+    const { items, cursor } = this.#scans.page('', page, this.#now(), (time) =>
+      storedKeys(this.#entries.bySignature, this.#overrides.stored(time), time),
+    )
+    return { keys: items, foreign: 0, cursor }
   }
 
   refund(request: RefundRequest): void {
@@ -165,7 +173,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   listOverrides(scope: string, page: { cursor?: string | undefined; count: number }): OverridePage {
-    return this.#overrides.list(scope, page.cursor, page.count, this.#now())
+    return this.#overrides.list(scope, page, this.#now())
   }
 
   /** The key's override record, when the request reads one. */

@@ -9,16 +9,15 @@ import {
   type OverrideRecord,
 } from '../../algorithms/override.js'
 import type { OverridePage, StoredKey } from '../types.js'
-import { storedRecord } from './stored-scan.js'
+import { OpenScans, type PageTime, storedRecord } from './stored-scan.js'
 
 export class OverrideTable {
   /** Scope → client key → record. Operators set them: no eviction (an ended record goes when read or swept). */
   readonly #scopes = new Map<string, Map<string, OverrideRecord>>()
+  /** The pages of `list` left open. */
+  readonly #pages = new OpenScans<OverrideRecord>()
 
-  /**
-   * The record of `key` under `scope` at `now`, ended parts left out. NOTE: a read drops nothing, so that the
-   * positions `list` pages by only move when a record is changed or swept.
-   */
+  /** The record of `key` under `scope` at `now`, ended parts left out. A read drops nothing (the sweep does). */
   read(scope: string, key: string, now: number): OverrideRecord | undefined {
     return liveOverrideRecord(this.#scopes.get(scope)?.get(key), now)
   }
@@ -35,28 +34,28 @@ export class OverrideTable {
   }
 
   /**
-   * A page of live records; the cursor is the number of keys already passed in the scope's insertion order, so a
-   * record removed meanwhile (changed to nothing, or swept once ended) may let the next page skip one.
+   * A page of live records: the walk of the scope's records in the order they were first set, resumed where the
+   * last page stopped (`OpenScans`), so a listing visits each record once.
    */
-  list(scope: string, cursor: string | undefined, count: number, now: number): OverridePage {
-    const table = this.#scopes.get(scope)
-    const start = cursor === undefined ? 0 : Number(cursor)
-    const records: OverrideRecord[] = []
-    if (table === undefined) return { records, cursor: undefined }
-    const keys = [...table.keys()]
-    let index = start
-    for (; index < keys.length && records.length < count; index++) {
-      const record = liveOverrideRecord(table.get(keys[index]!), now)
-      if (record !== undefined) records.push(record)
-    }
-    return { records, cursor: index < keys.length ? String(index) : undefined }
+  list(scope: string, page: { cursor?: string | undefined; count: number }, now: number): OverridePage {
+    const { items, cursor } = this.#pages.page(scope, page, now, (time) => this.#live(scope, time))
+    return { records: items, cursor }
   }
 
-  /** Every live record at `now`, as a key of the store (`Store.scanStored`). */
-  *stored(now: number): Generator<StoredKey> {
+  /** Every live record at `now`, as a key of the store (`Store.scanStored`), `now` read as the walk goes. */
+  *stored(time: PageTime): Generator<StoredKey> {
     for (const [scope, table] of this.#scopes)
       for (const [key, record] of table)
-        if (liveOverrideRecord(record, now) !== undefined) yield storedRecord(scope, key)
+        if (liveOverrideRecord(record, time.now) !== undefined) yield storedRecord(scope, key)
+  }
+
+  *#live(scope: string, time: PageTime): Generator<OverrideRecord> {
+    const table = this.#scopes.get(scope)
+    if (table === undefined) return
+    for (const record of table.values()) {
+      const live = liveOverrideRecord(record, time.now)
+      if (live !== undefined) yield live
+    }
   }
 
   /** Drops every ended record. */
