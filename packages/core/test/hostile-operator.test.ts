@@ -6,9 +6,9 @@
  */
 import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RedisClusterProcesses } from '../../../test/support/redis-server.js'
-import { scanStoredKeys, storedHash } from '../src/entries/stored.js'
-import { fixedWindow, MemoryStore, RateLimiter, RedisStore } from '../src/index.js'
+import { RedisClusterProcesses, RedisServer } from '../../../test/support/redis-server.js'
+import { scanStoredKeys, storedHash, topStored } from '../src/entries/stored.js'
+import { fixedWindow, MemoryStore, RateLimiter, RedisStore, type StoreRequest } from '../src/index.js'
 import { clusterSlot } from '../src/stores/redis/cluster-slot.js'
 
 // The Cluster of item 27 starts while the tests before it run (it takes a few seconds, mostly waiting).
@@ -97,6 +97,72 @@ describe('top and list on a MemoryStore of many keys (item 28)', () => {
     expect(steps).toBeLessThan(3 * N)
     // One step of 1,000 keys a turn of the event loop: a timer set by another request runs between two steps.
     expect(result.turns).toBeGreaterThanOrEqual(N / 1000 - 1)
+  })
+})
+
+describe('top on Redis holds what `count` says, not what `scan` read (item 29)', () => {
+  let server: RedisServer
+  let client: Redis
+  beforeAll(async () => {
+    server = await RedisServer.start()
+    client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 })
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await server?.stop()
+  })
+
+  it("topStored (the CLI's top) at scan 1,000,000 over 10,000 counters reads each step's keys before the next step", async () => {
+    const store = new RedisStore({ client })
+    const limiter = new RateLimiter({
+      rules: fixedWindow({ limit: 100, window: '1h' }),
+      store,
+      prefix: 'held',
+    })
+    const rule = limiter.rules[0]!
+    // 10,000 clients' counters as the fixed window's script writes them (`<window>:<count>`), the hash tags made up.
+    await client.eval(
+      `local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local window = tonumber(ARGV[3])
+for i = 1, tonumber(ARGV[1]) do
+  local key = ARGV[2] .. '{' .. string.format('%022d', i) .. '}:' .. ARGV[4]
+  redis.call('SET', key, math.floor(now / window) .. ':' .. (1 + i % 50), 'PX', window)
+end`,
+      0,
+      10_000,
+      limiter.namespace,
+      rule.windowMs,
+      rule.id,
+    )
+    // The store as the CLI hands it to topStored, counting the keys scanned and read: what is held at once is the
+    // keys found and not read yet (the rows kept are at most `count`).
+    let found = 0
+    let read = 0
+    let held = 0
+    const counted = {
+      scanStored: async (page: { cursor?: string | undefined; count: number }) => {
+        const step = await store.scanStored(page)
+        found += step.keys.length
+        held = Math.max(held, found - read)
+        return step
+      },
+      peekStored: (request: StoreRequest, hash: string) => {
+        read++
+        return store.peekStored(request, hash)
+      },
+    }
+    const top = await topStored(counted, {
+      count: 10,
+      scan: 1_000_000,
+      limiterOf: () => ({ name: 'api', rules: limiter.rules }),
+    })
+    expect(top).toMatchObject({ scanned: 10_000, complete: true })
+    expect(top.keys.map((row) => row.used)).toEqual(Array(10).fill(50))
+    expect(read).toBe(10_000)
+    // Every key of a step is read before the next step: one step (SCAN COUNT 1000, a hint) at most is held, whatever
+    // `scan` is (it held all 10,000 until the scan ended).
+    expect(held).toBeLessThanOrEqual(2_000)
   })
 })
 

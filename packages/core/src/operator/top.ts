@@ -9,8 +9,10 @@ import type { Awaitable, StoredKey, StoredKeyPage } from '../stores/types.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { wholeNumber } from '../support/validators.js'
 import { realSetImmediate } from '../time/real-timers.js'
-import type { Inspection } from './inspection.js'
-import { inspectStored, type StoredStateReader } from './stored-state.js'
+import { inspectStored, type StoredStateReader, type StoredTarget } from './stored-state.js'
+import { named, rowOf, type TopKey, TopRanking } from './top-ranking.js'
+
+export type { TopKey }
 
 /** A store that can list the keys it keeps, a step at a time (`MemoryStore`, `RedisStore`). */
 export interface StoredKeyScanner {
@@ -66,29 +68,6 @@ export interface TopStoredOptions extends TopOptions, ScanOptions {
   limiterOf(namespace: string): StoredLimiter | undefined
 }
 
-/** One key nearest its limit: its rule nearest the limit, and the whole inspection. */
-export interface TopKey {
-  /** The limiter's name (`StoredLimiter.name`). */
-  limiter: string
-  namespace: string
-  /** The key as the store holds it (`StoredKey.hash`). */
-  hash: string
-  /** The raw client key where the store holds it (an override record keeps it), else `hash`. */
-  key: string
-  /** True when `key` is the hash. */
-  hashed: boolean
-  /** The rule nearest its limit: its policy name. */
-  rule: string
-  used: number
-  limit: number
-  remaining: number
-  /** Ms until the rule's whole quota is back. */
-  reset: number
-  /** Whether the key has a manual block (ranked first). */
-  blocked: boolean
-  inspection: Inspection
-}
-
 /** The keys nearest their limit, and what the scan read. */
 export interface TopKeys extends ScanTotals {
   keys: TopKey[]
@@ -100,83 +79,114 @@ const COUNT_DEFAULT = 10
 const STEP = 1000
 /** Keys peeked at once (RedisStore groups them per node). */
 const READ_AT_ONCE = 200
+/** Namespaces whose limiter (`limiterOf`) is remembered during one scan. */
+const NAMESPACES_KEPT = 1000
 const TOP_OPTIONS = namesOf<TopOptions>({ count: true, scan: true })
 
-/**
- * Reads the store's keys a step at a time, at most `options.scan`, each given to `visit`. NOTE: the event loop runs
- * between two steps (a `setImmediate`), also where the store answers at once (MemoryStore): a scan of a million keys
- * never holds the process for longer than one step.
- */
-export async function scanStoredKeys(
+/** Reads the store's keys a step at a time, at most `options.scan`, each given to `visit`. */
+export function scanStoredKeys(
   store: StoredKeyScanner,
   options: ScanOptions,
   visit: (key: StoredKey) => void,
+): Promise<ScanTotals> {
+  return scanSteps(store, options, (keys) => {
+    for (const key of keys) visit(key)
+  })
+}
+
+/**
+ * Reads the store's keys a step at a time, at most `options.scan`, each step's given to `take` (and awaited) before
+ * the next is asked. NOTE: the event loop runs between two steps (a `setImmediate`), also where the store answers
+ * at once (MemoryStore): a scan of a million keys never holds the process for longer than one step.
+ */
+async function scanSteps(
+  store: StoredKeyScanner,
+  options: ScanOptions,
+  take: (keys: readonly StoredKey[]) => Awaitable<void>,
 ): Promise<ScanTotals> {
   const { scan = SCAN_DEFAULT, progress } = options
   wholeNumber(scan, 'scan', { min: 1 })
   let scanned = 0
   let cursor: string | undefined
-  do {
+  for (;;) {
     const page = await store.scanStored(cursor === undefined ? { count: STEP } : { cursor, count: STEP })
-    for (const key of page.keys) {
-      if (scanned >= scan) return { scanned: scan, complete: false }
-      scanned++
-      visit(key)
+    const room = scan - scanned
+    if (page.keys.length > room) {
+      await take(page.keys.slice(0, room))
+      return { scanned: scan, complete: false }
     }
-    scanned += page.foreign
+    await take(page.keys)
+    scanned += page.keys.length + page.foreign
     cursor = page.cursor
     progress?.(Math.min(scanned, scan))
-    if (cursor !== undefined) await new Promise<void>((resolve) => realSetImmediate(resolve))
-  } while (cursor !== undefined)
-  return { scanned, complete: true }
+    if (cursor === undefined) return { scanned, complete: true }
+    await new Promise<void>((resolve) => realSetImmediate(resolve))
+  }
 }
 
 /**
  * The keys nearest their limit among those a scan of `store` finds (at most `options.scan` read), the
  * `options.count` nearest first: manually blocked keys, then by the share of the limit used of their rule nearest
- * it. Each key is read by a peek, with the rules `options.limiterOf` gives its namespace.
+ * it. Each key is read by a peek, with the rules `options.limiterOf` gives its namespace, in the step of the scan
+ * that found it: what is held at once is one step's keys and the `count` rows kept (`TopRanking`), whatever `scan`
+ * reads. A key kept with several rules (RedisStore: one Redis key per rule) may be read once per rule.
  */
 export async function topStored(
   store: StoredKeyScanner & StoredStateReader,
   options: TopStoredOptions,
 ): Promise<TopKeys> {
-  const { count = COUNT_DEFAULT, limiterOf } = options
+  const { count = COUNT_DEFAULT } = options
   wholeNumber(count, 'count', { min: 1 })
-  const limiters = new Map<string, StoredLimiter | undefined>()
-  const found = new Map<string, { namespace: string; limiter: StoredLimiter; hash: string }>()
-  const raw = new Map<string, string>()
-  const totals = await scanStoredKeys(store, options, (key) => {
-    if (key.raw !== undefined) raw.set(key.hash, key.raw)
-    if (key.part.kind !== 'rule') return
-    if (!limiters.has(key.namespace)) limiters.set(key.namespace, limiterOf(key.namespace))
-    const limiter = limiters.get(key.namespace)
-    if (limiter !== undefined)
-      found.set(`${key.namespace}{${key.hash}}`, { namespace: key.namespace, limiter, hash: key.hash })
-  })
-  // Only the `count` nearest are kept between batches: the memory is the scan's key names, not its readings.
-  let keys: TopKey[] = []
-  const targets = [...found.values()]
-  found.clear()
-  for (let at = 0; at < targets.length; at += READ_AT_ONCE) {
-    const batch = targets.slice(at, at + READ_AT_ONCE).map(async ({ namespace, limiter, hash }) => {
-      const inspection = await inspectStored(store, {
-        namespace,
-        hash,
-        rules: limiter.rules,
-        ...(limiter.overrides !== undefined && { overrides: limiter.overrides }),
-      })
-      return rowOf(limiter.name, namespace, hash, inspection)
-    })
-    keys = rank(keys.concat(await Promise.all(batch)), count)
+  const limiterOf = namespaceLimiters(options.limiterOf)
+  const ranking = new TopRanking(count)
+  const totals = await scanSteps(store, options, (keys) => readStep(store, keys, limiterOf, ranking))
+  return { keys: ranking.rows, ...totals }
+}
+
+/** A counter found by the scan, with the limiter it is read with (and its raw key, where the store holds it). */
+type Target = StoredTarget & { limiter: StoredLimiter; raw: string | undefined }
+
+/** One step's keys: the raw keys its override records hold told to `ranking`, its counters read and ranked. */
+async function readStep(
+  store: StoredStateReader,
+  keys: readonly StoredKey[],
+  limiterOf: (namespace: string) => StoredLimiter | undefined,
+  ranking: TopRanking,
+): Promise<void> {
+  const targets = new Map<string, Target>()
+  for (const key of keys) {
+    if (key.part.kind === 'override' && key.raw !== undefined) ranking.rawKey(key.hash, key.raw)
+    if (key.part.kind !== 'rule') continue
+    const limiter = limiterOf(key.namespace)
+    if (limiter === undefined) continue
+    const { namespace, hash, raw } = key
+    const target: Target = { namespace, hash, rules: limiter.rules, limiter, raw }
+    if (limiter.overrides !== undefined) target.overrides = limiter.overrides
+    targets.set(`${namespace}{${hash}}`, target)
   }
-  for (const row of keys) {
-    const key = raw.get(row.hash)
-    if (key === undefined) continue
-    row.key = key
-    row.hashed = false
-    row.inspection.key = key
+  const all = [...targets.values()]
+  for (let at = 0; at < all.length; at += READ_AT_ONCE)
+    ranking.add(await Promise.all(all.slice(at, at + READ_AT_ONCE).map((target) => readRow(store, target))))
+}
+
+/** A counter read with its limiter's own peek (`inspectStored`), as a row. */
+async function readRow(store: StoredStateReader, target: Target): Promise<TopKey> {
+  const row = rowOf(target.limiter.name, target.namespace, target.hash, await inspectStored(store, target))
+  if (target.raw !== undefined) named(row, target.raw)
+  return row
+}
+
+/** `limiterOf` remembered per namespace, for the first `NAMESPACES_KEPT` namespaces of a scan. */
+function namespaceLimiters(
+  limiterOf: (namespace: string) => StoredLimiter | undefined,
+): (namespace: string) => StoredLimiter | undefined {
+  const known = new Map<string, StoredLimiter | undefined>()
+  return (namespace) => {
+    if (known.has(namespace)) return known.get(namespace)
+    const limiter = limiterOf(namespace)
+    if (known.size < NAMESPACES_KEPT) known.set(namespace, limiter)
+    return limiter
   }
-  return { keys, ...totals }
 }
 
 /** `limiter.operator.top`'s options checked (`count`, `scan`), as the method names them. */
@@ -185,36 +195,4 @@ export function topOptions(options: TopOptions, method: string): TopOptions {
   if (options.count !== undefined) wholeNumber(options.count, 'count', { min: 1 })
   if (options.scan !== undefined) wholeNumber(options.scan, 'scan', { min: 1 })
   return options
-}
-
-/** Its rule nearest the limit (the largest share used). */
-function rowOf(limiter: string, namespace: string, hash: string, inspection: Inspection): TopKey {
-  let nearest = inspection.rules[0]!
-  for (const rule of inspection.rules) if (share(rule) > share(nearest)) nearest = rule
-  return {
-    limiter,
-    namespace,
-    hash,
-    key: hash,
-    hashed: true,
-    rule: nearest.name,
-    used: nearest.used,
-    limit: nearest.limit,
-    remaining: nearest.remaining,
-    reset: nearest.reset,
-    blocked: inspection.block !== undefined,
-    inspection,
-  }
-}
-
-function share(rule: { used: number; limit: number }): number {
-  return rule.used / rule.limit
-}
-
-/** The `count` nearest their limit: blocked first, then by share used, then by hash (a stable order). */
-function rank(rows: TopKey[], count: number): TopKey[] {
-  const blocked = (row: TopKey) => (row.blocked ? 1 : 0)
-  return rows
-    .sort((a, b) => blocked(b) - blocked(a) || share(b) - share(a) || a.hash.localeCompare(b.hash))
-    .slice(0, count)
 }
