@@ -27,6 +27,8 @@ async function start(store: Store, overrides = true) {
     store,
     name: 'api',
     overrides,
+    // A scan reads many keys; on a loaded machine a Cluster read may pass the default 250 ms (not what is tested).
+    timeout: '5s',
   })
   cleanups.push(() => api.release())
   const handler = adminHandler({
