@@ -18,8 +18,9 @@ export function applySync(
     const [window, dwin, dcurr, dprev] = String(args[1 + i])
       .split(':')
       .map(Number) as [number, number, number, number]
-    const win = Math.floor(now / window)
     const stored = state.get(key)
+    // A key's window never moves back (a sender whose clock is behind the one that wrote it).
+    const win = Math.max(Math.floor(now / window), stored?.w ?? Number.NEGATIVE_INFINITY)
     let curr = 0
     let prev = 0
     if (stored?.w === win) {

@@ -82,7 +82,8 @@ describe('the Lua scripts and their SHA1s', () => {
   })
 
   it("SyncedStore's scripts keep their pinned hashes (the one with override records beside the one without)", () => {
-    expect(SYNC_SCRIPT.sha1).toBe('cb36d9e3827c88918426dae6021c856d65494ffe')
-    expect(SYNC_RECORDS_SCRIPT.sha1).toBe('6fb80f056a327c50b59871321cae0f54648fca59')
+    // Issue 45: a key's window never moves back (a sender's clock behind the window the key was written in).
+    expect(SYNC_SCRIPT.sha1).toBe('d15afea3ebe019b30997b0320c185028ccdaa40e')
+    expect(SYNC_RECORDS_SCRIPT.sha1).toBe('f863194d306470c541673da7ecee55ce5a416118')
   })
 })

@@ -40,6 +40,10 @@ export function mergeCounts(into: WindowCounts, from: WindowCounts): void {
   addCounts(into, from.win, from.curr)
 }
 
+/** The newest window any of the three counts of a rule holds (-Infinity when all are empty). */
+export const newestWindow = (view: WindowCounts, sent: WindowCounts, unsent: WindowCounts): number =>
+  Math.max(view.win, sent.win, unsent.win)
+
 /** Units of `counts` in window `win`. */
 const currAt = (counts: WindowCounts, win: number): number => (counts.win === win ? counts.curr : 0)
 

@@ -15,6 +15,7 @@ import {
   COUNTER_STATES,
   countIn,
   emptyCounts,
+  newestWindow,
   type StateWriter,
   type WindowCounts,
 } from './counters.js'
@@ -149,9 +150,23 @@ function writeStates(entry: SyncEntry, now: number, record: OverrideRecord | und
   const { rules } = entry.target
   const { writers, states, views, sent, unsent } = entry
   for (let i = 0; i < rules.length; i++) {
-    writers[i]!(states[i], Math.floor(now / rules[i]!.windowMs), views[i]!, sent[i]!, unsent[i]!)
+    writers[i]!(states[i], windowOf(entry, i, now), views[i]!, sent[i]!, unsent[i]!)
   }
   return record === undefined ? rules : rulesWith(rules, record.limits)
+}
+
+/**
+ * The window of rule `i` that a decision, an admission or a give at `now` counts in: `now`'s, or a later one the key
+ * already counts in. NOTE: only forward, as each algorithm's `advance` (docs/algorithms.md, "Clocks that step
+ * back"): after a clock steps back across a boundary, or in a process whose clock is behind the one whose counts
+ * it read, the key stays in its newer window, and the elapsed time in it is negative (the previous window weighs a
+ * little more, never less). Moving the key back to the older window would start a count beside the newer one's.
+ */
+function windowOf(entry: SyncEntry, i: number, now: number): number {
+  return Math.max(
+    Math.floor(now / entry.target.rules[i]!.windowMs),
+    newestWindow(entry.views[i]!, entry.sent[i]!, entry.unsent[i]!),
+  )
 }
 
 /**
@@ -161,7 +176,7 @@ function writeStates(entry: SyncEntry, now: number, record: OverrideRecord | und
 export function recordGiven(entry: SyncEntry, now: number, cost: number): void {
   const { rules } = entry.target
   for (let i = 0; i < rules.length; i++) {
-    const win = Math.floor(now / rules[i]!.windowMs)
+    const win = windowOf(entry, i, now)
     const held = countIn(win, entry.views[i]!, entry.sent[i]!, entry.unsent[i]!)
     if (held > 0) addCounts(entry.unsent[i]!, win, -Math.min(cost, held))
   }
@@ -187,9 +202,7 @@ export function changeRecord(entry: SyncEntry, record: OverrideRecord | undefine
 /** @internal Counts `cost` units admitted at `now` among the entry's unsent ones (and its unacknowledged cost). */
 export function recordAdmitted(entry: SyncEntry, now: number, cost: number): void {
   const { rules } = entry.target
-  for (let i = 0; i < rules.length; i++) {
-    addCounts(entry.unsent[i]!, Math.floor(now / rules[i]!.windowMs), cost)
-  }
+  for (let i = 0; i < rules.length; i++) addCounts(entry.unsent[i]!, windowOf(entry, i, now), cost)
   entry.unacked += cost
 }
 

@@ -42,7 +42,11 @@ export interface SyncedStoreOptions {
   maxKeys?: number
   /** Receives failures of syncs no request waits for (timer, eviction, close). @default a throttled console.error */
   onError?: (error: unknown) => void
-  /** Client-side time in epoch ms, for tests and simulations. By default, the Redis server's `TIME`. */
+  /**
+   * Client-side time in epoch ms, for tests and simulations. By default, the Redis server's `TIME`, kept between
+   * syncs on this process's steady clock and never read earlier than before. Whatever the clock, a key never moves
+   * back to a window older than one it was counted in (docs/algorithms.md, "Clocks that step back").
+   */
   clock?: () => number
   /** @internal Sends the script; by default EVALSHA on `client`. */
   runner?: ScriptRunner

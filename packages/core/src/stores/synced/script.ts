@@ -17,7 +17,9 @@ import { scriptOf } from '../redis/script.js'
  *
  * Returns integers only: { now (ms), then per key: window index, count in it, count in the previous window }.
  * A delta for a window the server has already left behind twice is dropped: it no longer weighs on any decision.
- * A delta from a window ahead of the server (a sender's clock running early) counts in the current one.
+ * A delta from a window ahead of the server (a sender's clock running early) counts in the current one. A key
+ * whose stored window is ahead of `now` (a clock that stepped back, or a sender's clock behind another's) stays in
+ * its window: a key's window never moves back.
  * Every write leaves the TTL after which the counters weigh nothing: the end of the next window while the current
  * one has a count (set by its first write, kept by the next ones), else the end of the current one. A sync without
  * a delta writes nothing. One MGET for all keys, then one SET per key with a delta.
@@ -64,6 +66,9 @@ for i = 1, ${counters} do
   if raw then
     local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
     local stored = tonumber(w)
+    -- Counted in a later window than this caller's now (its clock stepped back, or runs behind another's): the
+    -- key stays in that window, never moves back (a count started in the older one would sit beside it).
+    if stored > win then win = stored end
     if stored == win then
       curr, prev = tonumber(c), tonumber(p)
     elseif stored == win - 1 then

@@ -6,7 +6,7 @@
  * reply: it is the store's clock.
  */
 import { RateLimitError } from '../../support/errors.js'
-import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
+import { realClearTimeout, realSetTimeout, steadyEpochNow } from '../../time/real-timers.js'
 import { clearCounts, mergeCounts } from './counters.js'
 import type { Departures } from './departures.js'
 import { readRecord, type SyncEntry } from './entry.js'
@@ -18,6 +18,12 @@ import { type ScriptRunner, SYNC_RECORDS_SCRIPT, SYNC_SCRIPT } from './script.js
  * one each (each script runs atomically, so this also caps how long one holds the server: ~1 ms).
  */
 const BATCH_KEYS = 256
+
+/**
+ * The smallest step back of the server's time that the store's default clock follows (ms); a smaller one is the
+ * error of the estimate (a reply read late), and held (`SyncLoop.now`).
+ */
+const FOLLOWED_STEP = 1_000
 
 /** @internal What the sync loop works with, from SyncedStore. */
 export interface SyncLoopParts {
@@ -44,17 +50,25 @@ export class SyncLoop {
    * store is usually made); null once stopped.
    */
   #timer: ReturnType<typeof realSetTimeout> | undefined | null
-  /** Server time minus local time, learned from each sync (without `clock`). */
+  /** Server time minus the steady clock's epoch ms, learned from each sync (without `clock`). */
   #offset = 0
+  /** The latest time `now()` returned without `clock`: it returns no earlier one (see `#learnOffset`). */
+  #latest = Number.NEGATIVE_INFINITY
 
   constructor(parts: SyncLoopParts) {
     this.#parts = parts
   }
 
-  /** The store's time (ms): its `clock`, or the Redis server's time as last learned. */
+  /**
+   * The store's time (ms): its `clock`, or else the Redis server's time as last learned, kept on the steady clock
+   * (a step of this machine's wall clock does not move it) and never earlier than it read before.
+   */
   now(): number {
     const { clock } = this.#parts
-    return clock === undefined ? Date.now() + this.#offset : Math.floor(clock())
+    if (clock !== undefined) return Math.floor(clock())
+    const now = Math.floor(steadyEpochNow() + this.#offset)
+    if (now > this.#latest) this.#latest = now
+    return this.#latest
   }
 
   /** The entries marked for the next tick (some may have been synced meanwhile: their mark is cleared). */
@@ -182,7 +196,7 @@ export class SyncLoop {
         args.push(`${rules[i]!.windowMs}:${Number.isFinite(win) ? win : 0}:${curr}:${prev}`)
       }
     }
-    const started = Date.now()
+    const started = steadyEpochNow()
     const counters = keys.length
     const flight = (
       records.length === 0
@@ -192,7 +206,7 @@ export class SyncLoop {
       .then((reply) => syncReplies(reply, counters, records.length))
       .then(
         (replies) => {
-          if (clock === undefined) this.#offset = Number(replies[0]) - (started + Date.now()) / 2
+          if (clock === undefined) this.#learnOffset(Number(replies[0]), started)
           const now = this.now()
           let at = 1
           let record = 1 + 3 * counters
@@ -214,6 +228,21 @@ export class SyncLoop {
       )
     for (const entry of entries) entry.flushing = flight
     return flight
+  }
+
+  /**
+   * Learns the server's time from a reply: `server` (ms) read between `sent` and now (steady epoch ms), taken as
+   * read halfway. NOTE: the estimate is off by up to half the round trip, and more when the reply is read late (a
+   * busy event loop): from one sync to the next it moved back by up to 9.5 ms (issue 45), and a decision after it
+   * read an earlier time than one before it. `now()` holds such a step back (it reads the same time until the
+   * steady clock has caught up); one of more than `FOLLOWED_STEP` is the server's clock set back, and is followed
+   * (each key still keeps its newer window: entry.ts, `windowOf`).
+   */
+  #learnOffset(server: number, sent: number): void {
+    const received = steadyEpochNow()
+    this.#offset = server - (sent + received) / 2
+    const now = Math.floor(received + this.#offset)
+    if (now < this.#latest - FOLLOWED_STEP) this.#latest = now
   }
 
   /** Takes the entry's part of a sync reply, from index `at`; returns the index after it. */
