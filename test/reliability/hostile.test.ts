@@ -1,9 +1,19 @@
-import { MemoryStore, RateLimitError, RateLimiter, tokenBucket } from '@ratewindow/core'
+import {
+  fixedWindow,
+  MemoryStore,
+  RateLimitError,
+  RateLimiter,
+  RedisStore,
+  type Store,
+  SyncedStore,
+  tokenBucket,
+} from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import fc from 'fast-check'
 import request from 'supertest'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { FRAMEWORKS } from '../http/harness.js'
+import { standaloneClient } from '../support/redis.js'
 
 const binding = {
   name: 'test',
@@ -129,3 +139,63 @@ describe.each(FRAMEWORKS.filter((framework) => ['Express 5', 'Koa 3', 'Fastify 5
     })
   },
 )
+
+describe('issue 45, item 31: rule names that are members of Object.prototype', () => {
+  const synced: SyncedStore[] = []
+  afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
+  })
+  const stores: [string, () => Store][] = [
+    ['MemoryStore', () => new MemoryStore()],
+    ['RedisStore', () => new RedisStore({ client: standaloneClient() })],
+    [
+      'SyncedStore',
+      () => {
+        const store = new SyncedStore({ client: standaloneClient(), interval: '1h' })
+        synced.push(store)
+        return store
+      },
+    ],
+  ]
+  let unique = 0
+  const prefix = () => `protonames${process.pid}x${unique++}`
+
+  async function admitted(limiter: RateLimiter, key: string, requests: number): Promise<number> {
+    let count = 0
+    for (let i = 0; i < requests; i++) if ((await limiter.limit(key)).allowed) count++
+    return count
+  }
+
+  it.each(stores)(
+    '%s: a rule named `constructor` takes the override limit of every rule (memory kept 100 where Redis enforced 2)',
+    async (_name, store) => {
+      const limiter = new RateLimiter({
+        rules: [
+          fixedWindow({ limit: 100, window: '1m', name: 'constructor' }),
+          fixedWindow({ limit: 100, window: '1h', name: 'hourly' }),
+        ],
+        store: store(),
+        prefix: prefix(),
+        overrides: true,
+      })
+      await limiter.overrides.set('k', { limit: 2, rules: { hourly: { limit: 50 } } })
+      expect(await admitted(limiter, 'k', 5)).toBe(2)
+    },
+  )
+
+  it.each(stores)(
+    '%s: an override of a rule named `__proto__`, sent as JSON, is kept and enforced (Redis dropped it, memory enforced it)',
+    async (_name, store) => {
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 100, window: '1m', name: '__proto__' }),
+        store: store(),
+        prefix: prefix(),
+        overrides: true,
+      })
+      // As an operator's tool receives it (the CLI's --override, the admin endpoint's body).
+      await limiter.overrides.set('k', JSON.parse('{ "rules": { "__proto__": { "limit": 2 } } }'))
+      expect(JSON.stringify(await limiter.overrides.get('k'))).toBe('{"rules":{"__proto__":{"limit":2}}}')
+      expect(await admitted(limiter, 'k', 5)).toBe(2)
+    },
+  )
+})

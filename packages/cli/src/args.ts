@@ -200,7 +200,8 @@ function overrideOf(values: Values): Record<string, unknown> {
     const match = /^([^=]+)=(\d+)$/.exec(entry)
     if (match === null)
       throw usage(`\`--rule\` takes name=limit, e.g. \`--rule per-minute=600\`; received ${entry}.`)
-    const rules = (override.rules ?? {}) as Record<string, { limit: number }>
+    // Without a prototype: a rule named `__proto__` is an entry, not the object's prototype.
+    const rules = (override.rules ?? Object.create(null)) as Record<string, { limit: number }>
     rules[match[1]!] = { limit: Number(match[2]) }
     override.rules = rules
   }

@@ -108,7 +108,9 @@ export function parseLimitOverride(value: unknown, rules: readonly Rule[]): Limi
         given.rules,
         "an object like { 'per-minute': { limit: 600 } }",
       )
-    parsed.rules = {}
+    // NOTE: a map without a prototype: a rule may be named `__proto__` (assigning that name to a plain object
+    // sets its prototype, and JSON drops it: Redis then enforced the coded limit where memory enforced the override).
+    parsed.rules = Object.create(null) as Record<string, RuleLimit>
     for (const [name, limit] of Object.entries(given.rules)) {
       const rule = rules.find((each) => each.name === name)
       if (rule === undefined) {
@@ -224,6 +226,15 @@ export function recordEnd(record: OverrideRecord): number {
   )
 }
 
+/**
+ * The entry of `rules` named `name`, its own only: a record read from JSON is a plain object, whose `constructor`,
+ * `toString`… are Object.prototype's (a rule named `constructor` kept its coded limit in memory where the Lua
+ * script, whose tables have no prototype, applied the override's `limit`).
+ */
+function ownEntry(rules: Record<string, RuleLimit> | undefined, name: string): RuleLimit | undefined {
+  return rules !== undefined && Object.hasOwn(rules, name) ? rules[name] : undefined
+}
+
 /** Rules made again under an override, per override object (a store keeps its record objects). */
 const inForceCache = new WeakMap<LimitOverride, { rules: readonly Rule[]; inForce: readonly Rule[] }>()
 
@@ -233,7 +244,7 @@ export function rulesWith(rules: readonly Rule[], limits: LimitOverride | undefi
   const cached = inForceCache.get(limits)
   if (cached !== undefined && cached.rules === rules) return cached.inForce
   const inForce = rules.map((rule) => {
-    const own = limits.rules?.[rule.name] ?? (limits.limit === undefined ? undefined : limits)
+    const own = ownEntry(limits.rules, rule.name) ?? (limits.limit === undefined ? undefined : limits)
     if (own === undefined || own.limit === undefined) return rule
     const retune = retunerOf(rule)
     if (retune === undefined) return rule
