@@ -199,3 +199,68 @@ describe('issue 45, item 31: rule names that are members of Object.prototype', (
     },
   )
 })
+
+describe('issue 45, item 31: a store prefix and a limiter prefix joined without a separator', () => {
+  const synced: SyncedStore[] = []
+  afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
+  })
+  let unique = 0
+  const kinds: [string, (prefix: string, separator?: boolean) => RedisStore | SyncedStore][] = [
+    ['RedisStore', (prefix, separator) => new RedisStore({ client: standaloneClient(), prefix, separator })],
+    [
+      'SyncedStore',
+      (prefix, separator) => {
+        const store = new SyncedStore({ client: standaloneClient(), prefix, separator, interval: '1h' })
+        synced.push(store)
+        return store
+      },
+    ],
+  ]
+
+  /** Requests admitted for one key by a limiter of store prefix `a` + limiter prefix `brw`, after `ab` + `rw`'s. */
+  async function secondAdmits(
+    make: (prefix: string, separator?: boolean) => RedisStore | SyncedStore,
+    separator?: boolean,
+  ) {
+    const base = `sep${process.pid}x${unique++}`
+    const rules = fixedWindow({ limit: 2, window: '1m' })
+    const first = make(`${base}ab`, separator)
+    const second = make(`${base}a`, separator)
+    const one = new RateLimiter({ rules, store: first, prefix: 'rw' })
+    const two = new RateLimiter({ rules, store: second, prefix: 'brw' })
+    for (let i = 0; i < 2; i++) expect((await one.limit('k')).allowed).toBe(true)
+    if (first instanceof SyncedStore) await first.sync()
+    let admitted = 0
+    for (let i = 0; i < 2; i++) if ((await two.limit('k')).allowed) admitted++
+    return admitted
+  }
+
+  it.each(kinds)(
+    '%s with `separator: true`: `ab` + `rw` and `a` + `brw` count apart (they shared counters)',
+    async (_name, make) => {
+      expect(await secondAdmits(make, true)).toBe(2)
+    },
+  )
+
+  it.each(kinds)(
+    '%s without it (the default): the keys are as they were, so a rolling deploy keeps its counts',
+    async (_name, make) => {
+      expect(await secondAdmits(make)).toBe(0)
+      const rule = fixedWindow({ limit: 2, window: '1m' })
+      const keyOf = (prefix: string, separator?: boolean) =>
+        make(prefix, separator).keyFor('rw:fw60000x2:', 'k', rule)
+      expect(keyOf('app')).toBe(`app${keyOf('')}`)
+      // A prefix that already ends with `:` (or is empty) is the same with the separator: only `app` alone changes.
+      expect(keyOf('app:', true)).toBe(keyOf('app:'))
+      expect(keyOf('', true)).toBe(keyOf(''))
+      expect(keyOf('app', true)).toBe(keyOf('app:'))
+    },
+  )
+
+  it('`separator` takes true or false', () => {
+    expect(() => new RedisStore({ client: standaloneClient(), separator: ':' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option: 'separator' }),
+    )
+  })
+})

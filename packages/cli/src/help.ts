@@ -3,7 +3,7 @@
 const GLOBAL = `Options (every command):
   --redis URL          Redis to read (redis:// or rediss://); default REDIS_URL, else redis://127.0.0.1:6379
   --cluster            expect a Cluster (without it the CLI asks the server); exit 2 when it is not one
-  --prefix PREFIX      the RedisStore's \`prefix\` option (default '')
+  --prefix PREFIX      the RedisStore's \`prefix\` option (default ''; with \`separator: true\`, end it with \`:\`)
   --config FILE        a module exporting the application's limiters (\`export const limiters = [...]\`):
                        .mjs, .js or .cjs (.ts through a loader: NODE_OPTIONS='--import tsx')
   --limiter NAME       a limiter: its \`name\` in the config, or its namespace (e.g. rw:fw60000x100:)

@@ -3,6 +3,7 @@ import { type Duration, parseTimerDuration } from '../../support/duration.js'
 import { invalid, requireObject } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { prefixOption, wholeNumber } from '../../support/validators.js'
+import { storeKeyPrefix } from '../key-prefix.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { DEFAULT_MAX_WAITING } from './groups.js'
 
@@ -16,6 +17,14 @@ export interface RedisStoreOptions {
   client: RedisClient
   /** Prepended to every key, e.g. to share a database between applications. @default '' */
   prefix?: string
+  /**
+   * Puts a `:` between `prefix` and each limiter's namespace (unless `prefix` is empty or ends with `:`): without
+   * it, store prefixes `ab` and `a` beside limiter prefixes `rw` and `brw` make the same keys and share counters.
+   * Off by default because it renames the keys of a prefix that does not end with `:` (in a rolling deploy, every
+   * count starts afresh beside the old ones): turn it on in a deploy that may do so (docs/redis.md, "Key
+   * prefixes"). `prefix: 'app', separator: true` is `prefix: 'app:'`. @default false
+   */
+  separator?: boolean
   /**
    * Client-side time in epoch ms, for tests and simulations. By default the script reads the Redis server's
    * `TIME`, so clock skew between application servers cannot change a decision.
@@ -40,6 +49,7 @@ export interface RedisStoreOptions {
 export const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
   client: true,
   prefix: true,
+  separator: true,
   clock: true,
   maxWaiting: true,
   readyTimeout: true,
@@ -47,6 +57,7 @@ export const REDIS_STORE_OPTIONS = namesOf<RedisStoreOptions>({
 /** `RedisStoreOptions`' defaults, in one place (the `@default` tags above say the same). */
 export const REDIS_STORE_DEFAULTS = {
   prefix: '',
+  separator: false,
   maxWaiting: DEFAULT_MAX_WAITING,
   readyTimeout: '2s',
 } as const satisfies Partial<RedisStoreOptions>
@@ -56,6 +67,7 @@ export interface RedisStoreConfig {
   client: RedisClient
   /** The client as a script runner (clients/index.ts). */
   runner: RedisScriptRunner
+  /** The text before every key: `prefix`, with its `:` under `separator` (key-prefix.ts). */
   prefix: string
   clock: (() => number) | undefined
   maxWaiting: number
@@ -76,6 +88,7 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): RedisStore
   } = options
   const runner = clientOption(client)
   prefixOption(prefix)
+  const keyPrefix = storeKeyPrefix(prefix, options.separator)
   if (clock !== undefined && typeof clock !== 'function') {
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
@@ -86,5 +99,5 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): RedisStore
   }
   wholeNumber(maxWaiting, 'maxWaiting', { min: 0, allowed: 'a whole number >= 0, e.g. 50000' })
   const readyTimeoutMs = readyTimeout === false ? undefined : parseTimerDuration(readyTimeout, 'readyTimeout')
-  return { client, runner, prefix, clock, maxWaiting, readyTimeoutMs }
+  return { client, runner, prefix: keyPrefix, clock, maxWaiting, readyTimeoutMs }
 }

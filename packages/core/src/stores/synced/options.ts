@@ -7,6 +7,7 @@ import { invalid, requireObject } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
 import { throttledErrorLog } from '../../support/report.js'
 import { prefixOption, wholeNumber } from '../../support/validators.js'
+import { storeKeyPrefix } from '../key-prefix.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from '../redis/clients/index.js'
 import type { ScriptRunner } from './script.js'
 
@@ -21,6 +22,12 @@ export interface SyncedStoreOptions {
   client: RedisClient
   /** Prepended to every key. @default '' */
   prefix?: string
+  /**
+   * Puts a `:` between `prefix` and each limiter's namespace (unless `prefix` is empty or ends with `:`), as
+   * RedisStore's `separator` does: off by default, since it renames the keys of a prefix without its `:`
+   * (docs/redis.md, "Key prefixes"). @default false
+   */
+  separator?: boolean
   /**
    * How often each process sends its counts to Redis and reads everyone's back, for every key it used since (in
    * scripts of up to 256 keys). @default '100ms'
@@ -55,6 +62,7 @@ export interface SyncedStoreOptions {
 const SYNCED_STORE_OPTIONS = namesOf<SyncedStoreOptions>({
   client: true,
   prefix: true,
+  separator: true,
   interval: true,
   maxPending: true,
   maxStale: true,
@@ -66,6 +74,7 @@ const SYNCED_STORE_OPTIONS = namesOf<SyncedStoreOptions>({
 /** `SyncedStoreOptions`' defaults, in one place (`maxPending` follows from the limit: see its doc). */
 export const SYNCED_STORE_DEFAULTS = {
   prefix: '',
+  separator: false,
   interval: '100ms',
   maxStale: '2s',
   maxKeys: 100_000,
@@ -75,6 +84,7 @@ export const SYNCED_STORE_DEFAULTS = {
 export interface SyncedStoreConfig {
   client: RedisClient
   commands: RedisScriptRunner
+  /** The text before every key: `prefix`, with its `:` under `separator` (key-prefix.ts). */
   prefix: string
   intervalMs: number
   maxPending: number | undefined
@@ -99,6 +109,7 @@ export function parseSyncedStoreOptions(options: SyncedStoreOptions): SyncedStor
   } = options
   const commands = clientOption(client)
   prefixOption(prefix)
+  const keyPrefix = storeKeyPrefix(prefix, options.separator)
   if (maxPending !== undefined) wholeNumber(maxPending, 'maxPending', { min: 1 })
   wholeNumber(maxKeys, 'maxKeys', { min: 1 })
   for (const [name, fn] of [
@@ -111,7 +122,7 @@ export function parseSyncedStoreOptions(options: SyncedStoreOptions): SyncedStor
   return {
     client,
     commands,
-    prefix,
+    prefix: keyPrefix,
     intervalMs: parseDuration(interval, 'interval'),
     maxPending,
     maxStale: parseDuration(maxStale, 'maxStale'),
