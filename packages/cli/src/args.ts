@@ -14,6 +14,8 @@ export interface GlobalOptions {
   limiter: string | undefined
   /** `--config`: the module exporting the application's limiters. */
   config: string | undefined
+  /** `--config-timeout` or `RATEWINDOW_CONFIG_TIMEOUT` (seconds), in ms: the longest `--config` may take to load. */
+  configTimeoutMs: number
   json: boolean
   /** `--scan`: the most keys a scan reads. */
   scan: number
@@ -52,6 +54,7 @@ const OPTIONS = {
   prefix: { type: 'string' },
   limiter: { type: 'string' },
   config: { type: 'string' },
+  'config-timeout': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -70,6 +73,9 @@ const OPTIONS = {
   cursor: { type: 'string' },
   hash: { type: 'string' },
 } as const
+
+/** `--config-timeout`'s default (seconds): a config module that has not loaded by then waits for something. */
+export const DEFAULT_CONFIG_TIMEOUT = 10
 
 /** `--scan`'s default: enough for a screen of the most limited keys on a busy store, bounded. */
 export const DEFAULT_SCAN = 100_000
@@ -99,6 +105,7 @@ export function parseCommandLine(
     prefix: values.prefix ?? '',
     limiter: values.limiter,
     config: values.config,
+    configTimeoutMs: configTimeout(values['config-timeout'], env.RATEWINDOW_CONFIG_TIMEOUT),
     json: values.json === true,
     scan: count(values.scan, '--scan') ?? DEFAULT_SCAN,
     count: count(values.count, '--count'),
@@ -234,6 +241,23 @@ function done<T extends Command>(command: T, extra: string[]): T {
   if (extra.length > 0)
     throw usage(`Unexpected argument ${JSON.stringify(extra[0])}. See \`ratewindow --help\`.`)
   return command
+}
+
+/**
+ * `--config-timeout`, else `RATEWINDOW_CONFIG_TIMEOUT`, else the default, in ms: seconds (`30`, `2.5`), or a number
+ * with its unit (`30s`, `500ms`, `2m`); more than 0, at most an hour.
+ */
+function configTimeout(flag: string | undefined, env: string | undefined): number {
+  const [value, option] =
+    flag !== undefined ? [flag, '--config-timeout'] : [env || undefined, 'RATEWINDOW_CONFIG_TIMEOUT']
+  if (value === undefined) return DEFAULT_CONFIG_TIMEOUT * 1000
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/.exec(value.trim())
+  const ms = match === null ? Number.NaN : Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] ?? 's']!
+  if (!(ms >= 1 && ms <= 3_600_000))
+    throw usage(
+      `\`${option}\` takes seconds, more than 0 and at most an hour (e.g. 30, or 30s, 500ms, 2m); received ${JSON.stringify(value)}.`,
+    )
+  return Math.ceil(ms)
 }
 
 function count(value: string | undefined, option: string): number | undefined {

@@ -39,12 +39,23 @@ export interface CliConfig {
  */
 const STORE_TIMEOUT = '10s'
 
-/** Loads `path` and makes its limiters on `store`. */
-export async function loadLimiters(path: string, store: RedisStore): Promise<RateLimiter[]> {
+/**
+ * Loads `path` and makes its limiters on `store`; a module still loading after `timeoutMs` (a top-level `await`
+ * that never settles) is an error naming the file, not a silent wait.
+ */
+export async function loadLimiters(
+  path: string,
+  store: RedisStore,
+  timeoutMs: number,
+): Promise<RateLimiter[]> {
   let module: Record<string, unknown>
   try {
-    module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>
+    module = (await loaded(import(pathToFileURL(resolve(path)).href), path, timeoutMs)) as Record<
+      string,
+      unknown
+    >
   } catch (error) {
+    if (error instanceof CliError) throw error
     throw new CliError(
       'ERR_RATEWINDOW_CONFIG',
       `\`--config\` ${path} could not be loaded: ${(error as Error).message}${(error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION' ? ". Node loads a TypeScript config through a loader (NODE_OPTIONS='--import tsx' ratewindow …), or write it as .mjs." : ''}`,
@@ -98,6 +109,26 @@ export async function loadLimiters(path: string, store: RedisStore): Promise<Rat
     )
   }
   return limiters
+}
+
+/**
+ * `loading`, or a CliError once `timeoutMs` has passed without it. NOTE: the import goes on (a module cannot be
+ * unloaded); the CLI ends with the error, whatever the module still holds open (bin.ts exits).
+ */
+function loaded<T>(loading: Promise<T>, path: string, timeoutMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const seconds = timeoutMs / 1000
+      reject(
+        new CliError(
+          'ERR_RATEWINDOW_CONFIG',
+          `\`--config\` ${path} did not finish loading within ${seconds} s: its top-level code is still waiting (an \`await\` that never settles, such as a connection the module opens and waits for). Export the limiters' options without waiting for anything, or give it longer with --config-timeout (or RATEWINDOW_CONFIG_TIMEOUT), e.g. --config-timeout 30s.`,
+        ),
+      )
+    }, timeoutMs)
+  })
+  return Promise.race([loading, late]).finally(() => clearTimeout(timer))
 }
 
 /**

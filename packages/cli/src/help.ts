@@ -6,6 +6,8 @@ const GLOBAL = `Options (every command):
   --prefix PREFIX      the RedisStore's \`prefix\` option (default ''; with \`separator: true\`, end it with \`:\`)
   --config FILE        a module exporting the application's limiters (\`export const limiters = [...]\`):
                        .mjs, .js or .cjs (.ts through a loader: NODE_OPTIONS='--import tsx')
+  --config-timeout S   the longest --config may take to load: seconds, or 30s, 2m (default 10; or
+                       RATEWINDOW_CONFIG_TIMEOUT)
   --limiter NAME       a limiter: its \`name\` in the config, or its namespace (e.g. rw:fw60000x100:)
   --json               print one JSON document (shapes: the package README)
   --scan N             read at most N keys when scanning (default 100000)

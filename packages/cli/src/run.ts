@@ -70,7 +70,9 @@ async function runCommand(
   const connection = await connect(options.redis, options)
   try {
     const configured: RateLimiter[] | undefined =
-      options.config === undefined ? undefined : await loadLimiters(options.config, connection.store)
+      options.config === undefined
+        ? undefined
+        : await loadLimiters(options.config, connection.store, options.configTimeoutMs)
     try {
       if (options.limiter !== undefined) knownLimiter(options.limiter, configured)
       switch (command.name) {
