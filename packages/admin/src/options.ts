@@ -1,6 +1,6 @@
 import {
   type Duration,
-  type LimiterOverrides,
+  type LimiterOperator,
   MemoryStore,
   RateLimitError,
   RateLimiter,
@@ -18,9 +18,9 @@ import { AdminStats } from './stats.js'
 
 /**
  * A limiter the endpoint operates: a `RateLimiter`, a middleware of an adapter (Express, Koa, Hono: anything with
- * `overrides`), or an operator handle itself (`app.rateLimit.overrides({ name })` on Fastify).
+ * `operator`), or an operator handle itself (`app.ratewindow.operator({ name })` on Fastify).
  */
-export type AdminLimiter = LimiterOverrides | { readonly overrides: LimiterOverrides }
+export type AdminLimiter = LimiterOperator | { readonly operator: LimiterOperator }
 
 /**
  * What `authorize` answers: `true`, or the caller's name (the actor, passed into the limiters' override events),
@@ -56,7 +56,7 @@ export interface AdminHandlerOptions {
 /** Every option resolved. */
 export interface AdminConfig {
   /** Each limiter's operator handle, by the limiter's name. */
-  limiters: ReadonlyMap<string, LimiterOverrides>
+  limiters: ReadonlyMap<string, LimiterOperator>
   authorize: AdminHandlerOptions['authorize']
   stats: AdminStats | undefined
   basePath: string
@@ -137,10 +137,10 @@ export function resolveAdminOptions(options: AdminHandlerOptions): AdminConfig {
   }
 }
 
-function limitersByName(limiters: unknown): Map<string, LimiterOverrides> {
+function limitersByName(limiters: unknown): Map<string, LimiterOperator> {
   if (!Array.isArray(limiters) || limiters.length === 0)
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'limiters', limiters, 'a non-empty array of RateLimiters')
-  const byName = new Map<string, LimiterOverrides>()
+  const byName = new Map<string, LimiterOperator>()
   limiters.forEach((limiter: unknown, i) => {
     const handle = handleOf(limiter, `limiters[${i}]`)
     if (byName.has(handle.limiter))
@@ -156,14 +156,16 @@ function limitersByName(limiters: unknown): Map<string, LimiterOverrides> {
 }
 
 /** The operator handle of a limiter, a middleware or a handle: what has `inspect` and a limiter name. */
-function handleOf(limiter: unknown, option: string): LimiterOverrides {
-  const isHandle = (value: unknown): value is LimiterOverrides =>
-    typeof (value as LimiterOverrides | undefined)?.inspect === 'function' &&
-    typeof (value as LimiterOverrides).limiter === 'string'
+function handleOf(limiter: unknown, option: string): LimiterOperator {
+  const isHandle = (value: unknown): value is LimiterOperator =>
+    typeof (value as LimiterOperator | undefined)?.inspect === 'function' &&
+    typeof (value as LimiterOperator).limiter === 'string'
   if (isHandle(limiter)) return limiter
   let handle: unknown
   try {
-    handle = (limiter as { overrides?: unknown } | undefined)?.overrides
+    // `operator`, or `overrides` (its name before 0.2) on something that has only that.
+    const holder = limiter as { operator?: unknown; overrides?: unknown } | undefined
+    handle = holder?.operator ?? holder?.overrides
   } catch (error) {
     // A middleware with a `rules` function has no handle before its first request: say so, naming the entry.
     throw new RateLimitError('ERR_RATEWINDOW_INVALID_OPTION', `\`${option}\`: ${(error as Error).message}`, {
@@ -176,6 +178,6 @@ function handleOf(limiter: unknown, option: string): LimiterOverrides {
     'ERR_RATEWINDOW_INVALID_OPTION',
     option,
     limiter,
-    'a RateLimiter, a middleware or its `overrides`',
+    'a RateLimiter, a middleware or its `operator`',
   )
 }

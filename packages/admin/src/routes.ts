@@ -1,7 +1,7 @@
 import type {
   BlockOptions,
   Inspection,
-  LimiterOverrides,
+  LimiterOperator,
   LimitOverride,
   OverrideList,
   OverrideRecord,
@@ -16,7 +16,7 @@ import type { AdminStatsView } from './stats.js'
 export interface Call {
   config: AdminConfig
   /** The limiter's operator handle (`limiter.overrides`). */
-  limiter: LimiterOverrides
+  limiter: LimiterOperator
   key: string
   query: URLSearchParams
   body: Record<string, unknown>
