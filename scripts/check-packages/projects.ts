@@ -4,6 +4,8 @@
  * programs typechecked and run in them, and with which TypeScript versions.
  */
 
+import { runOnRedis, startRedis } from './checks/redis.js'
+import { runInWorkerd } from './checks/workerd.js'
 import type { Package } from './packages.js'
 import {
   EXPRESS_PROGRAM,
@@ -35,9 +37,18 @@ import { serverRuns } from './programs/servers.js'
 import { KIT_SUITES, type Suite, TESTING_PROGRAM } from './programs/testing.js'
 import { TRPC_CLIENT_PROGRAM, TRPC_SERVER_PROGRAM, trpcRun } from './programs/trpc.js'
 import { SOCKET_IO_PROGRAM, socketIoRun, WS_HONO_PROGRAM, WS_PROGRAM, wsRun } from './programs/ws.js'
+import type { Kind } from './report.js'
 
 /** The TypeScript versions a project is checked with: 5.9, and 7 (the native port). */
 export type Version = '5.9' | '7'
+
+/** A check of a project's own, beyond its typechecks, runs and suites. */
+export interface ProjectCheck {
+  kind: Kind
+  name: string
+  /** Called as the project is written, before its install; returns the check's action, run once installed. */
+  begin: (dir: string) => () => Promise<void>
+}
 
 export interface Project {
   /** Directory name under the work directory. */
@@ -65,6 +76,8 @@ export interface Project {
   skip?: (check: { system: ModuleSystem; resolution: string; version: Version; program: string }) => boolean
   /** Test suites run by their runner in the project. */
   suites?: Suite[]
+  /** Checks of the project's own (a Worker in workerd, a run on Redis). */
+  checks?: ProjectCheck[]
 }
 
 export const projects: Project[] = [
@@ -79,13 +92,24 @@ export const projects: Project[] = [
   },
   {
     // Overrides set by one limiter and honoured by another's next decision, on real Redis: a standalone server and
-    // a Cluster (runOnRedis).
+    // a Cluster.
     name: 'redis-overrides',
     tarballs: ['core'],
     dependencies: ['ioredis@5'],
     programs: {},
     runs: {},
     typescripts: [],
+    checks: [
+      {
+        kind: 'redis run',
+        name: 'redis-overrides: the packed core on a standalone redis-server and a 3-master Cluster honours an override, a block and an unblock set by another limiter at the next decision',
+        // Started as the project is written, so that the Cluster forms while the project installs.
+        begin: (dir) => {
+          const started = startRedis()
+          return () => runOnRedis(dir, started)
+        },
+      },
+    ],
   },
   {
     name: 'otel',
@@ -177,6 +201,13 @@ export const projects: Project[] = [
     runs: esmAndCjs('run-cloudflare', cloudflareRun),
     typescripts: ['5.9', '7'],
     noNodeTypes: true,
+    checks: [
+      {
+        kind: 'workerd bundle+run',
+        name: 'cloudflare-workers: a Worker bundled from the tarballs answers 200, 200, 429 in workerd (no nodejs_compat), then honours an override and a block set from its admin routes at the next request',
+        begin: (dir) => () => runInWorkerd(dir),
+      },
+    ],
   },
   {
     name: 'fastify-4',
