@@ -1,14 +1,14 @@
 /**
  * What in a built JavaScript file needs Node: imports of Node's built-in modules (with or without the `node:`
  * prefix, which the build strips) and uses of Node-only globals that no `typeof` check guards. Core must load
- * on Cloudflare Workers without `nodejs_compat` (issue 22); test/web-standard.test.ts runs this on a fresh
- * build, scripts/check-packages.ts on the packed tarballs.
+ * on Cloudflare Workers without `nodejs_compat`; test/web-standard.test.ts runs this on a fresh build,
+ * scripts/check-packages/ on the packed tarballs.
  */
 import { builtinModules } from 'node:module'
 import ts from 'typescript'
 
 /**
- * Node built-ins core's build still imports, with the issue that removes each: the checks fail once one is gone,
+ * Node built-ins core's build still imports, with what will remove each: the checks fail once one is gone,
  * so that its entry is deleted here.
  */
 export const KNOWN_NODE_IMPORTS = new Map<string, string>()

@@ -1,9 +1,9 @@
 /**
- * Core loads on Web-standard APIs alone (issue 22): its build, made afresh here as `pnpm build` makes it, imports
+ * Core loads on Web-standard APIs alone: its build, made afresh here as `pnpm build` makes it, imports
  * no Node built-in module and uses no Node-only global without a `typeof` guard (scripts/web-standard.ts), and its
  * CommonJS build loads and decides in a context that holds only what Cloudflare Workers give without
  * `nodejs_compat` (no `process`, `Buffer`, `setImmediate`, numeric timer ids without `unref`, no timer at load or
- * construction). scripts/check-packages.ts runs the same scan on the packed tarball.
+ * construction). scripts/check-packages/ runs the same scan on the packed tarball.
  */
 import { webcrypto } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'

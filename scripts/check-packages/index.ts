@@ -17,16 +17,15 @@
  * packing and built-in scans still run); `--timings` (`pnpm check:packages --timings`) ends with a table of where
  * the time went.
  *
- * Here, the run from start to end; check-packages/projects.ts says what is installed where, check-packages/programs/
- * what runs in it.
+ * Here, the run from start to end; projects.ts says what is installed where, programs/ what runs in it.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { checkMetadata, scanBuiltins } from './check-packages/checks/published.js'
-import { writeChecks } from './check-packages/checks/runs.js'
-import { typecheck, writeTypechecks } from './check-packages/checks/typecheck.js'
+import { checkMetadata, scanBuiltins } from './checks/published.js'
+import { writeChecks } from './checks/runs.js'
+import { typecheck, writeTypechecks } from './checks/typecheck.js'
 import {
   byInstallSize,
   installProject,
@@ -34,10 +33,10 @@ import {
   pack,
   type Tarballs,
   type TypeScripts,
-} from './check-packages/install.js'
-import { type Project, projects } from './check-packages/projects.js'
-import { summarize, timed } from './check-packages/report.js'
-import { type Slots, slots } from './check-packages/slots.js'
+} from './install.js'
+import { type Project, projects } from './projects.js'
+import { summarize, timed } from './report.js'
+import { type Slots, slots } from './slots.js'
 
 /** `KEEP=1`: the work directory stays for a look. */
 const keep = process.env.KEEP === '1'
