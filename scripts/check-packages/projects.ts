@@ -130,7 +130,7 @@ export const projects: Project[] = [
   },
   {
     name: 'cli',
-    tarballs: ['core', 'cli'],
+    tarballs: ['core', 'admin', 'cli'],
     dependencies: ['@types/node@20'],
     programs: { 'cli.ts': CLI_PROGRAM },
     runs: esmAndCjs('run-cli', cliRun),
