@@ -5,7 +5,12 @@
  * decide. Bindings read their server's requests and sockets and write what this returns.
  */
 import { type Awaitable, ConcurrencyLimiter, ipKey, RateLimitError, RateLimiter } from '@ratewindow/core'
-import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import {
+  type FrameworkBinding,
+  type HttpDecision,
+  HttpRateLimiter,
+  NO_SLOT_RETRY_AFTER_MS,
+} from '@ratewindow/core/adapter'
 import { LimitedConnection, type MessageCounter } from './connection.js'
 import {
   type MessageRefusal,
@@ -26,9 +31,6 @@ export type UpgradeAdmission<Msg> =
 
 /** @deprecated `UpgradeAdmission`; this name stays until 1.0. */
 export type Admission<Msg> = UpgradeAdmission<Msg>
-
-/** The `Retry-After` of an upgrade refused for want of a connection slot, s (as the HTTP engine's `concurrency`). */
-const NO_SLOT_RETRY_AFTER_S = 1
 
 /** The engine of one limits object: its limiters, made once from options resolved once. */
 export class WebSocketLimiter<Req, Msg> {
@@ -105,8 +107,9 @@ export class WebSocketLimiter<Req, Msg> {
       const policy = slot.source === 'policy'
       const statusCode = policy ? 503 : this.#statusCode
       const body = JSON.stringify({ error: 'too many connections', limit: slot.limit })
-      const headers = { 'Retry-After': String(NO_SLOT_RETRY_AFTER_S) }
-      const why = messageRefusal(policy ? 'unavailable' : 'connections', NO_SLOT_RETRY_AFTER_S * 1000)
+      // A connection slot's wait, as the HTTP engine's `concurrency` answers it.
+      const headers = { 'Retry-After': String(NO_SLOT_RETRY_AFTER_MS / 1000) }
+      const why = messageRefusal(policy ? 'unavailable' : 'connections', NO_SLOT_RETRY_AFTER_MS)
       return { allowed: false, refusal: { statusCode, headers, contentType: 'application/json', body }, why }
     }
     return { allowed: true, connection: this.#connection(key, slot) }

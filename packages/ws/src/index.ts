@@ -181,17 +181,7 @@ export function limitWebSockets(options: WebSocketLimitsOptions = {}): WebSocket
   }
 }
 
-export type { LimitedConnection } from './connection.js'
-export type { Admission, UpgradeAdmission } from './engine.js'
-export { WebSocketLimiter } from './engine.js'
+// The engine's names, listed once in engine-entry.ts (`@ratewindow/ws/engine`), and this entry's own beside them.
+export * from './engine-entry.js'
 export type { NodeAddressOptions } from './node.js'
-export {
-  type BufferedAmountOptions,
-  type ConnectionLimitOptions,
-  type MessageRefusal,
-  type RefusalReason,
-  type UpgradeLimitOptions,
-  WEBSOCKET_DEFAULTS,
-  type WebSocketLimitOptions,
-} from './options.js'
-export { refusalMessage, truncateUtf8, type UpgradeRefusal } from './refusal.js'
+export type { BufferedAmountOptions } from './options.js'

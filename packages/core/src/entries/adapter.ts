@@ -21,7 +21,7 @@ export {
   type TrackedResponse,
   trustsEveryHop,
 } from '../http/binding.js'
-export type { HttpDecision } from '../http/decision.js'
+export { type HttpDecision, NO_SLOT_RETRY_AFTER_MS } from '../http/decision.js'
 export { HttpRateLimiter } from '../http/engine.js'
 export { type AbortSignalLike, FetchResponse } from '../http/fetch-response.js'
 export {

@@ -47,8 +47,11 @@ export interface HttpDecision {
 /** The rule a deny-listed result names when no rule set was resolved yet. */
 const DENIED_RULE: Rule = fixedWindow({ limit: 1, window: '1m', name: 'denied' })
 
-/** The `Retry-After` of a request refused for want of an in-flight slot, ms. */
-const NO_SLOT_RETRY_AFTER = 1_000
+/**
+ * The `Retry-After` of a request refused for want of an in-flight slot, ms: the HTTP engine's `concurrency`, and
+ * `@ratewindow/ws`'s connection slots.
+ */
+export const NO_SLOT_RETRY_AFTER_MS = 1_000
 
 /** Writes each decision of one middleware in HTTP terms, after its resolved options. */
 export class DecisionWriter<Req> {
@@ -102,7 +105,7 @@ export class DecisionWriter<Req> {
       if (slot.source === 'store') this.#addSlotHeaders(decision.headers, slot, pk)
       return { ...decision, slot }
     }
-    const retryAfter = NO_SLOT_RETRY_AFTER
+    const retryAfter = NO_SLOT_RETRY_AFTER_MS
     const result: RateLimitResult = { ...decision.result, allowed: false, remaining: 0, retryAfter }
     delete result.settle
     const headers: Record<string, string> =
