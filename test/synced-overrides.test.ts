@@ -13,7 +13,7 @@ import {
   SyncedStore,
   slidingWindowCounter,
 } from '@ratewindow/core'
-import { describeOverridesConformance } from '@ratewindow/testing'
+import { describeDebtConformance, describeOverridesConformance } from '@ratewindow/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { scriptRunnerFor } from '../packages/core/src/stores/redis/clients/index.js'
 import { type ScriptRunner, scriptRunnerOn } from '../packages/core/src/stores/synced/script.js'
@@ -61,6 +61,17 @@ for (const [name, connected] of topologies) {
       // Each process a client of its own.
       createProcess: async (clock) => synced(await connected(), clock),
       seenWithin: { bound: 'at its next sync of the key', reach: (store) => (store as SyncedStore).sync() },
+    },
+  )
+  // Within its bound: the default `maxDebt` (one limit), which its two windows of counters carry exactly.
+  describeDebtConformance(
+    { describe, it, expect },
+    {
+      name: `SyncedStore (${name})`,
+      createStore: async (clock) => {
+        shared ??= connected()
+        return synced(await shared, clock)
+      },
     },
   )
 }

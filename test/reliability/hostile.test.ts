@@ -1,3 +1,4 @@
+import type { Server } from 'node:http'
 import {
   fixedWindow,
   MemoryStore,
@@ -9,10 +10,13 @@ import {
   tokenBucket,
 } from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
+import { rateLimit } from '@ratewindow/express'
+import express from 'express'
 import fc from 'fast-check'
 import request from 'supertest'
 import { afterAll, describe, expect, it } from 'vitest'
-import { FRAMEWORKS } from '../http/harness.js'
+import { FRAMEWORKS, listening, storesOnClock } from '../http/harness.js'
+import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
 
 const binding = {
@@ -264,3 +268,59 @@ describe('issue 45, item 31: a store prefix and a limiter prefix joined without 
     )
   })
 })
+
+describe.each(storesOnClock('hostile-settle'))(
+  'settles above the estimate on the %s (issue 45, item 4)',
+  (_, makeStore) => {
+    it('an API that estimates 1 unit and settles the work done: 150 units a request, 100 a minute, over three minutes', async () => {
+      const clock = new ManualClock(1_700_000_040_000)
+      const app = express()
+      app.use(rateLimit({ limit: 100, window: '1m', algorithm: 'fixed-window', store: makeStore(clock) }))
+      let work = 0
+      app.get('/work', async (req, res) => {
+        // The work is known once done (an LLM's tokens, a GraphQL result's size): the request settles it.
+        const units = Number(req.query.units)
+        work += units
+        await req.rateLimit?.settle?.(units)
+        res.send('done')
+      })
+      const server = await listening(app.listen(0, '127.0.0.1') as Server)
+      try {
+        // The attacker asks for more than a window's limit at each minute: each underestimate used to be free work.
+        for (let minute = 0; minute < 3; minute++) {
+          for (let i = 0; i < 3; i++) await request(server.url).get('/work?units=150')
+          clock.advance('1m')
+        }
+        // Charged in full: the second minute carries 50, the third 100; 300 units of work in three minutes.
+        expect(work).toBe(300)
+      } finally {
+        await server.close()
+      }
+    })
+  },
+)
+
+describe.each(storesOnClock('hostile-inspect'))(
+  'inspect under a lowered limit, on the %s (issue 45, item 20)',
+  (_, makeStore) => {
+    it('8 counted, the limit lowered to 3 by an override: inspect says 8 used, and 8 again once it is deleted', async () => {
+      const clock = new ManualClock(1_700_000_040_000)
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 10, window: '1m', name: 'minute' }),
+        store: makeStore(clock),
+        name: `hi${process.pid}x${Math.random().toString(36).slice(2, 8)}`,
+        overrides: true,
+      })
+      for (let i = 0; i < 8; i++) expect((await limiter.limit('customer')).allowed).toBe(true)
+      await limiter.overrides.set('customer', { limit: 3 })
+      const lowered = await limiter.overrides.inspect('customer')
+      expect(lowered.rules[0]).toMatchObject({ limit: 3, used: 8, remaining: 0, overridden: true })
+      await limiter.overrides.delete('customer')
+      expect((await limiter.overrides.inspect('customer')).rules[0]).toMatchObject({
+        limit: 10,
+        used: 8,
+        remaining: 2,
+      })
+    })
+  },
+)

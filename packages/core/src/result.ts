@@ -16,11 +16,17 @@ export interface RuleResult extends RuleOutcome {
 
 /** What `settle` did. */
 export interface SettleResult {
-  /** Units charged on top of the estimate (at most what the rules still admitted: never below zero). */
+  /**
+   * Units charged on top of the estimate: all of them unless `maxDebt` bites (a rule taken past its limit owes the
+   * excess until it has passed at its rate).
+   */
   charged: number
   /** Units of the estimate given back (by the refund rules of each algorithm). */
   refunded: number
-  /** Units of the actual cost above the estimate that could not be charged (the quota was spent). */
+  /**
+   * Units of the actual cost above the estimate that were not charged: 0 unless charging them would leave a rule
+   * more than `maxDebt` past its limit (or the result was refused, refunded, or its store failed).
+   */
   uncharged: number
 }
 

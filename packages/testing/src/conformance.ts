@@ -4,6 +4,7 @@
  */
 import { describeBoundaries } from './conformance/boundaries.js'
 import { suiteContext } from './conformance/context.js'
+import { describeDebt } from './conformance/debt.js'
 import { describeGcra } from './conformance/gcra.js'
 import { describeGivenBackSlots } from './conformance/given-back-slots.js'
 import { describeOverrides } from './conformance/overrides.js'
@@ -21,7 +22,8 @@ export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.
 
 /**
  * Registers the store conformance suite (the one MemoryStore and RedisStore pass) with the caller's test runner:
- * worked examples of every algorithm, penalties, reserve-then-settle, boundaries, a clock that steps back,
+ * worked examples of every algorithm, penalties, reserve-then-settle, debt (a settle above the estimate charged in
+ * full and owed), boundaries, a clock that steps back,
  * refunds, reserved slots given back (never two calls on one slot), overrides and manual blocks (for a store with
  * `overrides: true`), and properties over random traces checked against a naive reference model. A store that passes it
  * decides exactly as ratewindow's own stores do.
@@ -35,6 +37,7 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeGcra(suite)
   describePenalties(suite)
   describeReserveThenSettle(suite)
+  describeDebt(suite, true)
   describeBoundaries(suite)
   describeTimeThatStepsBack(suite)
   describeRefundTiming(suite)
@@ -54,4 +57,16 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
  */
 export function describeOverridesConformance(test: TestFunctions, subject: StoreUnderTest): void {
   describeOverrides(suiteContext(test, { ...subject, overrides: true }))
+}
+
+/**
+ * Registers the debt section alone (a settle above the estimate charged in full, owed until it has passed at each
+ * rule's rate, bounded by `maxDebt`; the operator's `take` charging only what the rules admit), with the default
+ * `maxDebt` only: for a store that is not meant to pass the rest and carries a fixed window's debt one window, such
+ * as SyncedStore (its shared counters keep two windows; docs/policies.md).
+ * @example
+ * describeDebtConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
+ */
+export function describeDebtConformance(test: TestFunctions, subject: StoreUnderTest): void {
+  describeDebt(suiteContext(test, subject), false)
 }

@@ -4,6 +4,7 @@
  */
 export { TestClock } from './clock.js'
 export {
+  describeDebtConformance,
   describeOverridesConformance,
   describeStoreConformance,
   type Expect,

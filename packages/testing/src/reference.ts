@@ -92,14 +92,63 @@ function gcraAheadAt(rule: Rule, history: readonly Admission[], now: number): nu
   return Math.max(0, tat - now * scale)
 }
 
-/** Whether a request of `cost` passes `rule` at `now`, given the admitted history. */
+/**
+ * The fixed window's count at `now`: each window's units, plus what the windows before it counted beyond the limit
+ * (a settle's debt), `limit` of which pass per window. Windows after `now`'s are not counted (a clock that stepped
+ * back).
+ */
+function fixedWindowCount(rule: Rule, history: readonly Admission[], now: number): number {
+  const { limit, windowMs: W } = rule
+  const win = Math.floor(now / W)
+  const perWindow = new Map<number, number>()
+  for (const admission of history) {
+    const w = Math.floor(admission.time / W)
+    if (w <= win) perWindow.set(w, (perWindow.get(w) ?? 0) + admission.cost)
+  }
+  let count = 0
+  let at = Number.NEGATIVE_INFINITY
+  for (const w of [...perWindow.keys()].sort((a, b) => a - b)) {
+    count = (at === Number.NEGATIVE_INFINITY ? 0 : Math.max(0, count - (w - at) * limit)) + perWindow.get(w)!
+    at = w
+  }
+  return at === Number.NEGATIVE_INFINITY ? 0 : Math.max(0, count - (win - at) * limit)
+}
+
+/**
+ * The units `rule` counts at `now` (`inspect`'s `used`): beyond its limit while it owes units. The sliding window
+ * counter's estimate and the token bucket's and GCRA's units are rounded up.
+ */
+export function usedOf(rule: Rule, history: readonly Admission[], now: number): number {
+  const W = rule.windowMs
+  switch (rule.algorithm) {
+    case 'fixed-window':
+      return fixedWindowCount(rule, history, now)
+    case 'sliding-window-log':
+      return sumWhere(history, (a) => now - a.time < W)
+    case 'sliding-window-counter': {
+      const win = Math.floor(now / W)
+      const curr = sumWhere(history, (a) => Math.floor(a.time / W) === win)
+      const prev = sumWhere(history, (a) => Math.floor(a.time / W) === win - 1)
+      return curr + Math.ceil((prev * (W - (now - win * W))) / W)
+    }
+    case 'token-bucket': {
+      const [capacity, , interval] = rule.script.params
+      return Math.ceil((capacity * interval - tokensAt(rule, history, now)) / interval)
+    }
+    case 'gcra':
+      return Math.ceil(gcraAheadAt(rule, history, now) / rule.script.params[1])
+  }
+}
+
+/**
+ * Whether a request of `cost` passes `rule` at `now`, given the admitted history. Every algorithm's "fits" is
+ * linear in the cost: a charge that may leave the rule `d` units past its limit fits where `cost − d` does.
+ */
 export function fits(rule: Rule, history: readonly Admission[], now: number, cost: number): boolean {
   const { limit, windowMs: W } = rule
   switch (rule.algorithm) {
-    case 'fixed-window': {
-      const win = Math.floor(now / W)
-      return sumWhere(history, (a) => Math.floor(a.time / W) === win) + cost <= limit
-    }
+    case 'fixed-window':
+      return fixedWindowCount(rule, history, now) + cost <= limit
     case 'sliding-window-log':
       return sumWhere(history, (a) => now - a.time < W) + cost <= limit
     case 'sliding-window-counter': {
@@ -153,7 +202,8 @@ export function decide(
     after.forEach((history, i) => {
       histories[i] = history
     })
-  const horizon = 3 * Math.max(...rules.map((rule) => rule.windowMs)) + 1
+  // A rule owing units (a settle's debt, up to a few limits) may need several windows to pass them.
+  const horizon = 10 * Math.max(...rules.map((rule) => rule.windowMs)) + 1
   return {
     allowed,
     remaining: rules.map((rule, i) => remainingOf(rule, after[i]!, now)),

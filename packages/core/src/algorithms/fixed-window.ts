@@ -22,6 +22,12 @@ export function fixedWindow(options: WindowRuleOptions): Rule {
 
 function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<FixedWindowState> {
   const windowEnd = (state: FixedWindowState, now: number) => (state.win + 1) * windowMs - now
+  /**
+   * The wait until the window in which `count` (counted now) leaves room for `cost`: what is counted beyond the
+   * limit carries into the following windows, `limit` of it passing per window (see `advance`).
+   */
+  const waitFor = (state: FixedWindowState, now: number, count: number, cost: number) =>
+    windowEnd(state, now) + (Math.max(1, Math.ceil((count + cost - limit) / limit)) - 1) * windowMs
   return {
     create: () => ({ win: Number.NEGATIVE_INFINITY, count: 0 }),
     advance(state, now) {
@@ -29,8 +35,10 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
       // count; resetting to the older window would start a third count.
       const win = Math.floor(now / windowMs)
       if (win > state.win) {
+        // NOTE: units counted beyond the limit (a settle's debt, or a lowered limit) carry into the following
+        // windows, `limit` of them passing per window: the rule's rate, never a fresh window's burst.
+        state.count = Math.max(0, state.count - (win - state.win) * limit)
         state.win = win
-        state.count = 0
       }
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
@@ -42,21 +50,23 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
     },
     report(state, now, pending, deniedCost) {
       const count = state.count + pending
-      const denied = deniedCost > 0 && count + deniedCost > limit
+      const denied = count + deniedCost > limit
       return {
         remaining: Math.max(0, limit - count),
-        reset: count > 0 ? windowEnd(state, now) : 0,
-        // The next window starts empty, and a validated cost never exceeds the limit.
-        retryAfter: denied ? windowEnd(state, now) : 0,
+        reset: count > 0 ? waitFor(state, now, count, limit) : 0,
+        // The next window admits again unless units carry into it (a validated cost never exceeds the limit).
+        retryAfter: denied ? waitFor(state, now, count, deniedCost) : 0,
       }
     },
-    ttl: (state, now) => (state.count > 0 ? windowEnd(state, now) : 0),
+    ttl: (state, now) => (state.count > 0 ? waitFor(state, now, state.count, limit) : 0),
+    used: (state) => state.count,
   }
 }
 
 /**
- * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL, the end of the window.
- * Another type or content marks the state `broken`: the script deletes the key and starts afresh.
+ * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL, the end of the window
+ * (or of the last window the count carries into). A key of an earlier window carries its count beyond the limit
+ * into this one. Another type or content marks the state `broken`: the script deletes the key and starts afresh.
  * NOTE: every write sets the TTL (`SET … PX`), unlike the counter's: a key of this format is easily written by
  * hand without one, and an admitted request must give it one.
  */
@@ -64,15 +74,17 @@ const LUA: LuaTwin = {
   params: 2,
   state: ['win', 'count', 'broken'],
   load: (r) => {
+    const [L, W] = r.params
     const [win, count] = ['win', 'count'].map(r.v)
-    return `${win}, ${count} = math.floor(now / ${r.params[1]}), 0
+    return `${win}, ${count} = math.floor(now / ${W}), 0
 do
   local raw = redis.pcall('GET', ${r.key})
   if raw then
     local w, c
     if type(raw) == 'string' then w, c = string.match(raw, '^(%-?%d+):(%d+)$') end
     if not w then ${r.v('broken')} = true
-    elseif tonumber(w) >= ${win} then ${win}, ${count} = tonumber(w), tonumber(c) end
+    elseif tonumber(w) >= ${win} then ${win}, ${count} = tonumber(w), tonumber(c)
+    else ${count} = math.max(0, tonumber(c) - (${win} - tonumber(w)) * ${L}) end
   end
 end
 `
@@ -89,17 +101,20 @@ end
     return `do
   local count, windowEnd = ${count} + ${pending}, (${win} + 1) * ${W} - now
   remaining, reset, retry = math.max(0, ${L} - count), 0, 0
-  if count > 0 then reset = windowEnd end
-  if ${denied} > 0 and count + ${denied} > ${L} then retry = windowEnd end
+  if count > 0 then reset = windowEnd + (math.ceil(count / ${L}) - 1) * ${W} end
+  if count + ${denied} > ${L} then retry = windowEnd + (math.max(1, math.ceil((count + ${denied} - ${L}) / ${L})) - 1) * ${W} end
 end
 `
   },
   persist: (r) => {
+    const [L, W] = r.params
     const [win, count] = ['win', 'count'].map(r.v)
-    return `if ${count} > 0 then redis.call('SET', ${r.key}, num(${win}) .. ':' .. num(${count}), 'PX', (${win} + 1) * ${r.params[1]} - now)
+    return `if ${count} > 0 then redis.call('SET', ${r.key}, num(${win}) .. ':' .. num(${count}), 'PX', (${win} + math.ceil(${count} / ${L})) * ${W} - now)
 else redis.call('DEL', ${r.key}) end
 `
   },
+  used: (r) => r.v('count'),
+  limit: (r) => r.params[0]!,
 }
 
 /** @internal */

@@ -169,10 +169,12 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
         // Below 0 only while reserved slots hold the TAT past the tolerance.
         remaining: Math.max(0, Math.floor((tolerance - used) / interval)),
         reset: toMs(used),
-        retryAfter: deniedCost > 0 && missing > 0 ? toMs(missing) : 0,
+        retryAfter: missing > 0 ? toMs(missing) : 0,
       }
     },
     ttl: (state, now) => toMs(ahead(state, now)),
+    // `limit − remaining` unclamped: more than the burst while the TAT is past the tolerance.
+    used: (state, now) => Math.ceil(ahead(state, now) / interval),
     adopt(state, [fromScale, fromInterval], now) {
       const used = Math.max(0, state.tat - now * fromScale!)
       // The units used, `used / fromInterval`, in this rule's ticks, rounded up (exact: BigInt).
@@ -257,7 +259,7 @@ end
   local used = ${r.v('ahead')} + ${pending} * ${interval}
   local missing = used + ${denied} * ${interval} - ${tolerance}
   remaining, reset, retry = math.max(0, math.floor((${tolerance} - used) / ${interval})), math.ceil(used / ${scale}), 0
-  if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${scale}) end
+  if missing > 0 then retry = math.ceil(missing / ${scale}) end
 end
 `
   },
@@ -266,6 +268,8 @@ end
   if ttl > 0 then redis.call('SET', ${r.key}, num(${r.v('tat')}), 'PX', num(ttl)) else redis.call('DEL', ${r.key}) end
 end
 `,
+  used: (r) => `math.ceil(${r.v('ahead')} / ${r.params[1]})`,
+  limit: (r) => `${r.params[2]} / ${r.params[1]}`,
 }
 
 /** @internal */

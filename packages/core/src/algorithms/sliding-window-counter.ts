@@ -71,7 +71,7 @@ function slidingWindowCounterLogic(
     report(state, now, pending, deniedCost) {
       const curr = state.curr + pending
       const free = Math.floor((limit * windowMs - weight(state, now)) / windowMs)
-      const denied = deniedCost > 0 && weight(state, now) + (curr + deniedCost) * windowMs > limit * windowMs
+      const denied = weight(state, now) + (curr + deniedCost) * windowMs > limit * windowMs
       return {
         remaining: Math.max(0, free - curr),
         reset: resetOf(curr, state.prev, windowMs - elapsedOf(state, now), windowMs),
@@ -79,6 +79,8 @@ function slidingWindowCounterLogic(
       }
     },
     ttl: (state, now) => resetOf(state.curr, state.prev, windowMs - elapsedOf(state, now), windowMs),
+    // `limit − remaining` unclamped: the estimate, rounded up.
+    used: (state, now) => state.curr + Math.ceil(weight(state, now) / windowMs),
   }
 }
 
@@ -149,7 +151,7 @@ end
   remaining = math.max(0, math.floor((${LW} - weight) / ${W}) - c)
   if c > 0 then reset = untilNext + ${W} elseif ${prev} > 0 then reset = untilNext else reset = 0 end
   retry = 0
-  if ${denied} > 0 and weight + (c + ${denied}) * ${W} > ${LW} then
+  if weight + (c + ${denied}) * ${W} > ${LW} then
     local budget = ${LW} - (${curr} + ${denied}) * ${W}
     if budget >= 0 and ${prev} > 0 then retry = untilNext - math.floor(budget / ${prev}) end
     if retry <= 0 or retry >= untilNext then
@@ -170,6 +172,11 @@ elseif ${prev} > 0 then redis.call('SET', ${r.key}, ${value}, 'PX', ${W} - ${ela
 else redis.call('DEL', ${r.key}) end
 `
   },
+  used: (r) => {
+    const W = r.params[1]
+    return `${r.v('curr')} + math.ceil(${r.v('prev')} * (${W} - ${r.v('elapsed')}) / ${W})`
+  },
+  limit: (r) => `${r.params[0]} / ${r.params[1]}`,
 }
 
 /** @internal */

@@ -10,7 +10,7 @@ import type {
 
 /**
  * Timestamps of admitted requests, oldest first, in a ring buffer that grows up to `limit` entries (further with
- * reserved slots: at most `limit` per window up to the latest slot).
+ * reserved slots: at most `limit` per window up to the latest slot; up to 2 × `limit` with a settle's debt).
  */
 interface SlidingWindowLogState {
   times: Float64Array
@@ -26,6 +26,14 @@ const INITIAL_CAPACITY = 8
  * or the token bucket, whose work does not depend on the cost.
  */
 export const LOG_MAX_COST = 1_000
+/**
+ * A charge past the limit (`Store.charge`: a settle's debt) keeps at most this many times `limit` entries, the
+ * newest, dropping the oldest. Every decision stays exact: whether a request fits, its wait, `remaining` and
+ * `reset` depend only on the newest `limit` + cost entries (the oldest leave the window first, and a cost never
+ * exceeds the limit), and a unit counts for one window whatever its number. It bounds the log's memory and a
+ * charge's work by the limit, whatever `maxDebt` allows.
+ */
+const DEBT_CAP = 2
 
 /**
  * Sliding window log: the timestamps of admitted requests (never of denied ones, so a flood cannot grow
@@ -91,7 +99,13 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
     consume(state, now, cost) {
       // A clock that steps back must not unsort the log: such a request counts as arriving with the newest.
       const time = state.size > 0 ? Math.max(now, newest(state)) : now
-      for (let i = 0; i < cost; i++) push(state, time, limit)
+      const kept = Math.min(cost, DEBT_CAP * limit)
+      for (let i = 0; i < kept; i++) push(state, time, limit)
+      // NOTE: a charge past the limit (a settle's debt) keeps the newest 2 × limit entries (`DEBT_CAP`).
+      while (state.size > DEBT_CAP * limit) {
+        state.head = (state.head + 1) % state.times.length
+        state.size--
+      }
     },
     // Once the `excess` oldest entries have left; and never before the newest entry (a reserved slot), so that
     // slots are reserved first come, first served and the log stays sorted.
@@ -120,14 +134,11 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
         reset: count === 0 ? 0 : pending > 0 ? windowMs : newest(state) + windowMs - now,
         // The request passes once the `excess` oldest entries have left (pending ones, at `now`, last).
         retryAfter:
-          deniedCost > 0 && excess > 0
-            ? excess > state.size
-              ? windowMs
-              : at(state, excess - 1) + windowMs - now
-            : 0,
+          excess > 0 ? (excess > state.size ? windowMs : at(state, excess - 1) + windowMs - now) : 0,
       }
     },
     ttl: (state, now) => (state.size > 0 ? newest(state) + windowMs - now : 0),
+    used: (state) => state.size,
   }
 }
 
@@ -144,7 +155,7 @@ if type(redis.pcall('ZREMRANGEBYSCORE', ${r.key}, '-inf', num(now - ${r.params[1
 else ${r.v('size')} = redis.call('ZCARD', ${r.key}) end
 `,
   fits: (r, cost) => `${r.v('size')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => logConsume(r, cost, 'now'),
+  consume: (r, cost) => logConsume(r, cost, 'now', true),
   wait: (r, cost) => {
     const [L, W] = r.params
     const size = r.v('size')
@@ -158,7 +169,7 @@ end
 `
   },
   // The wait is never before the newest entry: consuming at `at` puts the entries at `at` itself.
-  reserve: (r, cost, at) => logConsume(r, cost, at),
+  reserve: (r, cost, at) => logConsume(r, cost, at, false),
   refund: (r, cost, at) => `do
   local members = redis.call('ZRANGEBYSCORE', ${r.key}, num(${at}), num(${at}), 'LIMIT', 0, ${cost})
   if #members > 0 then
@@ -187,7 +198,7 @@ end
     if ${pending} > 0 then reset = ${W}
     else reset = tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2]) + ${W} - now end
   end
-  if ${denied} > 0 and excess > 0 then
+  if excess > 0 then
     retry = tonumber(redis.call('ZRANGE', ${r.key}, excess - 1, excess - 1, 'WITHSCORES')[2]) + ${W} - now
   end
 end
@@ -198,17 +209,32 @@ end
   redis.call('PEXPIRE', ${r.key}, num(newest + ${r.params[1]} - now))
 else redis.call('DEL', ${r.key}) end
 `,
+  used: (r) => r.v('size'),
+  limit: (r) => r.params[0]!,
 }
 
-/** The log's consume at `time` (a Lua expression): entries at `max(time, newest)`. */
-function logConsume(r: LuaRule, cost: string, time: string): string {
+/**
+ * The log's consume at `time` (a Lua expression): entries at `max(time, newest)`. `capped`: a charge's, which keeps
+ * the newest `DEBT_CAP` × limit entries (see `DEBT_CAP`).
+ */
+function logConsume(r: LuaRule, cost: string, time: string, capped: boolean): string {
+  const size = r.v('size')
+  const cap = `${DEBT_CAP} * ${r.params[0]}`
+  const count = capped ? `math.min(${cost}, ${cap})` : cost
+  const trim = capped
+    ? `  if ${size} > ${cap} then
+    redis.call('ZREMRANGEBYRANK', ${r.key}, 0, ${size} - ${cap} - 1)
+    ${size} = ${cap}
+  end
+`
+    : ''
   return `do
   local time = ${time}
-  if ${r.v('size')} > 0 then time = math.max(time, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])) end
+  if ${size} > 0 then time = math.max(time, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2])) end
   local t = num(time)
   -- Members t:1, t:2, ... in batches of ZADD NX: a number freed by a refund is taken again, a taken one
   -- is skipped (NX adds nothing for it) and the batch continues past it.
-  local n, left = redis.call('ZCOUNT', ${r.key}, t, t), ${cost}
+  local n, left = redis.call('ZCOUNT', ${r.key}, t, t), ${count}
   while left > 0 do
     local args = {}
     for _ = 1, math.min(left, 256) do
@@ -218,8 +244,8 @@ function logConsume(r: LuaRule, cost: string, time: string): string {
     end
     left = left - redis.call('ZADD', ${r.key}, 'NX', unpack(args))
   end
-  ${r.v('size')} = ${r.v('size')} + ${cost}
-end
+  ${size} = ${size} + ${count}
+${trim}end
 `
 }
 

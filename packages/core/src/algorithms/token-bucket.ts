@@ -152,10 +152,12 @@ function tokenBucketLogic(
         // Below 0 only while reserved slots are owed.
         remaining: Math.max(0, Math.floor(tokens / intervalMs)),
         reset: untilFull(tokens),
-        retryAfter: deniedCost > 0 && missing > 0 ? Math.ceil(missing / refillRate) : 0,
+        retryAfter: missing > 0 ? Math.ceil(missing / refillRate) : 0,
       }
     },
     ttl: (state) => untilFull(state.tokens),
+    // `limit − remaining` unclamped: more than the capacity while tokens are owed.
+    used: (state) => Math.ceil((full - state.tokens) / intervalMs),
     adopt(state, [fromCapacity, fromRate], now) {
       if (Number.isNaN(state.last)) return
       // Refilled to now at the rate it was kept under, then the units used carried over (an override keeps the
@@ -252,7 +254,7 @@ end
   local tokens = ${tokens} - ${pending} * ${interval}
   local missing = ${denied} * ${interval} - ${tokens}
   remaining, reset, retry = math.max(0, math.floor(tokens / ${interval})), math.ceil((${full} - tokens) / ${rate}), 0
-  if ${denied} > 0 and missing > 0 then retry = math.ceil(missing / ${rate}) end
+  if missing > 0 then retry = math.ceil(missing / ${rate}) end
 end
 `
   },
@@ -266,6 +268,8 @@ end
 end
 `
   },
+  used: (r) => `math.ceil((${r.params[0]} - ${r.v('tokens')}) / ${r.params[2]})`,
+  limit: (r) => `${r.params[0]} / ${r.params[2]}`,
 }
 
 /** @internal */

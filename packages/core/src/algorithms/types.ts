@@ -56,6 +56,10 @@ export interface LuaTwin {
   load(r: LuaRule): string
   /** An expression: whether `cost` fits. */
   fits(r: LuaRule, cost: string): string
+  /**
+   * Statements recording `cost` at now (`AlgorithmLogic.consume`), past the limit too: a charge (`Store.charge`)
+   * may leave the rule owing units.
+   */
   consume(r: LuaRule, cost: string): string
   refund(r: LuaRule, cost: string, at: string): string
   /**
@@ -72,6 +76,10 @@ export interface LuaTwin {
   give?(r: LuaRule, cost: string): string
   /** Statements assigning the script's `remaining`, `reset` and `retry` (see `AlgorithmLogic.report`). */
   report(r: LuaRule, pending: string, denied: string): string
+  /** An expression: the units the rule counts now (`AlgorithmLogic.used`), after `load`. */
+  used(r: LuaRule): string
+  /** An expression: the rule's limit in units (`Rule.limit` of the rule in force), after `load`. */
+  limit(r: LuaRule): string
   /**
    * Statements saving the state with its TTL, or deleting the key when the state equals a fresh one.
    * `keepTtl`: true after a consume, where the twin may keep the TTL the key has when its state shows that the
@@ -84,6 +92,12 @@ export interface LuaTwin {
 export interface RuleOutcome {
   /** How many cost-1 requests this rule would still admit now. */
   remaining: number
+  /**
+   * A peek's only (`Store.peek`, `peekStored`): the units this rule counts now, which may exceed its limit (a limit
+   * lowered by an override, or a settle's debt: `Store.charge`). A store that leaves it out gets `limit − remaining`
+   * reported instead.
+   */
+  used?: number
   /** Wait until this rule's whole quota is free again, if nothing else arrived (0 when it already is). */
   reset: number
   /**
@@ -109,7 +123,12 @@ export interface AlgorithmLogic<S> {
   advance(state: S, now: number): void
   /** Whether a request of `cost` passes now. */
   fits(state: S, now: number, cost: number): boolean
-  /** Records an admitted request of `cost` at `now`. */
+  /**
+   * Records an admitted request of `cost` at `now`; also a charge (`Store.charge`), which may take the state past
+   * the limit: the rule then owes the units above it until they have passed at its rate (the fixed window carries
+   * them into the next windows, the sliding windows keep them in their counts, the token bucket goes below zero,
+   * GCRA moves its TAT past the tolerance). Nothing is admitted while a rule owes units.
+   */
   consume(state: S, now: number, cost: number): void
   /**
    * Reservation (`delay`, `RateLimiter.wait`): the wait (ms, whole) from `now` until a request of `cost` may go
@@ -146,6 +165,11 @@ export interface AlgorithmLogic<S> {
   report(state: S, now: number, pending: number, deniedCost: number): RuleOutcome
   /** How long the state matters; 0 when it equals a fresh state and may be dropped. */
   ttl(state: S, now: number): number
+  /**
+   * The units the rule counts now, the state advanced to `now`: `limit − remaining` while that is not below 0,
+   * and more than `limit` when it owes units (a limit lowered by an override, or a settle's debt).
+   */
+  used(state: S, now: number): number
   /**
    * An override changed the rule's rate (algorithms/override.ts): converts `state`, kept under the parameters
    * `from` (the `Rule.script.params` it was written with), to this rule's, keeping the units used and rounding

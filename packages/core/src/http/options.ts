@@ -41,6 +41,7 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
     | 'penalty'
     | 'reservationHorizon'
     | 'overrides'
+    | 'maxDebt'
   > {
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)

@@ -24,6 +24,8 @@ export interface GiveBackParts {
   blocked: BlockedCache | undefined
   /** The store request of `key` and `cost`; throws for a bad key or cost. */
   request: (key: string, cost: number) => StoreRequest
+  /** The limiter's `maxDebt`: undefined, each rule's limit. */
+  maxDebt: number | undefined
 }
 
 /** What one result has been through: its pending settle/refund calls, and whether it was refunded. */
@@ -100,7 +102,11 @@ export class GiveBackLedger {
       return done ? { charged: 0, refunded, uncharged: 0 } : none
     }
     const extra = actualCost - result.cost
-    const charged = await gateway.charge({ ...base, cost: extra })
+    // In full, as far as `maxDebt` lets each rule owe units past its limit (`Store.charge`).
+    const { maxDebt } = this.#parts
+    const charged = await gateway.charge(
+      maxDebt === undefined ? { ...base, cost: extra } : { ...base, cost: extra, maxDebt },
+    )
     if (charged === undefined) return none
     result.cost += charged
     shiftRemaining(result, -charged)

@@ -121,6 +121,7 @@ export class RateLimiter {
       rules: modes,
       blocked: this.#blocked,
       request: (key, cost) => this.#request(key, cost),
+      maxDebt: config.maxDebt,
     })
   }
 
@@ -292,8 +293,9 @@ export class RateLimiter {
   /**
    * Reserve-then-settle: the request was admitted with an estimated `cost`; now its actual cost is known (e.g.
    * LLM tokens used). A smaller actual cost gives the difference back (the refund rules of each algorithm); a
-   * larger one charges the difference at once, atomically, up to what the rules still admit (never below
-   * zero: the rest is reported as `uncharged`). `result.cost` becomes what is charged now, so that a later
+   * larger one charges the difference at once, atomically and in full: a rule taken past its limit owes the excess
+   * until it has passed at its rate, up to `maxDebt` (what that bound leaves out is reported as `uncharged`).
+   * `result.cost` becomes what is charged now, so that a later
    * `refund(result)` gives back the right amount, and `result.remaining` (and each rule's) follows what was
    * given back or charged. Calls on one result (`settle`, `refund`) run one after the other, in call order, and
    * each sees what the previous left: a second `settle` with the same actual cost does nothing, and a `settle` after a `refund` settles nothing. Waits at most `timeout`; a store failure is

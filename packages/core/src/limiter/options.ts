@@ -9,7 +9,7 @@ import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { throttledErrorLog } from '../support/report.js'
-import { fnOption, oneOf, prefixOption } from '../support/validators.js'
+import { fnOption, oneOf, prefixOption, wholeNumber } from '../support/validators.js'
 import type { BlockedCacheOptions } from './blocked-cache.js'
 import { type Identity, namespaceOf, overrideScopeOf, parseGroup } from './namespaces.js'
 import { parseNearLimit } from './near-limit.js'
@@ -144,6 +144,14 @@ export interface RateLimiterOptions {
    * that keeps them (MemoryStore, RedisStore, SyncedStore, the Durable Object store). @default false
    */
   overrides?: boolean
+  /**
+   * The most units a `settle` may leave each rule owing beyond its limit. An actual cost above the estimate is
+   * charged in full, and a rule taken past its limit owes the excess until it has passed at the rule's rate
+   * (docs/policies.md): nothing of the key passes meanwhile, `remaining` reads 0 and `Retry-After` counts the debt.
+   * Only what this bound leaves out is `uncharged`. A whole number; 0 charges only what the rules still admit.
+   * @default each rule's `limit`: one window (the token bucket's capacity, GCRA's burst)
+   */
+  maxDebt?: number
 }
 
 /** The limiter's option names other than `rules`: the middleware options share them (http/options.ts). */
@@ -165,6 +173,7 @@ export const LIMITER_OPTION_FLAGS = {
   penalty: true,
   reservationHorizon: true,
   overrides: true,
+  maxDebt: true,
 } as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
 const OBSERVER_NAMES = namesOf<RateLimitObserver>({
@@ -216,6 +225,8 @@ export interface LimiterConfig {
   reservationHorizonMs: number
   /** With `overrides: true`: the scope of the limiter's override records in its store (`overrideScopeOf`). */
   overrides: string | undefined
+  /** `maxDebt`; undefined: each rule's limit. */
+  maxDebt: number | undefined
 }
 
 /**
@@ -325,7 +336,10 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
     }
   }
   const overrides = parseOverrides(options.overrides, store)
+  const { maxDebt } = options
+  if (maxDebt !== undefined) wholeNumber(maxDebt, 'maxDebt', { min: 0 })
   return {
+    maxDebt,
     overrides: overrides ? overrideScopeOf(prefix, group, name, identity) : undefined,
     name: name ?? namespace,
     shadow,

@@ -13,7 +13,11 @@ export interface InspectedRule {
   limit: number
   /** Whether an override set that limit. */
   overridden: boolean
-  /** Units used now (`limit` − `remaining`). */
+  /**
+   * Units the rule counts now, as its store keeps them: more than `limit` when the key owes units (a limit lowered
+   * by an override leaves what was counted under the higher one; a settle's debt, up to the limiter's `maxDebt`).
+   * A store that does not report it (a custom store) gives `limit` − `remaining`.
+   */
   used: number
   /** Cost-1 requests that would pass now. */
   remaining: number
@@ -49,7 +53,7 @@ export function inspectionOf(key: string, request: StoreRequest, decision: Decis
       algorithm: each.rule.algorithm,
       limit: each.rule.limit,
       overridden: each.rule !== request.rules[i],
-      used: Math.max(0, each.rule.limit - each.remaining),
+      used: decision.outcomes[i]?.used ?? Math.max(0, each.rule.limit - each.remaining),
       remaining: decision.manualBlock === undefined ? each.remaining : 0,
       nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
       reset: each.reset,

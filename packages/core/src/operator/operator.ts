@@ -262,11 +262,14 @@ export class LimiterOperator {
     tell(target, { key, action: 'give', units })
   }
 
-  /** `take`: charges up to `units` of `key` in every rule now (as far as they admit); resolves the units charged. */
+  /**
+   * `take`: charges up to `units` of `key` in every rule now, as far as they admit (never past a limit, unlike a
+   * settle: `maxDebt: 0`); resolves the units charged.
+   */
   async take(key: string, units: number): Promise<number> {
     const target = this.#target
     wholeNumber(units, 'units', { min: 1, code: 'ERR_RATEWINDOW_INVALID_COST' })
-    const request = target.request(key, units, false)
+    const request: StoreRequest = { ...target.request(key, units, false), maxDebt: 0 }
     const store = storeFor(target, 'charge', 'take')
     const { charged } = await target.gateway.operate('take', () => store.charge!(request))
     tell(target, { key, action: 'take', units: charged })

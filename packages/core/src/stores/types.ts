@@ -34,6 +34,12 @@ export interface StoreRequest extends StoreTarget {
    * it now for that time (its slot is reserved) and answers `allowed` with `wait`; beyond it, denied as usual.
    */
   reserve?: number
+  /**
+   * For `charge`: the most units each rule may be left owing beyond its limit (a whole number). Absent: each rule's
+   * `limit` (one window; the token bucket's capacity, GCRA's burst), the settle's default; 0: only what every rule
+   * still admits, never more (the operator's `take`).
+   */
+  maxDebt?: number
 }
 
 export interface RefundRequest extends StoreRequest {
@@ -123,9 +129,13 @@ export interface Store {
   /** Gives back the cost of an admitted request (for `skipFailedRequests` and friends). */
   refund(request: RefundRequest, within?: CallBound): Awaitable<void>
   /**
-   * Charges as much of `cost` as every rule still admits, never more (for `RateLimiter.settle`: an actual cost
-   * above the estimate). Returns the units charged, and faults dealt with as in `Decision.notices`. Optional:
-   * without it, `settle` reports an error to `onError` and charges nothing.
+   * Charges `cost` to every rule now, in full as far as it leaves no rule more than `request.maxDebt` units past its
+   * limit: the largest k <= `cost` such that each rule would admit k − maxDebt. A rule taken past its limit owes the
+   * units above it until they have passed at its rate (`AlgorithmLogic.consume`): nothing is admitted meanwhile,
+   * `remaining` reads 0 and `retryAfter` counts the debt. For `RateLimiter.settle` (an actual cost above the
+   * estimate) and the operator's `take` (`maxDebt: 0`). A manual block does not stop it. Returns the units charged,
+   * and faults dealt with as in `Decision.notices`. Optional: without it, `settle` reports an error to `onError`
+   * and charges nothing.
    */
   charge?(
     request: StoreRequest,

@@ -69,6 +69,12 @@ export function describeOverrides(suite: SuiteContext): void {
       await limiter.overrides.set('k', { limit: 3 })
       expect(await limiter.limit('k')).toMatchObject({ allowed: false, limit: 3, remaining: 0 })
       expect(await limiter.overrides.get('k')).toEqual({ limit: 3 })
+      // `inspect` tells what is counted, above the lowered limit (issue 45: it showed 3).
+      expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({
+        limit: 3,
+        used: 6,
+        remaining: 0,
+      })
       await limiter.overrides.delete('k')
       expect(await limiter.overrides.get('k')).toBeUndefined()
       expect(await limiter.limit('k')).toMatchObject({ allowed: true, limit: 10, remaining: 3 })

@@ -1,4 +1,7 @@
-/** Reserve-then-settle: overestimates given back, underestimates charged, settle and refund once per result. */
+/**
+ * Reserve-then-settle: overestimates given back, underestimates charged in full (up to each rule's `maxDebt` past
+ * its limit), settle and refund once per result.
+ */
 import {
   fixedWindow,
   gcra,
@@ -22,7 +25,7 @@ export function describeReserveThenSettle(suite: SuiteContext): void {
       ['token bucket', () => tokenBucket({ capacity: 10, refillRate: 1, interval: '1h' })],
       ['GCRA', () => gcra({ limit: 1, window: '1h', burst: 10 })],
     ])(
-      '%s: an overestimate is given back, an underestimate charged up to the quota left',
+      '%s: an overestimate is given back, an underestimate charged in full up to one limit past the quota',
       async (_, make) => {
         const { limiter } = await setup(make())
         const first = await limiter.limit('k', { cost: 4 })
@@ -32,12 +35,13 @@ export function describeReserveThenSettle(suite: SuiteContext): void {
         const second = await limiter.limit('k', { cost: 2 })
         expect(await limiter.settle(second, 5)).toEqual({ charged: 3, refunded: 0, uncharged: 0 })
         expect((await limiter.peek('k', { cost: 0 })).remaining).toBe(4)
+        // 7 used of 10: 13 more leave the rule 10 past its limit (`maxDebt`: one limit); the other 36 are not charged.
         const third = await limiter.limit('k', { cost: 1 })
-        expect(await limiter.settle(third, 50)).toEqual({ charged: 3, refunded: 0, uncharged: 46 })
+        expect(await limiter.settle(third, 50)).toEqual({ charged: 13, refunded: 0, uncharged: 36 })
         expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
         expect((await limiter.peek('k', { cost: 0 })).remaining).toBe(0)
         // A later refund gives back what is charged now, not the estimate.
-        expect(third.cost).toBe(4)
+        expect(third.cost).toBe(14)
       },
     )
 
@@ -116,19 +120,20 @@ export function describeReserveThenSettle(suite: SuiteContext): void {
       )
     }
 
-    it('several rules: the charge is what every rule still admits; a denied result settles nothing', async () => {
+    it('several rules: the charge is what leaves no rule more than its limit past it; a denied result settles nothing', async () => {
       const { limiter } = await setup([
         fixedWindow({ limit: 10, window: '1h' }),
         slidingWindowLog({ limit: 4, window: '1m' }),
       ])
       const result = await limiter.limit('k')
-      expect(await limiter.settle(result, 9)).toEqual({ charged: 3, refunded: 0, uncharged: 5 })
-      expect((await limiter.peek('k', { cost: 0 })).rules.map((rule) => rule.remaining)).toEqual([6, 0])
+      // The log, 1 used of 4, may owe 4 more: 7 charged, leaving the fixed window at 8 of 10.
+      expect(await limiter.settle(result, 9)).toEqual({ charged: 7, refunded: 0, uncharged: 1 })
+      expect((await limiter.peek('k', { cost: 0 })).rules.map((rule) => rule.remaining)).toEqual([2, 0])
       const denied = await limiter.limit('k')
       expect(await limiter.settle(denied, 3)).toEqual({ charged: 0, refunded: 0, uncharged: 2 })
     })
 
-    it('charges equal the reference model: the largest cost every rule admits', async () => {
+    it('charges and the decisions after them equal the reference model: the largest cost leaving each rule at most its limit past it', async () => {
       await fc.assert(
         fc.asyncProperty(
           traceArbitrary(),
@@ -144,10 +149,17 @@ export function describeReserveThenSettle(suite: SuiteContext): void {
               const expected = decide(rules, history, clock.now, step.cost, true)
               const result = await limiter.limit(step.key, { cost: step.cost })
               expect(result.allowed).toBe(expected.allowed)
+              // Truthful while a rule owes units: nothing left, and the wait until the request fits again.
+              expect(result.retryAfter).toBe(expected.retryAfter)
+              expect(result.rules.map((rule) => rule.remaining)).toEqual(expected.remaining)
+              expect(result.rules.map((rule) => rule.reset)).toEqual(expected.reset)
               if (!result.allowed) continue
               const extra = extras[i]!
               let k = extra
-              while (k > 0 && !rules.every((rule, r) => fits(rule, history[r]!, clock.now, k))) k--
+              // The default `maxDebt`: each rule may owe its own limit.
+              const leaves = (k: number) =>
+                rules.every((rule, r) => fits(rule, history[r]!, clock.now, k - rule.limit))
+              while (k > 0 && !leaves(k)) k--
               if (k > 0) for (const h of history) h.push({ time: clock.now, cost: k })
               const settled = await limiter.settle(result, step.cost + extra)
               expect(settled).toEqual({ charged: k, refunded: 0, uncharged: extra - k })

@@ -37,8 +37,9 @@ export function decideLocally(
     if (wait > 0) logic.reserve!(states[i], now, now + wait, cost)
     else if (allowed && write) logic.consume(states[i], now, cost)
     // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
-    // A peek reports the units free now, not what would be left after it (nothing is pending).
+    // A peek reports the units free now, not what would be left after it (nothing is pending), and those used.
     outcomes[i] = logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost)
+    if (!write && !pending) outcomes[i]!.used = logic.used(states[i], now)
   }
   if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
     blocked = recordDenial(penalty, penaltyState, now)
@@ -70,8 +71,11 @@ export function reservedWait(
 }
 
 /**
- * Charges as much of `cost` as every rule still admits (the largest k <= cost that fits all; "fits" only gets
- * harder as k grows), for `RateLimiter.settle`. The Redis script's charge mode runs the same steps.
+ * Charges `cost` (`Store.charge`, for `RateLimiter.settle` and the operator's `take`): the largest k <= cost that
+ * leaves no rule more than its `maxDebt` past its limit ("fits" only gets harder as k grows, and is linear in the
+ * cost, so that k fits with a debt of D where k − D fits). `maxDebt`: units per rule; undefined, each rule's
+ * `limit` (one window); 0, what every rule still admits and never more. The Redis script's charge mode runs the
+ * same steps.
  * @internal
  */
 export function chargeLocally(
@@ -79,17 +83,19 @@ export function chargeLocally(
   states: unknown[],
   now: number,
   cost: number,
+  maxDebt?: number,
 ): { charged: number; decision: Decision } {
   let k = cost
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
+    const debt = maxDebt ?? rules[i]!.limit
     logic.advance(states[i], now)
-    if (logic.fits(states[i], now, k)) continue
+    if (logic.fits(states[i], now, k - debt)) continue
     let lo = 0
     let hi = k - 1
     while (lo < hi) {
       const mid = Math.ceil((lo + hi) / 2)
-      if (logic.fits(states[i], now, mid)) lo = mid
+      if (logic.fits(states[i], now, mid - debt)) lo = mid
       else hi = mid - 1
     }
     k = lo

@@ -160,9 +160,18 @@ export function giveKey(rules: readonly Rule[], state: KeyStateData, now: number
   })
 }
 
-/** @internal Charges as much of `cost` as every rule of `state` still admits; returns the units charged. */
-export function chargeKey(rules: readonly Rule[], state: KeyStateData, now: number, cost: number): number {
-  return chargeLocally(rules, state.states, now, cost).charged
+/**
+ * @internal Charges `cost` to every rule of `state`, as far as it leaves none more than `maxDebt` past its limit
+ * (`chargeLocally`); returns the units charged.
+ */
+export function chargeKey(
+  rules: readonly Rule[],
+  state: KeyStateData,
+  now: number,
+  cost: number,
+  maxDebt: number | undefined,
+): number {
+  return chargeLocally(rules, state.states, now, cost, maxDebt).charged
 }
 
 /**

@@ -155,7 +155,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   charge(request: StoreRequest): { charged: number } {
     let charged = 0
     this.#change(request, true, (rules, entry, now) => {
-      charged = chargeKey(rules, entry, now, request.cost)
+      charged = chargeKey(rules, entry, now, request.cost, request.maxDebt)
     })
     return { charged }
   }

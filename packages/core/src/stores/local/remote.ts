@@ -69,6 +69,8 @@ export interface EncodedStoreRequest {
   penalty?: readonly [number, number, number, number, number]
   /** The limiter's override scope (`StoreTarget.overrides`): the key's override record is read under it. */
   overrides?: string
+  /** A charge's `maxDebt` (`StoreRequest.maxDebt`), when the call sets one. */
+  maxDebt?: number
 }
 
 /**
@@ -112,6 +114,8 @@ export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundR
   if (overrides !== undefined) encoded.overrides = overrides
   const { at } = request as RefundRequest
   if (at !== undefined) encoded.at = at
+  const { maxDebt } = request as StoreRequest
+  if (maxDebt !== undefined) encoded.maxDebt = maxDebt
   const { penalty } = request
   if (penalty !== undefined)
     encoded.penalty = [penalty.after, penalty.within, penalty.block, penalty.factor, penalty.maxBlock]
@@ -218,7 +222,7 @@ export function applyToKeyState(
     case 'charge': {
       const next = live ?? fresh(rules)
       const inForce = tuneKey(rules, next, record, now)
-      const charged = chargeKey(inForce, next, now, request.cost)
+      const charged = chargeKey(inForce, next, now, request.cost, request.maxDebt)
       return { charged, ...kept(inForce, penalty, next, now) }
     }
   }

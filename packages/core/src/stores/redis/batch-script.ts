@@ -132,7 +132,7 @@ for c = 1, calls do
     set = -set
     local mode = ARGV[a + 1]
     args[1], args[2], args[3] = mode, ARGV[a + 2], ARGV[a + 3]
-    if mode == '2' or mode == '4'${body.includes("mode == '5'") ? " or mode == '5'" : ''} then args[last] = ARGV[a + 4] else args[last] = nil end
+    if mode == '2' or mode == '3' or mode == '4'${body.includes("mode == '5'") ? " or mode == '5'" : ''} then args[last] = ARGV[a + 4] else args[last] = nil end
     a = a + 5
   end
   local base = (set - 1) * perCall
@@ -182,7 +182,7 @@ export interface BatchCall {
   /** Epoch ms, or -1: the server's TIME. */
   readonly now: number
   readonly request: { readonly cost: number }
-  /** A refund's `at` or a reservation's longest wait (ms); 0 otherwise. */
+  /** A refund's `at`, a reservation's longest wait (ms) or a charge's `maxDebt` (-1: each rule's limit); 0 otherwise. */
   readonly at: number
   /** With overrides: the client's override record, the last key of its set (same hash tag). */
   readonly record?: string | undefined
@@ -199,7 +199,12 @@ export function callKeys(call: BatchCall, suffixes: readonly string[]): string[]
 export function singleArguments(call: BatchCall, shared: readonly string[]): string[] {
   const args = [MODE_ARGS[call.mode]!, numberArg(call.now), numberArg(call.request.cost)]
   for (const arg of shared) args.push(arg)
-  if (call.mode === MODE.refund || call.mode === MODE.reserve || call.mode === MODE.give)
+  if (
+    call.mode === MODE.refund ||
+    call.mode === MODE.charge ||
+    call.mode === MODE.reserve ||
+    call.mode === MODE.give
+  )
     args.push(numberArg(call.at))
   return args
 }

@@ -224,8 +224,9 @@ export class RedisStore implements Store, ConcurrencyStore {
     if (notices?.[0] !== undefined) throw notices[0]
   }
 
+  /** `Store.charge`: the script's charge mode, with the request's `maxDebt` (-1: each rule's limit). */
   charge(request: StoreRequest, within?: CallBound): Promise<Charged> {
-    return this.#run(request, MODE.charge, 0, within) as Promise<Charged>
+    return this.#run(request, MODE.charge, request.maxDebt ?? -1, within) as Promise<Charged>
   }
 
   /**

@@ -14,7 +14,12 @@ import type { DecisionCall, ScriptCall } from './send-group.js'
  * What a decision call resolves to, read from its record of the reply (script.ts): a `Decision` (a refund's says
  * only that it was applied, at the server's `now`, and what was repaired), or a charge's units.
  */
-export function decodeDecision(scriptCall: ScriptCall, reply: readonly unknown[], start: number): unknown {
+export function decodeDecision(
+  scriptCall: ScriptCall,
+  reply: readonly unknown[],
+  start: number,
+  length: number,
+): unknown {
   const call = scriptCall as DecisionCall
   const { request } = call
   const rules = request.rules.length
@@ -37,6 +42,9 @@ export function decodeDecision(scriptCall: ScriptCall, reply: readonly unknown[]
       retryAfter: Number(reply[at + 2]),
     }
   }
+  // A peek's record ends with the units each rule counts.
+  if (call.mode === MODE.peek)
+    for (let i = 0, at = start + length - rules; i < rules; i++, at++) outcomes[i]!.used = Number(reply[at])
   // A reservation answers 1 + its wait (ms) in place of 1.
   const first = Number(reply[start])
   const decision: Decision = { allowed: first >= 1, now: Number(reply[start + 1]), outcomes }

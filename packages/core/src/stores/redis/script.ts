@@ -32,8 +32,9 @@ const LOCAL_RULES = 10
  * on each call cost Redis 1.8× the CPU of an INCR script per decision).
  *
  * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
- * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle: consume as much of `cost` as every rule still
- *          admits, never more; the reply's first number is the units charged instead of `allowed`), 4 reserve
+ * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle, take: consume `cost` as far as it leaves no rule
+ *          more than the debt given last past its limit; the reply's first number is the units charged instead of
+ *          `allowed`), 4 reserve
  *          (consume; a request over the limit that every rule admits within the wait given last is charged for
  *          its slot, and the reply's first number is 1 + that wait in ms), 5 give (a refund at now whose rules give
  *          back their newest units admitted by now, whatever their times; only in scripts of an algorithm with a
@@ -45,11 +46,13 @@ const LOCAL_RULES = 10
  * then     with overrides: per rule its policy name and GCRA's window in ms (0 for the others); the last key is
  *          the client's override record (override-lua.ts), read in this execution
  * last     refund only: the `at` (epoch ms) of the decision being refunded (give: now); reserve only: the longest
- *          wait (ms)
+ *          wait (ms); charge only: the units each rule may owe past its limit (`StoreRequest.maxDebt`), or -1 for
+ *          each rule's limit
  *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
  * then `repaired`, then with a penalty how long the key stays blocked (ms), then with overrides the record's JSON
- * or '' }. A refund returns { 1, now, repaired }.
+ * or '', then for a peek only, per rule: the units it counts (`RuleOutcome.used`) }. A refund returns
+ * { 1, now, repaired }.
  * `repaired` is a bit mask, bit i − 1 for rule i: that rule's key held a state the algorithm cannot read
  * (another Redis type, unparsable content) and was deleted and decided from a fresh state, or it had no TTL
  * and got one on a request that wrote nothing (a peek, a denial). The store reports it (RedisStore:
@@ -106,14 +109,19 @@ if not (${twin.fits(r, 'cost')}) then allowed = false end
   const penaltyArgs = arg
   // Reservation: the largest of the rules' waits; an algorithm that cannot reserve makes it infinite.
   const waits = each((twin, r) => twin.wait?.(r, 'cost') ?? 'w = math.huge\n')
+  // "Fits" is linear in the cost: k leaves the rule at most d past its limit where k − d fits.
   const charge = each(
-    (twin, r) => `if not (${twin.fits(r, 'k')}) then
-  local lo, hi = 0, k - 1
-  while lo < hi do
-    local mid = math.ceil((lo + hi) / 2)
-    if ${twin.fits(r, 'mid')} then lo = mid else hi = mid - 1 end
+    (twin, r) => `do
+  local d = maxDebt
+  if d < 0 then d = ${twin.limit(r)} end
+  if not (${twin.fits(r, '(k - d)')}) then
+    local lo, hi = 0, k - 1
+    while lo < hi do
+      local mid = math.ceil((lo + hi) / 2)
+      if ${twin.fits(r, '(mid - d)')} then lo = mid else hi = mid - 1 end
+    end
+    k = lo
   end
-  k = lo
 end
 `,
   )
@@ -125,6 +133,7 @@ end
     ...(penalty ? ['blocked'] : []),
     ...(overrides ? ['orec'] : []),
   ]
+  const used = rules.map((r, i) => twins[i]!.used(r))
   // NOTE: the mode stays a string (compared with constants: Lua interns strings, so that is one pointer compare),
   // and the usual `now` (-1) and cost (1) are recognised the same way: tonumber parses text on every call.
   const body = `local mode, now, cost, server = ARGV[1], -1, 1, ARGV[2] == '-1'
@@ -172,9 +181,9 @@ ${each((twin, r) => `${twin.give === undefined ? twin.refund(r, 'cost', 'at') : 
 end
 
 if mode == '${MODE.charge}' then
-  -- The largest k <= cost that every rule admits ("fits" only gets harder as k grows): a settled cost is
-  -- charged up to the quota left, never below zero.
-  local k = cost
+  -- The largest k <= cost that leaves no rule more than its debt past its limit ("fits" only gets harder as k
+  -- grows): a settled cost is charged in full up to that debt; a take's (debt 0) up to the quota left.
+  local k, maxDebt = cost, tonumber(ARGV[#ARGV])
 ${charge}  allowed, cost = true, k
 end
 
@@ -215,6 +224,9 @@ end
 }local first = allowed and 1 or 0
 if mode == '${MODE.charge}' then first = cost end
 if wait > 0 then first = 1 + wait end
+if mode == '${MODE.peek}' then
+  ${reply([...values, ...used])}
+end
 ${reply(values)}
 `
   // The helper is defined (a closure per call) only in scripts that use it.

@@ -61,7 +61,7 @@ export const countIn = (win: number, view: WindowCounts, sent: WindowCounts, uns
 /**
  * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the three
  * counts a process knows of (the shared view, the sent and the unsent ones), as seen from window `win`, never
- * below zero. Called on every decision: no allocation.
+ * below zero. Called on every decision: no allocation. `limit`: the rule's limit in force.
  */
 export type StateWriter = (
   state: unknown,
@@ -69,6 +69,7 @@ export type StateWriter = (
   view: WindowCounts,
   sent: WindowCounts,
   unsent: WindowCounts,
+  limit: number,
 ) => void
 
 /** @internal The algorithms whose state is counts per fixed window, and so can be synchronised by deltas. */
@@ -79,9 +80,13 @@ export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
     target.curr = countIn(win, view, sent, unsent)
     target.prev = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win))
   },
-  'fixed-window': (state, win, view, sent, unsent) => {
+  'fixed-window': (state, win, view, sent, unsent, limit) => {
     const target = state as { win: number; count: number }
     target.win = win
-    target.count = countIn(win, view, sent, unsent)
+    // NOTE: what the previous window counted beyond the limit (a settle's debt) carries into this one, as the
+    // fixed window's `advance` carries it. The counters keep two windows: a carry into the previous window from
+    // the one before it is not carried again (SyncedStore's bound on a debt, docs/policies.md).
+    const carried = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win) - limit)
+    target.count = countIn(win, view, sent, unsent) + carried
   },
 }

@@ -134,12 +134,18 @@ export function decideFromView(entry: SyncEntry, now: number, cost: number, cons
 }
 
 /**
- * @internal Charges as much of `cost` as every rule still admits in this process's view, under the limits in force
- * (a manual block does not stop it, as in every store); returns the units charged, for `recordAdmitted`.
+ * @internal Charges `cost` in this process's view as far as it leaves no rule more than `maxDebt` past its limit
+ * (`chargeLocally`), under the limits in force (a manual block does not stop it, as in every store); returns the
+ * units charged, for `recordAdmitted`.
  */
-export function chargeFromView(entry: SyncEntry, now: number, cost: number): number {
+export function chargeFromView(
+  entry: SyncEntry,
+  now: number,
+  cost: number,
+  maxDebt: number | undefined,
+): number {
   const record = entry.recordKey === undefined ? undefined : liveOverrideRecord(entry.record, now)
-  return chargeLocally(writeStates(entry, now, record), entry.states, now, cost).charged
+  return chargeLocally(writeStates(entry, now, record), entry.states, now, cost, maxDebt).charged
 }
 
 /**
@@ -149,10 +155,11 @@ export function chargeFromView(entry: SyncEntry, now: number, cost: number): num
 function writeStates(entry: SyncEntry, now: number, record: OverrideRecord | undefined): readonly Rule[] {
   const { rules } = entry.target
   const { writers, states, views, sent, unsent } = entry
+  const inForce = record === undefined ? rules : rulesWith(rules, record.limits)
   for (let i = 0; i < rules.length; i++) {
-    writers[i]!(states[i], windowOf(entry, i, now), views[i]!, sent[i]!, unsent[i]!)
+    writers[i]!(states[i], windowOf(entry, i, now), views[i]!, sent[i]!, unsent[i]!, inForce[i]!.limit)
   }
-  return record === undefined ? rules : rulesWith(rules, record.limits)
+  return inForce
 }
 
 /**

@@ -1,0 +1,115 @@
+/**
+ * Issue 45, item 4: the decision scripts changed (a settle's charge goes past the limit up to `maxDebt`, the fixed
+ * window carries what it counted beyond the limit, a peek reports the units used), and they must read the state
+ * that the previous scripts (commit 41bbd39) left in Redis. That state is written here as those scripts wrote it,
+ * shape by shape (their text is not at hand in CI), for a key with 3 of 5 units used a second ago; then the new
+ * scripts decide on it, a settle above the estimate included, exactly as on a MemoryStore that counted the same 3.
+ */
+import {
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimiter,
+  type RateLimitResult,
+  RedisStore,
+  type Rule,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
+import type { Cluster, Redis } from 'ioredis'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from './support/clock.js'
+import { clusterClient, standaloneClient } from './support/redis.js'
+
+const HOUR = 3_600_000
+/** A time inside a window, so that a second later is still in it. */
+const T0 = 1_700_000_000_000 + 123_000
+const USED = 3
+
+type Client = Redis | Cluster
+/** Each algorithm at 5 units an hour, and the state its 41bbd39 script kept after `USED` units at `T0`. */
+const SHAPES: [string, () => Rule, (client: Client, key: string) => Promise<unknown>][] = [
+  [
+    'fixed window: "<window>:<count>", expiring with the window',
+    () => fixedWindow({ limit: 5, window: '1h' }),
+    (client, key) => {
+      const win = Math.floor(T0 / HOUR)
+      return client.set(key, `${win}:${USED}`, 'PX', (win + 1) * HOUR - T0)
+    },
+  ],
+  [
+    'sliding window log: a sorted set of "<time>:<n>" scored by time',
+    () => slidingWindowLog({ limit: 5, window: '1h' }),
+    async (client, key) => {
+      for (let n = 1; n <= USED; n++) await client.zadd(key, T0, `${T0}:${n}`)
+      return client.pexpire(key, HOUR)
+    },
+  ],
+  [
+    "sliding window counter: three little-endian doubles (struct.pack('<ddd'))",
+    () => slidingWindowCounter({ limit: 5, window: '1h' }),
+    (client, key) => {
+      const win = Math.floor(T0 / HOUR)
+      const packed = Buffer.alloc(24)
+      packed.writeDoubleLE(win, 0)
+      packed.writeDoubleLE(USED, 8)
+      packed.writeDoubleLE(0, 16)
+      return client.set(key, packed, 'PX', 2 * HOUR - (T0 - win * HOUR))
+    },
+  ],
+  [
+    'token bucket: "<scaled tokens>:<last refill>:<last full>"',
+    () => tokenBucket({ capacity: 5, refillRate: 1, interval: '1h' }),
+    // Tokens scaled by the interval: 5 − 3 tokens; a bucket full at T0 until the request.
+    (client, key) => client.set(key, `${2 * HOUR}:${T0}:${T0}`, 'PX', USED * HOUR),
+  ],
+  [
+    'GCRA: the TAT in ticks (here 1 ms: 1 per hour reduces to scale 1)',
+    () => gcra({ limit: 1, window: '1h', burst: 5 }),
+    (client, key) => client.set(key, String(T0 + USED * HOUR), 'PX', USED * HOUR),
+  ],
+]
+
+/** What the new scripts answer along one trace, a second after the old state was written. */
+async function trace(limiter: RateLimiter, clock: ManualClock) {
+  const seen: unknown[] = []
+  const view = (result: RateLimitResult) => {
+    const { allowed, remaining, reset, retryAfter } = result
+    return { allowed, remaining, reset, retryAfter }
+  }
+  clock.set(T0 + 1_000)
+  seen.push(view(await limiter.peek('k')), (await limiter.overrides.inspect('k')).rules[0])
+  const result = await limiter.limit('k')
+  seen.push(view(result))
+  // 4 of 5 used: 6 more leave the rule 5 past its limit, the default `maxDebt`; 2 are not charged.
+  seen.push(await limiter.settle(result, 9))
+  seen.push(view(await limiter.peek('k')), (await limiter.overrides.inspect('k')).rules[0])
+  clock.advance(HOUR)
+  seen.push(view(await limiter.limit('k')))
+  return seen
+}
+
+describe.each([
+  ['standalone', () => standaloneClient()],
+  ['Cluster', () => clusterClient()],
+] as const)('RedisStore on %s: the scripts read the state 41bbd39 wrote', (_topology, makeClient) => {
+  it.each(SHAPES)('%s', async (_shape, make, write) => {
+    const rule = make()
+    const client = makeClient()
+    const clock = new ManualClock(T0)
+    const prefix = `sc${process.pid}x${Math.random().toString(36).slice(2, 8)}`
+    const store = new RedisStore({ client, clock: clock.read })
+    const limiter = new RateLimiter({ rules: rule, store, prefix, timeout: '10s' })
+    await write(client, store.keyFor(limiter.namespace, 'k', rule))
+
+    const memoryClock = new ManualClock(T0)
+    const memory = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: memoryClock.read }) })
+    expect((await memory.limit('k', { cost: USED })).allowed).toBe(true)
+
+    const expected = await trace(memory, memoryClock)
+    expect(expected[2]).toMatchObject({ allowed: true, remaining: 1 })
+    expect(expected[3]).toEqual({ charged: 6, refunded: 0, uncharged: 2 })
+    expect(await trace(limiter, clock)).toEqual(expected)
+  })
+})
