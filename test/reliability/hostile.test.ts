@@ -1,6 +1,7 @@
 import type { Server } from 'node:http'
 import {
   fixedWindow,
+  gcra,
   MemoryStore,
   RateLimitError,
   RateLimiter,
@@ -8,13 +9,14 @@ import {
   type Store,
   SyncedStore,
   tokenBucket,
+  WaitExceededError,
 } from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { rateLimit } from '@ratewindow/express'
 import express from 'express'
 import fc from 'fast-check'
 import request from 'supertest'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FRAMEWORKS, listening, storesOnClock } from '../http/harness.js'
 import { ManualClock } from '../support/clock.js'
 import { standaloneClient } from '../support/redis.js'
@@ -293,6 +295,113 @@ describe.each(storesOnClock('hostile-settle'))(
         }
         // Charged in full: the second minute carries 50, the third 100; 300 units of work in three minutes.
         expect(work).toBe(300)
+      } finally {
+        await server.close()
+      }
+    })
+  },
+)
+
+describe.each(storesOnClock('hostile-block'))(
+  'a block while calls wait for their slots, on the %s (issue 45, item 26)',
+  (_, makeStore) => {
+    beforeEach(() => {
+      // The wait queue's steady clock too: a slot comes only when the test moves time, however slow the machine.
+      vi.useFakeTimers({
+        toFake: ['Date', 'setTimeout', 'clearTimeout', 'performance'],
+        now: 1_700_000_000_000,
+      })
+    })
+    afterEach(() => {
+      vi.useRealTimers()
+    })
+    /** The store on the faked `Date.now()`, which the wait queue's timer follows too. */
+    const store = () => makeStore({ read: () => Date.now() } as ManualClock)
+    /**
+     * Lets the event loop turn (`setImmediate` is not faked) until `condition`, for 10 s of real time at most; with
+     * `step`, the faked time moves on that many ms at each turn (without, no slot comes meanwhile).
+     */
+    async function settled(condition: () => boolean, what: string, step = 0): Promise<void> {
+      const deadline = process.hrtime.bigint() + 10_000_000_000n
+      while (!condition()) {
+        if (process.hrtime.bigint() > deadline) throw new Error(`gave up waiting until ${what}`)
+        if (step > 0) await vi.advanceTimersByTimeAsync(step)
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
+    let unique = 0
+    const prefix = () => `hb${process.pid}x${unique++}`
+
+    it('40 wait() calls of one key, blocked by another process after 5 ran: none runs after the block', async () => {
+      const shared = store()
+      const name = prefix()
+      const api = new RateLimiter({
+        rules: gcra({ limit: 10, window: '1s', burst: 1 }),
+        store: shared,
+        name,
+        overrides: true,
+      })
+      // Another process's limiter of the same name (its rules do not matter), as the CLI or the admin endpoint is.
+      const operator = new RateLimiter({
+        rules: fixedWindow({ limit: 1, window: '1s' }),
+        store: shared,
+        name,
+        overrides: true,
+      })
+      const ran: number[] = []
+      const refused: unknown[] = []
+      for (let i = 0; i < 40; i++)
+        api.wait('k', { maxWait: '10s' }).then(
+          () => ran.push(Date.now()),
+          (error: unknown) => refused.push(error),
+        )
+      // Every slot reserved (one every 100 ms), then time runs until 5 calls ran.
+      await settled(() => ran.length + api.waiting.size === 40, 'every slot is reserved')
+      await settled(() => ran.length >= 5, '5 calls ran', 100)
+      // The faked time stands still while the block is written: no slot comes meanwhile.
+      await operator.overrides.block('k', { for: '1h', reason: 'scraping' })
+      const blockedAt = Date.now()
+      await settled(() => ran.length + refused.length === 40, 'every call ran or was refused', 100)
+      expect(ran.filter((at) => at > blockedAt)).toEqual([])
+      expect(refused.length).toBeGreaterThanOrEqual(30)
+      for (const error of refused) {
+        expect(error).toBeInstanceOf(WaitExceededError)
+        expect((error as WaitExceededError).result.manualBlock).toMatchObject({ reason: 'scraping' })
+      }
+    })
+
+    it('10 requests delayed by `delay`, blocked while they wait: refused as blocked, none served', async () => {
+      let delayed = 0
+      const limiter = rateLimit({
+        algorithm: 'gcra',
+        limit: 1,
+        window: '1s',
+        delay: { max: '15s' },
+        overrides: true,
+        store: store(),
+        prefix: prefix(),
+        key: () => 'client',
+        observer: { onDecision: (event) => void (event.outcome === 'delayed' && delayed++) },
+      })
+      const app = express()
+      app.use(limiter)
+      app.get('/', (_req, res) => {
+        res.send('ok')
+      })
+      const server = await listening(app.listen(0, '127.0.0.1') as Server)
+      try {
+        expect((await request(server.url).get('/')).status).toBe(200)
+        const answers: request.Response[] = []
+        for (let i = 0; i < 10; i++)
+          void request(server.url)
+            .get('/')
+            .then((response) => answers.push(response))
+        // Time stands still until the block is written: every slot comes after it.
+        await settled(() => delayed === 10, '10 requests wait for their slots')
+        await limiter.overrides.block('client', { for: '1h' })
+        await settled(() => answers.length === 10, 'every request is answered', 100)
+        expect(answers.map((response) => response.status)).toEqual(Array(10).fill(429))
+        for (const response of answers) expect(response.text).toContain('Blocked by an operator')
       } finally {
         await server.close()
       }

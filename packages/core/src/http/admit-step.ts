@@ -130,11 +130,15 @@ export class AdmitStep<Req> {
         decision = this.#withSlot(decision, await this.#slots.acquire(key))
         if (!decision.result.allowed) return decision
       }
-      // A client that left gave its slot back while waiting (the limiter's `waitForSlot`).
-      if (await this.#room!.wait(limiter, result, request)) return decision
+      // A client that left, or a key blocked meanwhile, gave its slot back while waiting (`waitForSlot`).
+      const waited = await this.#room!.wait(limiter, result, request)
+      if (waited === true) return decision
       // A release never rejects (failures go to onError).
       void decision.slot?.release()
-      return this.#writer.abandoned(limiter, result)
+      // Blocked by an operator while it waited: refused as a blocked key is (docs/operating-limits.md).
+      return waited === false
+        ? this.#writer.abandoned(limiter, result)
+        : this.#writer.admitted(limiter, waited)
     } finally {
       this.#room!.leave(key)
     }

@@ -4,6 +4,7 @@
  * bounds its delayed requests with the same places (`WaitingPlaces`).
  */
 import type { RateLimiter } from '../limiter/limiter.js'
+import { WaitExceededError } from '../limiter/wait.js'
 import type { RateLimitResult } from '../result.js'
 import type { FrameworkBinding } from './binding.js'
 
@@ -66,16 +67,21 @@ export class WaitRoom<Req> extends WaitingPlaces {
 
   /**
    * Waits under the limiter's one timer until the reserved slot of `result` comes: true then, false when the
-   * client of `request` disconnected first (the binding's `onClose`; its slot is given back).
+   * client of `request` disconnected first (the binding's `onClose`; its slot is given back), or the refusal when an
+   * operator blocked the key meanwhile (its slot is given back).
    */
-  async wait(limiter: RateLimiter, result: RateLimitResult, request: Req): Promise<boolean> {
+  async wait(
+    limiter: RateLimiter,
+    result: RateLimitResult,
+    request: Req,
+  ): Promise<boolean | RateLimitResult> {
     const gone = new AbortController()
     const stop = this.#binding.onClose?.(request, () => gone.abort())
     try {
       await limiter.waitForSlot(result, gone.signal)
       return true
-    } catch {
-      return false
+    } catch (error) {
+      return error instanceof WaitExceededError && !gone.signal.aborted ? error.result : false
     } finally {
       stop?.()
     }

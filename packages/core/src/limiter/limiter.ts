@@ -109,7 +109,9 @@ export class RateLimiter {
     )
     const modes = this.#modes
     const reserving = modes.allShadow ? this.rules : modes.enforcing
-    this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config)
+    // With overrides, a waiting call reads its key's block when its slot comes (wait.ts).
+    const peek = config.overrides === undefined ? undefined : (key: string) => this.peek(key, { cost: 0 })
+    this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config, peek)
     this.operator = new LimiterOperator(this, store, config.overrides, {
       forget: (key) => this.#blocked?.delete(key),
       reset: (key) => this.reset(key),

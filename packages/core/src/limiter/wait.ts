@@ -52,11 +52,13 @@ export class WaitExceededError extends RateLimitError {
       horizonMs === undefined ? ['maxWait', maxWaitMs] : ['reservationHorizon', horizonMs]
     super(
       'ERR_RATEWINDOW_WAIT_EXCEEDED',
-      result.blocked !== undefined
-        ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`${option}\` (${bound} ms): nothing was reserved.`
-        : horizonMs === undefined
-          ? `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`
-          : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every wait: nothing was reserved. Try again after \`error.retryAfter\` ms, or raise \`reservationHorizon\` (docs/waiting.md says what a longer one costs).`,
+      result.manualBlock !== undefined
+        ? `\`${result.key}\` is blocked by an operator for ${result.blocked ?? result.retryAfter} ms: the call is refused (one already waiting when its slot comes, its slot given back). \`error.result.manualBlock\` holds the block.`
+        : result.blocked !== undefined
+          ? `\`${result.key}\` is blocked by a penalty for ${result.blocked} ms, beyond \`${option}\` (${bound} ms): nothing was reserved.`
+          : horizonMs === undefined
+            ? `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond \`maxWait\` (${maxWaitMs} ms): nothing was reserved. Raise \`maxWait\`, or try again after \`error.retryAfter\` ms.`
+            : `The earliest slot for \`${result.key}\` is ${result.retryAfter} ms away, beyond the limiter's \`reservationHorizon\` (${horizonMs} ms), which bounds every wait: nothing was reserved. Try again after \`error.retryAfter\` ms, or raise \`reservationHorizon\` (docs/waiting.md says what a longer one costs).`,
       { option },
     )
     this.retryAfter = result.retryAfter
@@ -81,21 +83,26 @@ export class SlotWaits {
   readonly #held: ReservedSlots | undefined
   /** When each reservation's call was sent (steady time), for its wait's lower bound (`WaitQueue.waitForSlot`). */
   readonly #sentAt = new WeakMap<RateLimitResult, number>()
+  /** The limiter's peek of a key, when it keeps manual blocks (`overrides: true`): read when a slot comes. */
+  readonly #peek: ((key: string) => Promise<RateLimitResult>) | undefined
 
   /**
    * `rules`: the rules that decide a reservation (the enforcing ones, or all in shadow mode); `giveBack`: the
-   * limiter's refund, for the slot of a waiter that leaves; `config`: the limiter's resolved options.
+   * limiter's refund, for the slot of a waiter that leaves; `config`: the limiter's resolved options; `peek`: the
+   * limiter's peek (a store call that reads the key's override record), for a limiter with `overrides: true`.
    */
   constructor(
     store: Store,
     rules: readonly Rule[],
     giveBack: (result: RateLimitResult) => Promise<void>,
     config: { waitOnStoreError: 'allow' | 'deny'; reservationHorizonMs: number },
+    peek?: (key: string) => Promise<RateLimitResult>,
   ) {
     this.onStoreError = config.waitOnStoreError
     this.horizonMs = config.reservationHorizonMs
     this.#cannotReserve = cannotReserve(store, rules)
     this.#giveBack = giveBack
+    this.#peek = peek
     this.#held = rules.some((rule) => rule.logic.lastSlotOnly === true)
       ? new ReservedSlots(giveBack)
       : undefined
@@ -133,6 +140,9 @@ export class SlotWaits {
   /**
    * Waits for the reserved slot of `result` (one with `delay`), under the one timer. On abort, gives the slot
    * back (latest first among this process's waiters, where the rules need it) and rejects with the signal's reason.
+   * When the slot comes, a limiter that keeps manual blocks reads the key's record (one peek): a key blocked while
+   * the call waited, by this process or another, gives the slot back and rejects with a `WaitExceededError`
+   * whose `result` holds the block (docs/operating-limits.md).
    */
   async forSlot(result: RateLimitResult, signal?: WaitSignal): Promise<void> {
     const delay = result.delay ?? 0
@@ -142,10 +152,35 @@ export class SlotWaits {
       if (result.source !== 'store') await this.#queue.wait(delay, signal)
       else await this.#queue.waitForSlot(result.at, delay, signal, this.#sentAt.get(result))
     } catch (reason) {
-      await (held === undefined ? this.#giveBack(result) : this.#held!.left(held)).catch(ignore)
+      await this.#leave(result, held)
       throw reason
     }
+    if (this.#peek !== undefined) {
+      const blocked = await this.#blockedNow(this.#peek, result.key)
+      // Left during that read, or blocked: the slot goes back.
+      if (blocked !== undefined || signal?.aborted === true) {
+        await this.#leave(result, held)
+        throw blocked === undefined ? signal!.reason : new WaitExceededError(blocked, 0)
+      }
+    }
     if (held !== undefined) this.#held!.served(held)
+  }
+
+  /**
+   * The refusal of `key` when an operator blocked it (the record as the store reads it now); undefined when it is
+   * not blocked, or when the store cannot answer (the slot was reserved before: the call goes).
+   */
+  async #blockedNow(
+    peek: (key: string) => Promise<RateLimitResult>,
+    key: string,
+  ): Promise<RateLimitResult | undefined> {
+    const now = await peek(key).catch(() => undefined)
+    return now?.manualBlock === undefined ? undefined : now
+  }
+
+  /** A waiter leaves: its slot goes back (latest first among this process's waiters, where the rules need it). */
+  #leave(result: RateLimitResult, held: ReturnType<ReservedSlots['hold']> | undefined): Promise<void> {
+    return (held === undefined ? this.#giveBack(result) : this.#held!.left(held)).catch(ignore)
   }
 }
 

@@ -153,6 +153,24 @@ export function describeOverrides(suite: SuiteContext): void {
       expect((await limiter.limit('k')).allowed).toBe(false)
     })
 
+    it('a block refuses a call already waiting for its slot: wait() rejects, naming the block (issue 45)', async () => {
+      // One slot every 20 ms: the call waits 20 ms of real time for its slot.
+      const given = await operating(gcra({ limit: 50, window: '1s', burst: 1 }))
+      if (given === undefined || given.store.reservations !== true) return
+      const { limiter } = given
+      expect((await limiter.limit('k')).allowed).toBe(true)
+      const waiting = limiter.wait('k', { maxWait: '1s' })
+      const placed = await limiter.overrides.block('k', { for: '1m', reason: 'while waiting' })
+      const refused = await waiting.then(
+        () => 'ran',
+        (error: unknown) => error,
+      )
+      expect(refused).toMatchObject({
+        code: 'ERR_RATEWINDOW_WAIT_EXCEEDED',
+        result: { allowed: false, manualBlock: placed },
+      })
+    })
+
     it('a block refuses the key whatever its counters say, survives reset, and ends on time (or at unblock)', async () => {
       const given = await operating(fixedWindow({ limit: 100, window: '1m' }))
       if (given === undefined) return
