@@ -166,7 +166,7 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       const used = ahead(state, now) + pending * interval
       const missing = used + deniedCost * interval - tolerance
       return {
-        // Below 0 only while reserved slots hold the TAT past the tolerance.
+        // Below 0 only while reserved slots or a settle's debt hold the TAT past the tolerance.
         remaining: Math.max(0, Math.floor((tolerance - used) / interval)),
         reset: toMs(used),
         retryAfter: missing > 0 ? toMs(missing) : 0,

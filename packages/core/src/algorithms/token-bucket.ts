@@ -142,6 +142,7 @@ function tokenBucketLogic(
       // A bucket that has been full since the request already refilled its tokens: refunding them again
       // would hold more than `capacity` at once.
       if (at < state.fullAt) return
+      // Tokens owed (slots reserved ahead, or a settle's debt): only the last slot reserved gives its tokens back.
       if (state.tokens < 0 && !lastReserved(state.tokens, now, at)) return
       state.tokens = Math.min(full, state.tokens + cost * intervalMs)
     },
@@ -149,7 +150,7 @@ function tokenBucketLogic(
       const tokens = state.tokens - pending * intervalMs
       const missing = deniedCost * intervalMs - tokens
       return {
-        // Below 0 only while reserved slots are owed.
+        // Below 0 only while reserved slots or a settle's debt are owed.
         remaining: Math.max(0, Math.floor(tokens / intervalMs)),
         reset: untilFull(tokens),
         retryAfter: missing > 0 ? Math.ceil(missing / refillRate) : 0,
@@ -180,7 +181,7 @@ function tokenBucketLogic(
 
 /**
  * Lua twin of `tokenBucketLogic`. Key: a string `"<scaled tokens>:<last refill ms>:<last full ms>"` with its
- * TTL (the tokens are below zero while reserved slots are owed) (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
+ * TTL (the tokens are below zero while reserved slots or a settle's debt are owed) (`"<tokens>:<last>"` from version 1 reads as full at `last`). Another type or content marks the state
  * `broken`: the script deletes the key and starts afresh. From here on the capacity parameter holds the full
  * bucket in scaled units (capacity × interval).
  */
