@@ -111,7 +111,7 @@ export class GraphQLRateLimiter<TContext> {
 
   /**
    * Settles an admitted operation to its actual cost (`actualCost`, by default the fields of the response): the
-   * difference is charged, up to what the rules still admit, or given back; its headers follow. Never rejects for
+   * difference is charged in full (owed up to `maxDebt`), or given back; its headers follow. Never rejects for
    * a store failure (reported to `onError`); undefined when there was nothing to settle.
    */
   async settle(

@@ -77,7 +77,7 @@ export interface GraphQLRateLimitOptions<TContext = any>
   cost?: number | ((operation: GraphQLOperation<TContext>) => Awaitable<number>)
   /**
    * What an operation actually cost, once it ran (a streamed one: once its stream ends or is cancelled): the
-   * reservation is settled to it (the difference charged, up to what the rules still admit, or given back).
+   * reservation is settled to it (the difference charged in full, owed up to `maxDebt`, or given back).
    * `false` keeps the reservation as it is. With the default `cost`, the default counts the fields of the
    * response, read by the operation (`countResultFields`), and of every incremental part (`incrementalCost`);
    * when `data` is null, the estimate stands (resolvers ran). With your own `cost`, nothing is settled unless you
