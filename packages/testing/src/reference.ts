@@ -196,7 +196,7 @@ export function decide(
   write: boolean,
 ): ReferenceOutcome {
   const allowed = rules.every((rule, i) => fits(rule, histories[i]!, now, cost))
-  // A peek reports the units free now: the request it asks about is not pending (issue 20).
+  // A peek reports the units free now: the request it asks about is not pending.
   const after = histories.map((history) => (allowed && write ? [...history, { time: now, cost }] : history))
   if (allowed && write)
     after.forEach((history, i) => {

@@ -1,6 +1,6 @@
 /**
  * When a refused message is answered. A client that floods and never reads would otherwise have every refusal
- * reply buffered on the server (issue 45: 2 M one-byte frames grew a `ws` server to 681 MB): a connection gets at
+ * reply buffered on the server, without bound: a connection gets at
  * most one reply a second, none while its outgoing buffer is over the binding's bound (it is not reading), and
  * after `maxUnreadRefusals` refusals in that state it is closed.
  */

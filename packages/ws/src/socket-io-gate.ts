@@ -2,7 +2,7 @@
  * The gate of one Engine.IO connection: its messages are read into whole Socket.IO packets before Socket.IO
  * sees them, and each event and namespace CONNECT is decided by the connection's limits. A refused packet never
  * reaches Socket.IO, so no listener of any kind (`onAny`, `prependAny`, `socket.use`, the event's) runs for it
- * (issue 45: `onAny` ran before `socket.use`, where the limits used to be). A refused handshake gets a session
+ * (`onAny` ran before `socket.use`, where the limits used to be). A refused handshake gets a session
  * of its own that answers its first CONNECT with a CONNECT error, which the client reads as `connect_error`.
  */
 import type { Socket } from 'socket.io'

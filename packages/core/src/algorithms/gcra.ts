@@ -156,7 +156,7 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       if (state.tat - now * scale > tolerance) {
         // Slots are reserved ahead (nothing else takes the TAT past the tolerance). One integer cannot hold a
         // gap: only the last slot reserved moves the TAT back; an earlier one stays empty, so that no caller is
-        // ever given a slot a waiter still holds (issue 32).
+        // ever given a slot a waiter still holds.
         if (lastReserved(state.tat, at)) state.tat -= cost * interval
         return
       }

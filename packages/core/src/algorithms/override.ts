@@ -1,5 +1,5 @@
 /**
- * Overrides and manual blocks of one client key (issue 34): plain data kept by the store in one record per key and
+ * Overrides and manual blocks of one client key: plain data kept by the store in one record per key and
  * limiter scope, read by the decision in the same store call. Here: their types, their validation, a change
  * applied to a record on the store's clock, and the rules in force under a record. Written once; every store that
  * decides in JavaScript runs these (stores/local/key-state.ts).

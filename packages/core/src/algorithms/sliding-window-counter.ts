@@ -93,7 +93,7 @@ function resetOf(curr: number, prev: number, untilNextWindow: number, windowMs: 
 /**
  * Lua twin of `slidingWindowCounterLogic`. Key: a string of 24 bytes, three little-endian doubles (window index,
  * current count, previous count; `struct.pack('<ddd', …)`), written with `SET … PX`. Packing and unpacking cost
- * a fraction of formatting and parsing decimal text (issue 12). While the window and its expiry stay the same,
+ * a fraction of formatting and parsing decimal text. While the window and its expiry stay the same,
  * a write on server time keeps the key's TTL (`SET … KEEPTTL`): the expiry, the end of the next window, moves once
  * per window.
  * The hash `{ w, c, p }` that earlier builds wrote is read once and replaced by the next write, a read included.

@@ -100,7 +100,7 @@ function tokenBucketLogic(
    * With slots reserved ahead (the tokens below zero), whether the slot at `at` is the last one reserved: the
    * level the bucket reaches at `at` is within one millisecond of refill of empty, as a reservation leaves it
    * (see `reserve`); one reserved after it takes at least a token more. One number cannot hold a gap: an earlier
-   * slot given back stays empty, so that no caller is given a slot a waiter still holds (issue 32). Never when a
+   * slot given back stays empty, so that no caller is given a slot a waiter still holds. Never when a
    * token refills in under a millisecond.
    */
   const lastReserved = (tokens: number, now: number, at: number) => {

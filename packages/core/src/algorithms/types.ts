@@ -38,7 +38,7 @@ export interface LuaRule {
 
 /**
  * The Lua twin of an algorithm: snippets of Lua that the script generator writes inline for each rule, so that
- * a decision runs no closures and builds no tables of its own (issue 12). Snippets may use the script's
+ * a decision runs no closures and builds no tables of its own. Snippets may use the script's
  * `now` (ms), `mode`, `server` (true when `now` is the server's TIME) and the helper `num(n)` (a whole number as a
  * string; Lua's default keeps 14 digits only), and must keep their own temporaries inside `do … end`.
  * @internal
@@ -146,7 +146,7 @@ export interface AlgorithmLogic<S> {
   reserve?(state: S, now: number, at: number, cost: number): void
   /**
    * Gives back `cost` admitted at `at` (for skipped requests), where the state still holds it. While slots are
-   * reserved ahead, never a slot a later reservation still holds (issue 32): the sliding window log removes the
+   * reserved ahead, never a slot a later reservation still holds: the sliding window log removes the
    * exact entries; GCRA and the token bucket, one number per key, move it back only for the last slot reserved
    * and leave an earlier one empty.
    */

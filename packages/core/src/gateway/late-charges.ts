@@ -1,5 +1,5 @@
 /**
- * The charges of requests the failure policy refused while the store may still apply them (issue 32): a consume
+ * The charges of requests the failure policy refused while the store may still apply them: a consume
  * that timed out is given back once its late reply shows it charged; a give-back that never reached the store (it
  * waited behind a failed call, or was shed) is tried again, for a while; what cannot be known is counted and reported
  * to `onError` once per fault, with the count: a call whose connection closed while the store had it (the store may

@@ -168,8 +168,7 @@ export interface ReceivedMessage {
 export function connectionStalled(message: ReceivedMessage | undefined): boolean {
   if (message?.complete !== true || message.socket?.isPaused?.() !== true) return false
   // The request whose answer Node writes next (the head of the connection's queue) waits on nothing: answering it
-  // is what resumes the connection (attack round 2 on issue 32: held, honest pipelining clients waited 5 s for a
-  // 429). NOTE: `_httpMessage` is Node's own (the response attached to the socket); where it is missing, every
+  // is what resumes the connection (held, honest pipelining clients would wait for a 429). NOTE: `_httpMessage` is Node's own (the response attached to the socket); where it is missing, every
   // request of a paused connection counts as stalled.
   const head = (message.socket as { _httpMessage?: { req?: unknown } | null })._httpMessage
   return head?.req !== message

@@ -85,8 +85,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
    * gone: not decided); 3. limiters (http/limiter-set.ts); 4. admit: the limiter's answer, with a place in the
    * wait room (http/admit-step.ts); 5. decision (http/decision.ts).
    * NOTE: each step is a method that forks on a promise itself, not a `step()` callback: those made four
-   * closures (and their contexts) per request, which only the asynchronous path needs (issue 33: engine decide was
-   * at 0.84 of an older build, +130 ns).
+   * closures (and their contexts) per request, which only the asynchronous path needs.
    */
   #pipeline(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     try {

@@ -1,6 +1,6 @@
 /**
- * The slots this process's waiters hold, per key, and the order in which the slots of waiters that leave go back
- * (issue 32). GCRA and the token bucket give a slot back only while it is the last one reserved: one number per
+ * The slots this process's waiters hold, per key, and the order in which the slots of waiters that leave go back.
+ * GCRA and the token bucket give a slot back only while it is the last one reserved: one number per
  * key cannot hold a gap. So a waiter that leaves while a later waiter of this process still waits on the same key
  * is given back after that one, latest first: waiters leaving earliest first still give every slot back. A slot
  * that another process reserved after them keeps them empty: never two calls on one slot.

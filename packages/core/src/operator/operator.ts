@@ -1,5 +1,5 @@
 /**
- * What an operator does to one key of a limiter while the service runs (issue 34, docs/operating-limits.md):
+ * What an operator does to one key of a limiter while the service runs (docs/operating-limits.md):
  * overrides (`set`, `get`, `delete`, `list`), manual blocks, units given or taken, and `inspect`. Every call goes
  * to the limiter's store through its gateway (bounded by `timeout`, rejecting with the store's error), and every
  * change is told to `observer.onOverride`.

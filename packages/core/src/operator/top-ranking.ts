@@ -1,7 +1,7 @@
 /**
  * The rows of `topStored` kept while its scan goes: the `count` nearest their limit so far, and the raw client keys
  * the scan's override records hold. Its memory is bounded by `count` (and a fixed number of raw keys), never by the
- * keys scanned (issue 45: a scan of a million keys kept every one of them until it ended).
+ * keys scanned (a scan of a million keys kept every one of them until it ended).
  */
 import type { Inspection } from './inspection.js'
 

@@ -11,8 +11,8 @@ import { refusalAfter, type SlowDownDecision, type SlowDownInfo, type SlowDownRe
 /**
  * How long a request whose delay ended on a stalled connection waits for Node to read that connection again before
  * it is answered 429, and how often it looks. A slow request at the head of a pipelined connection stalls the
- * answers behind it for as long as it runs (attack round on issue 32: answering at once refused 5 to 14 % of an
- * honest pipelining client's requests, and another client's request on a shared connection).
+ * answers behind it for as long as it runs: answering at once would refuse some of an honest pipelining client's
+ * requests, and another client's request on a shared connection.
  */
 const STALL_GRACE_MS = 5_000
 const STALL_CHECK_MS = 50

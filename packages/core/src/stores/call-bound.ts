@@ -55,7 +55,7 @@ export class LateReply<T> implements PromiseLike<T> {
 
 /**
  * A grouped call's bound and its late reply in one object: a `CallBound` whose `late` is itself. The gateway makes
- * one per grouped consume (one object per decision instead of two, issue 33).
+ * one per grouped consume (one object per decision instead of two).
  */
 export class LateBound<T> extends LateReply<T> implements CallBound<T> {
   readonly late: LateReply<T> = this

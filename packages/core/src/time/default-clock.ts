@@ -9,7 +9,7 @@ const LOADED_DATE = Date
 
 /**
  * The default clock: epoch ms on the steady clock, so that a step of the wall clock while calls wait for reserved
- * slots lets no new caller start beside them (issue 32's attack round: a 1 s step forward gave 20 starts in one
+ * slots lets no new caller start beside them (a 1 s step forward gave 20 starts in one
  * second for a limit of 10). A test's fake `Date` drives it instead (`vi.useFakeTimers()`, `vi.setSystemTime()`),
  * looked up at each call so that fake timers installed later apply.
  */

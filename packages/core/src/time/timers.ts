@@ -42,10 +42,10 @@ export const PLATFORM_TIMERS: Timers = {
 
 /**
  * The platform's timers on its steady clock (`performance.now()`, looked up at each call), for waits that a jump of
- * the wall clock must not move: the waits for reserved slots, whose slots the store's clock decides (issue 32).
+ * the wall clock must not move: the waits for reserved slots, whose slots the store's clock decides.
  * A test's fake timers drive it when they fake `performance` too (vitest's and jest's do by default). Fake timers
  * that fake `setTimeout` but not `performance` would let real time end the waits: `Date.now()`, which they fake
- * or leave as it is, is read instead, as before issue 32.
+ * or leave as it is, is read instead.
  * NOTE: in whole ms, as `Date.now()`: timers truncate a fraction of a ms, and would fire before their time.
  */
 export const PLATFORM_STEADY_TIMERS: DelayTimers = {

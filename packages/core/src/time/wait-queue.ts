@@ -21,7 +21,7 @@ export interface WaitSignal {
  *
  * Waits are measured on the platform's steady clock (`performance.now()`) and `setTimeout`, looked up at each use,
  * never on the wall clock: a jump of the process's wall clock while requests wait moves none of them, and the
- * store's clock alone decides the slots (issue 32). A test's fake timers drive the waits (advance them to let
+ * store's clock alone decides the slots. A test's fake timers drive the waits (advance them to let
  * waiting requests go).
  * @internal
  */

@@ -1,5 +1,5 @@
 /**
- * Debt (issue 45): a settle above the estimate is charged in full, and a rule taken past its limit owes the excess
+ * Debt: a settle above the estimate is charged in full, and a rule taken past its limit owes the excess
  * until it has passed at the rule's rate (the fixed window carries it into the next windows, the sliding windows
  * keep it in their counts, the token bucket goes below zero, GCRA moves its TAT on), up to the limiter's `maxDebt`.
  */

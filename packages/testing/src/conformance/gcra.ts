@@ -47,7 +47,7 @@ export function describeGcra(suite: SuiteContext): void {
       expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
       clock.advance(10)
       await limiter.refund(second[2]!)
-      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 }) // free now (issue 20)
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 }) // free now
     })
 
     it('a clock stepping back neither rests the key nor forgets it', async () => {

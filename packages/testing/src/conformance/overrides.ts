@@ -1,5 +1,5 @@
 /**
- * Overrides, manual blocks, give/take and inspect (issue 34), for a store with `overrides: true`: read by the
+ * Overrides, manual blocks, give/take and inspect, for a store with `overrides: true`: read by the
  * decision itself, ended on the store's clock, never lifted by `reset`, scoped per limiter, never admitting more
  * than the limit in force.
  */
@@ -69,7 +69,7 @@ export function describeOverrides(suite: SuiteContext): void {
       await limiter.overrides.set('k', { limit: 3 })
       expect(await limiter.limit('k')).toMatchObject({ allowed: false, limit: 3, remaining: 0 })
       expect(await limiter.overrides.get('k')).toEqual({ limit: 3 })
-      // `inspect` tells what is counted, above the lowered limit (issue 45: it showed 3).
+      // `inspect` tells what is counted, above the lowered limit (it showed 3).
       expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({
         limit: 3,
         used: 6,
@@ -153,7 +153,7 @@ export function describeOverrides(suite: SuiteContext): void {
       expect((await limiter.limit('k')).allowed).toBe(false)
     })
 
-    it('a block refuses a call already waiting for its slot: wait() rejects, naming the block (issue 45)', async () => {
+    it('a block refuses a call already waiting for its slot: wait() rejects, naming the block', async () => {
       // One slot every 20 ms: the call waits 20 ms of real time for its slot.
       const given = await operating(gcra({ limit: 50, window: '1s', burst: 1 }))
       if (given === undefined || given.store.reservations !== true) return

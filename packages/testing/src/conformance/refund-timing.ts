@@ -17,7 +17,7 @@ export function describeRefundTiming(suite: SuiteContext): void {
       expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 })
       clock.advance(10)
       await limiter.refund(second[2]!) // made after the bucket was last full: given back
-      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 }) // free now (issue 20)
+      expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 }) // free now
     })
   })
 }

@@ -25,7 +25,7 @@ export function describeSeveralRules(suite: SuiteContext): void {
 
     it('peek reports without consuming; reset forgets; refund gives back', async () => {
       const { limiter } = await setup(slidingWindowLog({ limit: 2, window: '1m' }))
-      // peek reports the units free now (issue 20), and consumes nothing
+      // peek reports the units free now, and consumes nothing
       expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2 })
       expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2 })
       const first = await limiter.limit('k')

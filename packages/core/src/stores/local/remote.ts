@@ -251,7 +251,7 @@ const limitsSeen = new WeakMap<readonly Rule[], Map<string, LimitOverride>>()
 /**
  * One object per override of a rule set: a record read from storage, or an override off the wire, is a new object
  * each time, and the rules made again under an override are cached per object (`rulesWith`), so that each is made
- * once rather than at every call (a few factory calls: about 25 µs a decision).
+ * once rather than at every call (a few factory calls per decision otherwise).
  */
 function sameLimits(rules: readonly Rule[], limits: LimitOverride): LimitOverride {
   let byJson = limitsSeen.get(rules)

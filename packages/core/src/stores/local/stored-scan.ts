@@ -64,7 +64,7 @@ const OPEN_SCANS = 32
 
 /**
  * Pages of walks over a store's maps, each page resuming the walk where the page before stopped: a full walk visits
- * each item once, whatever the number of pages (issue 45: a page re-walked every item before its position, so a
+ * each item once, whatever the number of pages (a page re-walked every item before its position, so a
  * listing of n items in pages of c took n² / 2c steps, 124 s for 1 M records). The cursor names the walk and the
  * items given so far (`<walk>.<given>`). Map iterators see items added after them and skip those removed, so a
  * walk shows each item present from its first page to its last exactly once; one added meanwhile may show, one

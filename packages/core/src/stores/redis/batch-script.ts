@@ -27,7 +27,7 @@ import { decisionScript, MODE, type Script, scriptCache } from './script.js'
  * DEL and PTTL on them go through a table of the group's pending writes, which answers as Redis would after
  * those writes (time does not move while a script runs). Any other command on a key (the sliding window log's
  * sorted set) first writes what is pending for that key, then goes to Redis.
- * PERF (issue 33): a call builds no table of its own: its keys and arguments are written into two tables reused by
+ * PERF: a call builds no table of its own: its keys and arguments are written into two tables reused by
  * every call, and its reply goes straight into the group's.
  */
 function batchScript(codes: readonly number[], penalty: boolean, overrides: boolean): string {

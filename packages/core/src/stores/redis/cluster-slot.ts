@@ -33,7 +33,7 @@ const UNKNOWN_NODE = 'unknown'
 /**
  * The node a Cluster slot's calls queue for, and their failure domain: one place for both. A slot the client has no
  * master for (its slot table not loaded yet, or a slot no node serves) shares one queue and one scope with every
- * other such slot, bounded like a node: not one per slot (issue 32, up to 16,384 of each). A client that never
+ * other such slot, bounded like a node: not one per slot (up to 16,384 of each). A client that never
  * tells (no `nodeOf`: Valkey GLIDE) queues per slot.
  */
 export function nodeFor(runner: RedisScriptRunner, slot: number): string | number {

@@ -10,7 +10,7 @@
  * - the time this process spent sending other flights meanwhile (our own work: building thousands of calls in a
  *   flood) is given back. A client that writes a call a turn after it is made (node-redis), or once it has
  *   connected to the node (an ioredis Cluster connects to each master at its first command), writes it only after
- *   that work: before issue 32 the clock of the first call ran out while the process built the next flight.
+ *   that work: without it, the clock of the first call would run out while the process built the next flight.
  */
 import type { Timers } from '../../time/timers.js'
 

@@ -21,7 +21,7 @@ export const DEFAULT_MAX_GROUP = 1_000
  * waits in our queue, unsent and without a clock, and goes as the node answers. A client that queues what it is
  * given (node-redis writes a little per turn and times out a command not written within 5 s; GLIDE times out a
  * request 250 ms after it is made, however long it waited behind others) then never holds a call long enough for
- * its own clock, or ours, to count our queue as a Redis failure (issue 32).
+ * its own clock, or ours, to count our queue as a Redis failure.
  */
 export const DEFAULT_MAX_PENDING = 2 * DEFAULT_MAX_GROUP
 /**
@@ -182,7 +182,7 @@ export class RedisGroups<P, T> {
       // Set here, not added when answered: an entry keeps one shape (no property store grown per entry).
       done: false,
     }
-    // PERF (issue 33): the executor keeps only the entry (a closure over everything here cost a larger context).
+    // PERF: the executor keeps only the entry (a closure over everything here cost a larger context).
     const answer = new Promise<T>((resolve, reject) => {
       entry.resolve = resolve
       entry.reject = reject

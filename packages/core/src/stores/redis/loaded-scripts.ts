@@ -4,13 +4,13 @@ import type { Script } from './script.js'
 
 /**
  * Which scripts each node of one client holds, or is sent ahead of the call being made, so that calls keep their
- * order (issue 18) and a cold node costs one EVAL per script (issue 32). Several calls may be in flight to a node
+ * order and a cold node costs one EVAL per script. Several calls may be in flight to a node
  * at once; if one of them were answered NOSCRIPT and sent again as EVAL, a later call with a script the node does
  * hold (the same rule set's grouped script, say) would run before it, out of order. So the first call of a script
  * to a node goes by EVAL (which loads it there), and every later one by EVALSHA: the node answers one connection's
- * calls in order, so the EVAL has loaded the script by the time they run. (Before issue 32 every call went by EVAL
- * until the node had answered one: right after connecting, a flood over many keys sent the whole script once per
- * hash slot, 60 MB for 30,000 decisions, and the time to write it counted against the calls already sent.) When a
+ * calls in order, so the EVAL has loaded the script by the time they run. (Sending every call by EVAL until the node
+ * had answered one sent, right after connecting, a flood's whole script once per hash slot, and the time to write
+ * it counted against the calls already sent.) When a
  * node loses its scripts (restart, failover, SCRIPT FLUSH), or an EVAL fails before loading its script, EVALSHA
  * is answered NOSCRIPT and sent again as EVAL, in the order those answers come. A Cluster client without `nodeOf`
  * cannot say which node a call goes to: its calls go by EVALSHA first, one flight per slot at a time (`tracked`

@@ -1,7 +1,7 @@
 /**
  * A SCAN run by a script on every server of a RedisStore, one step per call, whatever the client. On one server
  * the cursor is `0-<SCAN cursor>`. On a Cluster, each master in turn, in the order of their node ids, the cursor
- * `<node id>-<SCAN cursor>`: the master its SCAN cursor walks, named by what stays while slots move (issue 45: a
+ * `<node id>-<SCAN cursor>`: the master its SCAN cursor walks, named by what stays while slots move (a
  * master's place in a list of addresses moved with the list). A script goes to a master by a key of a slot it
  * serves, and checks on arrival that it runs there (`onMaster`). Used by `listOverrides` and `scanStored`.
  */

@@ -41,7 +41,7 @@ export interface RedisStoreOptions {
    * making its first connection), in ms or as a duration such as `'2s'`. Meanwhile nothing is sent and the
    * limiter's `timeout` does not run; past it, the calls held fail together (`ERR_RATEWINDOW_STORE_TIMEOUT`) and
    * the failure policy answers (docs/redis.md, "Before the client is ready"). `false` holds nothing: calls go to
-   * the client at once, whatever its state, and the limiter's `timeout` runs from then, as before issue 32. @default '2s'
+   * the client at once, whatever its state, and the limiter's `timeout` runs from then. @default '2s'
    */
   readyTimeout?: Duration | false
 }

@@ -1,5 +1,5 @@
 /**
- * Overrides and manual blocks on Redis (issue 34, docs/operating-limits.md): the fragment a decision script gains
+ * Overrides and manual blocks on Redis (docs/operating-limits.md): the fragment a decision script gains
  * with `overrides` (the key's record read in the same execution that decides); the small scripts that change,
  * read and list records are in override-scripts.ts. Without `overrides` the decision scripts hold none of this: their text, and so their
  * SHA1, stay what they were (script-table.test.ts pins both).

@@ -1,5 +1,5 @@
 /**
- * RedisStore's override records (issue 34): a change, a read and a page of the list, each one script execution
+ * RedisStore's override records: a change, a read and a page of the list, each one script execution
  * (override-scripts.ts), and the arguments a decision script with overrides takes beside the rules' own.
  */
 import {

@@ -1,6 +1,6 @@
 /**
  * The calls of a RedisStore whose client has never been ready (it is making its first connection) wait here, unsent
- * and without a clock, then go to their node's queue (groups.ts) once it is ready (issue 32). A client's connecting
+ * and without a clock, then go to their node's queue (groups.ts) once it is ready. A client's connecting
  * is not Redis failing to answer, and before an ioredis Cluster has its slot table it cannot say which node serves a
  * key: sent at once, a flood went to one queue per hash slot (up to 16,384, each bounded like a node, each call with
  * the whole script), into the client's offline queue with a clock running, and two thirds of 5,000 decisions were

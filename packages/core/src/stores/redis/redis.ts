@@ -48,7 +48,7 @@ import { StoredHashes, scanStored } from './stored-keys.js'
 type Charged = { charged: number; notices?: readonly Error[] }
 
 /**
- * The groups of each client: every RedisStore on one client connection shares them (issue 18). Each call resolves
+ * The groups of each client: every RedisStore on one client connection shares them. Each call resolves
  * to the value its `Prepared` decodes from the reply: a `Decision`, a charge, a `LeaseDecision`.
  */
 const GROUPS = new WeakMap<object, RedisGroups<ScriptCall, unknown>>()
@@ -296,7 +296,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   }
 
   /**
-   * PERF (issues 12, 33): the group's promise resolves with the decision itself, decoded from the group's reply
+   * PERF: the group's promise resolves with the decision itself, decoded from the group's reply
    * (reply.ts): no `then` here, no closure per call. A synchronous throw on the way (a bad key, a bad clock) still
    * rejects.
    */

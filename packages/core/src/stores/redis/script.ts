@@ -28,8 +28,8 @@ const LOCAL_RULES = 10
  * @internal The script behind RedisStore calls: all rules of a request, whatever their algorithms, decided
  * and written atomically in one round trip. It is generated for one sequence of algorithms (the rule set's, in
  * order): every rule's code is written inline with variables of its own, so that a call defines no functions
- * and builds no tables but its reply (issue 12: the script that defined every algorithm as a table of closures
- * on each call cost Redis 1.8× the CPU of an INCR script per decision).
+ * and builds no tables but its reply (a script that defines every algorithm as a table of closures on each call
+ * costs Redis far more CPU per decision: docs/benchmarks.md).
  *
  * KEYS[i]  state key of rule i; all keys share one hash tag, so one Cluster slot
  * ARGV[1]  mode: 0 consume, 1 peek, 2 refund, 3 charge (settle, take: consume `cost` as far as it leaves no rule

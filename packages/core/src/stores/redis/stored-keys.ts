@@ -40,7 +40,7 @@ export class StoredHashes {
 
   /** The hash tag of a client key. */
   of(key: string): string {
-    // PERF (issue 12): the sha256 of a client key was computed on every decision; a bounded cache of recent keys
+    // PERF: the sha256 of a client key was computed on every decision; a bounded cache of recent keys
     // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
     // bookkeeping, and a flood of one-off keys costs one hash each, as before.
     // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.

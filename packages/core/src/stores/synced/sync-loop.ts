@@ -233,7 +233,7 @@ export class SyncLoop {
   /**
    * Learns the server's time from a reply: `server` (ms) read between `sent` and now (steady epoch ms), taken as
    * read halfway. NOTE: the estimate is off by up to half the round trip, and more when the reply is read late (a
-   * busy event loop): from one sync to the next it moved back by up to 9.5 ms (issue 45), and a decision after it
+   * busy event loop): from one sync to the next it moved back by up to 9.5 ms, and a decision after it
    * read an earlier time than one before it. `now()` holds such a step back (it reads the same time until the
    * steady clock has caught up); one of more than `FOLLOWED_STEP` is the server's clock set back, and is followed
    * (each key still keeps its newer window: entry.ts, `windowOf`).

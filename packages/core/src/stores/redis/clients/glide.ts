@@ -15,9 +15,8 @@ export interface GlideLike {
  * Calls RedisStore keeps in flight on a GLIDE client at once (fewer if its `inflightRequestsLimit`, 1,000 by
  * default, is lower). GLIDE times a request from the moment it is made (`requestTimeout`, 250 ms by default),
  * however long it waits behind the others, and on a Cluster the store groups GLIDE's calls per hash slot (GLIDE does
- * not say which node serves a slot), each with its own clock: few calls in flight keep that wait short. Measured
- * (issue 32, 100,000 decisions over 10,000 keys right after connecting, a 2-core machine under load): with 1,000 in
- * flight, 488 to 17,380 were answered by the failure policy (GLIDE's timeouts and ours); with 128, none.
+ * not say which node serves a slot), each with its own clock: few calls in flight keep that wait short (with many
+ * in flight, a flood right after connecting was partly answered by the failure policy: GLIDE's timeouts and ours).
  */
 const GLIDE_CALLS_IN_FLIGHT = 128
 
