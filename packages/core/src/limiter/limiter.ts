@@ -1,12 +1,11 @@
 import type { Penalty } from '../algorithms/penalty.js'
 import type { Rule } from '../algorithms/types.js'
-import { StoreGateway } from '../gateway/store-gateway.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
 import { LimiterOperator } from '../operator/operator.js'
 import type { RateLimitResult, SettleResult } from '../result.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
-import { guardedObserver, guardedReporter } from '../support/report.js'
+import { guardedObserver } from '../support/report.js'
 import { keyArgument, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
@@ -15,7 +14,7 @@ import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } fr
 import { nearLimitObserver } from './near-limit.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
 import { ShadowRules } from './shadow.js'
-import { StoreAnswers } from './store-answers.js'
+import { type StoreAnswers, storeAnswers } from './store-answers.js'
 import { SlotWaits, schedule, type WaitOptions, waitFor } from './wait.js'
 
 export interface LimitOptions {
@@ -83,20 +82,8 @@ export class RateLimiter {
       config.nearLimit,
     )
     this.penalty = config.penalty
-    const gateway = {
-      limiter: this.name,
-      timeoutMs: config.timeoutMs,
-      onError: guardedReporter(config.onError),
-      circuitBreaker: config.circuitBreaker,
-      onStoreCall: guardedObserver(config.observer?.onStoreCall, 'onStoreCall'),
-      onBreaker: guardedObserver(config.observer?.onBreaker, 'onBreaker'),
-    }
-    const store = new StoreGateway(this.store, { ...gateway, role: 'store' })
-    const fallback =
-      config.fallback === undefined
-        ? undefined
-        : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
-    this.#answers = new StoreAnswers(store, fallback, config)
+    this.#answers = storeAnswers(config)
+    const { store, fallback } = this.#answers
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#sharing = identity.sharing
     this.#claim = claimNamespace(

@@ -2,9 +2,11 @@
  * A limiter's answer from its stores: the store's decision, or the fallback's when the store failed or its breaker
  * is open, or the failure policy's; never a rejection for a store failure.
  */
-import { StoreFailure, type StoreGateway } from '../gateway/store-gateway.js'
+import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
 import { policyResult, type RateLimitResult, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, StoreRequest } from '../stores/types.js'
+import { guardedObserver, guardedReporter } from '../support/report.js'
+import type { LimiterConfig } from './options.js'
 
 export interface AnswerPolicy {
   /** `onStoreError: 'allow'`: a failure without a fallback's answer lets the request through. */
@@ -84,4 +86,22 @@ export class StoreAnswers {
     }
     return result
   }
+}
+
+/** A limiter's answers: a gateway to its store and one to its fallback, with its bound, breakers and observers. */
+export function storeAnswers(config: LimiterConfig): StoreAnswers {
+  const gateway = {
+    limiter: config.name,
+    timeoutMs: config.timeoutMs,
+    onError: guardedReporter(config.onError),
+    circuitBreaker: config.circuitBreaker,
+    onStoreCall: guardedObserver(config.observer?.onStoreCall, 'onStoreCall'),
+    onBreaker: guardedObserver(config.observer?.onBreaker, 'onBreaker'),
+  }
+  const store = new StoreGateway(config.store, { ...gateway, role: 'store' })
+  const fallback =
+    config.fallback === undefined
+      ? undefined
+      : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
+  return new StoreAnswers(store, fallback, config)
 }
