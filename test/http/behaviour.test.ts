@@ -223,7 +223,7 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       }
     })
 
-    it('reserve-then-settle: req.rateLimit.settle(actual) refunds an overestimate and charges an underestimate, never below zero', async () => {
+    it('reserve-then-settle: req.rateLimit.settle(actual) refunds an overestimate and charges an underestimate in full, owed past zero', async () => {
       const clock = new ManualClock(1_700_000_000_000)
       const url = await start({
         global: { limit: 100, window: '1h', algorithm: 'fixed-window', cost: 10, store: makeStore(clock) },
@@ -238,11 +238,12 @@ describe.each(FRAMEWORKS)('$name', (framework) => {
       expect(second.body).toEqual({ charged: 40, refunded: 0, uncharged: 0 })
       expect(second.headers['ratelimit-remaining']).toBe('36')
       expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 26 })
-      // Reserved 10 of the 26 left, used 100: only the 16 left can be charged; the quota ends at zero.
+      // Reserved 10 of the 26 left, used 100: the 90 more are charged in full, 74 past the limit (within `maxDebt`,
+      // one limit by default): owed, so the quota shows zero and the next request waits until the debt has passed.
       expect((await request(url).get('/settle?n=100').expect(200)).body).toEqual({
-        charged: 16,
+        charged: 90,
         refunded: 0,
-        uncharged: 74,
+        uncharged: 0,
       })
       const denied = await request(url).get('/').expect(429)
       expect(denied.headers['ratelimit-remaining']).toBe('0')

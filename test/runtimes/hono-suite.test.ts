@@ -415,7 +415,7 @@ describe.each([...(Object.keys(RUNTIMES) as Runtime[]), 'workerd'] as const)('Ho
       expect(outcomes.slice(0, 4)).toEqual(['allowed', 'limited', 'blocked', 'blocked'])
     })
 
-    it('reserve-then-settle: c.get("rateLimit").settle(actual) refunds an overestimate and charges an underestimate', async () => {
+    it('reserve-then-settle: c.get("rateLimit").settle(actual) refunds an overestimate and charges an underestimate in full', async () => {
       const { url } = await start('settle', store)
       const first = await request(url).get('/settle?n=4').expect(200)
       expect(first.body).toEqual({ charged: 0, refunded: 6, uncharged: 0 })
@@ -425,10 +425,11 @@ describe.each([...(Object.keys(RUNTIMES) as Runtime[]), 'workerd'] as const)('Ho
       expect(second.body).toEqual({ charged: 40, refunded: 0, uncharged: 0 })
       expect(second.headers['ratelimit-remaining']).toBe('36')
       expect((await request(url).get('/state').expect(200)).body).toMatchObject({ remaining: 26 })
+      // 90 more charged in full, 74 past the limit: owed (within `maxDebt`, one limit by default).
       expect((await request(url).get('/settle?n=100').expect(200)).body).toEqual({
-        charged: 16,
+        charged: 90,
         refunded: 0,
-        uncharged: 74,
+        uncharged: 0,
       })
       expect((await request(url).get('/').expect(429)).headers['ratelimit-remaining']).toBe('0')
     })
