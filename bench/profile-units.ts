@@ -2,8 +2,8 @@
  * The attribution of bench/profile.ts (issue 33): which of our units a profiled function belongs to, and a
  * profile's self time summed by unit, file and function over a window of its samples.
  *
- * @ratewindow/core's dist is one bundle, so a profile names `dist/index.js` for every function of the core; its
- * source map (built beside it) maps each function's start back to its source file under packages/core/src, and
+ * @ratewindow/core's dist is bundled (its entries and the chunks they share), so a profile names a dist file for
+ * every function of the core; each file's source map (built beside it) maps each function's start back to its source file under packages/core/src, and
  * `UNITS` maps source files to units. An adapter's dist is the adapter; a package under node_modules is the
  * framework, the Redis client or a peer; bench/ is the server's own route and the floors' hooks.
  */
@@ -38,6 +38,7 @@ export type Unit = (typeof UNIT_ORDER)[number]
 export const UNITS: readonly [prefix: string, unit: Unit][] = [
   ['http/ip.ts', 'address'],
   ['http/proxy-warnings.ts', 'address'],
+  ['http/address-options.ts', 'address'],
   ['http/keys.ts', 'key'],
   ['limiter/namespaces.ts', 'key'],
   ['support/hash.ts', 'key'],
@@ -46,6 +47,7 @@ export const UNITS: readonly [prefix: string, unit: Unit][] = [
   ['http/', 'engine'],
   ['slow-down/', 'engine'],
   ['limiter/', 'limiter'],
+  ['operator/', 'limiter'],
   ['gateway/', 'limiter'],
   ['observe.ts', 'limiter'],
   ['result.ts', 'limiter'],
@@ -58,6 +60,7 @@ export const UNITS: readonly [prefix: string, unit: Unit][] = [
   ['algorithms/', 'store'],
   ['support/', 'support'],
   ['time/', 'support'],
+  ['entries/', 'support'],
 ]
 
 /** Packages under node_modules that are a Redis client (or its parts), and the peers' libraries. */

@@ -234,7 +234,8 @@ describe('Nest 12 GraphQL, resolvers checked at start', () => {
       (reason: Error) => reason.message,
     )
     expect(error).toBe(
-      "`@SkipRateLimit('defualt')` of TypoResolver.hello names no limiter of this app; its limiters: 'default'.",
+      "`@SkipRateLimit('defualt')` of TypoResolver.hello names no limiter of this app; its limiters: 'default'. " +
+        'See https://github.com/ratewindow/ratewindow/blob/main/docs/errors.md#err-ratewindow-unknown-limiter',
     )
   })
 })

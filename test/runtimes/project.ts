@@ -5,7 +5,15 @@
  * plain JavaScript beside them, so that Node, Bun and Deno run the same files.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -19,6 +27,28 @@ export const root = resolve(import.meta.dirname, '../..')
 /** The packages linked from the workspace into the project (the app modules import nothing else). */
 const LINKED = ['hono', '@hono/node-server', 'ioredis', 'redis']
 const EXTERNAL = [/^@ratewindow\//, /^hono(\/|$)/, /^@hono\//, 'ioredis', 'redis']
+
+/**
+ * The entries of a package as its `exports` map names them: `dist/<name>.js` built from the source its
+ * `@ratewindow/source` condition points at (`@ratewindow/core` has the root and its kits).
+ */
+function entriesOf(name: string): Record<string, string> {
+  const manifest = JSON.parse(readFileSync(join(root, 'packages', name, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { '@ratewindow/source'?: string; import?: { default?: string } }>
+  }
+  const entries: Record<string, string> = {}
+  for (const target of Object.values(manifest.exports)) {
+    if (typeof target === 'string' || target['@ratewindow/source'] === undefined) continue
+    const built = target.import?.default ?? ''
+    entries[built.replace(/^\.\/dist\//, '').replace(/\.js$/, '')] = join(
+      root,
+      'packages',
+      name,
+      target['@ratewindow/source'],
+    )
+  }
+  return entries
+}
 
 /**
  * Builds the project in a temporary directory: `apps` are TypeScript modules of test/runtimes, built to
@@ -37,7 +67,9 @@ export async function runtimeProject(
     copyFileSync(join(root, 'packages', name, 'package.json'), join(target, 'package.json'))
     await build({
       ...packageBuild,
-      entry: [join(root, 'packages', name, 'src/index.ts')],
+      entry: entriesOf(name),
+      // One copy of the code whatever the entry (`@ratewindow/core/adapter` and the root share their chunks).
+      splitting: true,
       tsconfig: join(root, 'packages', name, 'tsconfig.json'),
       outDir: join(target, 'dist'),
       format: ['esm'],
