@@ -14,9 +14,8 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common'
 import { WsException } from '@nestjs/websockets'
-import { type Awaitable, RateLimitError } from '@ratewindow/core'
+import { RateLimitError } from '@ratewindow/core'
 import { type FrameworkBinding, rateLimiterOptionsFrom } from '@ratewindow/core/adapter'
-import { invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import {
   type LimitedConnection,
   type MessageRefusal,
@@ -32,45 +31,17 @@ import {
   type RateWindowOptions,
 } from './options.js'
 import { RATEWINDOW_OPTIONS } from './service.js'
+import { type BacklogBounds, type BufferedClient, ClientBacklog } from './ws-backlog.js'
+import {
+  checkWsOptions,
+  type NestWsMessage,
+  RATEWINDOW_WS_DEFAULTS,
+  type RateWindowWsOptions,
+} from './ws-options.js'
 
-/** One message a gateway handler receives: its pattern (`@SubscribeMessage('chat')`) and its data. */
-export interface NestWsMessage {
-  event: string
-  data: unknown
-}
-
-/** `RateWindowWsModule.forRoot()` options: how the module's limiters count the messages of a gateway. */
-export interface RateWindowWsOptions {
-  /**
-   * Count each connection's messages on its own (`'connection'`), or every connection of a key together
-   * (`'key'`: with a shared store such as Redis, across processes). @default 'connection'
-   */
-  per?: 'connection' | 'key'
-  /**
-   * The client's key, from the handshake request (Socket.IO's `socket.request`, the `ws` upgrade request).
-   * @default the module's `key` called with the handshake request, else the socket's address, IPv6 masked
-   */
-  key?: (request: IncomingMessage) => Awaitable<string>
-  /**
-   * Past the limit: `'drop'` refuses the message with a `RateLimitWsException` (Nest's exception filter sends
-   * the client an `exception` event, `{ error: 'rate_limited', reason, retryAfter }`; a Socket.IO client that
-   * asked for an acknowledgement gets the same object as its answer); `'close'` closes the connection (`ws`:
-   * code 1008; Socket.IO: the `exception` event, then a disconnect). @default 'drop'
-   */
-  onLimit?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['onLimit']
-  /** What one message costs. @default 1 */
-  cost?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['cost']
-  /** Messages of one connection waiting for the store at once; one more is refused as `'busy'`. @default 64 */
-  maxPending?: number
-  /** The reason of a 1008 close (`ws`), cut to 123 bytes of UTF-8. @default 'rate limited' */
-  closeReason?: WebSocketLimitOptions<IncomingMessage, NestWsMessage>['closeReason']
-  /** Receives what fails out of the client's sight (a `cost` function that throws). @default console.error */
-  onError?: (error: unknown) => void
-}
+export { type NestWsMessage, RATEWINDOW_WS_DEFAULTS, type RateWindowWsOptions } from './ws-options.js'
 
 export const RATEWINDOW_WS_OPTIONS = 'RATEWINDOW_WS_OPTIONS'
-
-const WS_OPTION_NAMES = ['per', 'key', 'onLimit', 'cost', 'maxPending', 'closeReason', 'onError'] as const
 
 /** A refused message: a `WsException` whose error is `{ error: 'rate_limited', reason, retryAfter }`. */
 export class RateLimitWsException extends WsException {
@@ -84,7 +55,7 @@ export class RateLimitWsException extends WsException {
 }
 
 /** The sockets Nest hands a gateway: a Socket.IO socket, or a `ws` WebSocket. */
-interface GatewayClient {
+interface GatewayClient extends BufferedClient {
   /** Socket.IO's handshake request. */
   request?: IncomingMessage
   once(event: string, listener: () => void): unknown
@@ -125,10 +96,18 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
   readonly #options: RateWindowWsOptions
   readonly #byHandler = new WeakMap<Fn, HandlerLimiter[]>()
   readonly #engines: WebSocketLimiter<IncomingMessage, NestWsMessage>[] = []
+  readonly #bounds: BacklogBounds
+  /** Each client's outgoing buffer, shared by the limiters of its handlers. */
+  readonly #backlogs = new WeakMap<object, ClientBacklog>()
 
   constructor(module: RateWindowModuleOptions, options: RateWindowWsOptions) {
     this.#module = module
     this.#options = options
+    const {
+      maxWriteBuffer = RATEWINDOW_WS_DEFAULTS.maxWriteBuffer,
+      maxBufferedAmount = RATEWINDOW_WS_DEFAULTS.maxBufferedAmount,
+    } = options
+    this.#bounds = { maxWriteBuffer, maxBufferedAmount }
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
@@ -139,8 +118,9 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
     const client = ws.getClient<GatewayClient>()
     const message = { event: String(ws.getPattern()), data: ws.getData() }
     const ack = context.getArgs()[2]
-    return Promise.all(limiters.map((each) => this.#connectionOf(each, client))).then((connections) =>
-      decide(connections, message, typeof ack === 'function' ? ack : undefined),
+    const backlog = this.#backlogOf(client)
+    return Promise.all(limiters.map((each) => this.#connectionOf(each, client, backlog))).then(
+      (connections) => decide(connections, message, backlog, typeof ack === 'function' ? ack : undefined),
     )
   }
 
@@ -148,10 +128,23 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
     for (const engine of this.#engines.splice(0)) engine.close()
   }
 
-  #connectionOf(limiter: HandlerLimiter, client: GatewayClient): Promise<LimitedConnection<NestWsMessage>> {
+  #backlogOf(client: GatewayClient): ClientBacklog {
+    let backlog = this.#backlogs.get(client)
+    if (backlog === undefined) {
+      backlog = new ClientBacklog(client, this.#bounds)
+      this.#backlogs.set(client, backlog)
+    }
+    return backlog
+  }
+
+  #connectionOf(
+    limiter: HandlerLimiter,
+    client: GatewayClient,
+    backlog: ClientBacklog,
+  ): Promise<LimitedConnection<NestWsMessage>> {
     let connection = limiter.connections.get(client)
     if (connection === undefined) {
-      connection = admit(limiter.engine, client)
+      connection = admit(limiter.engine, client, backlog)
       limiter.connections.set(client, connection)
     }
     return connection
@@ -209,7 +202,13 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
     name: string,
     options: RateWindowOptions,
   ): WebSocketLimiter<IncomingMessage, NestWsMessage> {
-    const { per = 'connection', key = options.key, ...rest } = this.#options
+    const {
+      per = RATEWINDOW_WS_DEFAULTS.per,
+      key = options.key,
+      maxWriteBuffer: _maxWriteBuffer,
+      maxBufferedAmount: _maxBufferedAmount,
+      ...rest
+    } = this.#options
     const { key: _key, ipv6Subnet, ...limiter } = options
     const messages = rateLimiterOptionsFrom(
       { ...limiter, prefix: `${limiter.prefix ?? 'rw-ws-nest'}:${where}@${name}` },
@@ -235,6 +234,7 @@ export class RateWindowWsGuard implements CanActivate, OnApplicationShutdown {
 async function admit(
   engine: WebSocketLimiter<IncomingMessage, NestWsMessage>,
   client: GatewayClient,
+  backlog: ClientBacklog,
 ): Promise<LimitedConnection<NestWsMessage>> {
   const request = client.request ?? handshakes.get(client)
   if (request === undefined)
@@ -254,13 +254,20 @@ async function admit(
     for (const settle of waiting) settle()
     waiting.clear()
   }
-  connection.attach((code, reason, refusal) => {
-    end()
-    if (typeof client.disconnect === 'function') {
-      client.emit?.('exception', refusalMessage(refusal))
-      process.nextTick(() => client.disconnect?.(true))
-    } else client.close?.(code, reason)
-  })
+  connection.attach(
+    (code, reason, refusal) => {
+      const unread = backlog.backlogged()
+      end()
+      if (typeof client.disconnect === 'function') {
+        client.emit?.('exception', refusalMessage(refusal))
+        // A client that is not reading is disconnected at once: Nest's replies to the rest of its flood, queued
+        // in this turn, then go nowhere. Otherwise after the replies to the messages admitted before the close.
+        if (unread) client.disconnect(true)
+        else process.nextTick(() => client.disconnect?.(true))
+      } else client.close?.(code, reason)
+    },
+    () => backlog.backlogged(),
+  )
   client.once(typeof client.disconnect === 'function' ? 'disconnect' : 'close', end)
   return connection
 }
@@ -275,11 +282,12 @@ const pending = new WeakMap<LimitedConnection<NestWsMessage>, Set<() => void>>()
 function decide(
   connections: LimitedConnection<NestWsMessage>[],
   message: NestWsMessage,
+  backlog: ClientBacklog,
   ack: ((answer: unknown) => void) | undefined,
 ): Promise<boolean> {
   let chain: Promise<boolean> = Promise.resolve(true)
   for (const connection of connections) {
-    chain = chain.then((allowed) => (allowed ? one(connection, message, ack) : false))
+    chain = chain.then((allowed) => (allowed ? one(connection, message, backlog, ack) : false))
   }
   return chain
 }
@@ -287,6 +295,7 @@ function decide(
 function one(
   connection: LimitedConnection<NestWsMessage>,
   message: NestWsMessage,
+  backlog: ClientBacklog,
   ack: ((answer: unknown) => void) | undefined,
 ): Promise<boolean> {
   return new Promise((resolve, reject) => {
@@ -302,9 +311,12 @@ function one(
         waiting?.delete(gone)
         resolve(true)
       },
-      (refusal) => {
+      (refusal, reply) => {
         waiting?.delete(gone)
-        ack?.(refusalMessage(refusal))
+        // Nest's filter answers the rejection with an `exception` event, whatever the guard does; the
+        // acknowledgement is answered only when a reply is due (at most one a second, none while not reading).
+        backlog.told(refusal)
+        if (reply) ack?.(refusalMessage(refusal))
         reject(new RateLimitWsException(refusal))
       },
     )
@@ -326,10 +338,7 @@ const handshakeBinding: FrameworkBinding<IncomingMessage> = {
 // biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class, its dynamic form a static method
 export class RateWindowWsModule {
   static forRoot(options: RateWindowWsOptions = {}): DynamicModule {
-    requireObject(options, 'RateWindowWsModule.forRoot()', "{ per: 'connection', onLimit: 'drop' }")
-    rejectUnknownOptions(options, WS_OPTION_NAMES, 'RateWindowWsModule.forRoot()')
-    if (options.per !== undefined && options.per !== 'connection' && options.per !== 'key')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'per', options.per, "'connection' or 'key'")
+    checkWsOptions(options)
     return {
       module: RateWindowWsModule,
       global: true,

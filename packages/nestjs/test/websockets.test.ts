@@ -242,3 +242,18 @@ describe.each(['socket.io', 'ws'] as const)('Nest 12 gateway on %s', (platform) 
     expect(delivered).toHaveLength(LIMIT)
   })
 })
+
+describe('RateWindowWsModule.forRoot() options', () => {
+  it.each([
+    ['maxUnreadRefusals', 0],
+    ['maxWriteBuffer', -1],
+    ['maxBufferedAmount', 1.5],
+  ] as const)('%s: %s is refused, naming the option', (name, value) => {
+    expect(() => RateWindowWsModule.forRoot({ [name]: value })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_RATEWINDOW_INVALID_OPTION',
+        message: expect.stringContaining(`\`${name}\``),
+      }),
+    )
+  })
+})
