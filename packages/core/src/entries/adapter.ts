@@ -32,6 +32,7 @@ export {
 } from '../http/forwarded-for.js'
 export { type MiddlewareHandles, type ResetScope, withHandles } from '../http/handles.js'
 export { headerReset, partitionKey } from '../http/headers.js'
+export { INVALID_ADDRESS, unlessInvalidAddress } from '../http/invalid-address.js'
 export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
 export { middlewareOptionNames } from '../http/options.js'
 export type { SlowDownDecision, SlowDownRefusal } from '../slow-down/decision.js'
