@@ -1,6 +1,11 @@
 import { type HttpRateLimitOptions, ipKey, RateLimitError, type RateLimitResult } from '@ratewindow/core'
-import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
-import { emitWarning } from '@ratewindow/core/support'
+import {
+  type FrameworkBinding,
+  type HttpDecision,
+  HttpRateLimiter,
+  INVALID_ADDRESS,
+  unlessInvalidAddress,
+} from '@ratewindow/core/adapter'
 import {
   ADDRESS_OPTIONS,
   addressSource,
@@ -127,36 +132,18 @@ function keyOrAddress<Req>(
   }
 }
 
-/** What `decideFor` answers for a request whose client address is not an address. */
-export const INVALID_ADDRESS = Symbol('invalid address')
-
-let warnedInvalidAddress = false
+export { INVALID_ADDRESS }
 
 /**
- * `engine.decide(request)`, except for a client address that is not an IP address (a forwarded entry such as
- * `unknown` or garbage: the request came round the proxy, or the proxy writes something else): no bucket is shared
- * and nothing is counted, as everywhere (`ERR_RATEWINDOW_INVALID_IP`), but the entry points answer it themselves
- * and warn once, where a thrown error would print a stack trace per request, at the rate a client sends them.
+ * `engine.decide(request)`, or `INVALID_ADDRESS` for a client address that is not an IP address: the entry
+ * points answer it themselves (500; a server action: refused), counting nothing, with one warning (core's
+ * `unlessInvalidAddress`), where a thrown error would print a stack trace per request.
  */
 export async function decideFor<Req extends NextRequestLike>(
   engine: HttpRateLimiter<Req, Response>,
   request: Req,
 ): Promise<HttpDecision | undefined | typeof INVALID_ADDRESS> {
-  try {
-    return await engine.decide(request)
-  } catch (error) {
-    if (!(error instanceof RateLimitError) || error.code !== 'ERR_RATEWINDOW_INVALID_IP') throw error
-    if (!warnedInvalidAddress) {
-      warnedInvalidAddress = true
-      emitWarning(
-        `${error.message} A request's client address, as \`trustProxy\` (or \`clientIp\`) read it, is not an IP ` +
-          'address: such requests are answered 500 (a server action: refused) and counted nowhere. Check that every ' +
-          'request comes through the proxies `trustProxy` names, and what they write in X-Forwarded-For. Once.',
-        'RATEWINDOW_INVALID_ADDRESS',
-      )
-    }
-    return INVALID_ADDRESS
-  }
+  return unlessInvalidAddress(engine.decide(request), 'answered 500 (a server action: refused)')
 }
 
 /** The answer to a request whose client address is not an address: 500, with no detail for the client. */
