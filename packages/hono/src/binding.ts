@@ -231,6 +231,16 @@ function sharedNoConnectionAddress(error: unknown): string {
   return NO_CONNECTION_ADDRESS
 }
 
+/** How the middlewares answer a request whose client address is not an IP address, for core's warning. */
+export const INVALID_ADDRESS_ANSWER = 'answered 500'
+
+/**
+ * The answer to a request whose client address is not an IP address (`X-Forwarded-For: unknown` behind
+ * `trustProxy`): 500 with no detail, counted nowhere, the error handler not called (core's `unlessInvalidAddress`
+ * warns once instead of a stack trace per request).
+ */
+export const invalidAddressResponse = (c: Context): Response => c.text('Internal Server Error', 500)
+
 /**
  * What the engine reads to judge a refund and give back an in-flight slot (core's `FetchResponse`): finished
  * once the handler returned (`await next()`), closed then or when the client leaves first; its status is `c.res`'s.

@@ -2,7 +2,9 @@ import type { HttpRateLimitOptions, RateLimitResult, TrustProxy } from '@ratewin
 import {
   type HttpDecision,
   HttpRateLimiter,
+  INVALID_ADDRESS,
   type MiddlewareHandles,
+  unlessInvalidAddress,
   withHandles,
 } from '@ratewindow/core/adapter'
 import type { Context, Env, MiddlewareHandler } from 'hono'
@@ -13,6 +15,8 @@ import {
   type GetConnInfo,
   handlerResponse,
   honoBinding,
+  INVALID_ADDRESS_ANSWER,
+  invalidAddressResponse,
   withHandlerResponse,
 } from './binding.js'
 
@@ -88,8 +92,9 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
 
   const middleware: MiddlewareHandler<RateLimitEnv> = async (c, next) => {
     const context = c as unknown as Context<E>
-    const pending = engine.decideNow(context)
+    const pending = unlessInvalidAddress(engine.decideNow(context), INVALID_ADDRESS_ANSWER)
     const decision = pending instanceof Promise ? await pending : pending
+    if (decision === INVALID_ADDRESS) return invalidAddressResponse(c)
     if (decision === undefined) {
       await next()
       return

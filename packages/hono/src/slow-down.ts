@@ -1,5 +1,10 @@
 import type { SlowDownInfo, SlowDownOptions } from '@ratewindow/core'
-import { SlowDownEngine, type SlowDownRefusal } from '@ratewindow/core/adapter'
+import {
+  INVALID_ADDRESS,
+  SlowDownEngine,
+  type SlowDownRefusal,
+  unlessInvalidAddress,
+} from '@ratewindow/core/adapter'
 import type { Context, Env, MiddlewareHandler } from 'hono'
 import {
   ADDRESS_NAMES,
@@ -8,6 +13,8 @@ import {
   type HonoAddressOptions,
   handlerResponse,
   honoBinding,
+  INVALID_ADDRESS_ANSWER,
+  invalidAddressResponse,
   withHandlerResponse,
 } from './binding.js'
 
@@ -65,8 +72,9 @@ export function slowDown<E extends Env = any>(options: HonoSlowDownOptions<E> = 
   const middleware: MiddlewareHandler<SlowDownEnv> = async (c, next) => {
     const context = c as unknown as Context<E>
     const args: [Context<E>] = [context]
-    const pending = engine.decide(context, args)
+    const pending = unlessInvalidAddress(engine.decide(context, args), INVALID_ADDRESS_ANSWER)
     const decided = pending instanceof Promise ? await pending : pending
+    if (decided === INVALID_ADDRESS) return invalidAddressResponse(c)
     if (decided === undefined) {
       await next()
       return

@@ -1,0 +1,99 @@
+/**
+ * Hostile clients (issue 45) of `@ratewindow/hono`, written as the attacker wrote them: raw HTTP requests against
+ * a real Hono server on `@hono/node-server`, with `getConnInfo` and `trustProxy` as behind one proxy. Each test is
+ * named after what broke.
+ */
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { getConnInfo } from '@hono/node-server/conninfo'
+import { MemoryStore, type Store } from '@ratewindow/core'
+import { rateLimit, slowDown } from '@ratewindow/hono'
+import { Hono, type MiddlewareHandler } from 'hono'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+
+/** Every `RATEWINDOW_INVALID_ADDRESS` warning of this file: the warning is once per process. */
+const warnings: Error[] = []
+const onWarning = (warning: Error & { code?: string }) => {
+  if (warning.code === 'RATEWINDOW_INVALID_ADDRESS') warnings.push(warning)
+}
+process.on('warning', onWarning)
+afterAll(() => {
+  process.off('warning', onWarning)
+})
+
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+/** A memory store whose charges are counted on the way through. */
+function countedStore(): { store: Store; consumed: () => number } {
+  let consumed = 0
+  const memory = new MemoryStore()
+  const store = new Proxy(memory, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target)
+      if (typeof value !== 'function') return value
+      if (name !== 'consume') return value.bind(target)
+      return (...args: unknown[]) => {
+        consumed++
+        return value.apply(target, args)
+      }
+    },
+  })
+  return { store, consumed: () => consumed }
+}
+
+/** A Hono app behind one proxy, the middleware on every route; `errors` counts what reached `onError`. */
+async function started(middleware: MiddlewareHandler): Promise<{ url: string; errors: () => number }> {
+  let errors = 0
+  const app = new Hono()
+  app.onError((_error, c) => {
+    errors++
+    return c.text('error handler', 500)
+  })
+  app.use(middleware)
+  app.get('/', (c) => c.text('ok'))
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server
+  servers.push(server)
+  await new Promise((resolve) => server.once('listening', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, errors: () => errors }
+}
+
+const REQUESTS = 20
+
+describe.each([
+  ['rateLimit', (store: Store) => rateLimit({ getConnInfo, trustProxy: 1, limit: 5, window: '1h', store })],
+  [
+    'slowDown',
+    (store: Store) =>
+      slowDown({ getConnInfo, trustProxy: 1, delayAfter: 5, delayMs: 0, windowMs: 60_000, store }),
+  ],
+] as const)('%s with trustProxy', (_, make) => {
+  it('`X-Forwarded-For: unknown` threw ERR_RATEWINDOW_INVALID_IP into the error handler on every request (20 stack traces)', async () => {
+    const { store, consumed } = countedStore()
+    const { url, errors } = await started(make(store))
+    const answers: string[] = []
+    for (let i = 0; i < REQUESTS; i++) {
+      const response = await fetch(url, {
+        headers: { 'X-Forwarded-For': i % 2 ? 'unknown' : 'not an address' },
+      })
+      answers.push(`${response.status} ${await response.text()}`)
+    }
+    // Answered 500 by the middleware, with no detail; nothing counted, the error handler never called.
+    expect(new Set(answers)).toEqual(new Set(['500 Internal Server Error']))
+    expect(errors()).toBe(0)
+    expect(consumed()).toBe(0)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]!.message).toMatch(/Not an IP address.*`trustProxy`.*answered 500/)
+    // A client with an address is decided as ever.
+    const valid = await fetch(url, { headers: { 'X-Forwarded-For': '203.0.113.7' } })
+    expect([valid.status, await valid.text()]).toEqual([200, 'ok'])
+    expect(consumed()).toBe(1)
+  })
+})
