@@ -363,7 +363,10 @@ describe.each(storesOnClock('hostile-block'))(
       const blockedAt = Date.now()
       await settled(() => ran.length + refused.length === 40, 'every call ran or was refused', 100)
       expect(ran.filter((at) => at > blockedAt)).toEqual([])
-      expect(refused.length).toBeGreaterThanOrEqual(30)
+      // How many slots came before the block depends on how fast the store answered the re-checks meanwhile (a
+      // loaded machine lets more of the faked time pass): every call after the block is refused, whatever that is.
+      expect(refused.length).toBe(40 - ran.length)
+      expect(refused.length).toBeGreaterThan(0)
       for (const error of refused) {
         expect(error).toBeInstanceOf(WaitExceededError)
         expect((error as WaitExceededError).result.manualBlock).toMatchObject({ reason: 'scraping' })
