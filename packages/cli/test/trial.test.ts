@@ -400,12 +400,15 @@ describe.concurrent('ratewindow, as the outside trial used it', () => {
   it('every --help example works as printed against the README’s config (examples naming admin endpoints aside)', async () => {
     const prefix = uniquePrefix()
     const readme = fileURLToPath(new URL('./fixtures/readme-config.mjs', import.meta.url))
-    // customer:42 has made a request, so that `inspect` finds state.
+    // customer:42 has made a request and holds an override, so that `inspect` finds state even when the
+    // request's fixed window ends between the two (the `overrides delete` example, which runs after `inspect`,
+    // removes the override).
     const { api } = (await import('./fixtures/readme-config.mjs')) as { api: HttpRateLimitOptions<unknown> }
     const store = new RedisStore({ client: standaloneClient(), prefix })
     const limiter = new RateLimiter(rateLimiterOptionsFrom({ ...api, timeout: 10_000, store }))
     closing.push(() => limiter.release())
     await limiter.limit('customer:42')
+    await limiter.operator.set('customer:42', { limit: 1000 }, { ttl: '1h' })
     const examples = Object.values(COMMAND_HELP)
       .flatMap((help) => help.split('\n'))
       .map((line) => /^\s*(?:Examples?:)?\s*ratewindow (.*)$/.exec(line)?.[1])
