@@ -108,22 +108,30 @@ describe('TypeScript blocks typecheck under strict', () => {
 
 describe('run blocks run, showing the values their comments show', () => {
   const runs = snippets.filter((snippet) => snippet.run)
-  it.each(runs.map((snippet) => [snippet.at, snippet] as const))('%s', async (_at, snippet) => {
-    const { source } = runnableSource(snippet)
-    const file = join(work, `${moduleName(snippet)}.run.ts`)
-    writeFileSync(file, source)
-    const result = await exec(
+  const fileOf = (snippet: Snippet) => join(work, `${moduleName(snippet)}.run.ts`)
+  // All the blocks in one process, each imported in turn (test/docs/run-blocks.ts): the sources load once.
+  let results: Record<string, string> = {}
+  beforeAll(async () => {
+    for (const snippet of runs) writeFileSync(fileOf(snippet), runnableSource(snippet).source)
+    const resultsFile = join(work, 'run-results.json')
+    const runner = join(import.meta.dirname, 'run-blocks.ts')
+    const ran = await exec(
       process.execPath,
-      ['--conditions=@ratewindow/source', '--import', 'tsx', file],
-      {
-        cwd: root,
-        timeout: 30_000,
-      },
+      ['--conditions=@ratewindow/source', '--import', 'tsx', runner, resultsFile, ...runs.map(fileOf)],
+      { cwd: root, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
     ).then(
       () => 'ok',
       (error: { stderr?: string; message: string }) => error.stderr || error.message,
     )
-    expect(result).toBe('ok')
+    expect(ran).toBe('ok')
+    results = JSON.parse(readFileSync(resultsFile, 'utf8'))
+  }, 180_000)
+
+  it.each(runs.map((snippet) => [snippet.at, snippet] as const))('%s', (_at, snippet) => {
+    expect(results[fileOf(snippet)]).toBe('ok')
+  })
+  it('the blocks leave nothing running once they are done', () => {
+    expect(results['']).toBe('ok')
   })
 })
 
