@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { slots } from '../../scripts/check-packages/slots.js'
 import { RedisServer } from '../support/redis-server.js'
 import {
   allDocChecks,
@@ -136,12 +137,14 @@ describe('run blocks run, showing the values their comments show', () => {
 })
 
 describe('servers start and answer the statuses their docs promise', () => {
-  let redis: RedisServer | undefined
+  let redis: Promise<RedisServer> | undefined
   const children = new Set<ChildProcess>()
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL')
-    await redis?.stop()
+    await (await redis)?.stop()
   })
+  // Two servers at a time: each check mostly waits for its process to start.
+  const place = slots(2)
 
   const checks: [string, ServeCheck, Snippet | undefined][] = [
     ...snippets
@@ -150,66 +153,68 @@ describe('servers start and answer the statuses their docs promise', () => {
     ...serves.map((serve) => [`serve ${serve.at}`, serve, undefined] as [string, ServeCheck, undefined]),
   ]
   for (const [name, serve, snippet] of checks) {
-    check(name)(name, async () => {
-      const file = serve.file ?? join(work, `${moduleName(snippet!)}.ts`)
-      const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production' }
-      delete env.REDIS_URL
-      delete env.REDIS_CLUSTER
-      // tsx applies a tsconfig only to the files it includes: a block runs under the one it was typechecked with
-      // (decorators as Nest compiles them, for one).
-      if (snippet !== undefined) env.TSX_TSCONFIG_PATH = join(work, 'tsconfig.json')
-      if (serve.redis) {
-        redis ??= await RedisServer.start()
-        env.REDIS_URL = `redis://127.0.0.1:${redis.port}`
-      }
-      const preload = pathToFileURL(join(import.meta.dirname, 'listen-on-free-port.mjs')).href
-      // tsx's ESM loader alone: with its CommonJS hook too, a CommonJS package that requires an ES module (such as
-      // @nestjs/throttler requiring Nest 12's @nestjs/core) gets a second copy of it, and Nest cannot inject the
-      // first copy's classes into the second's; Node's own require() of ES modules shares one, as in production.
-      const child = spawn(
-        process.execPath,
-        ['--conditions=@ratewindow/source', '--import', 'tsx/esm', '--import', preload, file],
-        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
-      )
-      children.add(child)
-      let output = ''
-      child.stdout!.on('data', (data) => (output += data))
-      child.stderr!.on('data', (data) => (output += data))
-      try {
-        const port = await new Promise<number>((resolve, reject) => {
-          const timer = setTimeout(
-            () => reject(new Error(`no server listening after 60 s:\n${output}`)),
-            60_000,
-          )
-          child.on('message', (message: { port?: number }) => {
-            if (typeof message.port === 'number') {
-              clearTimeout(timer)
-              resolve(message.port)
-            }
-          })
-          child.on('exit', (code) => {
-            clearTimeout(timer)
-            reject(new Error(`exited with code ${code} before listening:\n${output}`))
-          })
-        })
-        const seen: string[] = []
-        const expected: string[] = []
-        for (const step of serve.steps) {
-          for (let n = 0; n < step.times; n++) {
-            const response = await fetch(`http://127.0.0.1:${port}${step.path}`, { method: step.method })
-            await response.arrayBuffer()
-            const present = step.headers.filter((name) => response.headers.has(name))
-            const withHeaders = (names: string[]) => (names.length > 0 ? ` with ${names.join(', ')}` : '')
-            seen.push(`${step.method} ${step.path} → ${response.status}${withHeaders(present)}`)
-            expected.push(`${step.method} ${step.path} → ${step.status}${withHeaders(step.headers)}`)
-          }
+    check(name).concurrent(name, () =>
+      place(async () => {
+        const file = serve.file ?? join(work, `${moduleName(snippet!)}.ts`)
+        const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production' }
+        delete env.REDIS_URL
+        delete env.REDIS_CLUSTER
+        // tsx applies a tsconfig only to the files it includes: a block runs under the one it was typechecked with
+        // (decorators as Nest compiles them, for one).
+        if (snippet !== undefined) env.TSX_TSCONFIG_PATH = join(work, 'tsconfig.json')
+        if (serve.redis) {
+          redis ??= RedisServer.start()
+          env.REDIS_URL = `redis://127.0.0.1:${(await redis).port}`
         }
-        expect(seen).toEqual(expected)
-      } finally {
-        child.kill('SIGTERM')
-        children.delete(child)
-      }
-    })
+        const preload = pathToFileURL(join(import.meta.dirname, 'listen-on-free-port.mjs')).href
+        // tsx's ESM loader alone: with its CommonJS hook too, a CommonJS package that requires an ES module (such as
+        // @nestjs/throttler requiring Nest 12's @nestjs/core) gets a second copy of it, and Nest cannot inject the
+        // first copy's classes into the second's; Node's own require() of ES modules shares one, as in production.
+        const child = spawn(
+          process.execPath,
+          ['--conditions=@ratewindow/source', '--import', 'tsx/esm', '--import', preload, file],
+          { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+        )
+        children.add(child)
+        let output = ''
+        child.stdout!.on('data', (data) => (output += data))
+        child.stderr!.on('data', (data) => (output += data))
+        try {
+          const port = await new Promise<number>((resolve, reject) => {
+            const timer = setTimeout(
+              () => reject(new Error(`no server listening after 60 s:\n${output}`)),
+              60_000,
+            )
+            child.on('message', (message: { port?: number }) => {
+              if (typeof message.port === 'number') {
+                clearTimeout(timer)
+                resolve(message.port)
+              }
+            })
+            child.on('exit', (code) => {
+              clearTimeout(timer)
+              reject(new Error(`exited with code ${code} before listening:\n${output}`))
+            })
+          })
+          const seen: string[] = []
+          const expected: string[] = []
+          for (const step of serve.steps) {
+            for (let n = 0; n < step.times; n++) {
+              const response = await fetch(`http://127.0.0.1:${port}${step.path}`, { method: step.method })
+              await response.arrayBuffer()
+              const present = step.headers.filter((name) => response.headers.has(name))
+              const withHeaders = (names: string[]) => (names.length > 0 ? ` with ${names.join(', ')}` : '')
+              seen.push(`${step.method} ${step.path} → ${response.status}${withHeaders(present)}`)
+              expected.push(`${step.method} ${step.path} → ${step.status}${withHeaders(step.headers)}`)
+            }
+          }
+          expect(seen).toEqual(expected)
+        } finally {
+          child.kill('SIGTERM')
+          children.delete(child)
+        }
+      }),
+    )
   }
 
   it('every example is started by a serve check', () => {
