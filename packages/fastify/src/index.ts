@@ -15,9 +15,11 @@ import type {
   onRequestHookHandler,
   onSendHookHandler,
   preHandlerHookHandler,
+  RouteOptions,
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { binding } from './binding.js'
+import { GeneratedRoutes } from './generated-routes.js'
 import { Handle, type RateLimitHandle } from './handle.js'
 import { countsApart } from './shared-budget.js'
 
@@ -207,22 +209,24 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   // registers first must not get a handle of its own, and the root has one even when only children register.
   const root = rootOf(fastify)
   if (!root.hasDecorator('ratewindow')) root.decorate('ratewindow', new Handle())
-  const handle = fastify.ratewindow
-  if (!(handle instanceof Handle)) {
+  const decorated = fastify.ratewindow
+  if (!(decorated instanceof Handle)) {
     throw new RateLimitError(
       'ERR_RATEWINDOW_INVALID_OPTION',
       '`fastify.ratewindow` is already decorated by something other than @ratewindow/fastify.',
       { option: 'ratewindow' },
     )
   }
+  const handle = decorated
   handle.engines.set(globalLimiter.engine, { route: undefined, registration: fastify, name: shared.name })
-  fastify.addHook('onRoute', function onRoute(route) {
+  /** The limiter of a route the application declares: the plugin's, one of its own, or none (exempt). */
+  function limiterOf(instance: FastifyInstance, route: RouteOptions): Limiter | undefined {
     const routeConfig = route.config as { ratewindow?: unknown; rateLimit?: unknown } | undefined
     const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
     const scope = `${methods} ${route.url}`
     // `config.rateLimit` was this plugin's key in 0.1: without @fastify/rate-limit to read it, a route
     // that sets it would run unlimited (or with the plugin's limit) without a word.
-    if (routeConfig?.rateLimit !== undefined && !this.hasPlugin('@fastify/rate-limit')) {
+    if (routeConfig?.rateLimit !== undefined && !instance.hasPlugin('@fastify/rate-limit')) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_UNKNOWN_OPTION',
         `\`config.rateLimit\` of ${scope} is @fastify/rate-limit's key; @ratewindow/fastify reads ` +
@@ -231,40 +235,37 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       )
     }
     const config = routeConfig?.ratewindow
-    if (config === false || (config === undefined && !global)) return
-    let limiter = globalLimiter
-    if (config !== undefined) {
-      if (typeof config !== 'object' || config === null) {
-        throw new RateLimitError(
-          'ERR_RATEWINDOW_INVALID_OPTION',
-          `\`config.ratewindow\` of ${scope} must be an object of options or false.`,
-          { option: 'config.ratewindow' },
-        )
-      }
-      const where = `config.ratewindow of ${scope}`
-      const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
-      if (countsApart(config)) {
-        limiter = makeLimiter(merged, { qualifier: scope, where })
-        handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
-      } else {
-        // The plugin's budget: its counters (no route qualifier), its cost and options this route's own; one
-        // more engine of the plugin's (`owner`), not a newer limiter taking its counters over.
-        limiter = makeLimiter({ ...merged, store }, { where, owner: globalLimiter.engine })
-        handle.sharedRoutes.add({ route: scope, registration: fastify })
-      }
-      engines.push(limiter.engine)
+    if (config === false || (config === undefined && !global)) return undefined
+    if (config === undefined) return globalLimiter
+    if (typeof config !== 'object' || config === null) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_INVALID_OPTION',
+        `\`config.ratewindow\` of ${scope} must be an object of options or false.`,
+        { option: 'config.ratewindow' },
+      )
     }
-    const existing = route[limiter.hook]
-    const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
-    // onRequest: first, before any work. preHandler: last, after every hook that authenticates.
-    route[limiter.hook] = limiter.hook === 'onRequest' ? [limiter.run, ...hooks] : [...hooks, limiter.run]
-    if (limiter.sent !== undefined) {
-      const onSend = route.onSend
-      route.onSend = [
-        ...(onSend === undefined ? [] : Array.isArray(onSend) ? onSend : [onSend]),
-        limiter.sent,
-      ]
+    const where = `config.ratewindow of ${scope}`
+    const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
+    let limiter: Limiter
+    if (countsApart(config)) {
+      limiter = makeLimiter(merged, { qualifier: scope, where })
+      handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
+    } else {
+      // The plugin's budget: its counters (no route qualifier), its cost and options this route's own; one
+      // more engine of the plugin's (`owner`), not a newer limiter taking its counters over.
+      limiter = makeLimiter({ ...merged, store }, { where, owner: globalLimiter.engine })
+      handle.sharedRoutes.add({ route: scope, registration: fastify })
     }
+    engines.push(limiter.engine)
+    return limiter
+  }
+  // The routes Fastify generates from a declared one (its HEAD twin, …) count in the declared route's limiter.
+  const generated = new GeneratedRoutes<Limiter | undefined>()
+  fastify.addHook('onRoute', function onRoute(route) {
+    const source = generated.sourceOf(route)
+    const limiter = source === undefined ? limiterOf(this, route) : source.given
+    if (source === undefined) generated.declare(route, limiter)
+    if (limiter !== undefined) addHooks(route, limiter)
   })
   if (notFound) limitNotFound(fastify, globalLimiter)
   fastify.addHook('onClose', async () => {
@@ -276,6 +277,17 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       if (each.registration === fastify) handle.sharedRoutes.delete(each)
     ownStore?.close()
   })
+}
+
+/** Adds the hooks of `limiter` to `route`: onRequest first, before any work; preHandler last, after every hook that authenticates. */
+function addHooks(route: RouteOptions, limiter: Limiter): void {
+  const existing = route[limiter.hook]
+  const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
+  route[limiter.hook] = limiter.hook === 'onRequest' ? [limiter.run, ...hooks] : [...hooks, limiter.run]
+  if (limiter.sent !== undefined) {
+    const onSend = route.onSend
+    route.onSend = [...(onSend === undefined ? [] : Array.isArray(onSend) ? onSend : [onSend]), limiter.sent]
+  }
 }
 
 /**

@@ -62,7 +62,29 @@ const VERSIONS = [
   ['Fastify 4', fastify4 as unknown as typeof fastify5],
 ] as const
 
-describe.each(VERSIONS)('%s', (_name, create) => {
+/** `count` times `value`. */
+function times<T>(count: number, value: T): T[] {
+  return Array.from({ length: count }, () => value)
+}
+
+/** The port of `app`, listening on 127.0.0.1. */
+async function listen(app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  return typeof address === 'object' && address !== null ? address.port : 0
+}
+
+/** `count` raw requests of API key `k`, taking `routes` (`'HEAD /export'`) in turn: the statuses answered. */
+async function statuses(port: number, count: number, routes: readonly string[]): Promise<number[]> {
+  const answered: number[] = []
+  for (let turn = 0; turn < count; turn++) {
+    const [method, path] = routes[turn % routes.length]!.split(' ') as [string, string]
+    answered.push((await send(port, method, path, 'k')).status)
+  }
+  return answered
+}
+
+describe.each(VERSIONS)('%s', (name, create) => {
   /** The API: 20 units an hour per API key, an export route costing 10, a login with its own limit of 3. */
   async function start(store?: Store): Promise<{ app: FastifyInstance; port: number }> {
     const app = create()
@@ -138,6 +160,89 @@ describe.each(VERSIONS)('%s', (_name, create) => {
     expect(reported.status).toBe(200)
     expect(reported.headers.ratelimit).toMatch(/^limit=20, remaining=4, reset=\d+$/)
     expect((await send(port, 'GET', '/report', 'free-4')).status).toBe(503)
+  })
+
+  it("a GET route's HEAD twin and a prefixed '/' route's trailing-slash twins counted apart: the handlers ran 10 and 15 times against limits of 5", async () => {
+    const runs = { export: 0, index: 0 }
+    const app = create()
+    apps.push(app)
+    await app.register(rateLimit, {
+      limit: 100,
+      window: '1m',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    const ownLimit = { config: { ratewindow: { limit: 5, window: '1m' } } } as const
+    app.get('/export', ownLimit, async () => {
+      runs.export++
+      return 'export.csv'
+    })
+    await app.register(
+      async (child) => {
+        child.get('/', ownLimit, async () => {
+          runs.index++
+          return 'api index'
+        })
+      },
+      { prefix: '/api' },
+    )
+    const port = await listen(app)
+    expect(await statuses(port, 10, ['GET /export'])).toEqual([...times(5, 200), ...times(5, 429)])
+    expect(await statuses(port, 10, ['HEAD /export'])).toEqual(times(10, 429))
+    // Every URL and method Fastify answers for the one '/' route, in turn: one budget of 5 between them.
+    const index = await statuses(port, 16, ['GET /api', 'HEAD /api', 'HEAD /api/', 'GET /api/'])
+    expect(index).toEqual([...times(5, 200), ...times(11, 429)])
+    expect(runs).toEqual({ export: 5, index: 5 })
+    // One limiter per declared route: its scope resets the twins too, and the routes listed are the declared ones.
+    await app.ratewindow.resetKey('k', { route: 'GET /export' })
+    expect(await statuses(port, 6, ['HEAD /export'])).toEqual([...times(5, 200), 429])
+    await app.ratewindow.resetKey('k', { route: '/api' })
+    expect(await statuses(port, 6, ['HEAD /api/', 'GET /api/'])).toEqual([...times(5, 200), 429])
+    await expect(app.ratewindow.resetKey('k', { route: 'GET /nothing' })).rejects.toThrow(
+      'Routes with a limiter of their own: GET /export, GET /api.',
+    )
+  })
+
+  it("a prefixed '/' route's twins with ignoreTrailingSlash: HEAD /api/ reached a second limiter of the route", async () => {
+    let runs = 0
+    const ignoreTrailingSlash = { ignoreTrailingSlash: true }
+    const app = create(name === 'Fastify 4' ? ignoreTrailingSlash : { routerOptions: ignoreTrailingSlash })
+    apps.push(app)
+    await app.register(rateLimit, { key: (request) => String(request.headers['x-api-key']) })
+    await app.register(
+      async (child) => {
+        child.get('/', { config: { ratewindow: { limit: 3, window: '1m' } } }, async () => {
+          runs++
+          return 'api index'
+        })
+      },
+      { prefix: '/api' },
+    )
+    const port = await listen(app)
+    const index = await statuses(port, 8, ['HEAD /api/', 'GET /api/', 'HEAD /api', 'GET /api'])
+    expect(index).toEqual([...times(3, 200), ...times(5, 429)])
+    expect(runs).toBe(3) // a HEAD route runs the GET handler
+  })
+
+  it("the plugin's budget through a route's twins: GET and HEAD, with and without the slash, spend one budget", async () => {
+    const app = create()
+    apps.push(app)
+    await app.register(rateLimit, {
+      limit: 6,
+      window: '1m',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    app.get('/export', { config: { ratewindow: { cost: 2 } } }, async () => 'export.csv')
+    await app.register(async (child) => child.get('/', async () => 'api index'), { prefix: '/api' })
+    const port = await listen(app)
+    // 1 + 1 + 1 + 1 + 2 units: the plugin's 6.
+    const answered = await statuses(port, 8, [
+      'GET /api',
+      'HEAD /api',
+      'HEAD /api/',
+      'GET /api/',
+      'HEAD /export',
+    ])
+    expect(answered).toEqual([...times(5, 200), ...times(3, 429)])
   })
 
   it('a reset scope naming a route without a limiter of its own rejects, naming why; a reset of the plugin frees every route', async () => {
