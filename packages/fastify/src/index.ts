@@ -248,7 +248,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     const merged = mergeRouteOptions(shared, config as RouteRateLimitOptions)
     let limiter: Limiter
     if (countsApart(config)) {
-      limiter = makeLimiter(merged, { qualifier: scope, where })
+      // Its own counters, on the plugin's store unless it names one: the members of a `group` meet there.
+      limiter = makeLimiter({ ...merged, store: merged.store ?? store }, { qualifier: scope, where })
       handle.engines.set(limiter.engine, { route: scope, registration: fastify, name: merged.name })
     } else {
       // The plugin's budget: its counters (no route qualifier), its cost and options this route's own; one

@@ -245,6 +245,31 @@ describe.each(VERSIONS)('%s', (name, create) => {
     expect(answered).toEqual([...times(5, 200), ...times(3, 429)])
   })
 
+  it('a group of route limiters counted apart when the plugin had no store: two routes of a group of 5 ran 10 times', async () => {
+    const runs = { a: 0, b: 0 }
+    const app = create()
+    apps.push(app)
+    // As every README example registers it: no `store`.
+    await app.register(rateLimit, {
+      limit: 20,
+      window: '1m',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    const exports = { config: { ratewindow: { limit: 5, window: '1m', group: 'exports' } } } as const
+    app.get('/export/a', exports, async () => {
+      runs.a++
+      return 'a'
+    })
+    app.get('/export/b', exports, async () => {
+      runs.b++
+      return 'b'
+    })
+    const port = await listen(app)
+    expect(await statuses(port, 10, ['GET /export/a'])).toEqual([...times(5, 200), ...times(5, 429)])
+    expect(await statuses(port, 10, ['GET /export/b'])).toEqual(times(10, 429))
+    expect(runs.a + runs.b).toBe(5)
+  })
+
   it('a reset scope naming a route without a limiter of its own rejects, naming why; a reset of the plugin frees every route', async () => {
     const { app, port } = await start()
     expect(await spend(port, 'free-5', ['GET /export'])).toBe(20)
