@@ -22,6 +22,7 @@ import { binding } from './binding.js'
 import { GeneratedRoutes } from './generated-routes.js'
 import { Handle, type RateLimitHandle } from './handle.js'
 import { countsApart } from './shared-budget.js'
+import { showFields } from './shown-fields.js'
 
 /**
  * Plugin and route options: callbacks receive the request; `requestWasSuccessful` takes `(statusCode)`, or
@@ -127,12 +128,13 @@ function makeLimiter(
   ): Promise<unknown> | undefined {
     if (decision === undefined) return undefined
     request.rateLimit = decision.result
-    reply.headers(decision.headers)
+    // Another registration's fields may be the ones to show (shown-fields.ts).
+    const shown = showFields(request, reply, decision)
     if (decision.result.allowed) {
       engine.track(reply.raw, decision, undefined, request, reply)
       if (decision.slot !== undefined)
         (request as FastifyRequest & { [holding]?: HttpDecision })[holding] = decision
-      engine.followSettle(decision, reply)
+      if (shown) engine.followSettle(decision, reply)
       return undefined
     }
     return deny(request, reply, decision)

@@ -270,6 +270,51 @@ describe.each(VERSIONS)('%s', (name, create) => {
     expect(runs.a + runs.b).toBe(5)
   })
 
+  it('two registrations: an answer told 95 remaining from the user limit, then the IP limit of 5 refused', async () => {
+    const app = create()
+    apps.push(app)
+    await app.register(rateLimit, { limit: 5, window: '1m', prefix: 'ip' })
+    await app.register(rateLimit, {
+      limit: 100,
+      window: '1m',
+      prefix: 'user',
+      hook: 'preHandler',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    app.get('/', async () => 'ok')
+    const port = await listen(app)
+    const told: string[] = []
+    for (let request = 1; request <= 7; request++) {
+      const { status, headers } = await send(port, 'GET', '/', 'k1')
+      told.push(`${status} ${headers['ratelimit-limit']} ${headers['ratelimit-remaining']}`)
+    }
+    // The fields of the limiter with the fewest requests left, then the refusing limiter's.
+    expect(told).toEqual(['200 5 4', '200 5 3', '200 5 2', '200 5 1', '200 5 0', '429 5 0', '429 5 0'])
+  })
+
+  it("two registrations: a 429 from the user limit carried the IP limit's X-RateLimit-Remaining beside its own fields", async () => {
+    const app = create()
+    apps.push(app)
+    await app.register(rateLimit, { limit: 5, window: '1m', prefix: 'ip', legacyHeaders: true })
+    await app.register(rateLimit, {
+      limit: 2,
+      window: '1m',
+      prefix: 'user',
+      hook: 'preHandler',
+      key: (request) => String(request.headers['x-api-key']),
+    })
+    app.get('/', async () => 'ok')
+    const port = await listen(app)
+    const told: string[] = []
+    for (let request = 1; request <= 3; request++) {
+      const { status, headers } = await send(port, 'GET', '/', 'k1')
+      told.push(
+        `${status} ${headers['ratelimit-limit']} ${headers['ratelimit-remaining']} ${headers['x-ratelimit-remaining']}`,
+      )
+    }
+    expect(told).toEqual(['200 2 1 undefined', '200 2 0 undefined', '429 2 0 undefined'])
+  })
+
   it('a reset scope naming a route without a limiter of its own rejects, naming why; a reset of the plugin frees every route', async () => {
     const { app, port } = await start()
     expect(await spend(port, 'free-5', ['GET /export'])).toBe(20)
