@@ -3,7 +3,7 @@ import type { Refusal } from './limiter.js'
 
 /**
  * A refusal as the GraphQL error the client receives: `extensions.code` (`RATE_LIMITED`, `FORBIDDEN`,
- * `MAX_DEPTH_EXCEEDED`, `MAX_COST_EXCEEDED`), `retryAfter` (seconds) and `cost` where known, and `extensions.http`,
+ * `MAX_DEPTH_EXCEEDED`, `MAX_COST_EXCEEDED`, `MAX_INTROSPECTION_EXCEEDED`), `retryAfter` (seconds) and `cost` where known, and `extensions.http`,
  * which GraphQL Yoga and Apollo Server turn into the response's status and headers and do not send. Yoga reads
  * those headers as a plain object, Apollo as a `Map`: `headers` says which.
  */

@@ -21,6 +21,8 @@ export {
   type CostModelOptions,
   DepthExceeded,
   estimateCost,
+  type IntrospectionBound,
+  IntrospectionExceeded,
 } from './estimate.js'
 export { type Admission, type AdmittedOperation, GraphQLRateLimiter, type Refusal } from './limiter.js'
 export type {

@@ -7,7 +7,7 @@
 import { RateLimitError, type SettleResult } from '@ratewindow/core'
 import { type FrameworkBinding, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
 import { countResultFields, StreamTally } from './actual.js'
-import { add, DepthExceeded, estimateCost } from './estimate.js'
+import { add, DepthExceeded, estimateCost, IntrospectionExceeded } from './estimate.js'
 import {
   type ExecutionOutcome,
   type GraphQLConfig,
@@ -31,7 +31,12 @@ export type Admission<TContext> = AdmittedOperation<TContext>
 /** Why an operation may not run, in GraphQL terms: the plugins throw or return it as a `GraphQLError`. */
 export interface Refusal {
   /** `extensions.code`. */
-  code: 'RATE_LIMITED' | 'FORBIDDEN' | 'MAX_DEPTH_EXCEEDED' | 'MAX_COST_EXCEEDED'
+  code:
+    | 'RATE_LIMITED'
+    | 'FORBIDDEN'
+    | 'MAX_DEPTH_EXCEEDED'
+    | 'MAX_COST_EXCEEDED'
+    | 'MAX_INTROSPECTION_EXCEEDED'
   message: string
   /** The HTTP status, where the transport is HTTP. */
   status: number
@@ -81,8 +86,8 @@ export class GraphQLRateLimiter<TContext> {
   }
 
   /**
-   * The depth guard and the estimate, then the engine's decision: an admission, or a refusal. Rejects only for a
-   * programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
+   * The depth and introspection guards and the estimate, then the engine's decision: an admission, or a refusal.
+   * Rejects only for a programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
    */
   async admit(
     parts: Omit<GraphQLOperation<TContext>, 'estimate'>,
@@ -92,6 +97,7 @@ export class GraphQLRateLimiter<TContext> {
       operation = { ...parts, estimate: estimateCost(parts, this.#config.model) }
     } catch (error) {
       if (error instanceof DepthExceeded) return depthRefusal(error)
+      if (error instanceof IntrospectionExceeded) return introspectionRefusal(error)
       throw error
     }
     let decision: HttpDecision | undefined
@@ -224,6 +230,15 @@ function depthRefusal(error: DepthExceeded): Refusal {
 function defaultActualCost(result: ExecutionOutcome, operation: GraphQLOperation): number {
   if (result.data === null) return add(operation.estimate.cost, result.incrementalCost ?? 0)
   return add(countResultFields(result.data, operation), result.incrementalCost ?? 0)
+}
+
+function introspectionRefusal(error: IntrospectionExceeded): Refusal {
+  return {
+    code: 'MAX_INTROSPECTION_EXCEEDED',
+    message: `The operation asks for \`${error.field}\` ${error.count} times (aliases included); at most ${error.max} ${error.max === 1 ? 'is' : 'are'} allowed (\`maxIntrospection\`).`,
+    status: BAD_REQUEST,
+    headers: {},
+  }
 }
 
 function costRefusal(cost: unknown): Refusal {

@@ -4,13 +4,14 @@
  */
 import { type Awaitable, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
 import { middlewareOptionNames } from '@ratewindow/core/adapter'
-import { invalid, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
+import { invalid, namesOf, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
 import {
   COST_MODEL_DEFAULTS,
   type CostEstimate,
   type CostedOperation,
   type CostModelOptions,
+  type IntrospectionBound,
 } from './estimate.js'
 
 /** The request headers, where the transport is HTTP: a fetch `Headers` or Apollo's `HeaderMap` fits. */
@@ -106,8 +107,16 @@ const GRAPHQL_NAMES = middlewareOptionNames<GraphQLRateLimitOptions>(
     skipSuccessfulRequests: true,
     requestWasSuccessful: true,
   },
-  { actualCost: true, clientIp: true, maxDepth: true, listSize: true, slicingArguments: true },
+  {
+    actualCost: true,
+    clientIp: true,
+    maxDepth: true,
+    listSize: true,
+    slicingArguments: true,
+    maxIntrospection: true,
+  },
 )
+const INTROSPECTION_NAMES = namesOf<IntrospectionBound>({ schema: true, type: true })
 
 /** The options resolved: the engine's part, and GraphQL's own, complete. */
 export interface GraphQLConfig<TContext> {
@@ -130,11 +139,13 @@ export function resolveGraphQLOptions<TContext>(
 ): GraphQLConfig<TContext> {
   requireObject(options, 'options', "{ limit: 1000, window: '1m' }")
   rejectUnknownOptions(options, GRAPHQL_NAMES, where)
-  const { cost, actualCost, clientIp, maxDepth, listSize, slicingArguments, ...engine } = options
+  const { cost, actualCost, clientIp, maxDepth, listSize, slicingArguments, maxIntrospection, ...engine } =
+    options
   const model = {
     maxDepth: count(maxDepth ?? COST_MODEL_DEFAULTS.maxDepth, 'maxDepth', 1, '10'),
     listSize: count(listSize ?? COST_MODEL_DEFAULTS.listSize, 'listSize', 0, '10'),
     slicingArguments: names(slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments),
+    maxIntrospection: introspectionBound(maxIntrospection),
   }
   if (actualCost !== undefined && actualCost !== false && typeof actualCost !== 'function')
     throw invalid(
@@ -151,6 +162,21 @@ export function resolveGraphQLOptions<TContext>(
     requireCharge(options.fallback, 'fallback')
   }
   return { engine, model, cost, actualCost: settles, clientIp }
+}
+
+/** `maxIntrospection`, complete: each bound a whole number >= 0. */
+function introspectionBound(value: IntrospectionBound | undefined): Required<IntrospectionBound> {
+  if (value === undefined) return { ...COST_MODEL_DEFAULTS.maxIntrospection }
+  requireObject(value, 'maxIntrospection', '{ schema: 1, type: 10 }')
+  rejectUnknownOptions(value, INTROSPECTION_NAMES, '`maxIntrospection`')
+  const {
+    schema = COST_MODEL_DEFAULTS.maxIntrospection.schema,
+    type = COST_MODEL_DEFAULTS.maxIntrospection.type,
+  } = value
+  return {
+    schema: count(schema, 'maxIntrospection.schema', 0, '1'),
+    type: count(type, 'maxIntrospection.type', 0, '10'),
+  }
 }
 
 /** A whole number of at least `min`, checked by core's rule and worded with an example. */

@@ -13,6 +13,7 @@ import {
   countResultFields,
   DepthExceeded,
   estimateCost,
+  IntrospectionExceeded,
 } from '../src/index.js'
 
 const schema = buildSchema(/* GraphQL */ `
@@ -24,6 +25,15 @@ const schema = buildSchema(/* GraphQL */ `
     matrix: [[Int]]
     grid: [[Cell]]
     search(text: String): [Result!]!
+    connection(first: Int): Connection
+  }
+  type Connection {
+    edges: [Edge]
+    nodes: [Book]
+    total: Int
+  }
+  type Edge {
+    node: Book
   }
   type Book {
     title: String
@@ -98,6 +108,19 @@ describe('estimateCost: fields × list multipliers', () => {
     expect(estimate(source).cost).toBe(1 + 10 * (1 + 1 + 1 + 2 * 3))
   })
 
+  it('a slicing argument on a field that is not a list (a Relay connection) sizes the lists directly below it', () => {
+    // 1 + (1 + 5 × (node + 1 × title))
+    expect(estimate('{ connection(first: 5) { edges { node { title } } } }').cost).toBe(12)
+    expect(estimate('{ connection(first: 5) { edges { node { title } } nodes { title } total } }').cost).toBe(
+      1 + (1 + 5 * 2) + (1 + 5 * 1) + 1,
+    )
+    expect(estimate('{ connection { edges { node { title } } } }').cost).toBe(1 + (1 + 10 * 2))
+    // a fragment is read once per size handed to it
+    const spread = `{ a: connection(first: 5) { ...C } b: connection(first: 2) { ...C } }
+      fragment C on Connection { edges { node { title } } }`
+    expect(estimate(spread).cost).toBe(12 + (1 + (1 + 2 * 2)))
+  })
+
   it('stops at the largest safe integer: a hostile size never makes Infinity or NaN', () => {
     const fragments = Array.from({ length: 80 }, (_, i) =>
       i === 0 ? 'fragment F0 on Book { title }' : `fragment F${i} on Book { ...F${i - 1} ...F${i - 1} }`,
@@ -134,6 +157,21 @@ describe('estimateCost: the depth guard', () => {
       cost: 1,
       depth: 1,
     })
+  })
+})
+
+describe('estimateCost: the introspection bound (maxIntrospection)', () => {
+  it('counts __schema and __type under their aliases, and refuses more than the bound', () => {
+    const schemas = '{ a: __schema { queryType { name } } b: __schema { queryType { name } } }'
+    expect(() => estimate(schemas)).toThrow(IntrospectionExceeded)
+    expect(() => estimate(schemas)).toThrow('The operation runs `__schema` 2 times; at most 1 is allowed.')
+    expect(estimate(schemas, undefined, { maxIntrospection: { schema: 2 } }).cost).toBe(2)
+    const types = `{ ${Array.from({ length: 11 }, (_, i) => `t${i}: __type(name: "Book") { name }`).join(' ')} }`
+    expect(() => estimate(types)).toThrow('The operation runs `__type` 11 times; at most 10 are allowed.')
+    expect(() =>
+      estimate('{ __type(name: "Book") { name } }', undefined, { maxIntrospection: { type: 0 } }),
+    ).toThrow(IntrospectionExceeded)
+    expect(COST_MODEL_DEFAULTS.maxIntrospection).toEqual({ schema: 1, type: 10 })
   })
 })
 
@@ -233,6 +271,12 @@ describe('options, checked at construction', () => {
       '`slicingArguments` must be argument names',
     )
     expect(() => useRateLimit({ actualCost: 3 as never })).toThrow('`actualCost` must be a function')
+    expect(() => useRateLimit({ maxIntrospection: { schema: -1 } })).toThrow(
+      '`maxIntrospection.schema` must be a whole number >= 0',
+    )
+    expect(() => useRateLimit({ maxIntrospection: { schemas: 1 } } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
+    )
     expect(() => useRateLimit({ cost: 5, limit: 3 })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT' }),
     )

@@ -95,6 +95,32 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect(remaining(await server.ask('{ hello }'))).toBe(1000 - 301 - 1)
   })
 
+  it('a Relay connection books(first: 600000) { edges { node { title } } } was estimated 32 and ran: first sizes edges', async () => {
+    const server = await start(kind)
+    const huge = await server.post(
+      '{"query":"{ booksConnection(first: 600000) { edges { node { title } } } }"}',
+    )
+    expect([huge.status, code(huge), huge.body.errors?.[0]?.extensions?.cost]).toEqual([
+      400,
+      'MAX_COST_EXCEEDED',
+      1 + 1 + 600_000 * 2,
+    ])
+    expect(server.library.listCalls).toBe(0)
+    // 1 + (1 + 300 × (1 + 1)) = 602, estimated and actually.
+    const some = await server.post('{"query":"{ booksConnection(first: 300) { edges { node { title } } } }"}')
+    expect([some.status, remaining(some)]).toEqual([200, 1000 - 602])
+  })
+
+  it('200 aliases of __schema in one operation cost 200 units and built 200 schema dumps: refused before any store call', async () => {
+    const server = await start(kind)
+    const dump = '__schema { types { name fields { name } } }'
+    const refused = await server.post(`{"query":"{ a: ${dump} b: ${dump} }"}`)
+    expect([refused.status, code(refused)]).toEqual([400, 'MAX_INTROSPECTION_EXCEEDED'])
+    expect(refused.headers.get('ratelimit-remaining')).toBeNull()
+    const one = await server.post(`{"query":"{ a: ${dump} }"}`)
+    expect([one.status, remaining(one)]).toEqual([200, 1000 - 1])
+  })
+
   it('@defer results were never settled: the deferred part is counted at its path', async () => {
     const server = await start(kind)
     server.library.shelfSize = 300 // estimated 1 + (1 + 10), actually 1 + (1 + 300)

@@ -28,6 +28,14 @@ const typeDefs = /* GraphQL */ `
     ids(first: Int): [Int!]!
     feed: [Book!]!
     fail: String!
+    booksConnection(first: Int): BookConnection!
+  }
+  type BookConnection {
+    edges: [BookEdge!]!
+  }
+  type BookEdge {
+    cursor: String!
+    node: Book!
   }
   type Mutation {
     order: Int!
@@ -109,6 +117,10 @@ function resolvers(library: Library) {
       fail: () => {
         throw new Error('this field always fails')
       },
+      // A Relay connection: the slicing argument sizes `edges`, a list below it.
+      booksConnection: (_: unknown, { first }: { first?: number | null }) => ({
+        edges: list(Math.min(first ?? 3, library.available)).map((node, i) => ({ cursor: String(i), node })),
+      }),
     },
     Mutation: { order: () => ++library.orders },
     Author: { books: (_: unknown, { first }: { first?: number }) => list(first ?? 3) },
