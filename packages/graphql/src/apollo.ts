@@ -2,8 +2,9 @@
  * `rateLimitPlugin()`: the Apollo Server 5 plugin. An operation is decided in `didResolveOperation`, after parsing
  * and validation and before execution (an automatic persisted query once its document is known); a refusal is
  * thrown there, and Apollo answers it with its status and headers. An admitted operation is settled in
- * `willSendResponse` (a result streamed in parts: when its stream ends), and its RateLimit headers set on the
- * response. In a batch, the refusal's status stays only if no operation of the batch ran.
+ * `willSendResponse` (a result streamed in parts: when its stream ends), its in-flight slot given back then
+ * (`concurrency`), and its RateLimit headers set on the response. In a batch, the refusal's status stays only if
+ * no operation of the batch ran.
  */
 import type { ApolloServerPlugin, BaseContext, HTTPGraphQLHead } from '@apollo/server'
 import { isRefusal, refusalError } from './errors.js'
@@ -57,14 +58,16 @@ export function rateLimitPlugin<TContext extends BaseContext = BaseContext>(
         async willSendResponse({ response, requestIsBatched }) {
           if (requestIsBatched) batches.answer(response.http)
           if (admission === undefined) return
+          // Settled (when it settles) and its in-flight slot given back: a stream's once it ends.
           const { body } = response
-          if (body?.kind === 'single') await limiter.settle(admission, body.singleResult)
-          else if (body?.kind === 'incremental')
+          if (body?.kind === 'incremental')
             body.subsequentResults = limiter.followStream(
               admission,
               body.subsequentResults as AsyncIterable<object>,
               body.initialResult,
             ) as typeof body.subsequentResults
+          else if (body?.kind === 'single') await limiter.settle(admission, body.singleResult)
+          else limiter.release(admission)
           for (const name in admission.headers) response.http.headers.set(name, admission.headers[name]!)
         },
       }

@@ -2,8 +2,9 @@
  * `useRateLimit()`: the Envelop plugin, for GraphQL Yoga and any server Envelop runs. An operation is decided in
  * `onExecute` (`onSubscribe` for a subscription), after parsing and validation; a refusal is its result, and
  * nothing executes. An admitted query or mutation is settled in `onExecuteDone`, before the response is sent (a
- * result streamed in parts, `@defer`/`@stream`: when its stream ends or is cancelled); on Yoga, the RateLimit
- * headers are written to the HTTP response (`onResponse`, a Yoga hook Envelop ignores).
+ * result streamed in parts, `@defer`/`@stream`: when its stream ends or is cancelled), and gives its in-flight
+ * slot back (`concurrency`) then; on Yoga, the RateLimit headers are written to the HTTP response (`onResponse`,
+ * a Yoga hook Envelop ignores).
  */
 import type { Plugin } from '@envelop/core'
 import type { ExecutionArgs } from 'graphql'
@@ -67,7 +68,8 @@ export function useRateLimit<TContext extends AnyContext = AnyContext>(
       const answer = await admit(args)
       if (answer === undefined) return
       if (!('operation' in answer)) return setResultAndStopExecution({ errors: [answer] })
-      if (!limiter.settles || answer.decision === undefined) return
+      if (answer.decision === undefined) return
+      // Settled (when it settles) and its in-flight slot given back once it ran: a stream, once it ends.
       return {
         async onExecuteDone({ result, setResult }) {
           if (Symbol.asyncIterator in result) setResult(limiter.followStream(answer, result) as typeof result)
@@ -75,10 +77,13 @@ export function useRateLimit<TContext extends AnyContext = AnyContext>(
         },
       }
     },
-    // A subscription reserves its estimate once, when it subscribes; its events are not charged.
+    // A subscription reserves its estimate once, when it subscribes; its events are not charged, and it holds no
+    // in-flight slot past its start.
     async onSubscribe({ args, setResultAndStopExecution }) {
       const answer = await admit(args)
-      if (answer !== undefined && !('operation' in answer)) setResultAndStopExecution({ errors: [answer] })
+      if (answer === undefined) return
+      if (!('operation' in answer)) setResultAndStopExecution({ errors: [answer] })
+      else limiter.release(answer)
     },
     onResponse({ request, response }) {
       const headers = headersOf.get(request)

@@ -30,4 +30,5 @@ export type {
   GraphQLOperation,
   GraphQLRateLimitOptions,
   HeaderReader,
+  OperationConcurrency,
 } from './options.js'

@@ -86,8 +86,9 @@ export class GraphQLRateLimiter<TContext> {
   }
 
   /**
-   * The depth and introspection guards and the estimate, then the engine's decision: an admission, or a refusal.
-   * Rejects only for a programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
+   * The depth and introspection guards and the estimate, then the engine's decision: an admission (holding its
+   * in-flight slot, with `concurrency`, until `settle` or `release`), or a refusal. Rejects only for a
+   * programming error (a `key`, `cost` or `rules` function that throws or returns a bad value).
    */
   async admit(
     parts: Omit<GraphQLOperation<TContext>, 'estimate'>,
@@ -117,17 +118,32 @@ export class GraphQLRateLimiter<TContext> {
 
   /**
    * Settles an admitted operation to its actual cost (`actualCost`, by default the fields of the response): the
-   * difference is charged in full (owed up to `maxDebt`), or given back; its headers follow. Never rejects for
-   * a store failure (reported to `onError`); undefined when there was nothing to settle.
+   * difference is charged in full (owed up to `maxDebt`), or given back; its headers follow. Then its in-flight
+   * slot is given back (`release`), settled or not: call it once the operation ran. Never rejects for a store
+   * failure (reported to `onError`); undefined when there was nothing to settle.
    */
   async settle(
     admission: AdmittedOperation<TContext>,
     outcome: ExecutionOutcome,
   ): Promise<SettleResult | undefined> {
-    const { actualCost } = this.#config
-    const result = admission.decision?.result
-    if (actualCost === false || result?.settle === undefined) return undefined
-    return result.settle(await actualCost(outcome, admission.operation))
+    try {
+      const { actualCost } = this.#config
+      const result = admission.decision?.result
+      if (actualCost === false || result?.settle === undefined) return undefined
+      return await result.settle(await actualCost(outcome, admission.operation))
+    } finally {
+      this.release(admission)
+    }
+  }
+
+  /**
+   * Gives an admitted operation's in-flight slot back (option `concurrency`) without settling it: for one that
+   * is never settled (a subscription, once it subscribed). Once; later calls, and `settle` after it, do nothing to
+   * the slot. Never throws (a store failure goes to `onError`, and the release is retried).
+   */
+  release(admission: AdmittedOperation<TContext>): void {
+    // NOTE: a release never rejects, and is idempotent (core's ConcurrencyLimiter).
+    void admission.decision?.slot?.release()
   }
 
   /**
@@ -140,7 +156,8 @@ export class GraphQLRateLimiter<TContext> {
     parts: AsyncIterable<T>,
     first?: T,
   ): AsyncIterable<T> {
-    if (this.#config.actualCost === false || admission.decision?.result.settle === undefined) return parts
+    const settles = this.#config.actualCost !== false && admission.decision?.result.settle !== undefined
+    if (!settles && admission.decision?.slot === undefined) return parts
     return this.#follow(admission, parts, first)
   }
 

@@ -2,7 +2,12 @@
  * The plugins' options: core's middleware options where they mean the same in GraphQL (rules, keys, lists, headers,
  * the store and its failure policy), the cost model's, and the few of GraphQL's own. Parsed once, at construction.
  */
-import { type Awaitable, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
+import {
+  type Awaitable,
+  type ConcurrencyOptions,
+  type HttpRateLimitOptions,
+  RateLimitError,
+} from '@ratewindow/core'
 import { middlewareOptionNames } from '@ratewindow/core/adapter'
 import { invalid, namesOf, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
@@ -52,6 +57,17 @@ export interface ExecutionOutcome {
   incrementalCost?: number
 }
 
+/**
+ * The `concurrency` option of the plugins: core's, but for `releaseOnClose` (an operation holds its slot until it
+ * is settled, whatever its connection does).
+ */
+export type OperationConcurrency = Omit<ConcurrencyOptions, 'releaseOnClose'>
+
+/** The plugins' defaults of their own (`COST_MODEL_DEFAULTS` holds the cost model's). */
+export const GRAPHQL_DEFAULTS = {
+  concurrency: { limit: 10 },
+} as const satisfies { concurrency: OperationConcurrency }
+
 /** The options of `useRateLimit()` and `rateLimitPlugin()`. */
 // biome-ignore lint/suspicious/noExplicitAny: the server's context type.
 export interface GraphQLRateLimitOptions<TContext = any>
@@ -69,6 +85,17 @@ export interface GraphQLRateLimitOptions<TContext = any>
       | 'requestWasSuccessful'
     >,
     CostModelOptions {
+  /**
+   * At most `limit` operations of a key in flight at once: an operation takes a slot once its cost is admitted
+   * and gives it back once it is settled (a streamed one: when its stream ends or is cancelled; a subscription:
+   * once it subscribed); one more is refused (`RATE_LIMITED`, `Retry-After: 1`) and its charge given back. Each
+   * operation is admitted on its estimate before those in flight settle, so this bounds what underestimates run at
+   * once: the work of a key stays within `limit` + `maxDebt` + this many underestimates (docs/graphql.md). On by
+   * default with a store that has leases (MemoryStore, RedisStore, DurableObjectStore; no bound with one without,
+   * such as SyncedStore); `false` turns it off. A batch of more operations than this runs the rest refused.
+   * @default { limit: 10 }, with a store that has leases
+   */
+  concurrency?: OperationConcurrency | false
   /**
    * What an operation reserves before it runs, in whole units: by default the cost model's estimate (fields ×
    * list multipliers, see `estimateCost`); or a number (`1` counts operations); or a function of the operation,
@@ -97,7 +124,6 @@ export interface GraphQLRateLimitOptions<TContext = any>
 
 const GRAPHQL_NAMES = middlewareOptionNames<GraphQLRateLimitOptions>(
   {
-    concurrency: true,
     delay: true,
     reservationHorizon: true,
     overrides: true,
@@ -139,14 +165,24 @@ export function resolveGraphQLOptions<TContext>(
 ): GraphQLConfig<TContext> {
   requireObject(options, 'options', "{ limit: 1000, window: '1m' }")
   rejectUnknownOptions(options, GRAPHQL_NAMES, where)
-  const { cost, actualCost, clientIp, maxDepth, listSize, slicingArguments, maxIntrospection, ...engine } =
-    options
+  const {
+    cost,
+    actualCost,
+    clientIp,
+    maxDepth,
+    listSize,
+    slicingArguments,
+    maxIntrospection,
+    concurrency,
+    ...rest
+  } = options
   const model = {
     maxDepth: count(maxDepth ?? COST_MODEL_DEFAULTS.maxDepth, 'maxDepth', 1, '10'),
     listSize: count(listSize ?? COST_MODEL_DEFAULTS.listSize, 'listSize', 0, '10'),
     slicingArguments: names(slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments),
     maxIntrospection: introspectionBound(maxIntrospection),
   }
+  const engine = { ...rest, concurrency: inFlightBound(concurrency, options.store) }
   if (actualCost !== undefined && actualCost !== false && typeof actualCost !== 'function')
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
@@ -177,6 +213,31 @@ function introspectionBound(value: IntrospectionBound | undefined): Required<Int
     schema: count(schema, 'maxIntrospection.schema', 0, '1'),
     type: count(type, 'maxIntrospection.type', 0, '10'),
   }
+}
+
+/**
+ * The engine's `concurrency`: as given; none for `false`; by default `GRAPHQL_DEFAULTS.concurrency` when the store
+ * has leases (none given: the engine's MemoryStore has), none otherwise. `releaseOnClose` is refused by name: an
+ * operation's slot is given back when it is settled, never with its connection.
+ */
+function inFlightBound(
+  concurrency: OperationConcurrency | false | undefined,
+  store: unknown,
+): ConcurrencyOptions | undefined {
+  if (concurrency === false) return undefined
+  if (concurrency === undefined) {
+    const leases =
+      store === undefined || typeof (store as { acquire?: unknown } | null)?.acquire === 'function'
+    return leases ? { ...GRAPHQL_DEFAULTS.concurrency } : undefined
+  }
+  if (typeof concurrency === 'object' && concurrency !== null && 'releaseOnClose' in concurrency)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency.releaseOnClose',
+      (concurrency as ConcurrencyOptions).releaseOnClose,
+      'nothing: an operation gives its slot back once it is settled, whatever its connection does',
+    )
+  return concurrency as ConcurrencyOptions // core's engine checks the rest
 }
 
 /** A whole number of at least `min`, checked by core's rule and worded with an example. */

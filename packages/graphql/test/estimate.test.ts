@@ -258,7 +258,7 @@ describe('StreamTally: the incremental parts of a streamed result', () => {
 
 describe('options, checked at construction', () => {
   it('refuses unknown names, naming the HTTP-only ones that do not apply', () => {
-    expect(() => useRateLimit({ concurrency: { limit: 1 } } as never)).toThrow(
+    expect(() => useRateLimit({ delay: {} } as never)).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
     )
     expect(() => useRateLimit({ max: 10 } as never)).toThrow(/`limit: 100`/)
@@ -277,6 +277,13 @@ describe('options, checked at construction', () => {
     expect(() => useRateLimit({ maxIntrospection: { schemas: 1 } } as never)).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION' }),
     )
+    expect(() => useRateLimit({ concurrency: { limit: 2, releaseOnClose: true } } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_RATEWINDOW_INVALID_OPTION',
+        option: 'concurrency.releaseOnClose',
+      }),
+    )
+    expect(() => useRateLimit({ concurrency: { limit: 0 } })).toThrow(/concurrency|limit/)
     expect(() => useRateLimit({ cost: 5, limit: 3 })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT' }),
     )

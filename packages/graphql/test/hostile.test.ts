@@ -95,6 +95,37 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect(remaining(await server.ask('{ hello }'))).toBe(1000 - 301 - 1)
   })
 
+  it('200 concurrent operations estimated 11 that each made 1,001 ran 90,090 units against limit 1,000 + maxDebt 1,000: at most `concurrency` run at once', async () => {
+    const server = await start(kind)
+    // { shelf { title } }: shelf has no slicing argument, so it is estimated 1 + 10 × 1 = 11; it makes 1 + 1,000.
+    server.library.shelfSize = 1000
+    let open = () => {}
+    server.library.gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    let answered = 0
+    const sent = Array.from({ length: 200 }, () =>
+      server.post('{"query":"{ shelf { title } }"}').then((answer) => {
+        answered++
+        return answer
+      }),
+    )
+    // Every operation is admitted on its estimate before any settles: all are decided, the admitted ones running.
+    await until(
+      () => server.library.held + answered === 200,
+      () => `every operation was refused or ran (${server.library.held} ran, ${answered} answered)`,
+    )
+    open()
+    const answers = await Promise.all(sent)
+    const work = server.library.listCalls + server.library.elements
+    // The bound: limit + maxDebt (its default, the limit) + concurrency (its default, 10) × the underestimate.
+    expect(work).toBeLessThanOrEqual(1000 + 1000 + 10 * (1001 - 11))
+    expect(answers.filter((answer) => answer.status === 200).length).toBe(server.library.held)
+    expect(new Set(answers.filter((answer) => answer.status !== 200).map(code))).toEqual(
+      new Set(['RATE_LIMITED']),
+    )
+  })
+
   it('a Relay connection books(first: 600000) { edges { node { title } } } was estimated 32 and ran: first sizes edges', async () => {
     const server = await start(kind)
     const huge = await server.post(
@@ -119,6 +150,22 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     expect(refused.headers.get('ratelimit-remaining')).toBeNull()
     const one = await server.post(`{"query":"{ a: ${dump} }"}`)
     expect([one.status, remaining(one)]).toEqual([200, 1000 - 1])
+  })
+
+  it('an operation that failed, streamed or was deferred kept its in-flight slot: each gives it back once done', async () => {
+    const server = await start(kind, { concurrency: { limit: 1 } })
+    const seen: string[] = []
+    for (const [query, accept] of [
+      ['{ hello }', undefined],
+      ['{ fail }', undefined],
+      ['{ books(first: 2) @stream { title } }', STREAMED[kind]],
+      ['{ hello ... @defer { shelf { title } } }', STREAMED[kind]],
+      ['{ hello }', undefined],
+    ] as const) {
+      const answer = await server.ask(query, accept === undefined ? {} : { accept })
+      seen.push(answer.status === 429 ? 'refused' : 'ran')
+    }
+    expect(seen).toEqual(['ran', 'ran', 'ran', 'ran', 'ran'])
   })
 
   it('@defer results were never settled: the deferred part is counted at its path', async () => {
@@ -175,7 +222,8 @@ it('Yoga: a cancelled stream was never settled: it is settled with what it deliv
 })
 
 it('Apollo answered a batch with one refused operation 429 although 100 ran: a retrying client ran them twice', async () => {
-  const server = await start('apollo', { limit: 100 })
+  // Every operation of the batch in flight at once (no `concurrency` bound): the batch's status is the point here.
+  const server = await start('apollo', { limit: 100, concurrency: false })
   const batchOf = (size: number) =>
     `[${Array.from({ length: size }, () => '{"query":"mutation { order }"}').join(',')}]`
   const answer = await server.post(batchOf(101))

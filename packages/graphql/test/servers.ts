@@ -77,6 +77,10 @@ export interface Library {
   fed: number
   /** Whether `feed` was stopped before its end (its consumer went away). */
   feedStopped: boolean
+  /** While set, `shelf` waits for it before it makes its books. */
+  gate: Promise<void> | undefined
+  /** Calls of `shelf` that waited at the gate so far. */
+  held: number
 }
 
 function resolvers(library: Library) {
@@ -106,7 +110,13 @@ function resolvers(library: Library) {
       hello: () => 'hi',
       books: sized,
       catalog: sized,
-      shelf: () => list(library.shelfSize),
+      shelf: async () => {
+        if (library.gate !== undefined) {
+          library.held++
+          await library.gate
+        }
+        return list(library.shelfSize)
+      },
       ids: (_: unknown, { first }: { first?: number | null }) => {
         const count = Math.min(first ?? 3, library.available)
         library.listCalls++
@@ -167,6 +177,8 @@ export async function startServer(kind: ServerKind, options: GraphQLRateLimitOpt
     orders: 0,
     fed: 0,
     feedStopped: false,
+    gate: undefined,
+    held: 0,
   }
   let url: string
   let stop: () => Promise<void>
