@@ -19,4 +19,4 @@ export {
   type RateLimitMiddleware,
   rateLimit,
 } from './middleware.js'
-export type { KeySource, TrpcCall, TrpcRateLimitOptions } from './options.js'
+export type { CallConcurrency, KeySource, TrpcCall, TrpcRateLimitOptions } from './options.js'

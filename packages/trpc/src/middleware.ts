@@ -4,7 +4,7 @@
  * adapters; this file writes the headers to the response the context exposes, throws a refusal as a `TRPCError`,
  * and hands an admitted call's decision to the procedure as `ctx.rateLimit`.
  */
-import type { RateLimitResult, SettleResult } from '@ratewindow/core'
+import type { ConcurrencyResult, RateLimitResult, SettleResult } from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { TRPCError, type TRPCMiddlewareFunction } from '@trpc/server'
 import { addressOf, trpcBinding, writeHeaders } from './binding.js'
@@ -85,12 +85,52 @@ export function rateLimit<TContext = any, TMeta = any>(
       noteProxyFields(call as unknown as TrpcCall, decision.headers)
       if (!decision.result.allowed) throw refusalError(decision)
       // The failure policy let the call pass: the quota is unknown, so the procedure is told none.
-      if (decision.result.source === 'policy') return call.next({ ctx: { rateLimit: undefined } })
-      engine.followSettle(decision, call)
-      return call.next({ ctx: { rateLimit: decision.result as AdmittedCall } })
+      const policy = decision.result.source === 'policy'
+      if (!policy) engine.followSettle(decision, call)
+      const rateLimit = policy ? undefined : (decision.result as AdmittedCall)
+      const run = () => call.next({ ctx: { rateLimit } })
+      return decision.slot === undefined ? run() : holding(decision.slot, call.type, run)
     }
   return Object.assign(middleware, {
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
+}
+
+/**
+ * Runs the call (`run`, the middleware's `next`) holding its in-flight slot (option `concurrency`) until its
+ * procedure is done: returned or thrown; a streamed result (an async iterable) once its stream ends or is
+ * cancelled; a subscription once it started (its events are not charged).
+ */
+async function holding<T extends { ok: boolean; data?: unknown }>(
+  slot: ConcurrencyResult,
+  type: TrpcCall['type'],
+  run: () => Promise<T>,
+): Promise<T> {
+  let result: T
+  try {
+    result = await run()
+  } catch (error) {
+    void slot.release() // a release never rejects (failures go to onError)
+    throw error
+  }
+  if (type !== 'subscription' && result.ok && isAsyncIterable(result.data))
+    return { ...result, data: releasedAtEnd(result.data, slot) } as T
+  void slot.release()
+  return result
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+
+/** `parts` as they are sent, the slot given back when they end, fail or are cancelled. */
+async function* releasedAtEnd(
+  parts: AsyncIterable<unknown>,
+  slot: ConcurrencyResult,
+): AsyncGenerator<unknown> {
+  try {
+    yield* parts
+  } finally {
+    void slot.release()
+  }
 }

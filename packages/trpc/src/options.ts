@@ -1,12 +1,13 @@
 /**
  * The middleware's options: core's middleware options where they mean the same for a procedure call (rules, keys,
- * lists, cost, headers, the store and its failure policy), and the one of tRPC's own (`clientIp`). The options
- * that need an HTTP response of the procedure's own (`message`, `statusCode`, `concurrency`, `delay`, the refunds
- * after the response) have no place in a call that shares its response with a batch: they are refused by name.
+ * lists, cost, headers, the store and its failure policy, `concurrency`), and the ones of tRPC's own (`clientIp`,
+ * `trustProxy`). The options that need an HTTP response of the procedure's own (`message`, `statusCode`, `delay`,
+ * the refunds after the response) have no place in a call that shares its response with a batch: they are refused
+ * by name.
  */
-import type { Awaitable, HttpRateLimitOptions, TrustProxy } from '@ratewindow/core'
+import type { Awaitable, ConcurrencyOptions, HttpRateLimitOptions, TrustProxy } from '@ratewindow/core'
 import { addressOptions, middlewareOptionNames, type TrustedHop } from '@ratewindow/core/adapter'
-import { fnOption, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import { fnOption, invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { TRPCProcedureType } from '@trpc/server'
 
 /**
@@ -52,6 +53,18 @@ export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
     | 'key'
   > {
   /**
+   * At most `limit` calls of a key running at once: a call takes a slot once its cost is admitted and gives it
+   * back when its procedure returns or throws (a streamed result: when its stream ends or is cancelled; a
+   * subscription: once it started); one more is refused (`TOO_MANY_REQUESTS`, `retryAfter` 1) and its charge given
+   * back. Each call is admitted on its cost before those running settle theirs (`ctx.rateLimit.settle`), so this
+   * bounds what underestimates run at once: the work of a key stays within `limit` + `maxDebt` + this many
+   * underestimates (docs/trpc.md). On by default with a store that has leases (MemoryStore, RedisStore,
+   * DurableObjectStore; none with one without, such as SyncedStore); `false` turns it off. A batch of more calls
+   * than this runs the rest refused.
+   * @default { limit: 10 }, with a store that has leases
+   */
+  concurrency?: CallConcurrency | false
+  /**
    * The caller's key, from something the server verified (the user of a verified session in your context, an
    * account found by its API key); `undefined` keys the call by its client address instead, as without `key`, so
    * that callers without one never share a bucket. @default the client address
@@ -95,7 +108,6 @@ const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
     denyStatusCode: true,
     message: true,
     problemDetails: true,
-    concurrency: true,
     delay: true,
     reservationHorizon: true,
     overrides: true,
@@ -105,6 +117,17 @@ const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
   },
   { clientIp: true, trustProxy: true },
 )
+
+/**
+ * The `concurrency` option of `rateLimit()`: core's, but for `releaseOnClose` (a call holds its slot until its
+ * procedure is done, whatever its connection does).
+ */
+export type CallConcurrency = Omit<ConcurrencyOptions, 'releaseOnClose'>
+
+/** The middleware's defaults of its own. */
+export const TRPC_DEFAULTS = {
+  concurrency: { limit: 10 },
+} as const satisfies { concurrency: CallConcurrency }
 
 /** The options resolved: the engine's part (`key` as given), `clientIp`, and the proxies `trustProxy` trusts. */
 export interface TrpcConfig<TContext, TMeta> {
@@ -121,8 +144,34 @@ export function resolveTrpcOptions<TContext, TMeta>(
 ): TrpcConfig<TContext, TMeta> {
   requireObject(options, 'options', "{ limit: 100, window: '1m', key: ({ ctx }) => ctx.user.id }")
   rejectUnknownOptions(options, TRPC_NAMES, where)
-  const { clientIp: givenClientIp, trustProxy, key, ...engine } = options
+  const { clientIp: givenClientIp, trustProxy, key, concurrency, ...rest } = options
   if (key !== undefined) fnOption(key, 'key', 'a function of the call returning a string')
   const { clientIp, trusted } = addressOptions({ clientIp: givenClientIp, trustProxy })
+  const engine = { ...rest, concurrency: inFlightBound(concurrency, options.store) }
   return { engine, key, clientIp, trusted }
+}
+
+/**
+ * The engine's `concurrency`: as given; none for `false`; by default `TRPC_DEFAULTS.concurrency` when the store
+ * has leases (none given: the engine's MemoryStore has), none otherwise. `releaseOnClose` is refused by name: a
+ * call's slot is given back when its procedure is done, never with its connection.
+ */
+function inFlightBound(
+  concurrency: CallConcurrency | false | undefined,
+  store: unknown,
+): ConcurrencyOptions | undefined {
+  if (concurrency === false) return undefined
+  if (concurrency === undefined) {
+    const leases =
+      store === undefined || typeof (store as { acquire?: unknown } | null)?.acquire === 'function'
+    return leases ? { ...TRPC_DEFAULTS.concurrency } : undefined
+  }
+  if (typeof concurrency === 'object' && concurrency !== null && 'releaseOnClose' in concurrency)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency.releaseOnClose',
+      (concurrency as ConcurrencyOptions).releaseOnClose,
+      'nothing: a call gives its slot back once its procedure is done, whatever its connection does',
+    )
+  return concurrency as ConcurrencyOptions // core's engine checks the rest
 }

@@ -180,6 +180,77 @@ describe('what the procedure is told', () => {
   })
 })
 
+describe('work estimated low and settled after (ctx.rateLimit.settle)', () => {
+  /**
+   * The attacker's server, as docs/trpc.md writes it: `search` reserves 1 and settles 50 once its work is done
+   * (the work waits at `gate`); limit 100 a minute, `maxDebt` its default (the limit). `options` are added.
+   */
+  async function searchServer(options: Record<string, unknown> = {}) {
+    const seen = { started: 0, refused: 0, work: 0 }
+    let open = () => {}
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    const t = initTRPC.context<{ req: unknown }>().create()
+    // Counts the refusals, before the limiter: an admitted call is counted when its procedure starts.
+    const counted = t.procedure.use(async ({ next }) => {
+      const result = await next()
+      if (!result.ok) seen.refused++
+      return result
+    })
+    const limited = counted.use(rateLimit({ limit: 100, window: '1m', ...options }))
+    const router = t.router({
+      search: limited.query(async ({ ctx }) => {
+        seen.started++
+        await gate
+        seen.work += 50
+        await ctx.rateLimit?.settle(50)
+        return 'found'
+      }),
+      stream: limited.query(async function* () {
+        yield 1
+        yield 2
+      }),
+      fail: limited.query(() => {
+        throw new Error('the search failed')
+      }),
+    })
+    const server = createHTTPServer({ router, createContext: ({ req }) => ({ req }) })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    closing.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, open }
+  }
+
+  it('a batch of 150 calls that each reserved 1 and settled 50 ran 5,000 units against limit 100 + maxDebt 100: at most `concurrency` run at once', async () => {
+    const { url, seen, open } = await searchServer()
+    const paths = Array.from({ length: 150 }, () => 'search').join(',')
+    const answer = fetch(`${url}/${paths}?batch=1`)
+    await until(
+      () => seen.started + seen.refused === 150,
+      () => `every call was refused or started (${seen.started} started, ${seen.refused} refused)`,
+    )
+    open()
+    const results = (await (await answer).json()) as { result?: unknown; error?: { json?: unknown } }[]
+    // The bound: limit + maxDebt (its default, the limit) + concurrency (its default, 10) × the underestimate.
+    expect(seen.work).toBeLessThanOrEqual(100 + 100 + 10 * (50 - 1))
+    expect(results.filter((each) => each.result !== undefined).length).toBe(seen.started)
+  })
+
+  it('a call that threw or streamed kept its in-flight slot: each gives it back once done', async () => {
+    const { url } = await searchServer({ concurrency: { limit: 1 } })
+    const seen: string[] = []
+    for (const path of ['fail', 'stream', 'fail', 'stream']) {
+      // httpBatchStreamLink's request: a batch of one, its result streamed as JSON lines.
+      const response = await fetch(`${url}/${path}?batch=1`, {
+        headers: { 'trpc-accept': 'application/jsonl' },
+      })
+      const text = await response.text()
+      seen.push(text.includes('TOO_MANY_REQUESTS') ? 'refused' : 'ran')
+    }
+    expect(seen).toEqual(['ran', 'ran', 'ran', 'ran'])
+  })
+})
+
 describe('Next.js middleware and tRPC on one request', () => {
   it("a refusal of tRPC beside the middleware's RateLimit fields (passed on by @ratewindow/next) is named once", async () => {
     const warnings: { code?: string }[] = []

@@ -269,7 +269,7 @@ describe('options', () => {
   })
 
   it('refuses at construction the options that need a response of their own, and a bad `clientIp`', () => {
-    for (const option of ['statusCode', 'message', 'concurrency', 'delay', 'skipFailedRequests'])
+    for (const option of ['statusCode', 'message', 'delay', 'skipFailedRequests'])
       expect(() => rateLimit({ [option]: undefined } as never)).toThrow(
         expect.objectContaining({ code: 'ERR_RATEWINDOW_UNKNOWN_OPTION', option }),
       )
@@ -278,6 +278,12 @@ describe('options', () => {
     )
     expect(() => rateLimit({ limit: 0 })).toThrow(
       expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_LIMIT' }),
+    )
+    expect(() => rateLimit({ concurrency: { limit: 2, releaseOnClose: true } } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_RATEWINDOW_INVALID_OPTION',
+        option: 'concurrency.releaseOnClose',
+      }),
     )
   })
 
