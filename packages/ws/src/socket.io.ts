@@ -8,12 +8,12 @@
 import { type IncomingMessage, ServerResponse } from 'node:http'
 import { invalid } from '@ratewindow/core/support'
 import type { Namespace, Server, Socket } from 'socket.io'
-import type { LimitedConnection } from './connection.js'
 import { WebSocketLimiter } from './engine.js'
 import { type NodeAddressOptions, nodeBinding } from './node.js'
 import { checkCount, type MessageRefusal, type WebSocketLimitOptions } from './options.js'
 import { type RawSocket, refusalMessage, type UpgradeRefusal, writeRefusal } from './refusal.js'
 import { type GateSettings, refuseSession, SocketIoGate } from './socket-io-gate.js'
+import { SocketIoHandshakes } from './socket-io-handshakes.js'
 import {
   codecOf,
   type EngineConnection,
@@ -106,11 +106,7 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
   )
   const settings = gateSettings(io, options)
   const report = options.onError ?? ((error: unknown) => console.error('@ratewindow/ws:', error))
-  /** Handshakes admitted, until Engine.IO opens (or refuses) their connection. */
-  const admitted = new WeakMap<IncomingMessage, LimitedConnection<SocketIoMessage>>()
-  /** Handshakes refused, until Engine.IO opens the session that tells them why. */
-  const refused = new WeakMap<IncomingMessage, MessageRefusal>()
-  let refusedSessions = 0
+  const handshakes = new SocketIoHandshakes(SOCKET_IO_DEFAULTS.maxRefusedSessions)
   /** The open Engine.IO connections' gates (namespace sockets share their connection's limits). */
   const gates = new WeakMap<object, SocketIoGate>()
   const server = io.engine as unknown as EngineLike
@@ -120,15 +116,13 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
     engine.admit(request).then(
       (admission) => {
         if (admission.allowed) {
-          admitted.set(request, admission.connection)
+          handshakes.hold(request, response, { admitted: admission.connection })
           return next()
         }
         // NOTE: a refusal in HTTP terms reaches the client as `xhr poll error` at best: the handshake goes on, to
         // a session that answers the client's CONNECT with why. Past `maxRefusedSessions` of them, HTTP it is.
-        if (refusedSessions >= SOCKET_IO_DEFAULTS.maxRefusedSessions)
+        if (!handshakes.hold(request, response, { refused: admission.why }))
           return refuse(response, admission.refusal)
-        refusedSessions++
-        refused.set(request, admission.why)
         next()
       },
       (error) => {
@@ -143,26 +137,18 @@ export function limitSocketIo(io: Server, options: SocketIoLimitsOptions = {}): 
     )
   })
   server.on('connection', (connection) => {
-    const limited = admitted.get(connection.request)
-    if (limited !== undefined) {
-      admitted.delete(connection.request)
-      connection.once('close', () => limited.close())
-      gates.set(connection, new SocketIoGate(connection, limited, settings))
-      return
-    }
-    const why = refused.get(connection.request)
-    if (why === undefined) return
-    refused.delete(connection.request)
-    connection.once('close', () => refusedSessions--)
-    refuseSession(connection, settings.codec, settings.errorMessage(why))
+    const handshake = handshakes.opened(connection)
+    if (handshake === undefined) return
+    // NOTE: its client left before Engine.IO opened it (a polling handshake's response closed): what it took
+    // is back, and nothing would limit it; nobody reads it (the client never got its sid).
+    if (handshake === 'gone') return void connection.close(true)
+    if (handshake.admitted !== undefined)
+      gates.set(connection, new SocketIoGate(connection, handshake.admitted, settings))
+    else refuseSession(connection, settings.codec, settings.errorMessage(handshake.refused))
   })
   // A handshake admitted and then refused by Engine.IO itself (`allowRequest`, a bad transport, an unknown
-  // `sid`) gives its slot back; a refused one opens no session.
-  server.on('connection_error', ({ req }) => {
-    admitted.get(req)?.close()
-    admitted.delete(req)
-    if (refused.delete(req)) refusedSessions--
-  })
+  // `sid`) gives back what it took; so does one Engine.IO drops without an event (socket-io-handshakes.ts).
+  server.on('connection_error', ({ req }) => handshakes.failed(req))
 
   const watched = new WeakSet<Namespace>()
   const watch = (namespace: Namespace) => {

@@ -4,8 +4,9 @@
  * servers. Each test is named after what broke.
  */
 import { once } from 'node:events'
-import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type Server as HttpServer, type IncomingMessage } from 'node:http'
+import { type AddressInfo, connect } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { fixedWindow } from '@ratewindow/core'
 import { Server, type Socket } from 'socket.io'
 import { io as ioClient } from 'socket.io-client'
@@ -15,7 +16,7 @@ import { until } from '../../../test/support/connections.js'
 import { limitWebSockets, type MessageRefusal, refusalMessage } from '../src/index.js'
 import { limitSocketIo, type SocketIoLimitsOptions } from '../src/socket.io.js'
 import { type CommonOptions, HARNESSES, SOCKET_IO, type TestServer } from './harness.js'
-import { Polling, type RawWebSocket, rawSocketIo, rawWebSocket } from './raw.js'
+import { Polling, type RawWebSocket, rawSocketIo, rawUpgrade, rawWebSocket } from './raw.js'
 
 const cleanups: (() => unknown)[] = []
 afterEach(async () => {
@@ -190,6 +191,93 @@ describe('Socket.IO: a handshake is a request without the sid of an open connect
     const server = await started(SOCKET_IO, { connections: { limit: 1 } })
     for (let i = 0; i < 3; i++) expect(await new Polling(server.port).handshake('&sid=forged')).toBe(400)
     const client = new Polling(server.port)
+    await client.handshake()
+    expect(await client.join()).toMatch(/^0\{/)
+  })
+})
+
+describe('Socket.IO: a handshake that Engine.IO drops without an event gives back what it took', () => {
+  const VALID_KEY = 'dGhlIHNhbXBsZSBub25jZQ=='
+  /** Upgrade sockets the server holds open now (the attacker's, until the server sees them closed). */
+  const upgradesOpen = (server: HttpServer) => {
+    let open = 0
+    server.on('upgrade', (_request, socket: Duplex) => {
+      open++
+      socket.once('close', () => open--)
+    })
+    return () => open
+  }
+
+  it.each([
+    ['an upgrade with transport=polling', '/socket.io/?EIO=4&transport=polling', VALID_KEY],
+    [
+      'an upgrade with a malformed Sec-WebSocket-Key',
+      '/socket.io/?EIO=4&transport=websocket',
+      'not-a-valid-key',
+    ],
+  ])(
+    '%s gives its connection slot back (3 of them locked the key out for the lease)',
+    async (_name, path, key) => {
+      const { port, server } = await socketIoServer({ connections: { limit: 3 } })
+      const open = upgradesOpen(server)
+      for (let i = 0; i < 3; i++) await rawUpgrade(port, path, key, { 'x-user': 'mallory' })
+      await until(() => open() === 0, "the server saw the attacker's sockets close")
+      const joined: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const client = new Polling(port, { 'x-user': 'mallory' })
+        await client.handshake()
+        joined.push(await client.join())
+      }
+      expect(joined.filter((answer) => answer.startsWith('0{'))).toHaveLength(3)
+    },
+  )
+
+  it("a refused one is no refused session once it is gone (1,010 of them: everyone's refusals were HTTP 429 after)", async () => {
+    const { port, server } = await socketIoServer({ upgrade: { limit: 1, window: '1m' } })
+    const open = upgradesOpen(server)
+    const victim = new Polling(port, { 'x-user': 'ann' })
+    expect(await victim.handshake()).toBe(200) // ann's one handshake: her next is refused
+    expect(await new Polling(port, { 'x-user': 'mallory' }).handshake()).toBe(200)
+    const path = '/socket.io/?EIO=4&transport=polling'
+    for (let sent = 0; sent < 1_010; sent += 202)
+      await Promise.all(
+        Array.from({ length: 202 }, () => rawUpgrade(port, path, VALID_KEY, { 'x-user': 'mallory' })),
+      )
+    await until(() => open() === 0, "the server saw the attacker's sockets close")
+    const refused = new Polling(port, { 'x-user': 'ann' })
+    expect(await refused.handshake()).toBe(200) // a session that tells her why, not 429
+    expect(await refused.join()).toMatch(/^4\{"message":"rate_limited"/)
+  })
+
+  it('a client that leaves while its handshake is decided gets no connection that holds its slot', async () => {
+    let decide = () => {}
+    const decided = new Promise<void>((resolve) => {
+      decide = resolve
+    })
+    const { port, io, server } = await socketIoServer({
+      connections: { limit: 1 },
+      key: async () => {
+        await decided
+        return 'mallory'
+      },
+    })
+    let opened = 0
+    io.engine.on('connection', () => opened++)
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => {})
+    await once(socket, 'connect')
+    socket.end('GET /socket.io/?EIO=4&transport=polling HTTP/1.1\r\nHost: x\r\n\r\n')
+    socket.destroy()
+    await until(
+      () => new Promise<boolean>((resolve) => server.getConnections((_error, count) => resolve(count === 0))),
+      'the server saw the client leave',
+    )
+    decide()
+    const client = new Polling(port)
+    await until(
+      () => opened >= 1 && io.engine.clientsCount === 0,
+      () => `${io.engine.clientsCount} open`,
+    )
     await client.handshake()
     expect(await client.join()).toMatch(/^0\{/)
   })
@@ -376,5 +464,5 @@ async function socketIoServer(options: SocketIoLimitsOptions, setup: (io: Server
     server.closeAllConnections()
     await io.close()
   })
-  return { port: (server.address() as AddressInfo).port, io }
+  return { port: (server.address() as AddressInfo).port, io, server }
 }

@@ -186,3 +186,36 @@ export class Polling {
     return answer ?? ''
   }
 }
+
+/**
+ * An upgrade request written by hand to `path`, with `key` as its `Sec-WebSocket-Key` (valid or not): resolves
+ * with the first line of the answer (`'(no answer)'` when the server closed without one), once the client has
+ * closed its socket. It reads no further than that line.
+ */
+export async function rawUpgrade(
+  port: number,
+  path: string,
+  key: string,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  const lines = [
+    `GET ${path} HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    'Upgrade: websocket',
+    'Connection: Upgrade',
+    `Sec-WebSocket-Key: ${key}`,
+    'Sec-WebSocket-Version: 13',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ]
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`)
+  let answer = ''
+  socket.on('data', (chunk: Buffer) => {
+    answer += chunk.toString('latin1')
+    if (answer.includes('\r\n')) socket.destroy()
+  })
+  await until(() => socket.destroyed, 'the upgrade answered')
+  return answer.split('\r\n')[0] || '(no answer)'
+}
