@@ -39,7 +39,8 @@ export type RateLimitedHandler<Req extends Request, Context> = ((
  * a refused request gets 429 with the RateLimit headers, `Retry-After` and the body, and the handler does not
  * run; an admitted one runs it, and its response gets the RateLimit headers. The handler reads the decision with
  * `rateLimitOf(request)`. Every option works here, `skipFailedRequests`, `concurrency` and `delay` included
- * (judged by the handler's response, once it returned). Build it once, at module level.
+ * (judged by the handler's response, once it returned; `concurrency` holds its slot until the response's body
+ * is sent). Build it once, at module level.
  */
 export function withRateLimit<Req extends Request, Context = unknown>(
   handler: (request: Req, context: Context) => Response | Promise<Response>,
@@ -69,12 +70,67 @@ export function withRateLimit<Req extends Request, Context = unknown>(
     try {
       response = await handler(request, context)
     } finally {
-      tracked?.finish(response?.status ?? 500)
+      if (response === undefined || !engine.holdsSlots) tracked?.finish(response?.status ?? 500)
     }
+    if (tracked !== undefined && engine.holdsSlots) response = finishedWhenSent(response, request, tracked)
     return withHeaders(response, Object.fromEntries(headers))
   }
   return Object.assign(rateLimitedHandler, {
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),
   })
+}
+
+/**
+ * `response`, whose sending `tracked` follows: it finishes (the slot is given back) once the body ended, failed
+ * (judged as 500) or was cancelled (its client left: Next.js cancels the body), at once when there is no body to
+ * send (none, or a HEAD request's, which Next.js never reads).
+ *
+ * NOTE: a streamed body is the handler's work going on after it returned (a model's answer): releasing the slot
+ * when the handler returned would let a client run any number of streams at once.
+ */
+function finishedWhenSent(response: Response, request: Request, tracked: FetchResponse): Response {
+  const { body, status } = response
+  if (body === null || request.method === 'HEAD') {
+    tracked.finish(status)
+    return response
+  }
+  return new Response(
+    watchedBody(body, (failed) => tracked.finish(failed ? 500 : status)),
+    response,
+  )
+}
+
+/** `body`, read through on demand: `ended` runs once, when it ends, fails (`true`) or is cancelled. */
+function watchedBody<Chunk>(
+  body: ReadableStream<Chunk>,
+  ended: (failed: boolean) => void,
+): ReadableStream<Chunk> {
+  const reader = body.getReader()
+  let over = false
+  const end = (failed: boolean) => {
+    if (over) return
+    over = true
+    ended(failed)
+  }
+  return new ReadableStream<Chunk>(
+    {
+      async pull(controller) {
+        const chunk = await reader.read().catch((error: unknown) => {
+          end(true)
+          controller.error(error)
+          return undefined
+        })
+        if (chunk === undefined) return
+        if (!chunk.done) return controller.enqueue(chunk.value)
+        controller.close()
+        end(false)
+      },
+      cancel(reason) {
+        end(false)
+        return reader.cancel(reason)
+      },
+    },
+    { highWaterMark: 0 },
+  )
 }

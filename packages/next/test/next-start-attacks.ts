@@ -32,10 +32,11 @@ export const NEXT_START_ATTACKS = [
   'a RedisStore over a TCP client built on the Edge runtime fails with a coded error naming the fix',
   'a route limiter behind the middleware limiter: the fields Next.js mixes are named by RATEWINDOW_MIXED_HEADERS',
   "a route limiter behind a middleware limiter with headers: false: one set of fields, the route's",
+  'withRateLimit with concurrency 2 on a streaming route: a stream holds its slot until its body ends (10 ran at once)',
 ] as const
 
 export function describeNextStartAttacks(app: NextStartApp): void {
-  const [subrequest, port, garbage, edgeRoute, edgeStore, mixed, recipe] = NEXT_START_ATTACKS
+  const [subrequest, port, garbage, edgeRoute, edgeStore, mixed, recipe, streams] = NEXT_START_ATTACKS
 
   it(subrequest, async () => {
     // The header Next.js before 15.2.3 took for its own recursion guard: middleware was skipped for it.
@@ -122,5 +123,43 @@ export function describeNextStartAttacks(app: NextStartApp): void {
     expect(refused.headers.get('ratelimit-policy')).toBe('2;w=60')
     expect(refused.headers.get('ratelimit-remaining')).toBe('0')
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
+  it(streams, async () => {
+    const client = '203.0.113.66'
+    const live: ReadableStreamDefaultReader<Uint8Array>[] = []
+    /** A GET of the stream `id`: its status; an admitted one is kept open, its first line read. */
+    const open = async (id: string) => {
+      const response = await get(app, `/api/stream?id=${id}`, client)
+      if (response.status !== 200) {
+        await response.arrayBuffer()
+        return response.status
+      }
+      const reader = response.body!.getReader()
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain('first')
+      live.push(reader)
+      return response.status
+    }
+    /** Ends the stream `id` (the route's POST) and reads it to its end. */
+    const end = async (id: string, reader: ReadableStreamDefaultReader<Uint8Array>) => {
+      expect((await fetch(`${app.served().url}/api/stream?id=${id}`, { method: 'POST' })).status).toBe(204)
+      while (!(await reader.read()).done);
+    }
+    expect([await open('a'), await open('b')]).toEqual([200, 200])
+    // Both streams run: the handler of each returned long ago, their slots are still taken.
+    expect(await open('c')).toBe(429)
+    // One ends: its slot is back.
+    await end('a', live[0]!)
+    await until(async () => (await open('d')) === 200, 'a stream was admitted once another ended', {
+      every: 20,
+    })
+    // A client that leaves mid-stream: Next.js cancels the body, and its slot is back too.
+    await live[1]!.cancel()
+    await until(async () => (await open('e')) === 200, 'a stream was admitted once a client left', {
+      every: 20,
+    })
+    expect(await open('f')).toBe(429)
+    await end('d', live[2]!)
+    await end('e', live[3]!)
   })
 }
