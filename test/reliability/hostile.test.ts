@@ -6,8 +6,11 @@ import {
   RateLimitError,
   RateLimiter,
   RedisStore,
+  type Rule,
   type Store,
   SyncedStore,
+  slidingWindowCounter,
+  slidingWindowLog,
   tokenBucket,
   WaitExceededError,
 } from '@ratewindow/core'
@@ -19,7 +22,7 @@ import request from 'supertest'
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FRAMEWORKS, listening, storesOnClock } from '../http/harness.js'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient } from '../support/redis.js'
+import { standaloneClient, uniquePrefix } from '../support/redis.js'
 
 const binding = {
   name: 'test',
@@ -436,3 +439,108 @@ describe.each(storesOnClock('hostile-inspect'))(
     })
   },
 )
+
+describe('the attack round on the debt settle: a `maxDebt` above what the store carries (H1, M5)', () => {
+  const synced: SyncedStore[] = []
+  afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
+  })
+  const LIMIT = 100
+  const SECONDS = 10
+  const START = 1_800_000_000_000 + 100
+  /** The windows of one second that the 10 s from `START` (100 ms into one) touch. */
+  const WINDOWS = SECONDS + 1
+  type Make = (clock: ManualClock) => Store
+  const memory: Make = (clock) => new MemoryStore({ clock: clock.read })
+  const redis: Make = (clock) =>
+    new RedisStore({ client: standaloneClient(), clock: clock.read, prefix: uniquePrefix() })
+  const syncedStore = (clock: ManualClock): SyncedStore => {
+    const store = new SyncedStore({
+      client: standaloneClient(),
+      clock: clock.read,
+      interval: '1h',
+      prefix: uniquePrefix(),
+    })
+    synced.push(store)
+    return store
+  }
+  const fixed = () => fixedWindow({ limit: LIMIT, window: '1s' })
+  const counter = () => slidingWindowCounter({ limit: LIMIT, window: '1s' })
+  const log = () => slidingWindowLog({ limit: LIMIT, window: '1s' })
+  /**
+   * The work a client may get charged in `WINDOWS`, with `maxDebt: 1_000`: the rule's rate and one debt where the
+   * store carries any (the fixed window on memory and Redis); on SyncedStore's fixed window, whose counts carry one
+   * window, one limit of debt; on the sliding windows, which count a unit for one window, up to one limit of debt per
+   * window (docs/policies.md, "Debt").
+   */
+  const cases: [string, string, Make, () => Rule, number][] = [
+    ['MemoryStore', 'fixed window', memory, fixed, WINDOWS * LIMIT + 1_000],
+    ['RedisStore', 'fixed window', redis, fixed, WINDOWS * LIMIT + 1_000],
+    ['SyncedStore', 'fixed window', syncedStore, fixed, WINDOWS * LIMIT + LIMIT],
+    ['MemoryStore', 'sliding window counter', memory, counter, WINDOWS * 2 * LIMIT],
+    ['RedisStore', 'sliding window counter', redis, counter, WINDOWS * 2 * LIMIT],
+    ['SyncedStore', 'sliding window counter', syncedStore, counter, WINDOWS * 2 * LIMIT],
+    ['MemoryStore', 'sliding window log', memory, log, WINDOWS * 2 * LIMIT],
+    ['RedisStore', 'sliding window log', redis, log, WINDOWS * 2 * LIMIT],
+  ]
+
+  it.each(cases)(
+    '%s, %s: reserve 10, settle 1,000, `maxDebt: 1000`, 100 a second: what is not carried is reported uncharged (SyncedStore did 11 times the rate, the counter 10 times, all of it charged)',
+    async (_store, _algorithm, make, rule, most) => {
+      const clock = new ManualClock(START)
+      const store = make(clock)
+      const limiter = new RateLimiter({ rules: rule(), store, maxDebt: 1_000 })
+      let requests = 0
+      let work = 0
+      let uncharged = 0
+      for (let t = 0; t < SECONDS * 1_000; t += 50) {
+        clock.set(START + t)
+        await (store as Partial<SyncedStore>).sync?.()
+        const result = await limiter.limit('tenant', { cost: 10 })
+        if (!result.allowed) continue
+        const settled = await limiter.settle(result, 1_000)
+        requests++
+        work += 10 + settled.charged
+        uncharged += settled.uncharged
+      }
+      expect(work + uncharged).toBe(requests * 1_000)
+      expect(work).toBeLessThanOrEqual(most)
+    },
+  )
+
+  it('SyncedStore, fixed window, `maxDebt: 1000`: the settle, inspect and Retry-After say when the key passes again (they said 1,000 used and 9.9 s; it passed after 1.9 s)', async () => {
+    const clock = new ManualClock(START)
+    const store = syncedStore(clock)
+    const limiter = new RateLimiter({ rules: fixed(), store, maxDebt: 1_000 })
+    const result = await limiter.limit('k', { cost: 10 })
+    // One limit owed at most: the counts carry what one window counted beyond the limit into the next, no further.
+    expect(await limiter.settle(result, 1_000)).toEqual({ charged: 190, refunded: 0, uncharged: 800 })
+    await store.sync()
+    const announced = await limiter.peek('k')
+    expect(announced).toMatchObject({ allowed: false, remaining: 0, retryAfter: 1_900 })
+    expect((await limiter.overrides.inspect('k')).rules[0]).toMatchObject({ used: 200, nextFree: 1_900 })
+    clock.advance(1_899)
+    await store.sync()
+    expect((await limiter.peek('k')).allowed).toBe(false)
+    clock.advance(1)
+    await store.sync()
+    expect((await limiter.limit('k')).allowed).toBe(true)
+  })
+
+  it('SyncedStore, fixed window: a settle past the limit in two windows in a row charges only what the counts carry (the second window owed what was never carried)', async () => {
+    const clock = new ManualClock(START)
+    const store = syncedStore(clock)
+    const limiter = new RateLimiter({ rules: fixed(), store })
+    const first = await limiter.limit('k', { cost: 10 })
+    // 150 counted: 50 owed, carried into the next window.
+    expect(await limiter.settle(first, 150)).toMatchObject({ charged: 140, uncharged: 0 })
+    clock.advance(1_000)
+    await store.sync()
+    const second = await limiter.limit('k', { cost: 10 })
+    // 50 carried and 10 counted: the counts would not carry this window's excess and the 50 again. Up to the limit.
+    expect(await limiter.settle(second, 150)).toEqual({ charged: 40, refunded: 0, uncharged: 100 })
+    clock.advance(1_000)
+    await store.sync()
+    expect((await limiter.peek('k')).remaining).toBe(LIMIT)
+  })
+})

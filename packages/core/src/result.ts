@@ -25,7 +25,8 @@ export interface SettleResult {
   refunded: number
   /**
    * Units of the actual cost above the estimate that were not charged: 0 unless charging them would leave a rule
-   * more than `maxDebt` past its limit (or the result was refused, refunded, or its store failed).
+   * further past its limit than it may owe (`maxDebt`, at most what the rule carries: docs/policies.md), or the result
+   * was refused, refunded, or its store failed.
    */
   uncharged: number
 }

@@ -37,7 +37,7 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeGcra(suite)
   describePenalties(suite)
   describeReserveThenSettle(suite)
-  describeDebt(suite, true)
+  describeDebt(suite, false)
   describeBoundaries(suite)
   describeTimeThatStepsBack(suite)
   describeRefundTiming(suite)
@@ -61,12 +61,13 @@ export function describeOverridesConformance(test: TestFunctions, subject: Store
 
 /**
  * Registers the debt section alone (a settle above the estimate charged in full, owed until it has passed at each
- * rule's rate, bounded by `maxDebt`; the operator's `take` charging only what the rules admit), with the default
- * `maxDebt` only: for a store that is not meant to pass the rest and carries a fixed window's debt one window, such
- * as SyncedStore (its shared counters keep two windows; docs/policies.md).
+ * rule's rate, bounded by `maxDebt` and what each rule carries, the rest reported uncharged; the operator's `take`
+ * charging only what the rules admit) for a store that is not meant to pass the rest and whose fixed window carries
+ * a debt one window, such as SyncedStore (its shared counters keep two windows; docs/policies.md): one limit at
+ * most, and none while a window carries a debt from the one before.
  * @example
  * describeDebtConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
  */
 export function describeDebtConformance(test: TestFunctions, subject: StoreUnderTest): void {
-  describeDebt(suiteContext(test, subject), false)
+  describeDebt(suiteContext(test, subject), true)
 }

@@ -216,6 +216,57 @@ export function decide(
   }
 }
 
+/**
+ * The most units past its limit a charge (`Store.charge`) may leave `rule` owing at `now`: `maxDebt` (undefined: the
+ * rule's limit), at most what the rule carries at its rate. The fixed window, the token bucket and GCRA carry any
+ * debt; the sliding windows count a unit for one window, so they carry one limit. A store whose fixed window counts
+ * keep two windows (`oneWindow`: SyncedStore) carries what one window counted beyond the limit into the next only:
+ * one limit, and nothing while the window carries a debt from the one before.
+ */
+export function debtOf(
+  rule: Rule,
+  history: readonly Admission[],
+  now: number,
+  maxDebt: number | undefined,
+  oneWindow: boolean,
+): number {
+  const debt = maxDebt ?? rule.limit
+  switch (rule.algorithm) {
+    case 'sliding-window-log':
+    case 'sliding-window-counter':
+      return Math.min(debt, rule.limit)
+    case 'fixed-window': {
+      if (!oneWindow) return debt
+      const win = Math.floor(now / rule.windowMs)
+      const counted = sumWhere(history, (a) => Math.floor(a.time / rule.windowMs) === win)
+      const carried = fixedWindowCount(rule, history, now) - counted
+      return carried > 0 ? 0 : Math.min(debt, rule.limit)
+    }
+    default:
+      return debt
+  }
+}
+
+/**
+ * A charge of `cost` at `now` (`Store.charge`: a settle above its estimate, the operator's `take` with `maxDebt` 0):
+ * the largest k <= cost that leaves no rule more than its debt (`debtOf`) past its limit, found by counting down.
+ * Records k in every history and returns it.
+ */
+export function charge(
+  rules: readonly Rule[],
+  histories: Admission[][],
+  now: number,
+  cost: number,
+  maxDebt: number | undefined,
+  oneWindow = false,
+): number {
+  const debts = rules.map((rule, i) => debtOf(rule, histories[i]!, now, maxDebt, oneWindow))
+  let k = cost
+  while (k > 0 && !rules.every((rule, i) => fits(rule, histories[i]!, now, k - debts[i]!))) k--
+  if (k > 0) for (const history of histories) history.push({ time: now, cost: k })
+  return k
+}
+
 /** Reservation's answer in the reference: as `decide`, and `wait` (ms) > 0 when a slot was reserved. */
 export interface ReferenceReservation extends ReferenceOutcome {
   wait: number

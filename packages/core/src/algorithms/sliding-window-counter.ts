@@ -60,6 +60,8 @@ function slidingWindowCounterLogic(
       state.win = win
     },
     fits: (state, now, cost) => weight(state, now) + (state.curr + cost) * windowMs <= limit * windowMs,
+    // A unit weighs on the next window only: more than one limit owed would be forgotten with it.
+    carriedDebt: limit,
     consume(state, _now, cost) {
       state.curr += cost
     },
@@ -177,6 +179,7 @@ else redis.call('DEL', ${r.key}) end
     return `${r.v('curr')} + math.ceil(${r.v('prev')} * (${W} - ${r.v('elapsed')}) / ${W})`
   },
   limit: (r) => `${r.params[0]} / ${r.params[1]}`,
+  carriedDebt: (r) => `${r.params[0]} / ${r.params[1]}`,
 }
 
 /** @internal */

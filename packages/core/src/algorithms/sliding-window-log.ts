@@ -28,10 +28,11 @@ const INITIAL_CAPACITY = 8
 export const LOG_MAX_COST = 1_000
 /**
  * A charge past the limit (`Store.charge`: a settle's debt) keeps at most this many times `limit` entries, the
- * newest, dropping the oldest. Every decision stays exact: whether a request fits, its wait, `remaining` and
- * `reset` depend only on the newest `limit` + cost entries (the oldest leave the window first, and a cost never
- * exceeds the limit), and a unit counts for one window whatever its number. It bounds the log's memory and a
- * charge's work by the limit, whatever `maxDebt` allows.
+ * newest, dropping the oldest. A charge owes one limit at most (`carriedDebt`), so it only bites where entries
+ * counted under a higher limit (lowered by an override) are more. Every decision stays exact: whether a request
+ * fits, its wait, `remaining` and `reset` depend only on the newest `limit` + cost entries (the oldest leave the
+ * window first, and a cost never exceeds the limit), and a unit counts for one window whatever its number. It
+ * bounds the log's memory and a charge's work by the limit.
  */
 const DEBT_CAP = 2
 
@@ -96,6 +97,8 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
       }
     },
     fits: (state, _now, cost) => state.size + cost <= limit,
+    // An entry counts for one window: more than one limit owed would leave with it.
+    carriedDebt: limit,
     consume(state, now, cost) {
       // A clock that steps back must not unsort the log: such a request counts as arriving with the newest.
       const time = state.size > 0 ? Math.max(now, newest(state)) : now
@@ -211,6 +214,7 @@ else redis.call('DEL', ${r.key}) end
 `,
   used: (r) => r.v('size'),
   limit: (r) => r.params[0]!,
+  carriedDebt: (r) => r.params[0]!,
 }
 
 /**

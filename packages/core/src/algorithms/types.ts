@@ -81,6 +81,11 @@ export interface LuaTwin {
   /** An expression: the rule's limit in units (`Rule.limit` of the rule in force), after `load`. */
   limit(r: LuaRule): string
   /**
+   * An expression, after `load`: the most units past its limit a charge may leave the rule owing
+   * (`AlgorithmLogic.carriedDebt`). Absent where the state carries any debt.
+   */
+  carriedDebt?(r: LuaRule): string
+  /**
    * Statements saving the state with its TTL, or deleting the key when the state equals a fresh one.
    * `keepTtl`: true after a consume, where the twin may keep the TTL the key has when its state shows that the
    * key's expiry has not moved; false where the TTL must be written (refunds, and the repair of a key without one).
@@ -130,6 +135,13 @@ export interface AlgorithmLogic<S> {
    * GCRA moves its TAT past the tolerance). Nothing is admitted while a rule owes units.
    */
   consume(state: S, now: number, cost: number): void
+  /**
+   * The most units past its limit a charge may leave the rule owing, whatever `maxDebt` allows: what its state
+   * carries. Absent where it carries any debt until it has passed at the rule's rate (the fixed window, the token
+   * bucket, GCRA). The sliding windows count a unit for one window however many there are: a debt above one limit
+   * would be forgotten with the window, so they carry one limit (`limit`), and a charge beyond it is uncharged.
+   */
+  readonly carriedDebt?: number
   /**
    * Reservation (`delay`, `RateLimiter.wait`): the wait (ms, whole) from `now` until a request of `cost` may go
    * when nothing else arrives, the state advanced to `now`; 0 when it may go now. Only algorithms that know the

@@ -148,7 +148,9 @@ export interface RateLimiterOptions {
    * The most units a `settle` may leave each rule owing beyond its limit. An actual cost above the estimate is
    * charged in full, and a rule taken past its limit owes the excess until it has passed at the rule's rate
    * (docs/policies.md): nothing of the key passes meanwhile, `remaining` reads 0 and `Retry-After` counts the debt.
-   * Only what this bound leaves out is `uncharged`. A whole number; 0 charges only what the rules still admit.
+   * A rule never owes more than it carries (the sliding windows one limit; SyncedStore's fixed window one limit, and
+   * nothing while it carries a debt already). Only what these bounds leave out is `uncharged`. A whole number; 0
+   * charges only what the rules still admit.
    * @default each rule's `limit`: one window (the token bucket's capacity, GCRA's burst)
    */
   maxDebt?: number

@@ -35,9 +35,10 @@ export interface StoreRequest extends StoreTarget {
    */
   reserve?: number
   /**
-   * For `charge`: the most units each rule may be left owing beyond its limit (a whole number). Absent: each rule's
-   * `limit` (one window; the token bucket's capacity, GCRA's burst), the settle's default; 0: only what every rule
-   * still admits, never more (the operator's `take`).
+   * For `charge`: the most units each rule may be left owing beyond its limit (a whole number), at most what the rule
+   * carries (`AlgorithmLogic.carriedDebt`: one limit on the sliding windows). Absent: each rule's `limit` (one window;
+   * the token bucket's capacity, GCRA's burst), the settle's default; 0: only what every rule still admits, never
+   * more (the operator's `take`).
    */
   maxDebt?: number
 }

@@ -72,10 +72,11 @@ export function reservedWait(
 
 /**
  * Charges `cost` (`Store.charge`, for `RateLimiter.settle` and the operator's `take`): the largest k <= cost that
- * leaves no rule more than its `maxDebt` past its limit ("fits" only gets harder as k grows, and is linear in the
- * cost, so that k fits with a debt of D where k − D fits). `maxDebt`: units per rule; undefined, each rule's
- * `limit` (one window); 0, what every rule still admits and never more. The Redis script's charge mode runs the
- * same steps.
+ * leaves no rule more than its debt past its limit ("fits" only gets harder as k grows, and is linear in the
+ * cost, so that k fits with a debt of D where k − D fits). A rule's debt is `maxDebt` (units per rule; undefined,
+ * each rule's `limit`, one window; 0, what every rule still admits and never more), at most what its state
+ * carries (`AlgorithmLogic.carriedDebt`) and what the store carries (`carried`, per rule: SyncedStore's). The
+ * Redis script's charge mode runs the same steps. The decision's outcomes are those after the charge.
  * @internal
  */
 export function chargeLocally(
@@ -84,11 +85,17 @@ export function chargeLocally(
   now: number,
   cost: number,
   maxDebt?: number,
+  carried?: readonly number[],
 ): { charged: number; decision: Decision } {
   let k = cost
   for (let i = 0; i < rules.length; i++) {
-    const logic = rules[i]!.logic
-    const debt = maxDebt ?? rules[i]!.limit
+    const rule = rules[i]!
+    const logic = rule.logic
+    const debt = Math.min(
+      maxDebt ?? rule.limit,
+      logic.carriedDebt ?? Number.POSITIVE_INFINITY,
+      carried?.[i] ?? Number.POSITIVE_INFINITY,
+    )
     logic.advance(states[i], now)
     if (logic.fits(states[i], now, k - debt)) continue
     let lo = 0

@@ -47,7 +47,7 @@ const LOCAL_RULES = 10
  *          the client's override record (override-lua.ts), read in this execution
  * last     refund only: the `at` (epoch ms) of the decision being refunded (give: now); reserve only: the longest
  *          wait (ms); charge only: the units each rule may owe past its limit (`StoreRequest.maxDebt`), or -1 for
- *          each rule's limit
+ *          each rule's limit (at most what its state carries: `LuaTwin.carriedDebt`)
  *
  * Returns integers only: { allowed (1/0), now (ms), then per rule: remaining, reset (ms), retryAfter (ms),
  * then `repaired`, then with a penalty how long the key stays blocked (ms), then with overrides the record's JSON
@@ -109,12 +109,18 @@ if not (${twin.fits(r, 'cost')}) then allowed = false end
   const penaltyArgs = arg
   // Reservation: the largest of the rules' waits; an algorithm that cannot reserve makes it infinite.
   const waits = each((twin, r) => twin.wait?.(r, 'cost') ?? 'w = math.huge\n')
-  // "Fits" is linear in the cost: k leaves the rule at most d past its limit where k − d fits.
+  // "Fits" is linear in the cost: k leaves the rule at most d past its limit where k − d fits. The debt is at most
+  // what the rule's state carries (`carriedDebt`).
   const charge = each(
     (twin, r) => `do
   local d = maxDebt
   if d < 0 then d = ${twin.limit(r)} end
-  if not (${twin.fits(r, '(k - d)')}) then
+${
+  twin.carriedDebt === undefined
+    ? ''
+    : `  d = math.min(d, ${twin.carriedDebt(r)})
+`
+}  if not (${twin.fits(r, '(k - d)')}) then
     local lo, hi = 0, k - 1
     while lo < hi do
       local mid = math.ceil((lo + hi) / 2)

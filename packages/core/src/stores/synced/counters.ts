@@ -61,7 +61,9 @@ export const countIn = (win: number, view: WindowCounts, sent: WindowCounts, uns
 /**
  * @internal Writes into a rule's algorithm state (the shape its `AlgorithmLogic` works on) the sum of the three
  * counts a process knows of (the shared view, the sent and the unsent ones), as seen from window `win`, never
- * below zero. Called on every decision: no allocation. `limit`: the rule's limit in force.
+ * below zero. Called on every decision: no allocation. `limit`: the rule's limit in force. Returns the units the
+ * state counts in `win` beyond what was counted in it: a fixed window's debt carried from the window before, which
+ * the counts will not carry again (0 for the others).
  */
 export type StateWriter = (
   state: unknown,
@@ -70,7 +72,7 @@ export type StateWriter = (
   sent: WindowCounts,
   unsent: WindowCounts,
   limit: number,
-) => void
+) => number
 
 /** @internal The algorithms whose state is counts per fixed window, and so can be synchronised by deltas. */
 export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
@@ -79,6 +81,7 @@ export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
     target.win = win
     target.curr = countIn(win, view, sent, unsent)
     target.prev = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win))
+    return 0
   },
   'fixed-window': (state, win, view, sent, unsent, limit) => {
     const target = state as { win: number; count: number }
@@ -88,5 +91,6 @@ export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
     // the one before it is not carried again (SyncedStore's bound on a debt, docs/policies.md).
     const carried = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win) - limit)
     target.count = countIn(win, view, sent, unsent) + carried
+    return carried
   },
 }

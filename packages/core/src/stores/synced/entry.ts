@@ -46,6 +46,8 @@ export interface SyncEntry extends Linked<SyncEntry> {
   readonly maxPending: number
   /** Scratch algorithm states for decisions. */
   readonly states: unknown[]
+  /** Scratch per rule for charges: the units carried from the window before, then the debt each may owe. */
+  readonly carried: number[]
   flushing: Promise<void> | undefined
   /** Requests waiting for a sync of this entry before they are decided (SyncedStore's `#consumeAfterSync`). */
   waiting: number
@@ -98,6 +100,7 @@ export function newEntry(
     syncedAt: Number.NEGATIVE_INFINITY,
     maxPending: maxPending ?? Math.max(1, Math.floor(smallest / 100)),
     states: rules.map((rule) => rule.logic.create()),
+    carried: rules.map(() => 0),
     flushing: undefined,
     waiting: 0,
     dirty: false,
@@ -134,30 +137,44 @@ export function decideFromView(entry: SyncEntry, now: number, cost: number, cons
 }
 
 /**
- * @internal Charges `cost` in this process's view as far as it leaves no rule more than `maxDebt` past its limit
+ * @internal Charges `cost` in this process's view as far as it leaves no rule more than its debt past its limit
  * (`chargeLocally`), under the limits in force (a manual block does not stop it, as in every store); returns the
- * units charged, for `recordAdmitted`.
+ * units charged, for `recordAdmitted`, and the decision after the charge. NOTE: the shared counts keep two windows,
+ * so a fixed window carries what one window counted beyond its limit into the next one and no further: a rule owes
+ * one limit at most, and nothing while it carries a debt from the window before (that debt would not be carried
+ * again), so that what is charged is all carried at the rule's rate and the rest reported uncharged.
  */
 export function chargeFromView(
   entry: SyncEntry,
   now: number,
   cost: number,
   maxDebt: number | undefined,
-): number {
+): { charged: number; decision: Decision } {
   const record = entry.recordKey === undefined ? undefined : liveOverrideRecord(entry.record, now)
-  return chargeLocally(writeStates(entry, now, record), entry.states, now, cost, maxDebt).charged
+  const inForce = writeStates(entry, now, record, entry.carried)
+  const carried = entry.carried
+  for (let i = 0; i < inForce.length; i++) carried[i] = carried[i]! > 0 ? 0 : inForce[i]!.limit
+  return chargeLocally(inForce, entry.states, now, cost, maxDebt, carried)
 }
 
 /**
  * Writes the entry's algorithm states from its counts at `now`; returns the rules in force under `record` (the
- * coded ones when it has no limits; an override keeps each rule's window, so the states are the same).
+ * coded ones when it has no limits; an override keeps each rule's window, so the states are the same). `carried`,
+ * when given, receives per rule the units its state carries from the window before (`StateWriter`).
  */
-function writeStates(entry: SyncEntry, now: number, record: OverrideRecord | undefined): readonly Rule[] {
+function writeStates(
+  entry: SyncEntry,
+  now: number,
+  record: OverrideRecord | undefined,
+  carried?: number[],
+): readonly Rule[] {
   const { rules } = entry.target
   const { writers, states, views, sent, unsent } = entry
   const inForce = record === undefined ? rules : rulesWith(rules, record.limits)
   for (let i = 0; i < rules.length; i++) {
-    writers[i]!(states[i], windowOf(entry, i, now), views[i]!, sent[i]!, unsent[i]!, inForce[i]!.limit)
+    const win = windowOf(entry, i, now)
+    const units = writers[i]!(states[i], win, views[i]!, sent[i]!, unsent[i]!, inForce[i]!.limit)
+    if (carried !== undefined) carried[i] = units
   }
   return inForce
 }

@@ -156,7 +156,7 @@ export class SyncedStore implements Store {
     this.#failure.checkReachable()
     const charge = () => {
       const now = this.#loop.now()
-      const charged = chargeFromView(entry, now, request.cost, request.maxDebt)
+      const { charged } = chargeFromView(entry, now, request.cost, request.maxDebt)
       if (charged > 0) this.#record(entry, now, charged)
       else this.#loop.markDirty(entry)
       return { charged }
