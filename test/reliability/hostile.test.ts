@@ -8,6 +8,7 @@ import {
   RedisStore,
   type Rule,
   type Store,
+  type StoreRequest,
   SyncedStore,
   slidingWindowCounter,
   slidingWindowLog,
@@ -16,6 +17,7 @@ import {
 } from '@ratewindow/core'
 import { HttpRateLimiter } from '@ratewindow/core/adapter'
 import { rateLimit } from '@ratewindow/express'
+import { readRateLimit } from '@ratewindow/testing'
 import express from 'express'
 import fc from 'fast-check'
 import request from 'supertest'
@@ -543,4 +545,59 @@ describe('the attack round on the debt settle: a `maxDebt` above what the store 
     await store.sync()
     expect((await limiter.peek('k')).remaining).toBe(LIMIT)
   })
+})
+
+/** A store of 0.1's charge contract: it answers the units charged, not the rules' outcomes after the charge. */
+class UnitsOnlyStore extends MemoryStore {
+  override charge(request: StoreRequest): { charged: number } {
+    return { charged: super.charge(request).charged }
+  }
+}
+
+describe('the attack round on the debt settle: the headers after a settle into debt (M1)', () => {
+  const stores: [string, (clock: ManualClock) => Store][] = [
+    ...storesOnClock('hostile-settle-headers'),
+    ['store that answers a charge with its units only', (clock) => new UnitsOnlyStore({ clock: clock.read })],
+  ]
+  const ALGORITHMS = [
+    'fixed-window',
+    'sliding-window-counter',
+    'sliding-window-log',
+    'token-bucket',
+    'gcra',
+  ] as const
+
+  it.each(stores)(
+    'Express on the %s, 100 a minute, cost 10, settled at 150: the reset the settled response announces is the next request’s Retry-After (token bucket and GCRA said 6 s for 36, the counter 110 s for 74)',
+    async (_store, makeStore) => {
+      for (const algorithm of ALGORITHMS) {
+        for (const headers of ['draft-6', 'draft-7', 'draft-8'] as const) {
+          const clock = new ManualClock(1_700_000_040_000)
+          const app = express()
+          const cost = (req: express.Request) => Number(req.query.cost ?? 10)
+          app.use(rateLimit({ limit: 100, window: '1m', algorithm, cost, headers, store: makeStore(clock) }))
+          app.get('/work', async (req, res) => {
+            await req.rateLimit?.settle?.(150) // the work cost 150: 50 past the limit, owed
+            res.send('done')
+          })
+          const server = await listening(app.listen(0, '127.0.0.1') as Server)
+          try {
+            const settled = readRateLimit(await request(server.url).get('/work'))
+            const what = `${algorithm}, ${headers}`
+            expect(settled.remaining, what).toBe(0)
+            // At remaining 0 the reset announces when a cost-1 request passes: it is refused until then, and passes then.
+            const next = await request(server.url).get('/work?cost=1')
+            expect(next.status, what).toBe(429)
+            expect(readRateLimit(next).retryAfter, what).toBe(settled.reset)
+            clock.advance(settled.reset! * 1_000 - 1_000)
+            expect((await request(server.url).get('/work?cost=1')).status, what).toBe(429)
+            clock.advance(1_000)
+            expect((await request(server.url).get('/work?cost=1')).status, what).toBe(200)
+          } finally {
+            await server.close()
+          }
+        }
+      }
+    },
+  )
 })

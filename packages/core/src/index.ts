@@ -88,6 +88,7 @@ export type {
   Awaitable,
   CallBound,
   CallReport,
+  Charged,
   ConcurrencyStore,
   Decision,
   LeaseDecision,

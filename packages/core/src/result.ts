@@ -241,6 +241,29 @@ export function enforcedView(result: RateLimitResult): RateLimitResult | undefin
 const isShadow = (outcome: RuleResult) => outcome.rule.shadow === true
 
 /**
+ * After a settle's charge, each rule's `reset` and `next` (when a cost-1 request passes) are those the store reported
+ * after it (`outcomes`, in rule order, of a charge or a peek `since` ms after the decision), measured from the
+ * decision (`at`) as every wait of the result is; the result's `reset` follows its reported rule. Outcomes of another
+ * rule set (another length) change nothing.
+ * @internal
+ */
+export function followCharge(
+  result: Partial<Pick<RateLimitResult, 'reset' | 'rule' | 'rules'>>,
+  outcomes: readonly RuleOutcome[],
+  since: number,
+): void {
+  const rules = result.rules
+  if (rules === undefined || rules.length !== outcomes.length) return
+  for (let i = 0; i < rules.length; i++) {
+    const { reset, retryAfter } = outcomes[i]!
+    const rule = rules[i]!
+    rule.reset = reset > 0 ? reset + since : 0
+    rule.next = retryAfter > 0 ? retryAfter + since : 0
+    if (rule.rule === result.rule) result.reset = rule.reset
+  }
+}
+
+/**
  * After `settle`, `remaining` (the result's and each rule's) follows the units given back (`delta` > 0) or charged
  * (< 0): the decision's figures with the settled cost in place of the estimate.
  * @internal

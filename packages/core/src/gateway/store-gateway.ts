@@ -11,6 +11,7 @@ import { failureKind } from '../stores/failure-kind.js'
 import type {
   Awaitable,
   CallReport,
+  Charged,
   Decision,
   RefundRequest,
   Store,
@@ -149,10 +150,11 @@ export class StoreGateway {
   }
 
   /**
-   * Charges as much of `request.cost` as the rules still admit (settle). Resolves the units charged, or undefined
-   * when the store failed or cannot charge (reported, never thrown).
+   * Charges `request.cost` as far as each rule may owe (settle). Resolves the store's answer (the units charged, and
+   * the outcomes after the charge where the store gives them), or undefined when the store failed or cannot charge
+   * (reported, never thrown).
    */
-  async charge(request: StoreRequest): Promise<number | undefined> {
+  async charge(request: StoreRequest): Promise<Charged | undefined> {
     const store = this.store
     try {
       if (typeof store.charge !== 'function') {
@@ -161,14 +163,11 @@ export class StoreGateway {
           'This store cannot charge a settled cost (it has no `charge`); the difference was not charged.',
         )
       }
-      const { charged, notices } = await this.#call.run(
-        'charge',
-        (within) => store.charge!(request, within),
-        true,
-      )
+      const answer = await this.#call.run('charge', (within) => store.charge!(request, within), true)
+      const { notices } = answer
       if (notices != null)
         for (const notice of notices) this.#call.report(notice, { operation: 'settle', key: request.key })
-      return charged
+      return answer
     } catch (error) {
       this.#call.report(error, { operation: 'settle', key: request.key })
       return undefined

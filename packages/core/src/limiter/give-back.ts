@@ -4,17 +4,21 @@
  * so a result is given back at most once and two concurrent calls never give back the same units twice.
  */
 import type { Rule } from '../algorithms/types.js'
-import type { StoreGateway } from '../gateway/store-gateway.js'
-import { type RateLimitResult, type SettleResult, shiftRemaining } from '../result.js'
-import type { StoreRequest } from '../stores/types.js'
+import { StoreFailure, type StoreGateway } from '../gateway/store-gateway.js'
+import { followCharge, type RateLimitResult, type SettleResult, shiftRemaining } from '../result.js'
+import type { Charged, StoreRequest } from '../stores/types.js'
 import type { BlockedCache } from './blocked-cache.js'
 import type { ShadowRules } from './shadow.js'
 
 /** A result as `refund` takes it. */
 export type ResultToRefund = Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>
 
-/** A result as `settle` takes it: `cost` and the remaining counts follow what is given back or charged. */
-export type ResultToSettle = ResultToRefund & Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>
+/**
+ * A result as `settle` takes it: `cost` and the remaining counts follow what is given back or charged, and the waits
+ * (`reset`, each rule's `reset` and `next`) what the store tells after a charge.
+ */
+export type ResultToSettle = ResultToRefund &
+  Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit' | 'reset' | 'rule'>>
 
 /** What the ledger needs of its limiter. */
 export interface GiveBackParts {
@@ -104,13 +108,36 @@ export class GiveBackLedger {
     const extra = actualCost - result.cost
     // In full, as far as `maxDebt` lets each rule owe units past its limit (`Store.charge`).
     const { maxDebt } = this.#parts
-    const charged = await gateway.charge(
+    const answer = await gateway.charge(
       maxDebt === undefined ? { ...base, cost: extra } : { ...base, cost: extra, maxDebt },
     )
-    if (charged === undefined) return none
+    if (answer === undefined) return none
+    const { charged } = answer
     result.cost += charged
     shiftRemaining(result, -charged)
+    if (charged > 0) await this.#waitsAfter(result, answer, gateway)
     return { charged, refunded: 0, uncharged: extra - charged }
+  }
+
+  /**
+   * The settled result's waits after a charge (`followCharge`): the rules' outcomes the store answered with it, or,
+   * from a store that answers none (a custom store, the Durable Object store), one peek after a charge that left a
+   * rule at its limit, where the next request's wait is no longer what the decision said. A failed peek changes
+   * nothing (reported as every store call).
+   */
+  async #waitsAfter(
+    result: Omit<ResultToSettle, 'allowed' | 'shadow'>,
+    answer: Charged,
+    gateway: StoreGateway,
+  ): Promise<void> {
+    let { outcomes, now } = answer
+    if (outcomes === undefined) {
+      if (!result.rules?.some((rule) => rule.remaining === 0)) return
+      const peeked = await gateway.decide(this.#parts.request(result.key, 1), 'peek')
+      if (peeked instanceof StoreFailure) return
+      ;({ outcomes, now } = peeked)
+    }
+    followCharge(result, outcomes, now === undefined ? 0 : Math.max(0, now - result.at))
   }
 
   /** The gateway of the store that decided `result` (none for a store the limiter no longer has). */

@@ -286,7 +286,9 @@ export class RateLimiter {
    * until it has passed at its rate, up to `maxDebt` (what that bound leaves out is reported as `uncharged`).
    * `result.cost` becomes what is charged now, so that a later
    * `refund(result)` gives back the right amount, and `result.remaining` (and each rule's) follows what was
-   * given back or charged. Calls on one result (`settle`, `refund`) run one after the other, in call order, and
+   * given back or charged; after a charge, `result.reset` and each rule's `reset` and `next` are the store's waits
+   * after it (from the decision's `at`), so that the reset headers announce when the next request passes.
+   * Calls on one result (`settle`, `refund`) run one after the other, in call order, and
    * each sees what the previous left: a second `settle` with the same actual cost does nothing, and a `settle` after a `refund` settles nothing. Waits at most `timeout`; a store failure is
    * reported to `onError` and nothing is charged (when giving back, the units count as given back: the store
    * may apply a call that timed out). Throws only for a bad `actualCost`. In one process only: a result handed
@@ -294,7 +296,7 @@ export class RateLimiter {
    */
   async settle(
     result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'> &
-      Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit'>>,
+      Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit' | 'reset' | 'rule'>>,
     actualCost: number,
   ): Promise<SettleResult> {
     wholeNumber(actualCost, 'actualCost', { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' })

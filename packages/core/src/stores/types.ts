@@ -78,6 +78,22 @@ export interface Decision {
   manualBlock?: ManualBlock
 }
 
+/** What `Store.charge` answers. */
+export interface Charged {
+  /** The units charged. */
+  charged: number
+  /** Faults the store found and dealt with (`Decision.notices`). */
+  notices?: readonly Error[]
+  /**
+   * The rules' outcomes after the charge, in the order of `rules`, as an admitted decision reports them (`retryAfter`:
+   * the wait until a cost-1 request passes, 0 while one still would). Optional: without them, the limiter peeks once
+   * after a charge that left a rule at its limit, so that a settled result's waits are true.
+   */
+  outcomes?: RuleOutcome[]
+  /** The time of the charge in epoch ms, from the store's clock, with `outcomes`: their waits are from it. */
+  now?: number
+}
+
 /** One page of `Store.listOverrides`. */
 export interface OverridePage {
   records: OverrideRecord[]
@@ -135,13 +151,12 @@ export interface Store {
    * units above it until they have passed at its rate (`AlgorithmLogic.consume`): nothing is admitted meanwhile,
    * `remaining` reads 0 and `retryAfter` counts the debt. For `RateLimiter.settle` (an actual cost above the
    * estimate) and the operator's `take` (`maxDebt: 0`). A manual block does not stop it. Returns the units charged,
-   * and faults dealt with as in `Decision.notices`. Optional: without it, `settle` reports an error to `onError`
-   * and charges nothing.
+   * faults dealt with as in `Decision.notices`, and, where the store has them, the rules' outcomes after the charge
+   * (`Charged.outcomes`: the settled result's waits and headers follow them; without, the limiter peeks once after a
+   * charge that left a rule at its limit). Optional: without it, `settle` reports an error to `onError` and charges
+   * nothing.
    */
-  charge?(
-    request: StoreRequest,
-    within?: CallBound,
-  ): Awaitable<{ charged: number; notices?: readonly Error[] }>
+  charge?(request: StoreRequest, within?: CallBound): Awaitable<Charged>
   /** Forgets the client's state for these rules. */
   reset(target: StoreTarget): Awaitable<void>
   /**

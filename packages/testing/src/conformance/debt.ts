@@ -54,6 +54,9 @@ export function describeDebt(suite: SuiteContext, oneWindow: boolean): void {
       const charged = charge([rule], [history], clock.now, actual - 1, maxDebt, oneWindow)
       expect(settled).toEqual({ charged, refunded: 0, uncharged: actual - 1 - charged })
       const expected = decide([rule], [history], clock.now, 1, false)
+      // The settled result's waits follow the charge: the reset headers announce when a cost-1 request passes.
+      expect(result).toMatchObject({ remaining: 0, reset: expected.reset[0] })
+      expect(result.rules[0]).toMatchObject({ remaining: 0, next: expected.retryAfter })
       expect(await limiter.peek(key)).toMatchObject({
         allowed: false,
         remaining: 0,

@@ -161,8 +161,8 @@ export function giveKey(rules: readonly Rule[], state: KeyStateData, now: number
 }
 
 /**
- * @internal Charges `cost` to every rule of `state`, as far as it leaves none more than `maxDebt` past its limit
- * (`chargeLocally`); returns the units charged.
+ * @internal Charges `cost` to every rule of `state`, as far as it leaves none more than its debt past its limit
+ * (`chargeLocally`); returns the units charged and the decision after the charge.
  */
 export function chargeKey(
   rules: readonly Rule[],
@@ -170,8 +170,8 @@ export function chargeKey(
   now: number,
   cost: number,
   maxDebt: number | undefined,
-): number {
-  return chargeLocally(rules, state.states, now, cost, maxDebt).charged
+): { charged: number; decision: Decision } {
+  return chargeLocally(rules, state.states, now, cost, maxDebt)
 }
 
 /**

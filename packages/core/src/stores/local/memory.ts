@@ -8,6 +8,7 @@ import { wholeNumber } from '../../support/validators.js'
 import { defaultEpochNow, isEpochTime } from '../../time/default-clock.js'
 import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
 import type {
+  Charged,
   ConcurrencyStore,
   Decision,
   LeaseDecision,
@@ -152,12 +153,13 @@ export class MemoryStore implements Store, ConcurrencyStore {
     )
   }
 
-  charge(request: StoreRequest): { charged: number } {
-    let charged = 0
+  charge(request: StoreRequest): Charged {
+    let answer: Charged = { charged: 0 }
     this.#change(request, true, (rules, entry, now) => {
-      charged = chargeKey(rules, entry, now, request.cost, request.maxDebt)
+      const { charged, decision } = chargeKey(rules, entry, now, request.cost, request.maxDebt)
+      answer = { charged, outcomes: decision.outcomes, now }
     })
-    return { charged }
+    return answer
   }
 
   give(request: StoreRequest): void {

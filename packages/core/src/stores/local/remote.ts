@@ -222,7 +222,7 @@ export function applyToKeyState(
     case 'charge': {
       const next = live ?? fresh(rules)
       const inForce = tuneKey(rules, next, record, now)
-      const charged = chargeKey(inForce, next, now, request.cost, request.maxDebt)
+      const { charged } = chargeKey(inForce, next, now, request.cost, request.maxDebt)
       return { charged, ...kept(inForce, penalty, next, now) }
     }
   }

@@ -4,6 +4,7 @@ import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
 import type {
   CallBound,
+  Charged,
   ConcurrencyStore,
   Decision,
   LeaseDecision,
@@ -43,9 +44,6 @@ import {
   sendGroup,
 } from './send-group.js'
 import { StoredHashes, scanStored } from './stored-keys.js'
-
-/** What a charge (settle) answers: the units charged, and what the script repaired. */
-type Charged = { charged: number; notices?: readonly Error[] }
 
 /**
  * The groups of each client: every RedisStore on one client connection shares them. Each call resolves

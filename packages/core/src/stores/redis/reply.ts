@@ -4,7 +4,7 @@
  * nothing is built per call but the value.
  */
 import type { RuleOutcome } from '../../algorithms/types.js'
-import type { Decision } from '../types.js'
+import type { Charged, Decision } from '../types.js'
 import { underRecord } from './overrides.js'
 import { repairedRules } from './repaired.js'
 import { MODE } from './script.js'
@@ -12,7 +12,7 @@ import type { DecisionCall, ScriptCall } from './send-group.js'
 
 /**
  * What a decision call resolves to, read from its record of the reply (script.ts): a `Decision` (a refund's says
- * only that it was applied, at the server's `now`, and what was repaired), or a charge's units.
+ * only that it was applied, at the server's `now`, and what was repaired), or a charge's units and outcomes.
  */
 export function decodeDecision(
   scriptCall: ScriptCall,
@@ -30,10 +30,6 @@ export function decodeDecision(
     return refunded
   }
   const mask = Number(reply[start + 2 + 3 * rules])
-  if (call.mode === MODE.charge) {
-    const charged = Number(reply[start])
-    return mask ? { charged, notices: repairedRules(request, mask) } : { charged }
-  }
   const outcomes: RuleOutcome[] = new Array(rules)
   for (let i = 0, at = start + 2; i < rules; i++, at += 3) {
     outcomes[i] = {
@@ -41,6 +37,12 @@ export function decodeDecision(
       reset: Number(reply[at + 1]),
       retryAfter: Number(reply[at + 2]),
     }
+  }
+  if (call.mode === MODE.charge) {
+    // The units charged in place of `allowed`, and the rules' outcomes after the charge.
+    const charged: Charged = { charged: Number(reply[start]), outcomes, now: Number(reply[start + 1]) }
+    if (mask) charged.notices = repairedRules(request, mask)
+    return charged
   }
   // A peek's record ends with the units each rule counts.
   if (call.mode === MODE.peek)

@@ -7,6 +7,7 @@ import { overrideRecordKey } from '../redis/overrides.js'
 import { storedHash } from '../redis/stored-keys.js'
 import type {
   Awaitable,
+  Charged,
   Decision,
   OverridePage,
   RefundRequest,
@@ -150,16 +151,16 @@ export class SyncedStore implements Store {
    * Charges as much of `cost` as every rule still admits (`take`, `settle`), from this process's view as `consume`
    * decides: after a sync for a key not read yet, or past `maxPending`.
    */
-  charge(request: StoreRequest): Awaitable<{ charged: number }> {
+  charge(request: StoreRequest): Awaitable<Charged> {
     const entry = this.#entryFor(request)
     if (entry === undefined) return this.#failure.exact().charge(request)
     this.#failure.checkReachable()
-    const charge = () => {
+    const charge = (): Charged => {
       const now = this.#loop.now()
-      const { charged } = chargeFromView(entry, now, request.cost, request.maxDebt)
+      const { charged, decision } = chargeFromView(entry, now, request.cost, request.maxDebt)
       if (charged > 0) this.#record(entry, now, charged)
       else this.#loop.markDirty(entry)
-      return { charged }
+      return { charged, outcomes: decision.outcomes, now }
     }
     const cold = entry.syncedAt === Number.NEGATIVE_INFINITY
     if (cold || (entry.unacked > 0 && entry.unacked + request.cost > entry.maxPending))
