@@ -20,11 +20,19 @@ import { rateLimit } from '@ratewindow/express'
 import { readRateLimit } from '@ratewindow/testing'
 import express from 'express'
 import fc from 'fast-check'
+import type { Cluster, Redis } from 'ioredis'
 import request from 'supertest'
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FRAMEWORKS, listening, storesOnClock } from '../http/harness.js'
 import { ManualClock } from '../support/clock.js'
-import { standaloneClient, uniquePrefix } from '../support/redis.js'
+import { until } from '../support/connections.js'
+import {
+  clusterClient,
+  forgetPrefix,
+  redisEnvironment,
+  standaloneClient,
+  uniquePrefix,
+} from '../support/redis.js'
 
 const binding = {
   name: 'test',
@@ -597,6 +605,57 @@ describe('the attack round on the debt settle: the headers after a settle into d
             await server.close()
           }
         }
+      }
+    },
+  )
+})
+
+describe('the attack round on the operator: `list({ count })` on Redis (M3)', () => {
+  const servers: [string, () => Redis | Cluster, () => number[]][] = [
+    ['one server', () => standaloneClient(), () => [redisEnvironment().standalonePort]],
+    ['a Cluster', () => clusterClient(), () => redisEnvironment().clusterNodes.map((node) => node.port)],
+  ]
+
+  it.each(servers)(
+    'on %s, list({ count: 10_000_000 }) sent one SCAN … COUNT 10000000, holding Redis for every client; list({ count: 5 }) found none of 12 records',
+    async (_server, client, ports) => {
+      const prefix = uniquePrefix()
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 10, window: '1h' }),
+        store: new RedisStore({ client: client(), prefix }),
+        overrides: true,
+      })
+      // Sparse records: 12 among 2,000 other keys (of one slot, for a Cluster).
+      const fillers = Array.from({ length: 2_000 }, (_, i) => [`${prefix}{filler}${i}`, '1'])
+      await client().mset(...fillers.flat())
+      const keys = Array.from({ length: 12 }, (_, i) => `customer:${i}`).sort()
+      await Promise.all(keys.map((key) => limiter.overrides.set(key, { limit: 5 })))
+      // The COUNT of every SCAN a script runs for this prefix on any server, as MONITOR shows it.
+      const counts: number[] = []
+      const markers = new Set<string>()
+      const monitors = await Promise.all(ports().map((port) => standaloneClient(port).monitor()))
+      for (const monitor of monitors)
+        monitor.on('monitor', (_time: string, args: string[]) => {
+          const [command, ...rest] = args
+          if (command?.toLowerCase() === 'echo' && rest[0]?.startsWith(prefix)) markers.add(rest[0])
+          if (command?.toLowerCase() === 'scan' && rest.some((arg) => arg.includes(prefix)))
+            counts.push(Number(rest[rest.findIndex((arg) => arg.toLowerCase() === 'count') + 1]))
+        })
+      try {
+        const all = await limiter.operator.list({ count: 10_000_000 })
+        expect(all.records.map((record) => record.key).sort()).toEqual(keys)
+        expect(all.cursor).toBeUndefined()
+        // Steps of a COUNT of 5 until the page holds 5 records (a last step may add a few more).
+        expect((await limiter.operator.list({ count: 5 })).records.length).toBeGreaterThanOrEqual(5)
+        const admins = ports().map((port) => standaloneClient(port))
+        await Promise.all(admins.map((admin, i) => admin.echo(`${prefix}marker-${i}`)))
+        await until(() => markers.size === admins.length, 'every MONITOR stream showed its marker')
+        expect(counts.length).toBeGreaterThan(2)
+        expect(Math.max(...counts)).toBeLessThanOrEqual(1_000)
+      } finally {
+        for (const monitor of monitors) monitor.disconnect()
+        limiter.release()
+        await forgetPrefix(ports(), prefix)
       }
     },
   )

@@ -59,8 +59,15 @@ export async function readOverride(
 }
 
 /**
- * A page of the records under `scopeKeys` (the store's prefix and the scope): one SCAN step on one server
- * (`scanStep`: on a Cluster, each master in turn).
+ * The largest COUNT hint of one SCAN step: SCAN runs in one go on the server, so a hint of millions (an operator's
+ * `list({ count: 10_000_000 })`) would stall every other client of Redis while it walks the keyspace.
+ */
+export const SCAN_COUNT_MAX = 1_000
+
+/**
+ * A page of the records under `scopeKeys` (the store's prefix and the scope): SCAN steps (`scanStep`: on a
+ * Cluster, each master in turn) of a COUNT hint of at most `SCAN_COUNT_MAX`, until `page.count` records are found
+ * (a last step may add a few more) or the scan ends.
  */
 export async function listOverrides(
   runner: RedisScriptRunner,
@@ -70,18 +77,23 @@ export async function listOverrides(
   now: number,
 ): Promise<OverridePage> {
   const pattern = `${literalPattern(scopeKeys)}{*}:${RECORD_SUFFIX}`
-  const step = await scanStep(runner, scripts, LIST_OVERRIDES_SCRIPT, page.cursor, (scan) => [
-    String(now),
-    scan,
-    pattern,
-    String(page.count),
-  ])
+  const hint = String(Math.min(page.count, SCAN_COUNT_MAX))
   const records: OverrideRecord[] = []
-  for (let i = 1; i < step.reply.length; i++) {
-    const record = parseRecord(step.reply[i])
-    if (record !== undefined) records.push(record)
-  }
-  return { records, cursor: step.cursor }
+  let cursor = page.cursor
+  do {
+    const step = await scanStep(runner, scripts, LIST_OVERRIDES_SCRIPT, cursor, (scan) => [
+      String(now),
+      scan,
+      pattern,
+      hint,
+    ])
+    for (let i = 1; i < step.reply.length; i++) {
+      const record = parseRecord(step.reply[i])
+      if (record !== undefined) records.push(record)
+    }
+    cursor = step.cursor
+  } while (records.length < page.count && cursor !== undefined)
+  return { records, cursor }
 }
 
 /**
