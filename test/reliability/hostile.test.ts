@@ -660,3 +660,51 @@ describe('the attack round on the operator: `list({ count })` on Redis (M3)', ()
     },
   )
 })
+
+describe('the attack round on keys that are not well-formed UTF-16 (M2)', () => {
+  const synced: SyncedStore[] = []
+  afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
+  })
+  const stores: [string, () => Store][] = [
+    ['MemoryStore', () => new MemoryStore()],
+    ['RedisStore', () => new RedisStore({ client: standaloneClient(), prefix: uniquePrefix() })],
+    [
+      'SyncedStore',
+      () => {
+        const store = new SyncedStore({ client: standaloneClient(), prefix: uniquePrefix(), interval: '1h' })
+        synced.push(store)
+        return store
+      },
+    ],
+  ]
+
+  it.each(stores)(
+    'on the %s, a key with a lone surrogate (from a JSON body) was listed as "evil\\uFFFD", another client’s key: unblocking it as listed left the attacker blocked',
+    async (_store, makeStore) => {
+      const limiter = new RateLimiter({
+        rules: fixedWindow({ limit: 100, window: '1h' }),
+        store: makeStore(),
+        overrides: true,
+      })
+      const attacker = JSON.parse('"evil\\ud800"') as string
+      const innocent = 'evil\uFFFD'
+      await limiter.operator.block(attacker, { for: '1h', reason: 'abuse' })
+      expect((await limiter.limit(attacker)).allowed).toBe(false)
+      expect((await limiter.limit(innocent)).allowed).toBe(true)
+      // Listed as the CLI prints it, well-formed: a URL, a command line or a Redis client carries it as it is.
+      const listed = (await limiter.operator.list()).records.map((record) => record.key)
+      expect(listed).toEqual(['evil\\ud800'])
+      expect((await limiter.operator.record(listed[0]!))?.block).toMatchObject({ reason: 'abuse' })
+      expect(await limiter.operator.record(innocent)).toBeUndefined()
+      // The key as listed names the attacker's state, counters included; never the innocent's.
+      await limiter.operator.unblock(listed[0]!)
+      expect((await limiter.limit(attacker)).allowed).toBe(true)
+      expect((await limiter.peek(listed[0]!)).remaining).toBe(99)
+      expect((await limiter.peek(innocent)).remaining).toBe(99)
+      // Two keys that differ only in their lone surrogates, or in a backslash before one, stay two keys.
+      const others = ['evil\udc00', 'evil\\\ud800', '\ud800evil']
+      for (const key of others) expect((await limiter.limit(key)).remaining).toBe(99)
+    },
+  )
+})

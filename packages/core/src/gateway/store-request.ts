@@ -3,7 +3,7 @@ import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
 import type { Rule } from '../algorithms/types.js'
 import type { StoreRequest, StoreTarget } from '../stores/types.js'
 import { RateLimitError } from '../support/errors.js'
-import { keyArgument, wholeNumber } from '../support/validators.js'
+import { keyArgument, wellFormedKey, wholeNumber } from '../support/validators.js'
 
 /** The rule of a `cost` argument, made once (not per request). */
 const COST = { min: 0, code: 'ERR_RATEWINDOW_INVALID_COST' } as const
@@ -17,7 +17,8 @@ export interface RequestBase {
 }
 
 /**
- * The store request of `key` for `cost` units, validated (a bad key or cost is a programming error: it throws).
+ * The store request of `key` (in its `wellFormedKey` form) for `cost` units, validated (a bad key or cost is a
+ * programming error: it throws).
  * `capped`: a cost above the limiter's `maxCost` throws (a decision's); an operator's `give` and `take` are not
  * capped (each rule gives or takes as far as it can).
  */
@@ -38,6 +39,7 @@ export function storeRequest(
     )
   }
   const { namespace: prefix, rules, penalty } = limiter
+  key = wellFormedKey(key)
   const request: StoreRequest =
     penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
   if (overrides !== undefined) request.overrides = overrides
@@ -54,7 +56,7 @@ export function resetTarget(
   key: string,
   rules: readonly Rule[],
 ): StoreTarget {
-  const target: StoreTarget = { prefix: limiter.namespace, key, rules }
+  const target: StoreTarget = { prefix: limiter.namespace, key: wellFormedKey(key), rules }
   if (overrides !== undefined) target.overrides = overrides
   return target
 }

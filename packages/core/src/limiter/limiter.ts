@@ -6,7 +6,7 @@ import { LimiterOperator } from '../operator/operator.js'
 import type { RateLimitResult, SettleResult } from '../result.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { guardedObserver } from '../support/report.js'
-import { keyArgument, wholeNumber } from '../support/validators.js'
+import { keyArgument, wellFormedKey, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
@@ -100,7 +100,7 @@ export class RateLimiter {
     const peek = config.overrides === undefined ? undefined : (key: string) => this.peek(key, { cost: 0 })
     this.waiting = new SlotWaits(this.store, reserving, (result) => this.refund(result), config, peek)
     this.operator = new LimiterOperator(this, store, config.overrides, {
-      forget: (key) => this.#blocked?.delete(key),
+      forget: (key) => this.#blocked?.delete(wellFormedKey(key)),
       reset: (key) => this.reset(key),
       onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
     })
@@ -204,7 +204,7 @@ export class RateLimiter {
     if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
     const request = this.#request(key, options?.cost)
     const route = options?.route
-    const cached = this.#blocked?.get(key, request.cost)
+    const cached = this.#blocked?.get(request.key, request.cost)
     // A reservation asks the store unless the cached denial lasts longer than it may wait (a slot is never
     // earlier than the denial's retryAfter), or the key is blocked by a penalty.
     if (
@@ -309,6 +309,7 @@ export class RateLimiter {
    */
   async reset(key: string): Promise<void> {
     keyArgument(key)
+    key = wellFormedKey(key)
     this.#blocked?.delete(key)
     const target = (rules: readonly Rule[]) => resetTarget(this, this.operator.scope, key, rules)
     const { store, fallback } = this.#answers

@@ -21,7 +21,7 @@ import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { keyArgument, optionalText, wholeNumber } from '../support/validators.js'
+import { keyArgument, optionalText, wellFormedKey, wholeNumber } from '../support/validators.js'
 import { type Inspection, inspectionOf } from './inspection.js'
 import { type StoredLimiter, type TopKeys, type TopOptions, topOptions, topStored } from './top.js'
 
@@ -346,14 +346,14 @@ function update(
   call: string,
 ): Promise<OverrideRecord | undefined> {
   const store = storeFor(target, 'updateOverride', call)
-  return target.gateway.operate(call, () => store.updateOverride!(scope, key, change))
+  return target.gateway.operate(call, () => store.updateOverride!(scope, wellFormedKey(key), change))
 }
 
 async function read(target: OperatorTarget, key: string, call: string): Promise<OverrideRecord | undefined> {
   const scope = requireScope(target, call)
   keyArgument(key)
   const store = storeFor(target, 'readOverride', call)
-  return target.gateway.operate(call, () => store.readOverride!(scope, key))
+  return target.gateway.operate(call, () => store.readOverride!(scope, wellFormedKey(key)))
 }
 
 /** The `actor` of `delete` and `unblock`, their only option. */

@@ -326,7 +326,7 @@ export function clientKeyDigest(key: string): string {
 }
 
 /** `String.prototype.isWellFormed` (ES2024), where the runtime lacks it: no lone surrogate. */
-function isWellFormed(text: string): boolean {
+export function isWellFormed(text: string): boolean {
   const native = (text as { isWellFormed?: () => boolean }).isWellFormed
   if (typeof native === 'function') return native.call(text)
   for (let i = 0; i < text.length; i++) {

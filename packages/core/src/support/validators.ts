@@ -3,6 +3,7 @@
  * throws the standard "`option` must be …; received …" error, so that one rule is written, and worded, once.
  */
 import { describeValue, invalid, RateLimitError, type RateLimitErrorCode } from './errors.js'
+import { isWellFormed } from './hash.js'
 
 /**
  * A key prefix: a string without `{` or `}` (a brace would break the Redis Cluster hash tag of the keys), of at
@@ -34,6 +35,24 @@ export function keyArgument(key: unknown): asserts key is string {
     )
   }
 }
+
+/**
+ * The form in which a client key reaches a store, and the operator's calls name it: the key itself when it is
+ * well-formed UTF-16 (every key a URL, a header or a UTF-8 text can carry), else the key with its backslashes
+ * doubled and each lone surrogate written `\uHHHH` (`'user\uD800'` → `'user\\ud800'`, the way the CLI prints it).
+ * Redis clients send a key as UTF-8, where a lone surrogate becomes U+FFFD: `'user\uD800'` and `'user\uFFFD'`
+ * were one key in an override record, and an operator could not name the key the limiter used. One to one on
+ * the keys that are not well-formed, and its own result on every key (the form, typed back, names the same key).
+ */
+export function wellFormedKey(key: string): string {
+  if (isWellFormed(key)) return key
+  return key.replace(LONE_SURROGATE_OR_BACKSLASH, (found) =>
+    found === '\\' ? '\\\\' : `\\u${found.charCodeAt(0).toString(16)}`,
+  )
+}
+
+/** A backslash, or a surrogate not in a pair (with the `u` flag a pair is one code point, outside this range). */
+const LONE_SURROGATE_OR_BACKSLASH = /\\|[\ud800-\udfff]/gu
 
 /** One of `choices`, written `'a' or 'b'` in the error. */
 export function oneOf<T extends string>(
