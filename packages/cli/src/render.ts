@@ -14,22 +14,31 @@ export interface Output {
 
 /**
  * `text` safe to write to a terminal: C0 and C1 control characters and DEL escaped as `\xHH` (so a key or a
- * reason cannot set the terminal's title, colours or clear it, nor break a line), lone surrogates as `\uHHHH`.
- * Anything else is left as it is, so that a key shown can be pasted back. `--json` needs none of this: JSON
- * escapes them.
+ * reason cannot set the terminal's title, colours or clear it, nor break a line), lone surrogates and format
+ * characters (Unicode category Cf: the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, the zero-width
+ * U+200B–U+200F, U+FEFF...) as `\uHHHH` (so a key cannot pass for another: `user\u202e` reversing what follows, or
+ * `admin\u200b` showing as `admin`). Anything else is left as it is, so that a key shown can be pasted back.
+ * `--json` leaves all of this to JSON, for programs to read (it escapes control characters and lone surrogates).
  */
 export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (found) =>
-    found.charCodeAt(0) < 0x100
-      ? `\\x${found.charCodeAt(0).toString(16).padStart(2, '0')}`
-      : `\\u${found.charCodeAt(0).toString(16)}`,
-  )
+  return text.replace(UNPRINTABLE, (found) => {
+    const code = found.codePointAt(0)!
+    const hex = code.toString(16)
+    return code < 0x100
+      ? `\\x${hex.padStart(2, '0')}`
+      : code > 0xffff
+        ? `\\u{${hex}}`
+        : `\\u${hex.padStart(4, '0')}`
+  })
 }
 
-/** A C0 control, DEL, a C1 control, or a surrogate not in a pair. */
+/**
+ * A C0 control, DEL, a C1 control, a format character (Cf), or a surrogate not in a pair (with the `u` flag a pair
+ * is one code point, outside the surrogates' range).
+ */
 const UNPRINTABLE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+  /[\u0000-\u001f\u007f-\u009f]|\p{Cf}|[\ud800-\udfff]/gu
 
 /** An aligned text table: a header row, then the rows; numbers aligned right; text cells `printable`. */
 export function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {

@@ -93,4 +93,25 @@ describe.concurrent('ratewindow', () => {
       '3 keys scanned (all)',
     ])
   })
+
+  it('top, overrides list and inspect printed format characters raw: a bidi override or a zero-width space made a key pass for another', async () => {
+    const { limiter, args } = api()
+    // Keys an attacker chose: U+202E shows "nimda" as "admin", U+200B and U+FEFF are invisible, U+2066–U+2069
+    // reorder what they enclose. A block's reason is the attacker's too when it quotes the request.
+    const hostile = ['\u202enimda', 'admin\u200b', 'user:\u20661\u2069', '\ufeffroot']
+    await Promise.all(hostile.map((key) => limiter.overrides.set(key, { limit: 6 })))
+    await limiter.overrides.block('mallory', { for: '1h', reason: 'sent by \u202eadmin' })
+    await Promise.all(hostile.map((key) => limiter.limit(key)))
+    const outputs = [
+      (await cli(['top', '--count', '10', ...args])).stdout,
+      (await cli(['overrides', 'list', ...args])).stdout,
+      ...(await Promise.all(hostile.map(async (key) => (await cli(['inspect', key, ...args])).stdout))),
+    ]
+    for (const stdout of outputs) expect(stdout).not.toMatch(/\p{Cf}/u)
+    const shown = ['\\u202enimda', 'admin\\u200b', 'user:\\u20661\\u2069', '\\ufeffroot']
+    for (const stdout of outputs.slice(0, 2)) for (const key of shown) expect(stdout).toContain(key)
+    for (const [i, key] of shown.entries()) expect(outputs[2 + i]).toContain(`(key ${key}, hash `)
+    expect(outputs[1]).toContain('(sent by \\u202eadmin)')
+  })
+
 })
