@@ -217,15 +217,24 @@ function overrideOf(values: Values): Record<string, unknown> {
   return override
 }
 
-/** An `--admin` value: the http(s) base URL of an admin endpoint. */
+/**
+ * An `--admin` value: the http(s) base URL of an admin endpoint, without credentials (`user:token@`, which `fetch`
+ * cannot send: the token goes in `--admin-token`). An error quotes the value with its credentials as `***`.
+ */
 function adminUrl(value: string): string {
   let url: URL | undefined
   try {
     url = new URL(value)
   } catch {}
+  const credentials = /^(?:[^/?#]*\/\/)?([^/?#]*)@/.exec(value)?.[1]
+  const shown = JSON.stringify(credentials ? value.replace(`${credentials}@`, '***@') : value)
   if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
     throw usage(
-      `\`--admin\` takes an admin endpoint's http:// or https:// base URL, e.g. http://10.0.0.7:3000/_ratewindow; received ${JSON.stringify(value)}.`,
+      `\`--admin\` takes an admin endpoint's http:// or https:// base URL, e.g. http://10.0.0.7:3000/_ratewindow; received ${shown}.`,
+    )
+  if (url.username !== '' || url.password !== '')
+    throw usage(
+      `\`--admin\` takes a URL without credentials (user:password@); pass the endpoint's token with --admin-token or RATEWINDOW_ADMIN_TOKEN; received ${shown}.`,
     )
   return value
 }

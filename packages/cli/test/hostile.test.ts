@@ -25,18 +25,21 @@ function api(): { limiter: RateLimiter; args: string[] } {
   return { limiter, args: ['--redis', redis, '--prefix', prefix, '--config', CONFIG, '--limiter', 'api'] }
 }
 
-/** `ratewindow ...argv` in this process: its exit code and stdout. */
-async function cli(argv: readonly string[]): Promise<{ code: number; stdout: string }> {
+/** `ratewindow ...argv` in this process: its exit code, stdout and stderr. */
+async function cli(argv: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = ''
+  let stderr = ''
   const code = await run(argv, {
     stdout: (text) => {
       stdout += text
     },
-    stderr: () => undefined,
+    stderr: (text) => {
+      stderr += text
+    },
     interactive: false,
     screen: false,
   })
-  return { code, stdout }
+  return { code, stdout, stderr }
 }
 
 describe.concurrent('ratewindow', () => {
@@ -114,4 +117,13 @@ describe.concurrent('ratewindow', () => {
     expect(outputs[1]).toContain('(sent by \\u202eadmin)')
   })
 
+  it('watch --admin http://user:token@host echoed the token in its frame and its error', async () => {
+    const { args } = api()
+    for (const admin of ['http://ops:s3cret-token@127.0.0.1:9/_rw', 'ops:s3cret-token@127.0.0.1:9']) {
+      const { code, stdout, stderr } = await cli(['watch', '--once', '--admin', admin, ...args])
+      expect(`${stdout}${stderr}`).not.toContain('s3cret')
+      expect(code).toBe(2)
+      expect(stderr).toContain('***@127.0.0.1:9')
+    }
+  })
 })
