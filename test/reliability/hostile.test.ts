@@ -624,6 +624,7 @@ describe('the attack round on the operator: `list({ count })` on Redis (M3)', ()
         rules: fixedWindow({ limit: 10, window: '1h' }),
         store: new RedisStore({ client: client(), prefix }),
         overrides: true,
+        timeout: 10_000, // a page takes a SCAN step per 100 keys or more of a keyspace other tests share
       })
       // Sparse records: 12 among 2,000 other keys (of one slot, for a Cluster).
       const fillers = Array.from({ length: 2_000 }, (_, i) => [`${prefix}{filler}${i}`, '1'])
@@ -645,7 +646,7 @@ describe('the attack round on the operator: `list({ count })` on Redis (M3)', ()
         const all = await limiter.operator.list({ count: 10_000_000 })
         expect(all.records.map((record) => record.key).sort()).toEqual(keys)
         expect(all.cursor).toBeUndefined()
-        // Steps of a COUNT of 5 until the page holds 5 records (a last step may add a few more).
+        // SCAN steps (of a COUNT of 100) until the page holds 5 records (a last step may add more).
         expect((await limiter.operator.list({ count: 5 })).records.length).toBeGreaterThanOrEqual(5)
         const admins = ports().map((port) => standaloneClient(port))
         await Promise.all(admins.map((admin, i) => admin.echo(`${prefix}marker-${i}`)))

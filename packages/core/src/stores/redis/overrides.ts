@@ -59,15 +59,24 @@ export async function readOverride(
 }
 
 /**
- * The largest COUNT hint of one SCAN step: SCAN runs in one go on the server, so a hint of millions (an operator's
- * `list({ count: 10_000_000 })`) would stall every other client of Redis while it walks the keyspace.
+ * The COUNT hints of the SCAN steps of a page: at most `SCAN_COUNT_MAX` (SCAN runs in one go on the server, so a
+ * hint of millions, an operator's `list({ count: 10_000_000 })`, would stall every other client of Redis while it
+ * walks the keyspace), at least `SCAN_COUNT_MIN` (so that a small page does not take a round trip per few keys).
  */
 export const SCAN_COUNT_MAX = 1_000
+const SCAN_COUNT_MIN = 100
+
+/**
+ * The most SCAN steps of one page (at most 100,000 keys read): a page of sparse records on a large keyspace ends
+ * there, with fewer records than asked and the cursor to go on, bounded in time as every store call is.
+ */
+const SCAN_STEPS_MAX = 100
 
 /**
  * A page of the records under `scopeKeys` (the store's prefix and the scope): SCAN steps (`scanStep`: on a
- * Cluster, each master in turn) of a COUNT hint of at most `SCAN_COUNT_MAX`, until `page.count` records are found
- * (a last step may add a few more) or the scan ends.
+ * Cluster, each master in turn) of a COUNT hint of `page.count` within [`SCAN_COUNT_MIN`, `SCAN_COUNT_MAX`],
+ * until `page.count` records are found (a last step may add up to its hint more), the scan ends, or
+ * `SCAN_STEPS_MAX` steps are done.
  */
 export async function listOverrides(
   runner: RedisScriptRunner,
@@ -77,9 +86,10 @@ export async function listOverrides(
   now: number,
 ): Promise<OverridePage> {
   const pattern = `${literalPattern(scopeKeys)}{*}:${RECORD_SUFFIX}`
-  const hint = String(Math.min(page.count, SCAN_COUNT_MAX))
+  const hint = String(Math.min(Math.max(page.count, SCAN_COUNT_MIN), SCAN_COUNT_MAX))
   const records: OverrideRecord[] = []
   let cursor = page.cursor
+  let steps = 0
   do {
     const step = await scanStep(runner, scripts, LIST_OVERRIDES_SCRIPT, cursor, (scan) => [
       String(now),
@@ -92,7 +102,7 @@ export async function listOverrides(
       if (record !== undefined) records.push(record)
     }
     cursor = step.cursor
-  } while (records.length < page.count && cursor !== undefined)
+  } while (records.length < page.count && cursor !== undefined && ++steps < SCAN_STEPS_MAX)
   return { records, cursor }
 }
 
