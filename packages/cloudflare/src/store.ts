@@ -20,7 +20,14 @@ import {
   remoteDecision,
   remoteShardOf,
 } from '@ratewindow/core/remote'
-import { invalid, namesOf, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
+import {
+  fnOption,
+  invalid,
+  namesOf,
+  rejectUnknownOptions,
+  requireObject,
+  wholeNumber,
+} from '@ratewindow/core/support'
 import type { DurableObjectNamespaceLike } from './like.js'
 
 export interface DurableObjectStoreOptions {
@@ -110,8 +117,7 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
         name,
         'a non-empty string of at most 64 characters',
       )
-    if (clock !== undefined && typeof clock !== 'function')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
+    if (clock !== undefined) fnOption(clock, 'clock', 'a function returning epoch ms')
     this.#objects = objects
     this.#name = name
     this.#clock = clock

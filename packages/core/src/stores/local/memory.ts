@@ -1,10 +1,10 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
 import { parseTimerDuration } from '../../support/duration.js'
-import { describeValue, invalid, RateLimitError } from '../../support/errors.js'
+import { describeValue, RateLimitError } from '../../support/errors.js'
 import { rejectUnknownOptions } from '../../support/option-names.js'
 import { emitWarning, onCloudflareWorkers } from '../../support/runtime.js'
-import { wholeNumber } from '../../support/validators.js'
+import { fnOption, wholeNumber } from '../../support/validators.js'
 import { defaultEpochNow, isEpochTime } from '../../time/default-clock.js'
 import { realClearTimeout, realSetTimeout } from '../../time/real-timers.js'
 import type {
@@ -74,8 +74,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
       maxKeys = MEMORY_STORE_DEFAULTS.maxKeys,
       sweepInterval = MEMORY_STORE_DEFAULTS.sweepInterval,
     } = options
-    if (typeof clock !== 'function')
-      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'clock', clock, 'a function returning epoch ms')
+    fnOption(clock, 'clock', 'a function returning epoch ms')
     wholeNumber(maxKeys, 'maxKeys', { min: 1, allowed: 'a positive whole number such as 100000' })
     this.#clock = clock
     this.#entries = new EntryTables(maxKeys)

@@ -1,8 +1,8 @@
 /** RedisStore's options: their types, names and defaults, and their parse into a complete configuration. */
 import { type Duration, parseTimerDuration } from '../../support/duration.js'
-import { invalid, requireObject } from '../../support/errors.js'
+import { requireObject } from '../../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../../support/option-names.js'
-import { prefixOption, wholeNumber } from '../../support/validators.js'
+import { fnOption, prefixOption, wholeNumber } from '../../support/validators.js'
 import { storeKeyPrefix } from '../key-prefix.js'
 import { clientOption, type RedisClient, type RedisScriptRunner } from './clients/index.js'
 import { DEFAULT_MAX_WAITING } from './groups.js'
@@ -89,14 +89,7 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): RedisStore
   const runner = clientOption(client)
   prefixOption(prefix)
   const keyPrefix = storeKeyPrefix(prefix, options.separator)
-  if (clock !== undefined && typeof clock !== 'function') {
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'clock',
-      clock,
-      'a function returning epoch ms, or undefined',
-    )
-  }
+  if (clock !== undefined) fnOption(clock, 'clock', 'a function returning epoch ms, or undefined')
   wholeNumber(maxWaiting, 'maxWaiting', { min: 0, allowed: 'a whole number >= 0, e.g. 50000' })
   const readyTimeoutMs = readyTimeout === false ? undefined : parseTimerDuration(readyTimeout, 'readyTimeout')
   return { client, runner, prefix: keyPrefix, clock, maxWaiting, readyTimeoutMs }
