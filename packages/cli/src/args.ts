@@ -243,7 +243,27 @@ function keyOf(rest: string[], command: string): string {
   const key = rest[0]
   if (key === undefined)
     throw usage(`\`${command}\` needs a key, e.g. \`ratewindow ${command} customer:42\`.`)
-  return key
+  return unescapedKey(key)
+}
+
+/**
+ * A key as typed, its escapes read as the text output writes them (render.ts `printable`), so that a key copied
+ * from `top`, `overrides list` or `inspect` names the same key: `\\` a backslash, `\xHH`, `\uHHHH` and `\u{H...}`
+ * the code unit or point. Any other backslash is refused (write `\\` for one).
+ */
+export function unescapedKey(typed: string): string {
+  return typed.replace(
+    /\\(?:(\\)|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|u\{([0-9a-fA-F]{1,6})\}|)/g,
+    (_found, slash, x, u, point) => {
+      if (slash !== undefined) return '\\'
+      const code = Number.parseInt(x ?? u ?? point ?? '', 16)
+      if (Number.isNaN(code) || code > 0x10ffff)
+        throw usage(
+          `The key ${JSON.stringify(typed)} has a backslash that starts no escape: write \\\\ for a backslash, or \\xHH, \\uHHHH, \\u{HHHHH} as the CLI prints them.`,
+        )
+      return point !== undefined ? String.fromCodePoint(code) : String.fromCharCode(code)
+    },
+  )
 }
 
 function done<T extends Command>(command: T, extra: string[]): T {

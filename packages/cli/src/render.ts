@@ -13,15 +13,19 @@ export interface Output {
 }
 
 /**
- * `text` safe to write to a terminal: C0 and C1 control characters and DEL escaped as `\xHH` (so a key or a
- * reason cannot set the terminal's title, colours or clear it, nor break a line), lone surrogates and format
- * characters (Unicode category Cf: the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, the zero-width
- * U+200B–U+200F, U+FEFF...) as `\uHHHH` (so a key cannot pass for another: `user\u202e` reversing what follows, or
- * `admin\u200b` showing as `admin`). Anything else is left as it is, so that a key shown can be pasted back.
+ * `text` safe to write to a terminal, and one to one, so that what is shown names one key when pasted back (the
+ * key arguments read these escapes: `keyArgument` in args.ts): a backslash as `\\`; C0 and C1 control characters
+ * and DEL as `\xHH` (so a key or a reason cannot set the terminal's title, colours or clear it, nor break a line);
+ * lone surrogates, format characters (Unicode category Cf: the bidi overrides and isolates U+202A–U+202E,
+ * U+2066–U+2069, the zero-width U+200B–U+200F, U+FEFF...), the line and paragraph separators, every space but
+ * U+0020, the default-ignorable code points (U+115F and U+3164 Hangul fillers, variation selectors, U+034F...) and
+ * U+2800 (a blank braille pattern) as `\uHHHH` (so a key cannot pass for another: `user\u202e` reversing what
+ * follows, `admin\u200b` or `vip:1\u00a0` showing as `admin` or `vip:1`). Anything else is left as it is.
  * `--json` leaves all of this to JSON, for programs to read (it escapes control characters and lone surrogates).
  */
 export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (found) => {
+    if (found === '\\') return '\\\\'
     const code = found.codePointAt(0)!
     const hex = code.toString(16)
     return code < 0x100
@@ -33,12 +37,13 @@ export function printable(text: string): string {
 }
 
 /**
- * A C0 control, DEL, a C1 control, a format character (Cf), or a surrogate not in a pair (with the `u` flag a pair
+ * A backslash, a C0 control, DEL, a C1 control, a format character (Cf), a line or paragraph separator, a space
+ * other than U+0020, a default-ignorable code point, U+2800, or a surrogate not in a pair (with the `u` flag a pair
  * is one code point, outside the surrogates' range).
  */
 const UNPRINTABLE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  /[\u0000-\u001f\u007f-\u009f]|\p{Cf}|[\ud800-\udfff]/gu
+  /\\|[\u0000-\u001f\u007f-\u009f]|\p{Cf}|\p{Zl}|\p{Zp}|(?! )\p{Zs}|\p{Default_Ignorable_Code_Point}|\u2800|[\ud800-\udfff]/gu
 
 /** An aligned text table: a header row, then the rows; numbers aligned right; text cells `printable`. */
 export function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {

@@ -117,6 +117,51 @@ describe.concurrent('ratewindow', () => {
     expect(outputs[1]).toContain('(sent by \\u202eadmin)')
   })
 
+  it('a key copied from overrides list named another client: the escaped evil\\u202ex and the literal one printed alike, and unblock lifted the wrong block', async () => {
+    const { limiter, args } = api()
+    const attacker = 'evil\u202ex'
+    const innocent = 'evil\\u202ex' // a well-formed key that spells the escape
+    await limiter.operator.block(attacker, { for: '1h', reason: 'abuse' })
+    await limiter.operator.block(innocent, { for: '1h', reason: 'mistake' })
+    const listed = (await cli(['overrides', 'list', ...args])).stdout
+    const shown = (reason: string) =>
+      listed
+        .split('\n')
+        .find((line) => line.includes(reason))!
+        .split(/\s+/)[0]!
+    expect([shown('abuse'), shown('mistake')]).toEqual(['evil\\u202ex', 'evil\\\\u202ex'])
+    // Each key, pasted back as shown, names its own client.
+    expect((await cli(['unblock', shown('mistake'), ...args])).code).toBe(0)
+    expect((await limiter.limit(innocent)).allowed).toBe(true)
+    expect((await limiter.limit(attacker)).allowed).toBe(false)
+    expect((await cli(['unblock', shown('abuse'), ...args])).code).toBe(0)
+    expect((await limiter.limit(attacker)).allowed).toBe(true)
+  })
+
+  it('keys padded with characters outside Cf passed for others: U+2028, U+3164, U+00A0 and a blank braille pattern are escaped', async () => {
+    const { limiter, args } = api()
+    const hostile = ['vip:1\u2028', 'vip:1\u3164', 'vip:1\u00a0', 'vip:1\u2800', 'vip:1\u115f', 'vip:1\ufe0f']
+    await Promise.all(hostile.map((key) => limiter.operator.set(key, { limit: 6 })))
+    const { stdout } = await cli(['overrides', 'list', ...args])
+    for (const raw of hostile) expect(stdout).not.toContain(raw)
+    for (const shown of [
+      'vip:1\\u2028',
+      'vip:1\\u3164',
+      'vip:1\\xa0',
+      'vip:1\\u2800',
+      'vip:1\\u115f',
+      'vip:1\\ufe0f',
+    ])
+      expect(stdout).toContain(shown)
+  })
+
+  it('a backslash that starts no escape in a key argument is refused, naming the key', async () => {
+    const { args } = api()
+    const { code, stderr } = await cli(['inspect', 'a\\qb', ...args])
+    expect(code).toBe(2)
+    expect(stderr).toContain('starts no escape')
+  })
+
   it('watch --admin http://user:token@host echoed the token in its frame and its error', async () => {
     const { args } = api()
     for (const admin of ['http://ops:s3cret-token@127.0.0.1:9/_rw', 'ops:s3cret-token@127.0.0.1:9']) {
