@@ -65,6 +65,19 @@ describe.each(STORES)('ConcurrencyLimiter on %s', (_, makeStore) => {
     expect((await limiter.acquire('k')).allowed).toBe(true)
   })
 
+  it('a holder acquiring its own lease again renews it, at the limit too, and is counted once', async () => {
+    const { clock, store } = setup(1)
+    const prefix = uniquePrefix()
+    const lease = (id: string) => store.acquire({ prefix, key: 'k', id, limit: 1, leaseMs: 5_000 })
+    expect(await lease('holder')).toMatchObject({ allowed: true, inFlight: 1 })
+    clock.advance(4_000)
+    expect(await lease('holder')).toMatchObject({ allowed: true, inFlight: 1, nextExpiry: 5_000 })
+    clock.advance(4_000) // past the first lease's expiry, inside the renewed one
+    expect(await lease('other')).toMatchObject({ allowed: false, inFlight: 1 })
+    clock.advance(1_000)
+    expect(await lease('other')).toMatchObject({ allowed: true, inFlight: 1 })
+  })
+
   it('concurrent acquires never admit more than the limit', async () => {
     const { limiter } = setup(5)
     const slots = await Promise.all(Array.from({ length: 50 }, () => limiter.acquire('k')))
@@ -387,5 +400,82 @@ describe('ConcurrencyLimiter across a Redis restart (standalone)', () => {
     // An old lease's release (of an id the new set never held) frees none of the new ones.
     await before[1]!.release()
     expect(await concurrency.acquire('k')).toMatchObject({ allowed: false, source: 'store', inFlight: 2 })
+  })
+})
+
+describe('ConcurrencyLimiter with renew (attack round: a GraphQL operation longer than the lease lost its slot)', () => {
+  const setup = (renew: boolean) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+    const clock = new ManualClock(1_700_000_000_000)
+    const store = new MemoryStore({ clock: clock.read })
+    const limiter = new ConcurrencyLimiter({ limit: 1, lease: '4s', renew, store, prefix: uniquePrefix() })
+    /** Both clocks move: the store's and the limiter's timers. */
+    const pass = async (ms: number) => {
+      for (let step = 0; step < ms; step += 500) {
+        clock.advance(500)
+        await vi.advanceTimersByTimeAsync(500)
+      }
+    }
+    return { limiter, pass }
+  }
+  afterAll(() => vi.useRealTimers())
+
+  it('a slot held for five leases is still held: a second request of the key is refused, then admitted once released', async () => {
+    const { limiter, pass } = setup(true)
+    const slot = await limiter.acquire('k')
+    expect(slot.allowed).toBe(true)
+    await pass(20_000)
+    expect((await limiter.acquire('k')).allowed).toBe(false)
+    await slot.release()
+    const next = await limiter.acquire('k')
+    expect(next.allowed).toBe(true)
+    await next.release()
+    vi.useRealTimers()
+  })
+
+  it('without renew, the slot runs out with its lease, as before', async () => {
+    const { limiter, pass } = setup(false)
+    expect((await limiter.acquire('k')).allowed).toBe(true)
+    await pass(4_000)
+    expect((await limiter.acquire('k')).allowed).toBe(true)
+    vi.useRealTimers()
+  })
+
+  it('a released slot is not renewed again: its place is free for good', async () => {
+    const { limiter, pass } = setup(true)
+    const slot = await limiter.acquire('k')
+    await pass(2_500)
+    await slot.release()
+    await pass(10_000)
+    const other = await limiter.acquire('k')
+    expect(other.allowed).toBe(true)
+    await other.release()
+    vi.useRealTimers()
+  })
+
+  it('refuses a renew that is not true or false, naming it', () => {
+    expect(() => new ConcurrencyLimiter({ limit: 1, renew: 'yes' as unknown as boolean })).toThrow(/renew/)
+  })
+})
+
+describe.each([
+  ['standalone', () => standaloneClient()],
+  ['Cluster', () => clusterClient()],
+] as const)('the lease script on %s reads the lease sets 41bbd39 wrote', (_topology, makeClient) => {
+  it('a sorted set of lease ids scored by their expiry (ms), expiring with its latest: held ones count, expired ones go', async () => {
+    const client = makeClient()
+    const clock = new ManualClock(1_700_000_000_000)
+    const store = new RedisStore({ client, clock: clock.read })
+    const prefix = uniquePrefix()
+    const key = store.leaseKeyFor(prefix, 'k')
+    // As the previous script left it: one lease held 5 s more, one expired a second ago.
+    await client.zadd(key, clock.read() + 5_000, 'held', clock.read() - 1_000, 'expired')
+    await client.pexpire(key, 5_000)
+    const lease = (id: string, limit: number) =>
+      store.acquire({ prefix, key: 'k', id, limit, leaseMs: 10_000 })
+    expect(await lease('new', 2)).toMatchObject({ allowed: true, inFlight: 2, nextExpiry: 5_000 })
+    expect(await lease('third', 2)).toMatchObject({ allowed: false, inFlight: 2 })
+    // The lease the previous script granted is renewed by its id like any other.
+    expect(await lease('held', 2)).toMatchObject({ allowed: true, inFlight: 2, nextExpiry: 10_000 })
   })
 })

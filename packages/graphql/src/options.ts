@@ -2,13 +2,8 @@
  * The plugins' options: core's middleware options where they mean the same in GraphQL (rules, keys, lists, headers,
  * the store and its failure policy), the cost model's, and the few of GraphQL's own. Parsed once, at construction.
  */
-import {
-  type Awaitable,
-  type ConcurrencyOptions,
-  type HttpRateLimitOptions,
-  RateLimitError,
-} from '@ratewindow/core'
-import { middlewareOptionNames } from '@ratewindow/core/adapter'
+import { type Awaitable, type HttpRateLimitOptions, RateLimitError } from '@ratewindow/core'
+import { middlewareOptionNames, type SettledConcurrency, settledConcurrency } from '@ratewindow/core/adapter'
 import { invalid, namesOf, rejectUnknownOptions, requireObject, wholeNumber } from '@ratewindow/core/support'
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql'
 import {
@@ -61,11 +56,11 @@ export interface ExecutionOutcome {
  * The `concurrency` option of the plugins: core's, but for `releaseOnClose` (an operation holds its slot until it
  * is settled, whatever its connection does).
  */
-export type OperationConcurrency = Omit<ConcurrencyOptions, 'releaseOnClose'>
+export type OperationConcurrency = SettledConcurrency
 
 /** The plugins' defaults of their own (`COST_MODEL_DEFAULTS` holds the cost model's). */
 export const GRAPHQL_DEFAULTS = {
-  concurrency: { limit: 10 },
+  concurrency: { limit: 10, renew: true },
 } as const satisfies { concurrency: OperationConcurrency }
 
 /** The options of `useRateLimit()` and `rateLimitPlugin()`. */
@@ -182,7 +177,15 @@ export function resolveGraphQLOptions<TContext>(
     slicingArguments: names(slicingArguments ?? COST_MODEL_DEFAULTS.slicingArguments),
     maxIntrospection: introspectionBound(maxIntrospection),
   }
-  const engine = { ...rest, concurrency: inFlightBound(concurrency, options.store) }
+  const engine = {
+    ...rest,
+    concurrency: settledConcurrency(
+      concurrency,
+      options.store,
+      GRAPHQL_DEFAULTS.concurrency,
+      'an operation gives its slot back once it is settled, whatever its connection does',
+    ),
+  }
   if (actualCost !== undefined && actualCost !== false && typeof actualCost !== 'function')
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',
@@ -213,31 +216,6 @@ function introspectionBound(value: IntrospectionBound | undefined): Required<Int
     schema: count(schema, 'maxIntrospection.schema', 0, '1'),
     type: count(type, 'maxIntrospection.type', 0, '10'),
   }
-}
-
-/**
- * The engine's `concurrency`: as given; none for `false`; by default `GRAPHQL_DEFAULTS.concurrency` when the store
- * has leases (none given: the engine's MemoryStore has), none otherwise. `releaseOnClose` is refused by name: an
- * operation's slot is given back when it is settled, never with its connection.
- */
-function inFlightBound(
-  concurrency: OperationConcurrency | false | undefined,
-  store: unknown,
-): ConcurrencyOptions | undefined {
-  if (concurrency === false) return undefined
-  if (concurrency === undefined) {
-    const leases =
-      store === undefined || typeof (store as { acquire?: unknown } | null)?.acquire === 'function'
-    return leases ? { ...GRAPHQL_DEFAULTS.concurrency } : undefined
-  }
-  if (typeof concurrency === 'object' && concurrency !== null && 'releaseOnClose' in concurrency)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency.releaseOnClose',
-      (concurrency as ConcurrencyOptions).releaseOnClose,
-      'nothing: an operation gives its slot back once it is settled, whatever its connection does',
-    )
-  return concurrency as ConcurrencyOptions // core's engine checks the rest
 }
 
 /** A whole number of at least `min`, checked by core's rule and worded with an example. */

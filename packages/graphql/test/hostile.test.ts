@@ -126,6 +126,24 @@ describe.each<ServerKind>(['yoga', 'apollo'])('%s', (kind) => {
     )
   })
 
+  it('operations that ran longer than the lease lost their in-flight slots: 20 ran at once against concurrency 10 (the slots are renewed while they run)', async () => {
+    const server = await start(kind, { concurrency: { limit: 2, lease: '1s' } })
+    let open = () => {}
+    server.library.gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    const first = [server.ask('{ shelf { title } }'), server.ask('{ shelf { title } }')]
+    await until(() => server.library.held === 2, 'two operations hold their slots')
+    // The lease runs on the server's own clock: real time passes beyond it (a second and a half) while both run.
+    const since = Date.now()
+    await until(() => Date.now() - since >= 1_500, 'one and a half leases have passed', { within: 5_000 })
+    const third = await server.ask('{ hello }')
+    expect([third.status, code(third)]).toEqual([429, 'RATE_LIMITED'])
+    open()
+    expect((await Promise.all(first)).map((answer) => answer.status)).toEqual([200, 200])
+    expect((await server.ask('{ hello }')).status).toBe(200)
+  })
+
   it('a Relay connection books(first: 600000) { edges { node { title } } } was estimated 32 and ran: first sizes edges', async () => {
     const server = await start(kind)
     const huge = await server.post(

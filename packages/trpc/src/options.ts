@@ -5,9 +5,15 @@
  * the refunds after the response) have no place in a call that shares its response with a batch: they are refused
  * by name.
  */
-import type { Awaitable, ConcurrencyOptions, HttpRateLimitOptions, TrustProxy } from '@ratewindow/core'
-import { addressOptions, middlewareOptionNames, type TrustedHop } from '@ratewindow/core/adapter'
-import { fnOption, invalid, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
+import type { Awaitable, HttpRateLimitOptions, TrustProxy } from '@ratewindow/core'
+import {
+  addressOptions,
+  middlewareOptionNames,
+  type SettledConcurrency,
+  settledConcurrency,
+  type TrustedHop,
+} from '@ratewindow/core/adapter'
+import { fnOption, rejectUnknownOptions, requireObject } from '@ratewindow/core/support'
 import type { TRPCProcedureType } from '@trpc/server'
 
 /**
@@ -122,11 +128,11 @@ const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
  * The `concurrency` option of `rateLimit()`: core's, but for `releaseOnClose` (a call holds its slot until its
  * procedure is done, whatever its connection does).
  */
-export type CallConcurrency = Omit<ConcurrencyOptions, 'releaseOnClose'>
+export type CallConcurrency = SettledConcurrency
 
 /** The middleware's defaults of its own. */
 export const TRPC_DEFAULTS = {
-  concurrency: { limit: 10 },
+  concurrency: { limit: 10, renew: true },
 } as const satisfies { concurrency: CallConcurrency }
 
 /** The options resolved: the engine's part (`key` as given), `clientIp`, and the proxies `trustProxy` trusts. */
@@ -147,31 +153,14 @@ export function resolveTrpcOptions<TContext, TMeta>(
   const { clientIp: givenClientIp, trustProxy, key, concurrency, ...rest } = options
   if (key !== undefined) fnOption(key, 'key', 'a function of the call returning a string')
   const { clientIp, trusted } = addressOptions({ clientIp: givenClientIp, trustProxy })
-  const engine = { ...rest, concurrency: inFlightBound(concurrency, options.store) }
-  return { engine, key, clientIp, trusted }
-}
-
-/**
- * The engine's `concurrency`: as given; none for `false`; by default `TRPC_DEFAULTS.concurrency` when the store
- * has leases (none given: the engine's MemoryStore has), none otherwise. `releaseOnClose` is refused by name: a
- * call's slot is given back when its procedure is done, never with its connection.
- */
-function inFlightBound(
-  concurrency: CallConcurrency | false | undefined,
-  store: unknown,
-): ConcurrencyOptions | undefined {
-  if (concurrency === false) return undefined
-  if (concurrency === undefined) {
-    const leases =
-      store === undefined || typeof (store as { acquire?: unknown } | null)?.acquire === 'function'
-    return leases ? { ...TRPC_DEFAULTS.concurrency } : undefined
+  const engine = {
+    ...rest,
+    concurrency: settledConcurrency(
+      concurrency,
+      options.store,
+      TRPC_DEFAULTS.concurrency,
+      'a call gives its slot back once its procedure is done, whatever its connection does',
+    ),
   }
-  if (typeof concurrency === 'object' && concurrency !== null && 'releaseOnClose' in concurrency)
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency.releaseOnClose',
-      (concurrency as ConcurrencyOptions).releaseOnClose,
-      'nothing: a call gives its slot back once its procedure is done, whatever its connection does',
-    )
-  return concurrency as ConcurrencyOptions // core's engine checks the rest
+  return { engine, key, clientIp, trusted }
 }

@@ -236,6 +236,19 @@ describe('work estimated low and settled after (ctx.rateLimit.settle)', () => {
     expect(results.filter((each) => each.result !== undefined).length).toBe(seen.started)
   })
 
+  it('calls that ran longer than the lease lost their in-flight slots: 20 ran at once against concurrency 10 (the slots are renewed while they run)', async () => {
+    const { url, seen, open } = await searchServer({ concurrency: { limit: 2, lease: '1s' } })
+    const first = [fetch(`${url}/search`), fetch(`${url}/search`)]
+    await until(() => seen.started === 2, 'two calls hold their slots')
+    // The lease runs on the server's own clock: real time passes beyond it (a second and a half) while both run.
+    const since = Date.now()
+    await until(() => Date.now() - since >= 1_500, 'one and a half leases have passed', { within: 5_000 })
+    expect((await fetch(`${url}/search`)).status).toBe(429)
+    expect(seen.started).toBe(2)
+    open()
+    expect((await Promise.all(first)).map((answer) => answer.status)).toEqual([200, 200])
+  })
+
   it('a call that threw or streamed kept its in-flight slot: each gives it back once done', async () => {
     const { url } = await searchServer({ concurrency: { limit: 1 } })
     const seen: string[] = []

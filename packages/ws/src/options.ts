@@ -29,7 +29,8 @@ export type UpgradeLimitOptions<Req> = Omit<
 >
 
 /** Open connections per key: core's `ConcurrencyLimiter`, one slot per open connection. */
-export interface ConnectionLimitOptions extends Omit<ConcurrencyLimiterOptions, 'lease' | 'prefix'> {
+export interface ConnectionLimitOptions
+  extends Omit<ConcurrencyLimiterOptions, 'lease' | 'prefix' | 'renew'> {
   /**
    * How long a slot lives in the store unless renewed. An open connection renews its slot every half lease (it
    * gives the slot back and takes it again), so the limit holds for connections of any age, and a process that

@@ -67,7 +67,9 @@ export interface HttpConfig<Req> {
   /** `requestWasSuccessful` as the engine asks it: with every argument, each form taking its own. */
   requestWasSuccessful: SuccessCheck<Req>
   /** The `concurrency` option with its defaults filled in (the limit and lease are checked by `ConcurrencyLimiter`). */
-  concurrency: { limit: number; lease?: Duration; name: string; releaseOnClose: boolean } | undefined
+  concurrency:
+    | { limit: number; lease?: Duration; name: string; releaseOnClose: boolean; renew: boolean }
+    | undefined
   /** The `delay` option with its defaults filled in. */
   delay: { maxMs: number; maxPerKey: number; maxWaiting: number } | undefined
 }
@@ -178,13 +180,13 @@ function parseConcurrency(
       'a short token of letters, digits, `_`, `.`, `-`',
     )
   }
-  const { releaseOnClose = false } = concurrency
-  if (typeof releaseOnClose !== 'boolean')
-    throw invalid(
-      'ERR_RATEWINDOW_INVALID_OPTION',
-      'concurrency.releaseOnClose',
-      releaseOnClose,
-      'true or false',
-    )
-  return { limit: concurrency.limit, lease: concurrency.lease, name, releaseOnClose }
+  const { releaseOnClose = false, renew = false } = concurrency
+  for (const [option, value] of [
+    ['releaseOnClose', releaseOnClose],
+    ['renew', renew],
+  ] as const) {
+    if (typeof value !== 'boolean')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', `concurrency.${option}`, value, 'true or false')
+  }
+  return { limit: concurrency.limit, lease: concurrency.lease, name, releaseOnClose, renew }
 }

@@ -155,8 +155,13 @@ export const DELAY_DEFAULTS = {
 export interface ConcurrencyOptions {
   /** Requests of one client in flight at once. A positive whole number. */
   limit: number
-  /** The longest a slot is held without a release. @default '1m' */
+  /** The longest a slot is held without a release (with `renew`: without its process renewing it). @default '1m' */
   lease?: Duration
+  /**
+   * Renew a slot every half lease while its request runs, so that a request longer than `lease` keeps it. Only for
+   * handlers that always end: a response never ended then holds its slot as long as the process runs. @default false
+   */
+  renew?: boolean
   /** Policy name in draft-8/-11 headers. @default 'concurrency' */
   name?: string
   /**
@@ -201,6 +206,7 @@ export const CONCURRENCY_NAMES = namesOf<ConcurrencyOptions>({
   lease: true,
   name: true,
   releaseOnClose: true,
+  renew: true,
 })
 
 /** A middleware option's name (`limit`, `key`, `statusCode`, …). */

@@ -4,8 +4,10 @@
  */
 import { ConcurrencyLimiter, type ConcurrencyResult } from '../limiter/concurrency.js'
 import type { ConcurrencyStore } from '../stores/types.js'
+import { invalid } from '../support/errors.js'
 import type { Defer, TrackedResponse } from './binding.js'
 import type { HttpConfig } from './config.js'
+import type { ConcurrencyOptions } from './options.js'
 
 /**
  * The limiter of in-flight slots for `config.concurrency`, stored beside the middleware's counters: each route
@@ -18,6 +20,7 @@ export function slotLimiter<Req>(config: HttpConfig<Req>, namespace: string): Co
   return new ConcurrencyLimiter({
     limit: concurrency!.limit,
     lease: concurrency!.lease,
+    renew: concurrency!.renew,
     store: limiter.store as unknown as ConcurrencyStore,
     prefix: `${namespace}cc`,
     timeout: limiter.timeout,
@@ -114,4 +117,38 @@ export function holdSlot(
   if (response.destroyed === true) onClose()
   else response.once('close', onClose)
   return hold
+}
+
+/** The `concurrency` option of an adapter whose work always gives its slot back (an operation, a procedure call). */
+export type SettledConcurrency = Omit<ConcurrencyOptions, 'releaseOnClose'>
+
+/**
+ * The engine's `concurrency` for an adapter whose every call ends by giving its slot back (GraphQL's operations,
+ * tRPC's procedure calls): as given, renewed by default (`renew`: a call longer than the lease keeps its slot);
+ * none for `false`; `byDefault` when none is given and the store has leases (none given: the engine's MemoryStore
+ * has), none otherwise. `releaseOnClose` is refused by name: `held` says when the slot is given back instead.
+ */
+export function settledConcurrency(
+  concurrency: SettledConcurrency | false | undefined,
+  store: unknown,
+  byDefault: SettledConcurrency,
+  held: string,
+): ConcurrencyOptions | undefined {
+  if (concurrency === false) return undefined
+  if (concurrency === undefined) {
+    const leases =
+      store === undefined || typeof (store as { acquire?: unknown } | null)?.acquire === 'function'
+    return leases ? { renew: true, ...byDefault } : undefined
+  }
+  if (typeof concurrency === 'object' && concurrency !== null && 'releaseOnClose' in concurrency)
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'concurrency.releaseOnClose',
+      (concurrency as ConcurrencyOptions).releaseOnClose,
+      `nothing: ${held}`,
+    )
+  // Core's engine checks the rest.
+  return typeof concurrency === 'object' && concurrency !== null
+    ? { renew: true, ...concurrency }
+    : (concurrency as ConcurrencyOptions)
 }

@@ -15,10 +15,17 @@ export interface ConcurrencyLimiterOptions {
   /** Most requests in flight at once per key: a positive whole number. */
   limit: number
   /**
-   * The longest a slot is held without a release: make it longer than the slowest request. A process that dies
-   * holding slots gives them back after it. @default '1m'
+   * The longest a slot is held without a release (with `renew`: without its process renewing it). A process that
+   * dies holding slots gives them back after it. Without `renew`, make it longer than the slowest request.
+   * @default '1m'
    */
   lease?: Duration
+  /**
+   * Renew the slots held every half lease until they are released, so that a request longer than `lease` keeps its
+   * slot: for work that releases its slot on every path (an adapter's `finally`). A slot its holder never releases
+   * is then held as long as its process runs. @default false
+   */
+  renew?: boolean
   /** Where leases live (a store shared with rate limits is fine). @default new MemoryStore() */
   store?: ConcurrencyStore
   /** Namespace for this limiter's keys. @default 'rwc' */
@@ -37,6 +44,7 @@ const RELEASE_RETRY_MAX_MS = 2_000
 const CONCURRENCY_LIMITER_OPTIONS = namesOf<ConcurrencyLimiterOptions>({
   limit: true,
   lease: true,
+  renew: true,
   store: true,
   prefix: true,
   timeout: true,
@@ -72,7 +80,8 @@ export interface ConcurrencyResult {
 /**
  * At most `limit` requests in flight per key, on memory or Redis. Each admitted request holds a lease until it
  * calls `release()` (adapters do it when the handler's work is done, not when the client leaves), or until the
- * lease time passes, so a crashed process never leaks slots forever.
+ * lease time passes (with `renew`, until its process stops renewing it), so a crashed process never leaks slots
+ * forever.
  * @example
  * const limiter = new ConcurrencyLimiter({ limit: 2, lease: '30s' })
  * const slot = await limiter.acquire('user:alice')
@@ -83,6 +92,7 @@ export class ConcurrencyLimiter {
   readonly leaseMs: number
   readonly store: ConcurrencyStore
   readonly prefix: string
+  readonly #renew: boolean
   readonly #allowOnError: boolean
   /** Every call to the store goes through here (acquire and release: timeout and `onError`; no breaker). */
   readonly #gateway: LeaseGateway
@@ -96,6 +106,9 @@ export class ConcurrencyLimiter {
   #retryTimer: unknown
   #retrying = false
   #retryDelay = RELEASE_RETRY_FIRST_MS
+  /** The slots held now, with when each was taken or last renewed (the timers' ms): renewed until released. */
+  readonly #held = new Map<LeaseRequest, number>()
+  #renewTimer: unknown
 
   constructor(options: ConcurrencyLimiterOptions) {
     requireObject(options, 'options', '{ limit: 10 }')
@@ -108,6 +121,7 @@ export class ConcurrencyLimiter {
       timeout = CONCURRENCY_DEFAULTS.timeout,
       onStoreError = CONCURRENCY_DEFAULTS.onStoreError,
       onError = throttledErrorLog(),
+      renew = false,
     } = options
     wholeNumber(limit, 'limit', {
       min: 1,
@@ -125,6 +139,9 @@ export class ConcurrencyLimiter {
     prefixOption(prefix, 160)
     oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
     fnOption(onError, 'onError')
+    if (typeof renew !== 'boolean')
+      throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'renew', renew, 'true or false')
+    this.#renew = renew
     this.limit = limit
     this.leaseMs = parseTimerDuration(lease, 'lease')
     this.store = store
@@ -161,11 +178,50 @@ export class ConcurrencyLimiter {
       return this.#result(key, this.#allowOnError, 0, 'policy', async () => {})
     }
     let released = !decision.allowed
+    if (decision.allowed && this.#renew) this.#hold(request, started)
     return this.#result(key, decision.allowed, decision.inFlight, 'store', async () => {
       if (released) return
       released = true
+      this.#held.delete(request)
       await this.#release(request, started)
     })
+  }
+
+  /**
+   * With `renew`, a slot is held as long as its request runs, however long: every half lease, the slots held for a
+   * quarter of one or more are acquired again by their own ids, which renews them (a lease runs out only when its
+   * process stops renewing it: it died, or lost the store). One timer for all of them, while any is held.
+   */
+  #hold(request: LeaseRequest, at: number): void {
+    this.#held.set(request, at)
+    if (this.#renewTimer !== undefined) return
+    const tick = () => {
+      this.#renewTimer = undefined
+      const now = this.#timers.now()
+      for (const [held, since] of this.#held)
+        if (now - since >= this.leaseMs / 4) void this.#renewOne(held, now)
+      if (this.#held.size > 0) {
+        this.#renewTimer = this.#timers.setTimeout(tick, this.leaseMs / 2)
+        unref(this.#renewTimer)
+      }
+    }
+    this.#renewTimer = this.#timers.setTimeout(tick, this.leaseMs / 2)
+    // A process that ends meanwhile leaves its leases to run out in the store.
+    unref(this.#renewTimer)
+  }
+
+  async #renewOne(request: LeaseRequest, now: number): Promise<void> {
+    this.#held.set(request, now)
+    const decision = await this.#gateway.acquire(request, (late) => {
+      if (late.allowed && !this.#held.has(request)) void this.#release(request, now)
+    })
+    // Released while the renewal was on its way: the renewal may have put the lease back, so it goes again.
+    if (!this.#held.has(request)) {
+      if (decision?.allowed) void this.#release(request, now)
+      return
+    }
+    // The store no longer has a place for it (its state was lost meanwhile): nothing is held to renew.
+    if (decision !== undefined && !decision.allowed) this.#held.delete(request)
   }
 
   /**

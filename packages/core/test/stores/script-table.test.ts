@@ -8,8 +8,8 @@ import { redisScripts } from '../../src/stores/redis/script-table.js'
 import { SYNC_RECORDS_SCRIPT, SYNC_SCRIPT } from '../../src/stores/synced/script.js'
 
 const PINNED: Record<string, string> = {
-  lease: 'b4c96e220a08e22d0b0eb3050037fdfa3a12f587',
-  'lease batch': 'f40a1009fe5b03796e2a78713ef3f9801ac67a18',
+  lease: '953aa6418f8ae03a630df753b993538a33e7288a',
+  'lease batch': '3b8d78430a29ed1956567ba35e5df641eb6ea47f',
   // Issue 45: every decision script changed, its state did not (test/redis-state-compat.test.ts reads what the
   // previous scripts wrote): a charge goes past the limit up to `maxDebt` (its last argument), the fixed window carries
   // what it counted beyond the limit, a denial of cost 0 reports its wait, and a peek ends with the units used.

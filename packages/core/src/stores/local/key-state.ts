@@ -195,23 +195,21 @@ export function keepKey(
 
 /**
  * @internal An `acquire` on one client's in-flight leases (lease id → expiry, ms), changed in place: expired
- * leases are dropped, and the new one is added when fewer than `limit` are held.
+ * leases are dropped, and the new one is added when fewer than `limit` others are held. An id held already is
+ * renewed (its lease runs `leaseMs` from now) as long as no more than `limit` are held with it: a holder renews its
+ * slot by acquiring it again.
  */
 export function acquireLeaseIn(
   leases: Map<string, number>,
   request: Pick<LeaseRequest, 'id' | 'limit' | 'leaseMs'>,
   now: number,
 ): LeaseDecision {
+  dropExpiredLeases(leases, now)
+  const others = leases.has(request.id) ? leases.size - 1 : leases.size
+  const allowed = others < request.limit
+  if (allowed) leases.set(request.id, now + request.leaseMs)
   let nextExpiry = Number.POSITIVE_INFINITY
-  for (const [lease, expiresAt] of leases) {
-    if (expiresAt <= now) leases.delete(lease)
-    else nextExpiry = Math.min(nextExpiry, expiresAt)
-  }
-  const allowed = leases.size < request.limit
-  if (allowed) {
-    leases.set(request.id, now + request.leaseMs)
-    nextExpiry = Math.min(nextExpiry, now + request.leaseMs)
-  }
+  for (const expiresAt of leases.values()) nextExpiry = Math.min(nextExpiry, expiresAt)
   return { allowed, inFlight: leases.size, nextExpiry: leases.size === 0 ? 0 : nextExpiry - now }
 }
 

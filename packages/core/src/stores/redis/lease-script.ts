@@ -6,8 +6,8 @@ export const LEASE_MODE = { acquire: 0, release: 1 } as const
 
 /**
  * The lease logic, as a Lua function of one lease key and its arguments: mode, now (ms, or -1 for the server's
- * TIME), lease id, limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires };
- * release returns { 1, 0, 0 }.
+ * TIME), lease id, limit, lease ms. Acquire returns { allowed, in flight, ms until the earliest lease expires }
+ * (an id held already is renewed, counted once); release returns { 1, 0, 0 }.
  */
 const LEASE_FUNCTION = `
 local function lease(key, mode, now, id, limit, leaseMs)
@@ -21,10 +21,12 @@ local function lease(key, mode, now, id, limit, leaseMs)
   end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now))
   local n = redis.call('ZCARD', key)
+  -- An id held already is renewed: it does not count against the limit it holds a place in.
+  local held = redis.call('ZSCORE', key, id) and 1 or 0
   local allowed = 0
-  if n < limit then
+  if n - held < limit then
     redis.call('ZADD', key, string.format('%.0f', now + leaseMs), id)
-    n = n + 1
+    n = n - held + 1
     allowed = 1
   end
   local next = 0
