@@ -86,8 +86,6 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
   /** Object ids by index, per namespace (a function may return another binding object per request). */
   readonly #ids = new WeakMap<DurableObjectNamespaceLike, unknown[]>()
   readonly #pending = new Map<number, Pending>()
-  /** Each object's request in flight: the next one waits for it, so that an object decides calls in their order. */
-  readonly #inFlight = new Map<number, Promise<void>>()
 
   constructor(options: DurableObjectStoreOptions) {
     requireObject(options, 'options', '{ namespace: env.RATE_LIMITER }')
@@ -251,25 +249,14 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     return this.#sendTo(this.#indexOf(target), call)
   }
 
-  /**
-   * Queues a call for object `index`. The calls of one turn go in one request, and one request per object is in
-   * flight at a time: the calls made meanwhile go together once it is answered. Two requests in flight to one object
-   * could be decided in either order (each `get()` is a stub of its own), and the object must decide calls in the
-   * order they were made.
-   */
+  /** Queues a call for object `index`; the calls of one turn go in one request. */
   #sendTo(index: number, call: RemoteCall): Promise<RemoteAnswer> {
     return new Promise<RemoteAnswer>((resolve, reject) => {
       let pending = this.#pending.get(index)
       if (pending === undefined) {
         pending = { calls: [], settle: [] }
         this.#pending.set(index, pending)
-        const before = this.#inFlight.get(index)
-        const flush = () => this.#flush(index)
-        const flushed = (before ?? Promise.resolve()).then(flush, flush)
-        this.#inFlight.set(index, flushed)
-        void flushed.then(() => {
-          if (this.#inFlight.get(index) === flushed) this.#inFlight.delete(index)
-        })
+        queueMicrotask(() => this.#flush(index))
       }
       pending.calls.push(call)
       pending.settle.push({ resolve, reject })
