@@ -1,7 +1,6 @@
 import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
-import LongestFirst from './test/support/sequencer.js'
 
 export default defineConfig({
   resolve: {
@@ -19,8 +18,6 @@ export default defineConfig({
     // Most test files wait on servers, stores and child processes more than they compute: two files at once even
     // on a 2-core machine, where vitest would otherwise run one.
     maxWorkers: Math.max(2, availableParallelism()),
-    // The files that take a minute or more start first, so that none of them ends alone (test/support/sequencer.ts).
-    sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
