@@ -40,15 +40,7 @@ export async function rawWebSocket(
   const socket = connect(port, '127.0.0.1')
   socket.on('error', () => {})
   await once(socket, 'connect')
-  const lines = [
-    `GET ${path} HTTP/1.1`,
-    `Host: 127.0.0.1:${port}`,
-    'Upgrade: websocket',
-    'Connection: Upgrade',
-    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
-    'Sec-WebSocket-Version: 13',
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-  ]
+  const lines = upgradeLines(port, path, 'dGhlIHNhbXBsZSBub25jZQ==', headers)
   socket.write(`${lines.join('\r\n')}\r\n\r\n`)
   const frames: Frame[] = []
   let buffered: Buffer = Buffer.alloc(0)
@@ -201,15 +193,7 @@ export async function rawUpgrade(
   const socket = connect(port, '127.0.0.1')
   socket.on('error', () => {})
   await once(socket, 'connect')
-  const lines = [
-    `GET ${path} HTTP/1.1`,
-    `Host: 127.0.0.1:${port}`,
-    'Upgrade: websocket',
-    'Connection: Upgrade',
-    `Sec-WebSocket-Key: ${key}`,
-    'Sec-WebSocket-Version: 13',
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-  ]
+  const lines = upgradeLines(port, path, key, headers)
   socket.write(`${lines.join('\r\n')}\r\n\r\n`)
   let answer = ''
   socket.on('data', (chunk: Buffer) => {
@@ -218,4 +202,17 @@ export async function rawUpgrade(
   })
   await until(() => socket.destroyed, 'the upgrade answered')
   return answer.split('\r\n')[0] || '(no answer)'
+}
+
+/** The lines of a WebSocket upgrade request to `path`, with `key` as its `Sec-WebSocket-Key` and `headers` added. */
+function upgradeLines(port: number, path: string, key: string, headers: Record<string, string>): string[] {
+  return [
+    `GET ${path} HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    'Upgrade: websocket',
+    'Connection: Upgrade',
+    `Sec-WebSocket-Key: ${key}`,
+    'Sec-WebSocket-Version: 13',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ]
 }
