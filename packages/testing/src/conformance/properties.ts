@@ -63,7 +63,8 @@ export function describeProperties(suite: SuiteContext): void {
                     ? limiter.limit(step.key, { cost: step.cost })
                     : limiter.peek(step.key, { cost: step.cost }),
                 )
-                if (turns[sent.length % turns.length]) await new Promise((resolve) => setImmediate(resolve))
+                if (subject.ordersTurns !== false && turns[sent.length % turns.length])
+                  await new Promise((resolve) => setImmediate(resolve))
               }
               const results = await Promise.all(sent)
               results.forEach((result, i) => {

@@ -38,6 +38,13 @@ export interface StoreUnderTest {
    * @default at its next decision (the record is read by the decision itself)
    */
   seenWithin?: { bound: string; reach(store: Store): Promise<unknown> }
+  /**
+   * Whether calls in flight at once are decided in the order they were made even when they were made in different
+   * turns of the event loop. A store that sends each turn's calls in a request of their own, with requests in flight
+   * at once (the DurableObjectStore), promises the order within a turn only: with `false`, the property of
+   * concurrent decisions sends each burst in one turn. @default true
+   */
+  ordersTurns?: boolean
   /** Each test's timeout, ms (jest's default of 5 s is short for the properties). @default 120_000 */
   timeout?: number
 }
