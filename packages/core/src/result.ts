@@ -1,5 +1,5 @@
 import type { ManualBlock } from './algorithms/override.js'
-import type { Rule, RuleOutcome } from './algorithms/types.js'
+import type { OutcomeRecord, Rule, RuleOutcome } from './algorithms/types.js'
 import type { Decision, StoreRequest } from './stores/types.js'
 
 /** One rule's part of a result. */
@@ -81,8 +81,10 @@ export interface RateLimitResult {
    */
   shadow?: true
   /**
-   * HTTP adapters, on an admitted request: reports the request's actual cost once it is known (reserve-then-
-   * settle, `RateLimiter.settle`): `req.rateLimit.settle(tokensUsed)`. Not serialised (non-enumerable).
+   * Reports the request's actual cost once it is known (reserve-then-settle): `result.settle(tokensUsed)` is
+   * `limiter.settle(result, tokensUsed)`, and in the HTTP adapters `req.rateLimit.settle(tokensUsed)`. Present on
+   * the results of `limit` and `wait` that a limiter decided from its store or fallback; not on a peek's, nor on the
+   * failure policy's. Not serialised (a method).
    */
   settle?: (actualCost: number) => Promise<SettleResult>
   /**
@@ -141,62 +143,166 @@ function unknownQuota(
   }
 }
 
-/** Builds the public result from a store decision. */
-export function toResult(request: StoreRequest, decision: Decision, source: DecisionSource): RateLimitResult {
-  const { key, cost } = request
-  // Under an override: the rules in force.
-  const rules = decision.rules ?? request.rules
-  const { outcomes, allowed } = decision
-  const results: RuleResult[] = new Array(outcomes.length)
+/** What settles a result (`RateLimitResult.settle`): the limiter that decided it. */
+export interface Settler {
+  settle(result: RateLimitResult, actualCost: number): Promise<SettleResult>
+}
+
+/** A `LimitResult`'s fields before `fillResult` writes them. */
+const UNSET_RULE = undefined as unknown as Rule
+const NO_RULES: RuleResult[] = []
+
+/** Who rewrites a response's unsent headers after a settle (the HTTP engine's decision writer). */
+export interface SettleFollower {
+  rewrite(result: RateLimitResult, target: unknown, slot: unknown): void
+}
+
+/**
+ * A limiter's result, built once per decision and settleable in place: `settle` is a method of its prototype (no
+ * closure, no property defined per result, nothing serialised). Its own fields are `RateLimitResult`'s, in the
+ * order every result has them.
+ * @internal
+ */
+export class LimitResult implements RateLimitResult {
+  declare allowed: boolean
+  declare limit: number
+  declare remaining: number
+  declare reset: number
+  declare retryAfter: number
+  declare key: string
+  declare cost: number
+  declare at: number
+  declare rule: Rule
+  declare rules: RuleResult[]
+  declare source: DecisionSource
+  declare blocked?: number
+  declare delay?: number
+  declare shadow?: true
+  declare overridden?: true
+  declare manualBlock?: ManualBlock
+  readonly #settler: Settler
+  /** Who rewrites unsent headers after a settle, on what response, with which in-flight slot (`follow`). */
+  #follower: SettleFollower | undefined
+  #target: unknown
+  #slot: unknown
+
+  constructor(settler: Settler) {
+    this.#settler = settler
+    // NOTE: every field is first written here, in order, so that V8 holds them all in the object itself; written
+    // only by `fillResult`, they were kept apart in a property array grown (copied) three fields at a time.
+    this.allowed = false
+    this.limit = 0
+    this.remaining = 0
+    this.reset = 0
+    this.retryAfter = 0
+    this.key = ''
+    this.cost = 0
+    this.at = Number.NaN
+    this.rule = UNSET_RULE
+    this.rules = NO_RULES
+    this.source = 'store'
+  }
+
+  /** A copy of `result` (a shadow mode's or a cache's, made as a plain object), settled through `settler`. */
+  static of(settler: Settler, result: RateLimitResult): LimitResult {
+    const copy = new LimitResult(settler)
+    for (const name of Object.keys(result) as (keyof RateLimitResult)[])
+      (copy as unknown as Record<string, unknown>)[name] = result[name]
+    return copy
+  }
+
+  settle(actualCost: number): Promise<SettleResult> {
+    const settled = this.#settler.settle(this, actualCost)
+    const follower = this.#follower
+    if (follower === undefined) return settled
+    return settled.then((outcome) => {
+      if (outcome.charged > 0 || outcome.refunded > 0) follower.rewrite(this, this.#target, this.#slot)
+      return outcome
+    })
+  }
+
+  /** @internal After each settle that changed something, `follower` rewrites the headers of `target`. */
+  follow(follower: SettleFollower, target: unknown, slot: unknown): void {
+    this.#follower = follower
+    this.#target = target
+    this.#slot = slot
+  }
+}
+
+/** A decision's figures, by rule (`toResult` copies a `Decision`'s outcomes here: one builder reads both). */
+const outcomeColumns: OutcomeRecord = { remaining: [], reset: [], retryAfter: [] }
+
+/**
+ * Fills `result` (a new `LimitResult`, or a plain object) from a decision's figures by rule: the public result,
+ * built once. `rules` are those that decided (under an override, those in force).
+ */
+export function fillResult(
+  result: RateLimitResult,
+  key: string,
+  cost: number,
+  rules: readonly Rule[],
+  allowed: boolean,
+  now: number,
+  figures: OutcomeRecord,
+  source: DecisionSource,
+): RateLimitResult {
+  const count = rules.length
+  const results: RuleResult[] = new Array(count)
   let reported = 0
   let remaining = Number.POSITIVE_INFINITY
-  for (let i = 0; i < outcomes.length; i++) {
-    const outcome = outcomes[i]!
+  const { remaining: left, reset, retryAfter } = figures
+  for (let i = 0; i < count; i++) {
     // An admitted decision's outcome `retryAfter` is the wait until a cost-1 request passes: `next`.
     results[i] = allowed
       ? {
           rule: rules[i]!,
           allowed,
-          remaining: outcome.remaining,
-          reset: outcome.reset,
+          remaining: left[i]!,
+          reset: reset[i]!,
           retryAfter: 0,
-          next: outcome.retryAfter,
+          next: retryAfter[i]!,
         }
       : {
           rule: rules[i]!,
-          allowed: outcome.retryAfter === 0,
-          remaining: outcome.remaining,
-          reset: outcome.reset,
-          retryAfter: outcome.retryAfter,
+          allowed: retryAfter[i] === 0,
+          remaining: left[i]!,
+          reset: reset[i]!,
+          retryAfter: retryAfter[i]!,
         }
-    remaining = Math.min(remaining, outcome.remaining)
-    const best = outcomes[reported]!
+    remaining = Math.min(remaining, left[i]!)
     const worse = allowed
-      ? outcome.remaining < best.remaining ||
-        (outcome.remaining === best.remaining && outcome.reset > best.reset)
-      : outcome.retryAfter > best.retryAfter
+      ? left[i]! < left[reported]! || (left[i] === left[reported] && reset[i]! > reset[reported]!)
+      : retryAfter[i]! > retryAfter[reported]!
     if (worse) reported = i
   }
   const rule = results[reported]!
-  const result: RateLimitResult = {
-    allowed,
-    limit: rule.rule.limit,
-    remaining,
-    reset: rule.reset,
-    retryAfter: allowed ? 0 : rule.retryAfter,
-    key,
-    cost,
-    at: decision.now,
-    rule: rule.rule,
-    rules: results,
-    source,
-  }
-  const { blocked, wait } = decision
-  if (decision.rules !== undefined) result.overridden = true
-  if (decision.manualBlock !== undefined) result.manualBlock = decision.manualBlock
+  result.allowed = allowed
+  result.limit = rule.rule.limit
+  result.remaining = remaining
+  result.reset = rule.reset
+  result.retryAfter = allowed ? 0 : rule.retryAfter
+  result.key = key
+  result.cost = cost
+  result.at = now
+  result.rule = rule.rule
+  result.rules = results
+  result.source = source
+  return result
+}
+
+/**
+ * A reservation's wait and a penalty's block, added to a result `fillResult` built (the figures of a `Decision` or
+ * a `DecisionRecord`, where 0 and absent both mean none).
+ */
+export function addWaits(
+  result: RateLimitResult,
+  now: number,
+  wait: number | undefined,
+  blocked: number | undefined,
+): void {
   if (wait !== undefined && wait > 0) {
     result.delay = wait
-    result.at = decision.now + wait
+    result.at = now + wait
     result.remaining = 0
   }
   if (blocked !== undefined && blocked > 0) {
@@ -205,6 +311,41 @@ export function toResult(request: StoreRequest, decision: Decision, source: Deci
     result.remaining = 0
     result.retryAfter = Math.max(result.retryAfter, blocked)
   }
+}
+
+/**
+ * Builds the public result from a store decision: settleable through `settler` (the limiter's results), or a plain
+ * object (an inspection's).
+ */
+export function toResult(
+  request: StoreRequest,
+  decision: Decision,
+  source: DecisionSource,
+  settler?: Settler,
+): RateLimitResult {
+  const { outcomes } = decision
+  const figures = outcomeColumns
+  for (let i = 0; i < outcomes.length; i++) {
+    const outcome = outcomes[i]!
+    figures.remaining[i] = outcome.remaining
+    figures.reset[i] = outcome.reset
+    figures.retryAfter[i] = outcome.retryAfter
+  }
+  // Under an override: the rules in force.
+  const rules = decision.rules ?? request.rules
+  const result = fillResult(
+    settler === undefined ? ({} as RateLimitResult) : new LimitResult(settler),
+    request.key,
+    request.cost,
+    outcomes.length === rules.length ? rules : rules.slice(0, outcomes.length),
+    decision.allowed,
+    decision.now,
+    figures,
+    source,
+  )
+  if (decision.rules !== undefined) result.overridden = true
+  if (decision.manualBlock !== undefined) result.manualBlock = decision.manualBlock
+  addWaits(result, decision.now, decision.wait, decision.blocked)
   return result
 }
 

@@ -206,7 +206,8 @@ describe('HttpRateLimiter.decideNow: no promise where nothing is asynchronous', 
     const third = engine.decideNow({ ip: '192.0.2.1', user: 'ann' }) as HttpDecision
     expect(third.result.allowed).toBe(false)
     expect(Number(third.headers['Retry-After'])).toBeGreaterThan(0)
-    expect(third.result).not.toHaveProperty('settle')
+    // A refused request was charged nothing: its settle charges nothing either.
+    await expect(third.result.settle!(5)).resolves.toEqual({ charged: 0, refunded: 0, uncharged: 4 })
   })
 
   it('gives a promise once a callback answers with one, with the same result', async () => {

@@ -48,15 +48,13 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
     refund(state, _now, cost, at) {
       if (Math.floor(at / windowMs) === state.win) state.count = Math.max(0, state.count - cost)
     },
-    report(state, now, pending, deniedCost) {
+    report(state, now, pending, deniedCost, into, i) {
       const count = state.count + pending
       const denied = count + deniedCost > limit
-      return {
-        remaining: Math.max(0, limit - count),
-        reset: count > 0 ? waitFor(state, now, count, limit) : 0,
-        // The next window admits again unless units carry into it (a validated cost never exceeds the limit).
-        retryAfter: denied ? waitFor(state, now, count, deniedCost) : 0,
-      }
+      into.remaining[i] = Math.max(0, limit - count)
+      into.reset[i] = count > 0 ? waitFor(state, now, count, limit) : 0
+      // The next window admits again unless units carry into it (a validated cost never exceeds the limit).
+      into.retryAfter[i] = denied ? waitFor(state, now, count, deniedCost) : 0
     },
     ttl: (state, now) => (state.count > 0 ? waitFor(state, now, state.count, limit) : 0),
     used: (state) => state.count,

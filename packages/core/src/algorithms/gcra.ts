@@ -162,15 +162,13 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
       }
       state.tat = Math.max(now * scale, at * scale, state.tat - cost * interval)
     },
-    report(state, now, pending, deniedCost) {
+    report(state, now, pending, deniedCost, into, i) {
       const used = ahead(state, now) + pending * interval
       const missing = used + deniedCost * interval - tolerance
-      return {
-        // Below 0 only while reserved slots or a settle's debt hold the TAT past the tolerance.
-        remaining: Math.max(0, Math.floor((tolerance - used) / interval)),
-        reset: toMs(used),
-        retryAfter: missing > 0 ? toMs(missing) : 0,
-      }
+      // Below 0 only while reserved slots or a settle's debt hold the TAT past the tolerance.
+      into.remaining[i] = Math.max(0, Math.floor((tolerance - used) / interval))
+      into.reset[i] = toMs(used)
+      into.retryAfter[i] = missing > 0 ? toMs(missing) : 0
     },
     ttl: (state, now) => toMs(ahead(state, now)),
     // `limit − remaining` unclamped: more than the burst while the TAT is past the tolerance.

@@ -70,15 +70,13 @@ function slidingWindowCounterLogic(
       if (win === state.win) state.curr = Math.max(0, state.curr - cost)
       else if (win === state.win - 1) state.prev = Math.max(0, state.prev - cost)
     },
-    report(state, now, pending, deniedCost) {
+    report(state, now, pending, deniedCost, into, i) {
       const curr = state.curr + pending
       const free = Math.floor((limit * windowMs - weight(state, now)) / windowMs)
       const denied = weight(state, now) + (curr + deniedCost) * windowMs > limit * windowMs
-      return {
-        remaining: Math.max(0, free - curr),
-        reset: resetOf(curr, state.prev, windowMs - elapsedOf(state, now), windowMs),
-        retryAfter: denied ? retryAfter(state, now, deniedCost) : 0,
-      }
+      into.remaining[i] = Math.max(0, free - curr)
+      into.reset[i] = resetOf(curr, state.prev, windowMs - elapsedOf(state, now), windowMs)
+      into.retryAfter[i] = denied ? retryAfter(state, now, deniedCost) : 0
     },
     ttl: (state, now) => resetOf(state.curr, state.prev, windowMs - elapsedOf(state, now), windowMs),
     // `limit − remaining` unclamped: the estimate, rounded up.

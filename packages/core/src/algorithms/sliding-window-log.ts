@@ -129,16 +129,14 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
     give(state, now, cost) {
       removeNewest(state, cost, limit, (entry) => entry <= now)
     },
-    report(state, now, pending, deniedCost) {
+    report(state, now, pending, deniedCost, into, i) {
       const count = state.size + pending
       const excess = count + deniedCost - limit
-      return {
-        remaining: Math.max(0, limit - count),
-        reset: count === 0 ? 0 : pending > 0 ? windowMs : newest(state) + windowMs - now,
-        // The request passes once the `excess` oldest entries have left (pending ones, at `now`, last).
-        retryAfter:
-          excess > 0 ? (excess > state.size ? windowMs : at(state, excess - 1) + windowMs - now) : 0,
-      }
+      into.remaining[i] = Math.max(0, limit - count)
+      into.reset[i] = count === 0 ? 0 : pending > 0 ? windowMs : newest(state) + windowMs - now
+      // The request passes once the `excess` oldest entries have left (pending ones, at `now`, last).
+      into.retryAfter[i] =
+        excess > 0 ? (excess > state.size ? windowMs : at(state, excess - 1) + windowMs - now) : 0
     },
     ttl: (state, now) => (state.size > 0 ? newest(state) + windowMs - now : 0),
     used: (state) => state.size,

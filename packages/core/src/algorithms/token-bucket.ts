@@ -146,15 +146,13 @@ function tokenBucketLogic(
       if (state.tokens < 0 && !lastReserved(state.tokens, now, at)) return
       state.tokens = Math.min(full, state.tokens + cost * intervalMs)
     },
-    report(state, _now, pending, deniedCost) {
+    report(state, _now, pending, deniedCost, into, i) {
       const tokens = state.tokens - pending * intervalMs
       const missing = deniedCost * intervalMs - tokens
-      return {
-        // Below 0 only while reserved slots or a settle's debt are owed.
-        remaining: Math.max(0, Math.floor(tokens / intervalMs)),
-        reset: untilFull(tokens),
-        retryAfter: missing > 0 ? Math.ceil(missing / refillRate) : 0,
-      }
+      // Below 0 only while reserved slots or a settle's debt are owed.
+      into.remaining[i] = Math.max(0, Math.floor(tokens / intervalMs))
+      into.reset[i] = untilFull(tokens)
+      into.retryAfter[i] = missing > 0 ? Math.ceil(missing / refillRate) : 0
     },
     ttl: (state) => untilFull(state.tokens),
     // `limit − remaining` unclamped: more than the capacity while tokens are owed.

@@ -93,6 +93,17 @@ export interface LuaTwin {
   persist(r: LuaRule, keepTtl: boolean): string
 }
 
+/**
+ * Every rule's figures of one decision, by rule index (`RuleOutcome`'s, in columns): what `AlgorithmLogic.report`
+ * writes, reused by its owner from one decision to the next so that a local decision allocates nothing. More
+ * per-rule columns (a limit in force, a cost per rule) go beside these.
+ */
+export interface OutcomeRecord {
+  remaining: number[]
+  reset: number[]
+  retryAfter: number[]
+}
+
 /** What one rule reports for one decision, in whole milliseconds. */
 export interface RuleOutcome {
   /** How many cost-1 requests this rule would still admit now. */
@@ -170,11 +181,11 @@ export interface AlgorithmLogic<S> {
    */
   readonly lastSlotOnly?: boolean
   /**
-   * The outcome after the decision. `pending` is a cost admitted but not written (a peek), `deniedCost`
-   * the cost of a denied request, or 1 when the request was allowed: `retryAfter` is then the wait until a
-   * cost-1 request passes.
+   * The outcome after the decision, written into `into` at the rule's index `i` (a caller-owned record: nothing
+   * allocated). `pending` is a cost admitted but not written (a peek), `deniedCost` the cost of a denied request,
+   * or 1 when the request was allowed: `retryAfter` is then the wait until a cost-1 request passes.
    */
-  report(state: S, now: number, pending: number, deniedCost: number): RuleOutcome
+  report(state: S, now: number, pending: number, deniedCost: number, into: OutcomeRecord, i: number): void
   /** How long the state matters; 0 when it equals a fresh state and may be dropped. */
   ttl(state: S, now: number): number
   /**

@@ -8,11 +8,13 @@
 import type { BreakerEvent, FailureContext, StoreCallEvent } from '../observe.js'
 import { isShed, LateBound, LateReply } from '../stores/call-bound.js'
 import { failureKind } from '../stores/failure-kind.js'
+import { decidesInto } from '../stores/local/decide.js'
 import type {
   Awaitable,
   CallReport,
   Charged,
   Decision,
+  DecisionRecord,
   RefundRequest,
   Store,
   StoreRequest,
@@ -128,6 +130,24 @@ export class StoreGateway {
       (decision) => this.#answered(request, operation, decision, started, known),
       (error: unknown) => this.#failed(request, operation, error, sent, started, known),
     )
+  }
+
+  /**
+   * The local path: the decision of a store that decides in this process (`Store.decideInto`), written into `into`,
+   * while nothing watches or guards the call (no `onStoreCall` observer, every breaker idle). False, with nothing
+   * changed, for a call `decide` must make: another store, a store whose `consume` is not the one `decideInto`
+   * mirrors (`decidesInto`), a request the store leaves to `consume`, or a store that throws (`decide` calls it
+   * again and reports the failure).
+   */
+  decideInto(request: StoreRequest, into: DecisionRecord): boolean {
+    const store = this.store
+    if (this.#onStoreCall !== undefined || !decidesInto(store)) return false
+    if (this.#breakers !== undefined && !this.#breakers.idle) return false
+    try {
+      return store.decideInto!(request, into)
+    } catch {
+      return false
+    }
   }
 
   /** Milliseconds until the breaker of `domain` lets a probe through (0 when closed or without breakers). */

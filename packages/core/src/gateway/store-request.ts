@@ -29,6 +29,19 @@ export function storeRequest(
   cost: number,
   capped = true,
 ): StoreRequest {
+  key = checkedKey(limiter, key, cost, capped)
+  const { namespace: prefix, rules, penalty } = limiter
+  const request: StoreRequest =
+    penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
+  if (overrides !== undefined) request.overrides = overrides
+  return request
+}
+
+/**
+ * The `wellFormedKey` form of `key`, once `key` and `cost` are validated as `storeRequest` validates them (a bad key
+ * or cost throws): for a caller that fills a request of its own.
+ */
+export function checkedKey(limiter: RequestBase, key: string, cost: number, capped = true): string {
   keyArgument(key)
   wholeNumber(cost, 'cost', COST)
   if (capped && cost > limiter.maxCost) {
@@ -38,12 +51,7 @@ export function storeRequest(
       { option: 'cost' },
     )
   }
-  const { namespace: prefix, rules, penalty } = limiter
-  key = wellFormedKey(key)
-  const request: StoreRequest =
-    penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
-  if (overrides !== undefined) request.overrides = overrides
-  return request
+  return wellFormedKey(key)
 }
 
 /**

@@ -7,7 +7,7 @@ import { fixedWindow } from '../algorithms/index.js'
 import type { Rule } from '../algorithms/types.js'
 import type { ConcurrencyResult } from '../limiter/concurrency.js'
 import type { RateLimiter } from '../limiter/limiter.js'
-import { enforcedView, type RateLimitResult } from '../result.js'
+import { enforcedView, LimitResult, type RateLimitResult } from '../result.js'
 import type { FrameworkBinding } from './binding.js'
 import type { HttpConfig } from './config.js'
 import {
@@ -17,7 +17,6 @@ import {
   rateLimitHeaders,
   toSeconds,
 } from './headers.js'
-import { SettleableResult } from './settleable.js'
 import type { SlotHold } from './slots.js'
 
 /** A decision in HTTP terms: what to send. Plain data; `body` and `track` are methods of the engine. */
@@ -73,7 +72,9 @@ export class DecisionWriter<Req> {
   /** The limiter's result as a decision; an admitted one gets `settle` (reserve-then-settle). */
   admitted(limiter: RateLimiter, result: RateLimitResult): HttpDecision {
     const config = this.#config
-    if (result.allowed && result.source !== 'policy') result = new SettleableResult(limiter, result)
+    // The limiter's own results are settleable already; a shadow mode's copy is made so once.
+    if (result.allowed && result.source !== 'policy' && !(result instanceof LimitResult))
+      result = LimitResult.of(limiter, result)
     const policy = result.source === 'policy'
     // The failure policy and a shed decision know no quota: Retry-After only, no RateLimit headers.
     const quotaUnknown = policy || result.source === 'shed'
@@ -170,17 +171,18 @@ export class DecisionWriter<Req> {
    */
   follow(decision: HttpDecision, target: unknown): void {
     const { result, limiter } = decision
-    if (result instanceof SettleableResult && this.#writeHeaders !== undefined && !limiter?.shadow)
+    if (result instanceof LimitResult && this.#writeHeaders !== undefined && !limiter?.shadow)
       result.follow(this, target, decision.slot)
   }
 
   /** The headers of a settled result, written to `target` (see `follow`). */
-  rewrite(result: RateLimitResult, target: unknown, slot: ConcurrencyResult | undefined): void {
+  rewrite(result: RateLimitResult, target: unknown, slot: unknown): void {
     const shown = enforcedView(result)
     if (shown === undefined) return
     const pk = this.#partitionKeyOf(result.key)
     const headers = this.#rateLimitHeaders(shown, pk)
-    if (slot?.allowed && slot.source === 'store') this.#addSlotHeaders(headers, slot, pk)
+    const held = slot as ConcurrencyResult | undefined
+    if (held?.allowed && held.source === 'store') this.#addSlotHeaders(headers, held, pk)
     this.#writeHeaders!(target, headers)
   }
 

@@ -10,6 +10,7 @@ import { keyArgument, wellFormedKey, wholeNumber } from '../support/validators.j
 import type { WaitSignal } from '../time/wait-queue.js'
 import { BlockedCache } from './blocked-cache.js'
 import { GiveBackLedger } from './give-back.js'
+import { type LocalPath, localPath } from './local-path.js'
 import { claimNamespace, type Identity, type NamespaceClaim, warnSuperseded } from './namespaces.js'
 import { nearLimitObserver } from './near-limit.js'
 import { type RateLimiterOptions, resolveLimiterOptions } from './options.js'
@@ -59,6 +60,8 @@ export class RateLimiter {
   readonly #sharing: string | undefined
   /** Refunds and settlements of this limiter's results, once per result (give-back.ts). */
   readonly #ledger: GiveBackLedger
+  /** A store deciding in this process, with nothing to read beside the rules: the local path (local-path.ts). */
+  readonly #local: LocalPath | undefined
   /** @internal The requests of `wait()` (and the HTTP `delay`) waiting for their slots: one timer for all. */
   readonly waiting: SlotWaits
   /** Operating one key's limits live: overrides, blocks, `give`, `take`, `inspect`, `top` (docs/operating-limits.md). */
@@ -82,7 +85,7 @@ export class RateLimiter {
       config.nearLimit,
     )
     this.penalty = config.penalty
-    this.#answers = storeAnswers(config)
+    this.#answers = storeAnswers(config, this)
     const { store, fallback } = this.#answers
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
     this.#sharing = identity.sharing
@@ -104,6 +107,7 @@ export class RateLimiter {
       reset: (key) => this.reset(key),
       onOverride: guardedObserver(config.observer?.onOverride, 'onOverride'),
     })
+    this.#local = localPath(this, config, modes, this.#answers.store, this.#blocked)
     this.#ledger = new GiveBackLedger({
       store,
       fallback,
@@ -202,6 +206,8 @@ export class RateLimiter {
     onStoreError?: 'allow' | 'deny', // a wait()'s, when not the limiter's
   ): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
+    const local = reserve === undefined ? this.#local?.limit(key, options?.cost ?? 1) : undefined
+    if (local !== undefined) return this.#reported(this.#modes.letThrough(local, true), options?.route)
     const request = this.#request(key, options?.cost)
     const route = options?.route
     const cached = this.#blocked?.get(request.key, request.cost)

@@ -3,7 +3,7 @@
  * is open, or the failure policy's; never a rejection for a store failure.
  */
 import { StoreFailure, StoreGateway } from '../gateway/store-gateway.js'
-import { policyResult, type RateLimitResult, shedResult, toResult } from '../result.js'
+import { policyResult, type RateLimitResult, type Settler, shedResult, toResult } from '../result.js'
 import type { Awaitable, Decision, StoreRequest } from '../stores/types.js'
 import { guardedObserver, guardedReporter } from '../support/report.js'
 import type { LimiterConfig } from './options.js'
@@ -22,11 +22,19 @@ export class StoreAnswers {
   /** The fallback store has a gateway of its own. */
   readonly fallback: StoreGateway | undefined
   readonly #policy: AnswerPolicy
+  /** The limiter, which settles the results it answers (`RateLimitResult.settle`). */
+  readonly #settler: Settler
 
-  constructor(store: StoreGateway, fallback: StoreGateway | undefined, policy: AnswerPolicy) {
+  constructor(
+    store: StoreGateway,
+    fallback: StoreGateway | undefined,
+    policy: AnswerPolicy,
+    settler: Settler,
+  ) {
     this.store = store
     this.fallback = fallback
     this.#policy = policy
+    this.#settler = settler
   }
 
   /**
@@ -52,7 +60,12 @@ export class StoreAnswers {
     allowOnError: boolean,
   ): Awaitable<RateLimitResult> {
     if (decided instanceof StoreFailure) return this.#withoutStore(request, operation, decided, allowOnError)
-    return toResult(request, decided, 'store')
+    return toResult(request, decided, 'store', this.#settlerOf(operation))
+  }
+
+  /** A consume's result is settleable; a peek's charged nothing, and settles nothing. */
+  #settlerOf(operation: 'consume' | 'peek'): Settler | undefined {
+    return operation === 'consume' ? this.#settler : undefined
   }
 
   /**
@@ -77,7 +90,7 @@ export class StoreAnswers {
     if (fallback !== undefined) {
       const decided = await fallback.decide(request, operation)
       if (decided instanceof StoreFailure) fallbackFailure = decided
-      else result = toResult(request, decided, 'fallback')
+      else result = toResult(request, decided, 'fallback', this.#settlerOf(operation))
     }
     result ??= policyResult(request, allowOnError, Math.max(1_000, this.store.retryIn(failure.domain)))
     if (!result.allowed) {
@@ -88,8 +101,11 @@ export class StoreAnswers {
   }
 }
 
-/** A limiter's answers: a gateway to its store and one to its fallback, with its bound, breakers and observers. */
-export function storeAnswers(config: LimiterConfig): StoreAnswers {
+/**
+ * A limiter's answers: a gateway to its store and one to its fallback, with its bound, breakers and observers; the
+ * results settled through `settler`.
+ */
+export function storeAnswers(config: LimiterConfig, settler: Settler): StoreAnswers {
   const gateway = {
     limiter: config.name,
     timeoutMs: config.timeoutMs,
@@ -103,5 +119,5 @@ export function storeAnswers(config: LimiterConfig): StoreAnswers {
     config.fallback === undefined
       ? undefined
       : new StoreGateway(config.fallback, { ...gateway, role: 'fallback' })
-  return new StoreAnswers(store, fallback, config)
+  return new StoreAnswers(store, fallback, config, settler)
 }

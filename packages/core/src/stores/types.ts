@@ -1,6 +1,6 @@
 import type { LimitOverride, ManualBlock, OverrideChange, OverrideRecord } from '../algorithms/override.js'
 import type { Penalty } from '../algorithms/penalty.js'
-import type { Rule, RuleOutcome } from '../algorithms/types.js'
+import type { OutcomeRecord, Rule, RuleOutcome } from '../algorithms/types.js'
 
 export type Awaitable<T> = T | Promise<T>
 
@@ -216,6 +216,28 @@ export interface Store {
    * never counts as a store failure. Other stores leave it out and ignore the second argument.
    */
   readonly boundsWait?: boolean
+  /**
+   * @internal A store that decides in this process, at once (MemoryStore): `consume`, written into the caller's
+   * reused record instead of answered as a `Decision`, so that the common decision allocates nothing. Answers false,
+   * having changed nothing, for a request it leaves to `consume` (overrides, reservations); throws as `consume`
+   * does. Custom stores leave it out: the limiter then calls `consume`.
+   */
+  decideInto?(request: StoreRequest, into: DecisionRecord): boolean
+}
+
+/**
+ * A caller-owned record of one decision over in-process states (`Store.decideInto`): reused by its owner from one
+ * decision to the next, so that the decision allocates nothing.
+ * @internal
+ */
+export interface DecisionRecord extends OutcomeRecord {
+  allowed: boolean
+  /** Decision time in epoch ms, from the store's clock. */
+  now: number
+  /** With a penalty: how long (ms) the key stays blocked; 0 when it is not. */
+  blocked: number
+  /** Reservation: the request was charged for a slot this many ms after `now`; 0 when none. */
+  wait: number
 }
 
 /**

@@ -1,13 +1,37 @@
 import { blockedFor, type Penalty, type PenaltyState, recordDenial } from '../../algorithms/penalty.js'
-import type { Rule, RuleOutcome } from '../../algorithms/types.js'
-import type { Decision } from '../types.js'
+import type { OutcomeRecord, Rule, RuleOutcome } from '../../algorithms/types.js'
+import type { Decision, DecisionRecord, Store } from '../types.js'
+
+/** Marks a `consume` whose decision its store's `decideInto` writes (see `decidesInto`). */
+const MIRRORED = Symbol('consume mirrored by decideInto')
+
+/** @internal Says that `decideInto` decides as `consume` does, for the store class whose `consume` this is. */
+export function mirroredByDecideInto(consume: object): void {
+  Object.defineProperty(consume, MIRRORED, { value: true })
+}
 
 /**
- * The all-or-nothing decision over in-process states, shared by in-process stores. The Redis script runs
- * the same steps in Lua: advance every rule, check that every rule fits, then consume from all or none.
+ * @internal Whether `store.decideInto` may stand for `store.consume`: only while `consume` is the one it mirrors.
+ * A `consume` of a subclass, one replaced on the store (a test's spy), or one seen through a Proxy that watches the
+ * store's calls is the store's decision, and `decideInto` is then not called.
+ */
+export function decidesInto(store: Store): boolean {
+  const consume = store.consume as ((...args: never[]) => unknown) & { [MIRRORED]?: true }
+  return consume[MIRRORED] === true && typeof store.decideInto === 'function'
+}
+
+/** @internal An empty `DecisionRecord`. */
+export function decisionRecord(): DecisionRecord {
+  return { allowed: false, now: 0, blocked: 0, wait: 0, remaining: [], reset: [], retryAfter: [] }
+}
+
+/**
+ * The all-or-nothing decision over in-process states, shared by in-process stores, written into `into`. The Redis
+ * script runs the same steps in Lua: advance every rule, check that every rule fits, then consume from all or none.
  * @internal
  */
-export function decideLocally(
+export function decideInto(
+  into: DecisionRecord,
   rules: readonly Rule[],
   states: unknown[],
   now: number,
@@ -19,7 +43,7 @@ export function decideLocally(
   pending = false,
   /** Reservation (`StoreRequest.reserve`): the longest wait a request over the limit may be given, ms. */
   reserve?: number,
-): Decision {
+): void {
   // A blocked key is denied whatever its rules say, and its denials are not counted again.
   let blocked = penaltyState === undefined ? 0 : blockedFor(penaltyState, now)
   let allowed = blocked === 0
@@ -31,18 +55,52 @@ export function decideLocally(
   const wait =
     reserve !== undefined && write && blocked === 0 ? reservedWait(rules, states, now, cost, reserve) : 0
   if (wait > 0) allowed = true
-  const outcomes: RuleOutcome[] = new Array(rules.length)
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
     if (wait > 0) logic.reserve!(states[i], now, now + wait, cost)
     else if (allowed && write) logic.consume(states[i], now, cost)
     // Admitted: `retryAfter` tells when a cost-1 request passes next (the reset headers' value at remaining 0).
-    // A peek reports the units free now, not what would be left after it (nothing is pending), and those used.
-    outcomes[i] = logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost)
-    if (!write && !pending) outcomes[i]!.used = logic.used(states[i], now)
+    logic.report(states[i], now, allowed && pending ? cost : 0, allowed ? 1 : cost, into, i)
   }
   if (!allowed && blocked === 0 && write && penalty !== undefined && penaltyState !== undefined) {
     blocked = recordDenial(penalty, penaltyState, now)
+  }
+  into.allowed = allowed
+  into.now = now
+  into.blocked = blocked
+  into.wait = wait
+}
+
+/** The record of the general path, read into a `Decision` at once (a synchronous step: one is enough). */
+const scratch = decisionRecord()
+
+/** Rule `i`'s outcome in `record`, as an object. */
+function outcomeAt(record: OutcomeRecord, i: number): RuleOutcome {
+  return { remaining: record.remaining[i]!, reset: record.reset[i]!, retryAfter: record.retryAfter[i]! }
+}
+
+/**
+ * `decideInto`, answered as a `Decision` (the `Store` contract's answer): the decision of the stores' general path.
+ * @internal
+ */
+export function decideLocally(
+  rules: readonly Rule[],
+  states: unknown[],
+  now: number,
+  cost: number,
+  write: boolean,
+  penalty?: Penalty,
+  penaltyState?: PenaltyState,
+  pending = false,
+  reserve?: number,
+): Decision {
+  decideInto(scratch, rules, states, now, cost, write, penalty, penaltyState, pending, reserve)
+  const { allowed, blocked, wait } = scratch
+  const outcomes: RuleOutcome[] = new Array(rules.length)
+  for (let i = 0; i < rules.length; i++) {
+    outcomes[i] = outcomeAt(scratch, i)
+    // A peek reports the units free now, not what would be left after it (nothing is pending), and those used.
+    if (!write && !pending) outcomes[i]!.used = rules[i]!.logic.used(states[i], now)
   }
   if (wait > 0) return { allowed, now, outcomes, wait }
   return blocked > 0 ? { allowed, now, outcomes, blocked } : { allowed, now, outcomes }
@@ -111,7 +169,8 @@ export function chargeLocally(
   for (let i = 0; i < rules.length; i++) {
     const logic = rules[i]!.logic
     logic.consume(states[i], now, k)
-    outcomes[i] = logic.report(states[i], now, 0, 1)
+    logic.report(states[i], now, 0, 1, scratch, i)
+    outcomes[i] = outcomeAt(scratch, i)
   }
   return { charged: k, decision: { allowed: true, now, outcomes } }
 }

@@ -9,8 +9,8 @@
 import { type ManualBlock, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
 import type { Rule } from '../../algorithms/types.js'
-import type { Decision, LeaseDecision, LeaseRequest } from '../types.js'
-import { chargeLocally, decideLocally } from './decide.js'
+import type { Decision, DecisionRecord, LeaseDecision, LeaseRequest } from '../types.js'
+import { chargeLocally, decideInto, decideLocally } from './decide.js'
 
 /**
  * @internal One client's state under one limiter: one algorithm state per rule (in rule order), the penalty's
@@ -92,6 +92,22 @@ export function consumeKey(
   if (block !== undefined) return blockedDecision(rules, state.states, now, cost, block)
   if (penalty !== undefined) state.penalty ??= freshPenalty()
   return decideLocally(rules, state.states, now, cost, true, penalty, state.penalty, false, reserve)
+}
+
+/**
+ * @internal `consumeKey` under the coded rules, without a reservation or a manual block, written into the caller's
+ * record (`Store.decideInto`).
+ */
+export function consumeKeyInto(
+  into: DecisionRecord,
+  rules: readonly Rule[],
+  state: KeyStateData,
+  now: number,
+  cost: number,
+  penalty: Penalty | undefined,
+): void {
+  if (penalty !== undefined) state.penalty ??= freshPenalty()
+  decideInto(into, rules, state.states, now, cost, true, penalty, state.penalty)
 }
 
 /**

@@ -11,6 +11,7 @@ import type {
   Charged,
   ConcurrencyStore,
   Decision,
+  DecisionRecord,
   LeaseDecision,
   LeaseRequest,
   OverridePage,
@@ -22,11 +23,13 @@ import type {
   StoreTarget,
 } from '../types.js'
 import { storedClientId } from './client-id.js'
+import { mirroredByDecideInto } from './decide.js'
 import { type Entry, EntryTables } from './entry-tables.js'
 import {
   acquireLeaseIn,
   chargeKey,
   consumeKey,
+  consumeKeyInto,
   dropExpiredLeases,
   giveKey,
   liveAt,
@@ -119,6 +122,25 @@ export class MemoryStore implements Store, ConcurrencyStore {
     return rules === request.rules && record === undefined
       ? decision
       : underOverride(decision, request.rules, rules, record)
+  }
+
+  /**
+   * @internal `consume` written into the caller's record (`Store.decideInto`): the limiter's local path, which
+   * allocates nothing. Leaves a request that reads overrides or reserves a slot, or a key whose limits an override
+   * tuned, to `consume` (answers false, having changed nothing). Called only while `consume` is this class's
+   * (`decidesInto`).
+   */
+  decideInto(request: StoreRequest, into: DecisionRecord): boolean {
+    if (request.overrides !== undefined || request.reserve !== undefined) return false
+    const now = this.#now()
+    const entries = this.#entries
+    const entry = entries.take(entries.table(request), this.#key(request), request.rules, now)
+    // Converted by an override earlier (a live entry, which `take` left as it was): `consume` converts it back.
+    if (entry.tuned !== undefined) return false
+    const { rules, penalty } = request
+    consumeKeyInto(into, rules, entry, now, request.cost, penalty)
+    entries.keep(entry, rules, penalty, now)
+    return true
   }
 
   peek(request: StoreRequest): Decision {
@@ -291,6 +313,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
     return storedClientId(target.key)
   }
 }
+
+mirroredByDecideInto(MemoryStore.prototype.consume)
 
 /** The stores a limiter made because it was given none (`defaultMemoryStore`). */
 const madeByDefault = new WeakSet<MemoryStore>()
