@@ -56,11 +56,11 @@ export function rateLimitHeaders(
   else if (format === false) headers = {}
   else throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', format, HEADER_FORMATS_ALLOWED)
   if (legacy) {
-    headers['X-RateLimit-Limit'] = String(result.limit)
-    headers['X-RateLimit-Remaining'] = String(result.remaining)
+    headers['X-RateLimit-Limit'] = numeral(result.limit)
+    headers['X-RateLimit-Remaining'] = numeral(result.remaining)
     headers['X-RateLimit-Reset'] = String(toSeconds(result.at + headerReset(result)))
   }
-  if (!result.allowed) headers['Retry-After'] = String(toSeconds(result.retryAfter))
+  if (!result.allowed) headers['Retry-After'] = numeral(toSeconds(result.retryAfter))
   return headers
 }
 
@@ -90,10 +90,10 @@ function ruleReset(rule: RuleResult): number {
 /** Drafts -05/-06: three fields for the most restrictive rule, and the policy list. */
 function draft6(result: RateLimitResult): Record<string, string> {
   return {
-    'RateLimit-Policy': policyList(result.rules),
-    'RateLimit-Limit': String(result.limit),
-    'RateLimit-Remaining': String(result.remaining),
-    'RateLimit-Reset': String(toSeconds(headerReset(result))),
+    'RateLimit-Policy': policyLists.of(result.rules, policyList),
+    'RateLimit-Limit': numeral(result.limit),
+    'RateLimit-Remaining': numeral(result.remaining),
+    'RateLimit-Reset': numeral(toSeconds(headerReset(result))),
   }
 }
 
@@ -101,12 +101,58 @@ function draft6(result: RateLimitResult): Record<string, string> {
 function draft7(result: RateLimitResult): Record<string, string> {
   const reset = toSeconds(headerReset(result))
   return {
-    'RateLimit-Policy': policyList(result.rules),
-    RateLimit: `limit=${result.limit}, remaining=${result.remaining}, reset=${reset}`,
+    'RateLimit-Policy': policyLists.of(result.rules, policyList),
+    RateLimit: `limit=${numeral(result.limit)}, remaining=${numeral(result.remaining)}, reset=${numeral(reset)}`,
   }
 }
 
-const singlePolicies = new WeakMap<Rule, string>()
+/** The decimal strings of the numbers below this, made once each: remaining counts, limits and seconds. */
+const NUMERALS = 10_000
+const numerals: string[] = []
+
+/** `String(n)`, made once for a whole number below `NUMERALS`. */
+function numeral(n: number): string {
+  if (!(n >= 0 && n < NUMERALS && Number.isInteger(n))) return String(n)
+  let made = numerals[n]
+  if (made === undefined) {
+    made = String(n)
+    numerals[n] = made
+  }
+  return made
+}
+
+/**
+ * Strings made once per rule set (the rules of a result, by identity and in order): a middleware's rule set is
+ * made once, so its policy field is a constant.
+ */
+class PerRuleSet {
+  /** By the set's first rule: each set starting with it, and its string. Rules are frozen. */
+  readonly #byFirst = new WeakMap<Rule, { rules: readonly Rule[]; value: string }[]>()
+
+  of(results: readonly RuleResult[], make: (results: readonly RuleResult[]) => string): string {
+    const first = results[0]?.rule
+    if (first === undefined) return make(results)
+    let known = this.#byFirst.get(first)
+    if (known === undefined) {
+      known = []
+      this.#byFirst.set(first, known)
+    }
+    for (const each of known) if (sameRules(each.rules, results)) return each.value
+    const value = make(results)
+    // A bound: sets made per request (a `rules` function building new rules each time) are not all kept.
+    if (known.length < 16) known.push({ rules: results.map(({ rule }) => rule), value })
+    return value
+  }
+}
+
+function sameRules(rules: readonly Rule[], results: readonly RuleResult[]): boolean {
+  if (rules.length !== results.length) return false
+  for (let i = 0; i < rules.length; i++) if (rules[i] !== results[i]!.rule) return false
+  return true
+}
+
+const policyLists = new PerRuleSet()
+const namedPolicyLists = new PerRuleSet()
 
 /**
  * The draft -06/-07 policy list: one `limit;w=seconds` item per distinct limit.
@@ -114,16 +160,6 @@ const singlePolicies = new WeakMap<Rule, string>()
  * invalid field). Of rules sharing a limit the one with the longest window is kept: it is the stricter.
  */
 function policyList(rules: readonly RuleResult[]): string {
-  if (rules.length === 1) {
-    // One rule (the usual middleware): its item is built once. Rules are frozen.
-    const { rule } = rules[0]!
-    let item = singlePolicies.get(rule)
-    if (item === undefined) {
-      item = `${rule.limit};w=${toSeconds(rule.windowMs)}`
-      singlePolicies.set(rule, item)
-    }
-    return item
-  }
   const windows = new Map<number, number>()
   for (const { rule } of rules) {
     windows.set(rule.limit, Math.max(windows.get(rule.limit) ?? 0, toSeconds(rule.windowMs)))
@@ -142,9 +178,9 @@ function namedPolicies(
   format: 'draft-8' | 'draft-11',
   pk: string,
 ): Record<string, string> {
-  const policies = result.rules
-    .map(({ rule }) => `"${rule.name}";q=${rule.limit};w=${toSeconds(rule.windowMs)}${pk}`)
-    .join(', ')
+  // With a partition key, the field differs per client.
+  const policies =
+    pk === '' ? namedPolicyLists.of(result.rules, unkeyedPolicies) : namedPolicyList(result.rules, pk)
   const limits = result.allowed
     ? result.rules.map(
         (rule) => `"${rule.rule.name}";r=${rule.remaining}${resetParameter(rule, format)}${pk}`,
@@ -157,6 +193,15 @@ function namedPolicies(
     ? { 'RateLimit-Policy': policies }
     : { 'RateLimit-Policy': policies, RateLimit: limits.join(', ') }
 }
+
+/** The draft -08/-11 policy field: every rule's policy by name, with the partition key parameter `pk`. */
+function namedPolicyList(rules: readonly RuleResult[], pk: string): string {
+  return rules
+    .map(({ rule }) => `"${rule.name}";q=${rule.limit};w=${toSeconds(rule.windowMs)}${pk}`)
+    .join(', ')
+}
+
+const unkeyedPolicies = (rules: readonly RuleResult[]) => namedPolicyList(rules, '')
 
 /**
  * The `t` parameter of a rule that admits the request.
