@@ -14,7 +14,7 @@ import { until } from '../support/connections.js'
 import {
   type AppSpec,
   appPerTest,
-  FRAMEWORKS,
+  BOTH_PATHS,
   headerOf,
   releaseHeld,
   storesOnClock,
@@ -31,7 +31,7 @@ const failingStore = (): Store => ({
 
 const stores = storesOnClock('http')
 
-describe.each(FRAMEWORKS)('$name', (framework) => {
+describe.each(BOTH_PATHS)('$name', (framework) => {
   // Nest 11's Express adapter sends an error body as application/json whatever type was set (packages/nestjs/README.md).
   const problemType =
     framework.name === 'Nest 11 on Express' ? /^application\/json/ : /^application\/problem\+json/

@@ -11,9 +11,9 @@ import { unhandledRejections } from '../support/unhandled.js'
 import {
   type AppSpec,
   appPerTest,
+  BOTH_PATHS,
   type CommonOptions,
   connectionsClosed,
-  FRAMEWORKS,
   slowRoute,
 } from './harness.js'
 
@@ -41,7 +41,7 @@ const FAILING: [string, (fail: () => never | Promise<never>) => CommonOptions, n
   ['handler', (fail) => ({ limit: 1, handler: fail }) as CommonOptions, 2],
 ]
 
-describe.each(FRAMEWORKS)('$name', (framework) => {
+describe.each(BOTH_PATHS)('$name', (framework) => {
   // Added before appPerTest's afterEach, so it runs after the app closed (after-hooks run in reverse order).
   afterEach(async () => {
     // Let any stray rejection surface before checking.

@@ -3,7 +3,7 @@ import ky from 'ky'
 import { parseRateLimit } from 'ratelimit-header-parser'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { type AppSpec, appPerTest, type CommonOptions, FRAMEWORKS, storesOnClock } from './harness.js'
+import { type AppSpec, appPerTest, BOTH_PATHS, type CommonOptions, storesOnClock } from './harness.js'
 
 const stores = storesOnClock('client-headers')
 
@@ -37,7 +37,7 @@ const styles: [string, Pick<CommonOptions, 'headers' | 'legacyHeaders'>, 'second
   ['X-RateLimit-*', { headers: false, legacyHeaders: true }, 'unix'],
 ]
 
-describe.each(FRAMEWORKS)('$name', (framework) => {
+describe.each(BOTH_PATHS)('$name', (framework) => {
   const { start, close } = appPerTest((spec: AppSpec) => framework.start(spec))
 
   describe.each(stores)('%s', (_, makeStore) => {

@@ -21,6 +21,7 @@ import type { Cluster, Redis } from 'ioredis'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import { afterEach } from 'vitest'
+import { useGeneralPipeline } from '../../packages/core/src/http/compiled.js'
 import type { ManualClock } from '../support/clock.js'
 import { until } from '../support/connections.js'
 import { type HonoPath, honoTestApp } from '../support/hono-app.js'
@@ -452,6 +453,32 @@ export const FRAMEWORKS: Framework[] = [
   { name: 'Hono 4 on Node', start: startHono },
   ...NEST_FRAMEWORKS(),
 ]
+
+/**
+ * The frameworks, and Express 5 again with every middleware on the engine's general pipeline: the cases whose
+ * configuration takes the compiled path (packages/core/src/http/compiled.ts) run on both paths, so that the two
+ * cannot drift. The engine's path does not depend on the framework: one framework runs both.
+ */
+export const BOTH_PATHS: Framework[] = [
+  ...FRAMEWORKS,
+  onGeneralPipeline(expressFramework('Express 5', express5)),
+]
+
+/** `framework` with the middleware it builds on the general pipeline (each picks its path when it is built). */
+function onGeneralPipeline(framework: Framework): Framework {
+  return {
+    name: `${framework.name}, general pipeline`,
+    start(spec) {
+      // The app's middleware are built before its first await.
+      useGeneralPipeline(true)
+      try {
+        return framework.start(spec)
+      } finally {
+        useGeneralPipeline(false)
+      }
+    },
+  }
+}
 
 /**
  * Nest on both HTTP platforms (test/http/nest-harness.ts), sharing this harness's routes: Nest 12, or Nest 11

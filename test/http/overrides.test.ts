@@ -7,13 +7,13 @@ import Fastify from 'fastify'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { type AppSpec, appPerTest, FRAMEWORKS } from './harness.js'
+import { type AppSpec, appPerTest, BOTH_PATHS } from './harness.js'
 
 // Operating a key from another limiter: the records live under the prefix and `name`, not the rules, so an admin
 // limiter with its own rules (its own counters) reads and writes the middleware's records.
 const CLIENT = '198.51.100.7'
 
-describe.each(FRAMEWORKS)('$name: overrides and manual blocks (issue 34)', (framework) => {
+describe.each(BOTH_PATHS)('$name: overrides and manual blocks (issue 34)', (framework) => {
   const { start } = appPerTest((spec: AppSpec) => framework.start(spec))
 
   async function serve(penalty?: { statusCode: number }) {

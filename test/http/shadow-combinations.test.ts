@@ -6,7 +6,7 @@ import type { DecisionEvent } from '@ratewindow/core'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../support/clock.js'
-import { type AppSpec, appPerTest, FRAMEWORKS, releaseHeld, storesOnClock, waitForHeld } from './harness.js'
+import { type AppSpec, appPerTest, BOTH_PATHS, releaseHeld, storesOnClock, waitForHeld } from './harness.js'
 
 const stores = storesOnClock('shc')
 
@@ -26,7 +26,7 @@ const RATE_LIMIT_HEADERS = [
 const rateLimitHeadersOf = (headers: Record<string, unknown>) =>
   RATE_LIMIT_HEADERS.filter((name) => headers[name] !== undefined)
 
-describe.each(FRAMEWORKS)('$name', (framework) => {
+describe.each(BOTH_PATHS)('$name', (framework) => {
   const { start } = appPerTest((spec: AppSpec) => framework.start(spec), releaseHeld)
 
   describe.each(stores)('with the %s', (_, makeStore) => {

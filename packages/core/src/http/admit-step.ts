@@ -57,8 +57,18 @@ export class AdmitStep<Req> {
     const result = this.#limit(choice, key, request, waiting)
     const waiter = waiting ? request : undefined
     return isThenable(result)
-      ? Promise.resolve(result).then((each) => this.#decision(choice.limiter, key, each, waiter))
+      ? this.#decisionLater(result, choice.limiter, key, waiter)
       : this.#decision(choice.limiter, key, result, waiter)
+  }
+
+  // NOTE: continuations are methods of their own: a closure in `admitted` made a context for every request.
+  #decisionLater(
+    result: PromiseLike<RateLimitResult>,
+    limiter: RateLimiter,
+    key: string,
+    waiter: Req | undefined,
+  ): Promise<HttpDecision> {
+    return Promise.resolve(result).then((each) => this.#decision(limiter, key, each, waiter))
   }
 
   /**
@@ -77,7 +87,11 @@ export class AdmitStep<Req> {
       : cost === this.#limitOptions.cost
         ? this.#limitOptions
         : { cost }
-    if (!waiting) return limiter.limitNow(key, options)
+    return waiting ? this.#reserve(limiter, key, options) : limiter.limitNow(key, options)
+  }
+
+  /** A request with a place in the wait room: a slot is reserved; the place is given up when the store call fails. */
+  #reserve(limiter: RateLimiter, key: string, options: LimitOptions): Awaitable<RateLimitResult> {
     const leave = (error: unknown) => {
       this.#room!.leave(key)
       throw error

@@ -12,6 +12,7 @@ import { AdmitStep } from './admit-step.js'
 import { giveBack, type Reporter, refundAfterResponse } from './after-response.js'
 import type { Defer, EnginePlacement, FrameworkBinding, TrackedResponse } from './binding.js'
 import { renderBody } from './body.js'
+import { type CompiledPath, compiledPath } from './compiled.js'
 import { type HttpConfig, resolveHttpOptions } from './config.js'
 import { DecisionWriter, type HttpDecision } from './decision.js'
 import { AccessGate, ALLOWED_IP, GO_ON, GONE, type Passage } from './gate.js'
@@ -42,6 +43,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
   readonly #perRequest: PerRequestWatch
   /** The RateLimit fields this middleware writes (none with `headers: false`). */
   readonly #headerFields: HeaderFields | undefined
+  /** The path of a common configuration, when this middleware's is one (compiled.ts). */
+  readonly #compiled: CompiledPath<Req> | undefined
 
   constructor(
     options: HttpRateLimitOptions<Req, Res> = {},
@@ -66,6 +69,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
     this.#admit = new AdmitStep(config, binding, this.#writer, slots, this.#report)
     this.#limiters.refuseImpossible()
     this.#headerFields = headerFields(config.headers, config.legacyHeaders)
+    this.#compiled = compiledPath(config, binding, this.#limiters.fixed, this.#gate, this.#writer)
   }
 
   /**
@@ -75,9 +79,12 @@ export class HttpRateLimiter<Req, Res = unknown> {
   decideNow(request: Req): HttpDecision | undefined | Promise<HttpDecision | undefined> {
     const decision = this.#pipeline(request)
     // Only while limiters of two header shapes exist in the process (http/header-mix.ts).
-    return this.#headerFields !== undefined && shapesMayMix()
-      ? step(decision, (each) => this.#noteHeaders(request, each))
-      : decision
+    return this.#headerFields !== undefined && shapesMayMix() ? this.#noted(request, decision) : decision
+  }
+
+  // NOTE: a method of its own: the closure in `decideNow` made a context for every request.
+  #noted(request: Req, decision: Awaitable<HttpDecision | undefined>): Awaitable<HttpDecision | undefined> {
+    return step(decision, (each) => this.#noteHeaders(request, each))
   }
 
   /**
@@ -92,6 +99,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
       if (!this.#config.enabled) return undefined
       if (this.#perRequest.watching)
         this.#perRequest.first(this.#binding.app?.(request), this.#limiters.baseNamespace)
+      const compiled = this.#compiled
+      if (compiled !== undefined) return compiled.decide(request)
       const passage = this.#gate.pass(request)
       return isThenable(passage)
         ? Promise.resolve(passage).then((each) => this.#keyed(request, each))

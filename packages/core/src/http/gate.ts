@@ -56,6 +56,11 @@ export class AccessGate<Req> {
     )
   }
 
+  /** The proxy settings judged on `request` (once: see ProxyWarnings), as `pass` judges them. */
+  checkProxy(request: Req): void {
+    this.#proxyWarnings.check(request)
+  }
+
   /** The key of `request`: `key`'s answer, or the client IP `ip` (asked when not given), IPv6 masked. */
   key(request: Req, ip?: string): Awaitable<string> {
     const { key } = this.#config
