@@ -86,6 +86,32 @@ describe.each(
     expect(await client.pttl(store.keyFor(limiter.namespace, 'k', rule))).toBeGreaterThan(60_000)
   })
 
+  it('decides on the limiter’s local path (decideInto) as through consume, request by request', async () => {
+    const clock = new ManualClock(START)
+    const client = await connectClient()
+    const rules = [fixedWindow({ limit: 5, window: '10s' }), slidingWindowCounter({ limit: 8, window: '1m' })]
+    const local = new RateLimiter({
+      rules,
+      store: syncedStore(client, clock, { maxPending: 3 }),
+      prefix: prefix(),
+    })
+    const store = syncedStore(client, clock, { maxPending: 3 })
+    // Seen through a Proxy that forwards `consume`: not the `consume` decideInto mirrors, so the limiter calls it.
+    const viaConsume = new Proxy(store, {
+      get: (target, name) => {
+        const value: unknown = Reflect.get(target, name, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const general = new RateLimiter({ rules, store: viaConsume, prefix: prefix() })
+    const view = (result: object) =>
+      JSON.stringify(result, (key, value) => (key === 'rule' ? undefined : value))
+    for (let i = 0; i < 14; i++) {
+      expect(view(await local.limit('k')), `request ${i}`).toBe(view(await general.limit('k')))
+      clock.advance(i % 4 === 3 ? 9_000 : 700)
+    }
+  })
+
   it('sends its counts as soon as maxPending are unacknowledged; the next request waits for that round trip', async () => {
     const client = inspector()
     const store = syncedStore(await connectClient(), new ManualClock(START), { maxPending: 3 })

@@ -5,11 +5,11 @@
  */
 import { liveOverrideRecord, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
-import { chargeLocally, decideLocally } from '../local/decide.js'
+import { chargeLocally, decideInto, decideLocally } from '../local/decide.js'
 import { blockedDecision, underOverride } from '../local/key-state.js'
 import type { Linked } from '../local/recency.js'
 import { parseRecord } from '../redis/overrides.js'
-import type { Decision, StoreTarget } from '../types.js'
+import type { Decision, DecisionRecord, StoreTarget } from '../types.js'
 import {
   addCounts,
   COUNTER_STATES,
@@ -134,6 +134,15 @@ export function decideFromView(entry: SyncEntry, now: number, cost: number, cons
       ? blockedDecision(rules, states, now, cost, record.block)
       : decideLocally(rules, states, now, cost, false, undefined, undefined, consume)
   return record === undefined ? decision : underOverride(decision, coded, rules, record)
+}
+
+/**
+ * @internal `decideFromView` of a consume by a limiter that reads no override record, written into `into` (the local
+ * path, `Store.decideInto`).
+ */
+export function decideFromViewInto(entry: SyncEntry, now: number, cost: number, into: DecisionRecord): void {
+  const rules = writeStates(entry, now, undefined)
+  decideInto(into, rules, entry.states, now, cost, false, undefined, undefined, true)
 }
 
 /**

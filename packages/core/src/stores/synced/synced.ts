@@ -1,6 +1,7 @@
 import type { OverrideChange, OverrideRecord } from '../../algorithms/override.js'
 import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
+import { mirroredByDecideInto } from '../local/decide.js'
 import type { RedisScriptRunner } from '../redis/clients/index.js'
 import { clusterSlot } from '../redis/cluster-slot.js'
 import { overrideRecordKey } from '../redis/overrides.js'
@@ -9,6 +10,7 @@ import type {
   Awaitable,
   Charged,
   Decision,
+  DecisionRecord,
   OverridePage,
   RefundRequest,
   Store,
@@ -20,6 +22,7 @@ import {
   changeRecord,
   chargeFromView,
   decideFromView,
+  decideFromViewInto,
   newEntry,
   recordAdmitted,
   recordGiven,
@@ -112,6 +115,23 @@ export class SyncedStore implements Store {
       return this.#consumeAfterSync(entry, request)
     this.#record(entry, decision.now, request.cost)
     return decision
+  }
+
+  /**
+   * @internal `consume` from this process's view, written into the caller's record (`Store.decideInto`); a request
+   * that reads overrides, reserves, or must sync first (a key not read yet, too much unacknowledged) goes to
+   * `consume`.
+   */
+  decideInto(request: StoreRequest, into: DecisionRecord): boolean {
+    if (request.overrides !== undefined || request.reserve !== undefined) return false
+    const entry = this.#entryFor(request)
+    if (entry === undefined || entry.syncedAt === Number.NEGATIVE_INFINITY) return false
+    if (entry.unacked > 0 && entry.unacked + request.cost > entry.maxPending) return false
+    this.#failure.checkReachable()
+    decideFromViewInto(entry, this.#loop.now(), request.cost, into)
+    this.#loop.markDirty(entry)
+    if (into.allowed) this.#record(entry, into.now, request.cost)
+    return true
   }
 
   peek(request: StoreRequest): Decision | Promise<Decision> {
@@ -338,3 +358,5 @@ export class SyncedStore implements Store {
     if (this.#departures.add(entry) && entry.unacked > 0) this.#loop.flushLater(entry)
   }
 }
+
+mirroredByDecideInto(SyncedStore.prototype.consume)
