@@ -10,7 +10,7 @@ import {
   socketClosed,
   trustsEveryAddress,
 } from '@ratewindow/core/adapter'
-import { type Context, StatusMap, status } from 'elysia'
+import { type Context, type Elysia, StatusMap, status } from 'elysia'
 
 /**
  * What the plugin's callbacks (`key`, `skip`, `limit`, `handler`, `message`, …) receive: Elysia's context as it
@@ -19,6 +19,23 @@ import { type Context, StatusMap, status } from 'elysia'
  * `query` and `body` only for the routes whose own code reads them.
  */
 export type RateLimitContext = Pick<Context, 'request' | 'server' | 'set' | 'route' | 'path'>
+
+// biome-ignore lint/complexity/noBannedTypes: Elysia's own empty shape, which its types compare exactly.
+type Empty = {}
+
+/**
+ * A plugin that derives `Derived` into the context of the routes it covers (Elysia's `scoped`): what `rateLimit()`
+ * and `slowDown()` return, named here so that their declarations do not spell out Elysia's inferred types.
+ */
+export type ScopedPlugin<Derived extends Record<string, unknown>> = Elysia<
+  '',
+  { decorator: Empty; store: Empty; derive: Empty; resolve: Empty },
+  { typebox: Empty; error: Empty },
+  { schema: Empty; standaloneSchema: Empty; macro: Empty; macroFn: Empty; parser: Empty; response: Empty },
+  Empty,
+  { derive: Derived; resolve: Empty; schema: Empty; standaloneSchema: Empty; response: Empty },
+  { derive: Empty; resolve: Empty; schema: Empty; standaloneSchema: Empty; response: Empty }
+>
 
 /** How the plugin finds the client address: the options `rateLimit()` and `slowDown()` share. */
 export interface ElysiaAddressOptions {

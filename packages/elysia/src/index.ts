@@ -19,6 +19,7 @@ import {
   outcomeHooks,
   pluginSeed,
   type RateLimitContext,
+  type ScopedPlugin,
 } from './binding.js'
 
 /**
@@ -39,7 +40,8 @@ export interface ElysiaRateLimitOptions
  * `rateLimit()` with its handles (`resetKey`, `reset`, `operator`, `close`): an Elysia plugin whose routes have
  * `rateLimit` in their context.
  */
-export type RateLimitPlugin = ReturnType<typeof rateLimitPlugin> & MiddlewareHandles<RateLimitContext>
+export type RateLimitPlugin = ScopedPlugin<{ readonly rateLimit: RateLimitResult | undefined }> &
+  MiddlewareHandles<RateLimitContext>
 
 /**
  * The Elysia plugin (Bun, and Node with `@elysiajs/node`): `app.use(rateLimit({ limit: 100, window: '1m' }))`
@@ -101,11 +103,12 @@ function rateLimitPlugin(
       },
     )
     .onStop(() => engine.close())
-  if (!tracks) return plugin
-  const outcome = outcomeHooks(tracked)
-  return plugin
-    .onAfterResponse({ as: 'scoped' }, outcome.afterResponse)
-    .onError({ as: 'scoped' }, outcome.error) as unknown as typeof plugin
+  if (tracks) {
+    const outcome = outcomeHooks(tracked)
+    plugin.onAfterResponse({ as: 'scoped' }, outcome.afterResponse).onError({ as: 'scoped' }, outcome.error)
+  }
+  // The decision's type alone: the answers the hook may give (429, 500) are not a route's declared responses.
+  return plugin as unknown as ScopedPlugin<{ readonly rateLimit: RateLimitResult | undefined }>
 }
 
 export type { RateLimitObserver, RateLimitResult, SlowDownInfo, Store } from '@ratewindow/core'

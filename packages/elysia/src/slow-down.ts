@@ -16,6 +16,7 @@ import {
   outcomeHooks,
   pluginSeed,
   type RateLimitContext,
+  type ScopedPlugin,
 } from './binding.js'
 
 /**
@@ -27,7 +28,7 @@ export interface ElysiaSlowDownOptions
     ElysiaAddressOptions {}
 
 /** `slowDown()` with a handle to forget a client's count, and `close`. */
-export type SlowDownPlugin = ReturnType<typeof slowDownPlugin> & {
+export type SlowDownPlugin = ScopedPlugin<{ readonly slowDown: SlowDownInfo | undefined }> & {
   /** Forgets `key`'s count. Rejects on a store error. */
   resetKey(key: string): Promise<void>
   /** Call when the app goes: gives up the counters, and closes the memory store made for itself. */
@@ -58,7 +59,9 @@ export function slowDown(options: ElysiaSlowDownOptions = {}): SlowDownPlugin {
   })
 }
 
-function slowDownPlugin(engine: SlowDownEngine<RateLimitContext, [RateLimitContext], Response>) {
+function slowDownPlugin(
+  engine: SlowDownEngine<RateLimitContext, [RateLimitContext], Response>,
+): ScopedPlugin<{ readonly slowDown: SlowDownInfo | undefined }> {
   const tracked = new WeakMap<Request, ReturnType<typeof handlerResponse>>()
   const outcome = outcomeHooks(tracked)
   const answer = (set: RateLimitContext['set'], refusal: SlowDownRefusal) => {
@@ -67,7 +70,7 @@ function slowDownPlugin(engine: SlowDownEngine<RateLimitContext, [RateLimitConte
     return status(refusal.statusCode, new Response(refusal.payload, { headers }))
   }
   // NOTE: the hooks name the fields they read and take the context whole as `arguments[0]` (see index.ts).
-  return new Elysia({ name: '@ratewindow/elysia/slow-down', seed: pluginSeed() })
+  const plugin = new Elysia({ name: '@ratewindow/elysia/slow-down', seed: pluginSeed() })
     .derive(
       { as: 'scoped' },
       // biome-ignore lint/correctness/noUnusedFunctionParameters: named for Elysia's inference, read through `ctx`.
@@ -101,4 +104,5 @@ function slowDownPlugin(engine: SlowDownEngine<RateLimitContext, [RateLimitConte
     .onAfterResponse({ as: 'scoped' }, outcome.afterResponse)
     .onError({ as: 'scoped' }, outcome.error)
     .onStop(() => engine.close())
+  return plugin as unknown as ScopedPlugin<{ readonly slowDown: SlowDownInfo | undefined }>
 }
