@@ -12,7 +12,7 @@ import {
   type Store,
   slowDown,
 } from '@ratewindow/elysia'
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { Redis } from 'ioredis'
 
 declare const Bun: unknown
@@ -75,6 +75,15 @@ const app = new Elysia(adapter === undefined ? {} : { adapter })
         throw new Error('the handler failed')
       })
       .get('/ok', ({ rateLimit }) => ({ remaining: rateLimit?.remaining })),
+  )
+  .group('/slot', (group) =>
+    group
+      .use(limiter('slot', { limit: 100, window: '1m', concurrency: { limit: 1, lease: '1h' } }))
+      .get('/ok', () => 'ok')
+      .get('/throws', () => {
+        throw new Error('the handler failed')
+      })
+      .post('/validated', ({ body }) => body, { body: t.Object({ n: t.Number() }) }),
   )
   .group('/slow', (group) =>
     group

@@ -4,7 +4,8 @@
  * RateLimit headers, Retry-After and the body; the decision in the context; `resetKey`; a spoofed X-Forwarded-For
  * without `trustProxy` keys nothing (and with it, the proxy's entry does); 60 concurrent requests at limit 20 admit
  * exactly 20; the failure policy on a dead store (open and closed); `skipFailedRequests` on a handler's 500 and on
- * one that throws; `slowDown`.
+ * one that throws; the concurrency slot given back after an answer, a throw and a failed validation (Elysia runs
+ * no route's onAfterResponse on its error path: the plugin's onError gives it back); `slowDown`.
  *
  * The app is built once (esbuild: ratewindow from source, Elysia and ioredis from the workspace), into
  * .tmp/elysia-app/<inputs' hash> (gitignored), and built again only when its inputs changed; the four servers start
@@ -175,6 +176,22 @@ describe.each(SERVERS)('on $runtime, $store store', (entry) => {
     )
     expect((await fetch(url('/outcome/ok'))).status).toBe(200)
     expect((await fetch(url('/outcome/ok'))).status).toBe(429)
+  })
+
+  it('concurrency: the slot comes back after an answer, a handler that throws, and a body that fails validation', async () => {
+    const invalid = { method: 'POST', body: '{"n":"x"}', headers: { 'content-type': 'application/json' } }
+    const statuses: number[] = []
+    // One slot, an hour's lease: a slot not given back would refuse every request after it.
+    for (const [path, init] of [
+      ['/slot/ok', {}],
+      ['/slot/throws', {}],
+      ['/slot/validated', invalid],
+      ['/slot/ok', {}],
+    ] as const) {
+      statuses.push((await fetch(url(path), init)).status)
+      await until(async () => (await fetch(url('/slot/ok'))).status === 200, `the slot of ${path} came back`)
+    }
+    expect(statuses).toEqual([200, 500, 422, 200])
   })
 
   it('slowDown: counts every request and delays those after delayAfter, its info in ctx.slowDown', async () => {
