@@ -8,8 +8,8 @@
  * no route's onAfterResponse on its error path: the plugin's onError gives it back); `slowDown`.
  *
  * The app is built once (esbuild: ratewindow from source, Elysia and ioredis from the workspace), into
- * .tmp/elysia-app/<inputs' hash> (gitignored), and built again only when its inputs changed; the four servers start
- * together.
+ * .tmp/elysia-app/<inputs' hash> (gitignored; the older builds removed), and built again only when its inputs
+ * changed; the four servers start together.
  */
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
@@ -52,6 +52,10 @@ async function builtApp(): Promise<string> {
   })
   rmSync(dir, { recursive: true, force: true })
   renameSync(partial, dir)
+  // The builds of older inputs go: one bundle is kept, not one per change.
+  for (const older of readdirSync(join(dir, '..')))
+    if (join(dir, '..', older) !== dir && !older.includes('.partial-'))
+      rmSync(join(dir, '..', older), { recursive: true, force: true })
   return bundle
 }
 
