@@ -88,7 +88,8 @@ function rateLimitPlugin(
         const ctx = arguments[0] as RateLimitContext
         const decision = await unlessInvalidAddress(engine.decideNow(ctx), INVALID_ADDRESS_ANSWER)
         if (decision === INVALID_ADDRESS) return invalidAddressAnswer()
-        if (decision === undefined) return { rateLimit: undefined as RateLimitResult | undefined }
+        // Skipped: the decision of a limiter that ran before this one, if any, stays in the context.
+        if (decision === undefined) return { rateLimit: (ctx as { rateLimit?: RateLimitResult }).rateLimit }
         // The client left before the decision: an empty answer, which nobody receives; nothing else runs for it.
         if (decision.gone) return status(decision.statusCode)
         Object.assign(set.headers, decision.headers)

@@ -80,7 +80,7 @@ function slowDownPlugin(
         const args: [RateLimitContext] = [ctx]
         const decided = await unlessInvalidAddress(engine.decide(ctx, args), INVALID_ADDRESS_ANSWER)
         if (decided === INVALID_ADDRESS) return invalidAddressAnswer()
-        if (decided === undefined) return { slowDown: undefined as SlowDownInfo | undefined }
+        if (decided === undefined) return { slowDown: (ctx as { slowDown?: SlowDownInfo }).slowDown }
         if (decided.refusal !== undefined) return answer(set, decided.refusal)
         const response = handlerResponse(request)
         // true: on to the handler; false: the client left; a refusal: refused at the end of its delay (a stalled
