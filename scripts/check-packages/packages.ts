@@ -21,6 +21,7 @@ export const packages = [
   'trpc',
   'ws',
   'next',
+  'elysia',
   'cli',
 ] as const
 export type Package = (typeof packages)[number]

@@ -24,6 +24,7 @@ import {
   PROMETHEUS_PROGRAM,
   prometheusRun,
 } from './programs/core.js'
+import { ELYSIA_PROGRAM, elysiaRun } from './programs/elysia.js'
 import {
   GRAPHQL_APOLLO_PROGRAM,
   GRAPHQL_ENVELOP_PROGRAM,
@@ -335,6 +336,19 @@ export const projects: Project[] = [
       skipLibCheck: true,
     }),
   ),
+  {
+    // Elysia is ESM first (its docs and @elysiajs/node): an ESM project, its app run on Node by @elysiajs/node.
+    name: 'elysia-1',
+    tarballs: ['core', 'elysia'],
+    dependencies: ['elysia@1', '@elysiajs/node@1', '@types/node@20'],
+    programs: { 'elysia.ts': ELYSIA_PROGRAM },
+    runs: { 'run-elysia.mjs': elysiaRun },
+    typescripts: ['5.9', '7'],
+    // Elysia's own declarations import Bun's types (`bun`, an optional peer) and fail TypeScript 7's lib checks
+    // whatever ours: checked as Elysia projects are, with skipLibCheck.
+    skipLibCheck: true,
+    skip: ({ system }) => system === 'cjs',
+  },
   {
     // Socket.IO alone: the entry needs neither ws's types nor Hono.
     name: 'socket-io',

@@ -23,6 +23,7 @@ const GUIDES = [
   { page: 'docs/from/koa-ratelimit.md', peer: 'koa-ratelimit', readme: 'packages/koa/README.md' },
   { page: 'docs/from/nestjs-throttler.md', peer: '@nestjs/throttler', readme: 'packages/nestjs/README.md' },
   { page: 'docs/from/hono-rate-limiter.md', peer: 'hono-rate-limiter', readme: 'packages/hono/README.md' },
+  { page: 'docs/from/elysia-rate-limit.md', peer: 'elysia-rate-limit', readme: 'packages/elysia/README.md' },
   {
     page: 'docs/from/rate-limiter-flexible.md',
     peer: 'rate-limiter-flexible',
