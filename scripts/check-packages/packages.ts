@@ -21,6 +21,7 @@ export const packages = [
   'trpc',
   'ws',
   'next',
+  'sveltekit',
   'cli',
 ] as const
 export type Package = (typeof packages)[number]

@@ -34,6 +34,7 @@ import { esmAndCjs, type ModuleSystem } from './programs/load.js'
 import { NEST_PROGRAM, NEST_THROTTLER_PROGRAM, NEST_WEBSOCKETS_PROGRAM } from './programs/nest.js'
 import { NEXT_PROGRAM, nextRun } from './programs/next.js'
 import { serverRuns } from './programs/servers.js'
+import { SVELTEKIT_PROGRAM, SVELTEKIT_RUN } from './programs/sveltekit.js'
 import { KIT_SUITES, type Suite, TESTING_PROGRAM } from './programs/testing.js'
 import { TRPC_CLIENT_PROGRAM, TRPC_SERVER_PROGRAM, trpcRun } from './programs/trpc.js'
 import { SOCKET_IO_PROGRAM, socketIoRun, WS_HONO_PROGRAM, WS_PROGRAM, wsRun } from './programs/ws.js'
@@ -335,6 +336,18 @@ export const projects: Project[] = [
       skipLibCheck: true,
     }),
   ),
+  {
+    // SvelteKit 2 (its peers Svelte and Vite come with it). ESM only, as SvelteKit apps are: no CJS program or run.
+    // skipLibCheck, as SvelteKit's generated tsconfig sets it: Kit's declarations need Vite's and Svelte's.
+    name: 'sveltekit-2',
+    tarballs: ['core', 'sveltekit'],
+    dependencies: ['@sveltejs/kit@2', '@types/node@20'],
+    programs: { 'sveltekit.ts': SVELTEKIT_PROGRAM },
+    runs: { 'run-sveltekit.mjs': SVELTEKIT_RUN },
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
+    skip: ({ system }) => system === 'cjs',
+  },
   {
     // Socket.IO alone: the entry needs neither ws's types nor Hono.
     name: 'socket-io',
