@@ -22,6 +22,7 @@ export const packages = [
   'ws',
   'next',
   'sveltekit',
+  'h3',
   'cli',
 ] as const
 export type Package = (typeof packages)[number]

@@ -30,6 +30,7 @@ import {
   GRAPHQL_YOGA_PROGRAM,
   graphqlRun,
 } from './programs/graphql.js'
+import { H3_1_PROGRAM, H3_2_PROGRAM, h3Run } from './programs/h3.js'
 import { esmAndCjs, type ModuleSystem } from './programs/load.js'
 import { NEST_PROGRAM, NEST_THROTTLER_PROGRAM, NEST_WEBSOCKETS_PROGRAM } from './programs/nest.js'
 import { NEXT_PROGRAM, nextRun } from './programs/next.js'
@@ -347,6 +348,29 @@ export const projects: Project[] = [
     typescripts: ['5.9', '7'],
     skipLibCheck: true,
     skip: ({ system }) => system === 'cjs',
+  },
+  {
+    // h3 2 ships ESM only: no CJS program or run. skipLibCheck with TypeScript 7 too: h3 2's own declarations name
+    // DOM types (Crypto, MimeType, HeadersInit) that lib ES2023 with @types/node lacks, whatever ours.
+    name: 'h3-2',
+    tarballs: ['core', 'h3'],
+    dependencies: ['h3@2', '@types/node@20'],
+    programs: { 'h3.ts': H3_2_PROGRAM },
+    runs: { 'run-h3.mjs': h3Run('esm', 2) },
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
+    skip: ({ system }) => system === 'cjs',
+  },
+  {
+    // h3 1, as Nitro 2 and Nuxt 3 and 4 bring it. skipLibCheck with TypeScript 7 too: h3 1's declarations import
+    // crossws's, which name DOM types (MessagePort, EventListenerOrEventListenerObject) that lib ES2023 lacks.
+    name: 'h3-1',
+    tarballs: ['core', 'h3'],
+    dependencies: ['h3@1', '@types/node@20'],
+    programs: { 'h3.ts': H3_1_PROGRAM },
+    runs: esmAndCjs('run-h3', (system) => h3Run(system, 1)),
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
   },
   {
     // Socket.IO alone: the entry needs neither ws's types nor Hono.
