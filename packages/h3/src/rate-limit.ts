@@ -67,9 +67,15 @@ export function rateLimit<E extends H3EventLike = H3Event>(
 
   async function deny(event: E, decision: HttpDecision): Promise<Response> {
     if (options.handler !== undefined && decision.result.source !== 'deny-list') {
-      const response = await options.handler(event, decision.result)
-      for (const name in decision.headers)
-        if (!response.headers.has(name)) response.headers.set(name, decision.headers[name]!)
+      let response = await options.handler(event, decision.result)
+      for (const name in decision.headers) {
+        if (response.headers.has(name)) continue
+        // A response whose headers cannot change (`Response.redirect`, a `fetch` answer) is copied first.
+        if (!trySet(response.headers, name, decision.headers[name]!)) {
+          response = new Response(response.body, response)
+          response.headers.set(name, decision.headers[name]!)
+        }
+      }
       return response
     }
     const { contentType, payload } = await engine.body(event, decision)
@@ -109,4 +115,14 @@ export function rateLimit<E extends H3EventLike = H3Event>(
   // h3 1 recognizes an event handler by this flag (`isEventHandler`): no implicit conversion, no warning.
   Object.assign(rateLimitMiddleware, { __is_handler__: true })
   return withHandles(rateLimitMiddleware, engine)
+}
+
+/** Sets a header, or answers false where the headers are immutable. */
+function trySet(headers: Headers, name: string, value: string): boolean {
+  try {
+    headers.set(name, value)
+    return true
+  } catch {
+    return false
+  }
 }

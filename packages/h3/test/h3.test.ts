@@ -83,6 +83,16 @@ describe.each(MAJORS)('%s', (major) => {
     })
   })
 
+  it('a handler answering with Response.redirect (headers that cannot change) still gets the RateLimit headers', async () => {
+    const handler = () => Response.redirect('http://127.0.0.1/slow-down', 303)
+    const url = await served(major, rateLimit({ limit: 1, window: '1m', handler }))
+    await fetch(url)
+    const refused = await fetch(url, { redirect: 'manual' })
+    expect([refused.status, refused.headers.get('location')]).toEqual([303, 'http://127.0.0.1/slow-down'])
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0')
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
   it('the failure policy on a dead store: onStoreError allow serves, deny answers 503', async () => {
     const port = await freePort()
     const clients: Redis[] = []
