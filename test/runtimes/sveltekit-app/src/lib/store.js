@@ -22,13 +22,14 @@ let dead
 
 /** A Redis store on a port nobody listens on (DEAD_PORT): every call fails at once. */
 export function deadStore() {
-  dead ??= new RedisStore({
-    client: new Redis(Number(process.env.DEAD_PORT), '127.0.0.1', {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    }),
+  if (dead !== undefined) return dead
+  const client = new Redis(Number(process.env.DEAD_PORT), '127.0.0.1', {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
   })
+  client.on('error', () => {}) // refused, as the test wants
+  dead = new RedisStore({ client })
   return dead
 }
