@@ -5,6 +5,7 @@
 import { connect } from 'node:net'
 import { MemoryStore } from '@ratewindow/core'
 import { rateLimit } from '@ratewindow/h3'
+import type { H3Event } from 'h3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { MAJORS, served } from './apps.js'
 
@@ -19,7 +20,12 @@ afterAll(() => {
 })
 
 /** Sends `request` (raw HTTP/1.1 text) to `url`'s server; resolves with the status of its answer. */
-function raw(url: string, request: string): Promise<number> {
+async function raw(url: string, request: string): Promise<number> {
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(await rawAnswer(url, request))?.[1] ?? 0)
+}
+
+/** Sends `request` (raw HTTP/1.1 text) to `url`'s server; resolves with its whole answer. */
+function rawAnswer(url: string, request: string): Promise<string> {
   const { hostname, port } = new URL(url)
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => socket.write(request))
@@ -29,7 +35,7 @@ function raw(url: string, request: string): Promise<number> {
       answer += chunk
     })
     socket.on('error', reject)
-    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)))
+    socket.on('close', () => resolve(answer))
   })
 }
 
@@ -78,6 +84,26 @@ describe.each(MAJORS)('%s', (major) => {
     for (const path of spellings) if ((await raw(url, get(path))) === 200) reached.push(path)
     // Whatever reaches the route counts for the client: 3 at most, however it is spelled.
     expect(reached.length).toBeLessThanOrEqual(3)
+  })
+
+  it("odd spellings of a path that `skip` reads from event.path (the README's recipe) reach the route only limited", async () => {
+    const skip = (event: H3Event) => !event.path.startsWith('/api/')
+    const url = await served(major, rateLimit<H3Event>({ limit: 100, window: '1m', skip }))
+    const spellings = [
+      '/api/data',
+      '/%61pi/data',
+      '//api/data',
+      '/API/data',
+      '/x/../api/data',
+      '/api/./data',
+      '/./api/data',
+    ]
+    const unlimited: string[] = []
+    for (const path of spellings) {
+      const answer = await rawAnswer(url, get(path))
+      if (answer.startsWith('HTTP/1.1 200') && !/^ratelimit-limit:/im.test(answer)) unlimited.push(path)
+    }
+    expect(unlimited).toEqual([])
   })
 
   it('many keys: 100 forged client addresses behind trustProxy each get their own count, and an earlier client stays limited', async () => {
