@@ -15,6 +15,7 @@ export default defineConfig({
     exclude: [
       'packages/core/test/hostile-operator.test.ts',
       'packages/graphql/test/plugins.test.ts',
+      'packages/h3/test/h3.test.ts',
       'packages/otel/test/metrics.test.ts',
       'packages/testing/test/kit.test.ts',
       'packages/trpc/test/middleware.test.ts',

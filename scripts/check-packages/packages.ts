@@ -22,6 +22,8 @@ export const packages = [
   'ws',
   'next',
   'elysia',
+  'sveltekit',
+  'h3',
   'cli',
 ] as const
 export type Package = (typeof packages)[number]

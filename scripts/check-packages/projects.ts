@@ -31,10 +31,12 @@ import {
   GRAPHQL_YOGA_PROGRAM,
   graphqlRun,
 } from './programs/graphql.js'
+import { H3_1_PROGRAM, H3_2_PROGRAM, h3Run } from './programs/h3.js'
 import { esmAndCjs, type ModuleSystem } from './programs/load.js'
 import { NEST_PROGRAM, NEST_THROTTLER_PROGRAM, NEST_WEBSOCKETS_PROGRAM } from './programs/nest.js'
 import { NEXT_PROGRAM, nextRun } from './programs/next.js'
 import { serverRuns } from './programs/servers.js'
+import { SVELTEKIT_PROGRAM, SVELTEKIT_RUN } from './programs/sveltekit.js'
 import { KIT_SUITES, type Suite, TESTING_PROGRAM } from './programs/testing.js'
 import { TRPC_CLIENT_PROGRAM, TRPC_SERVER_PROGRAM, trpcRun } from './programs/trpc.js'
 import { SOCKET_IO_PROGRAM, socketIoRun, WS_HONO_PROGRAM, WS_PROGRAM, wsRun } from './programs/ws.js'
@@ -348,6 +350,41 @@ export const projects: Project[] = [
     // whatever ours: checked as Elysia projects are, with skipLibCheck.
     skipLibCheck: true,
     skip: ({ system }) => system === 'cjs',
+  },
+  {
+    // SvelteKit 2 (its peers Svelte and Vite come with it). ESM only, as SvelteKit apps are: no CJS program or run.
+    // skipLibCheck, as SvelteKit's generated tsconfig sets it: Kit's declarations need Vite's and Svelte's.
+    name: 'sveltekit-2',
+    tarballs: ['core', 'sveltekit'],
+    dependencies: ['@sveltejs/kit@2', '@types/node@20'],
+    programs: { 'sveltekit.ts': SVELTEKIT_PROGRAM },
+    runs: { 'run-sveltekit.mjs': SVELTEKIT_RUN },
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
+    skip: ({ system }) => system === 'cjs',
+  },
+  {
+    // h3 2 ships ESM only: no CJS program or run. skipLibCheck with TypeScript 7 too: h3 2's own declarations name
+    // DOM types (Crypto, MimeType, HeadersInit) that lib ES2023 with @types/node lacks, whatever ours.
+    name: 'h3-2',
+    tarballs: ['core', 'h3'],
+    dependencies: ['h3@2', '@types/node@20'],
+    programs: { 'h3.ts': H3_2_PROGRAM },
+    runs: { 'run-h3.mjs': h3Run('esm', 2) },
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
+    skip: ({ system }) => system === 'cjs',
+  },
+  {
+    // h3 1, as Nitro 2 and Nuxt 3 and 4 bring it. skipLibCheck with TypeScript 7 too: h3 1's declarations import
+    // crossws's, which name DOM types (MessagePort, EventListenerOrEventListenerObject) that lib ES2023 lacks.
+    name: 'h3-1',
+    tarballs: ['core', 'h3'],
+    dependencies: ['h3@1', '@types/node@20'],
+    programs: { 'h3.ts': H3_1_PROGRAM },
+    runs: esmAndCjs('run-h3', (system) => h3Run(system, 1)),
+    typescripts: ['5.9', '7'],
+    skipLibCheck: true,
   },
   {
     // Socket.IO alone: the entry needs neither ws's types nor Hono.

@@ -1,0 +1,128 @@
+import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
+import {
+  type HttpDecision,
+  HttpRateLimiter,
+  INVALID_ADDRESS,
+  type MiddlewareHandles,
+  unlessInvalidAddress,
+  withHandles,
+} from '@ratewindow/core/adapter'
+import type { H3Event } from 'h3'
+import {
+  ADDRESS_NAMES,
+  addressSource,
+  type DenialHandler,
+  errorStatus,
+  type H3AddressOptions,
+  h3Binding,
+  invalidAddressResponse,
+  responseOf,
+  statusOf,
+} from './binding.js'
+import { deferOf, type H3EventLike, setResponseHeaders } from './event.js'
+
+/** What the middleware puts on `event.context`: `event.context.rateLimit` (undefined when skipped). */
+export interface RateLimitContext {
+  /** The rate limit decision for this request, set by `@ratewindow/h3`. */
+  rateLimit?: RateLimitResult
+}
+
+/**
+ * `rateLimit()` options: the shared middleware options, callbacks receiving the h3 event (`H3Event` of the h3
+ * you installed, 1 or 2), and how the client address is found.
+ */
+export interface H3RateLimitOptions<E extends H3EventLike = H3Event>
+  extends HttpRateLimitOptions<E, unknown>,
+    H3AddressOptions<E> {
+  /** Replaces the default 429 answer (not for a deny-listed client): return the response. */
+  handler?: DenialHandler<E>
+}
+
+/**
+ * The middleware: an h3 2 middleware (`app.use(limiter)`, `(event, next)`) and an h3 1 event handler (`app.use`,
+ * Nitro's `server/middleware/`) at once, with handles on its counters.
+ */
+export type RateLimitMiddleware<E extends H3EventLike = H3Event> = ((
+  event: E,
+  next?: () => unknown,
+) => Promise<unknown>) &
+  MiddlewareHandles<E>
+
+/**
+ * Rate limits every request it sees: `app.use(rateLimit({ limit: 100, window: '1m' }))` on h3 2 or 1, or
+ * `export default rateLimit({ … })` in Nitro's and Nuxt's `server/middleware/`. A refused request gets 429 with the
+ * RateLimit headers, `Retry-After` and the body, and nothing after it runs; an admitted one gets the headers, and
+ * the decision on `event.context.rateLimit`. Keyed by the connection's address (`trustProxy` behind proxies).
+ */
+export function rateLimit<E extends H3EventLike = H3Event>(
+  options: H3RateLimitOptions<E> = {},
+): RateLimitMiddleware<E> {
+  const binding = h3Binding<E>(addressSource(options), options, 'rateLimit()')
+  const engine = new HttpRateLimiter<E, unknown>(options, {
+    ...binding,
+    options: ['handler', ...ADDRESS_NAMES],
+  })
+  const tracks =
+    engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true
+
+  async function deny(event: E, decision: HttpDecision): Promise<Response> {
+    if (options.handler !== undefined && decision.result.source !== 'deny-list') {
+      let response = await options.handler(event, decision.result)
+      for (const name in decision.headers) {
+        if (response.headers.has(name)) continue
+        // A response whose headers cannot change (`Response.redirect`, a `fetch` answer) is copied first.
+        if (!trySet(response.headers, name, decision.headers[name]!)) {
+          response = new Response(response.body, response)
+          response.headers.set(name, decision.headers[name]!)
+        }
+      }
+      return response
+    }
+    const { contentType, payload } = await engine.body(event, decision)
+    return new Response(payload, {
+      status: decision.statusCode,
+      headers: { ...decision.headers, 'Content-Type': contentType },
+    })
+  }
+
+  async function rateLimitMiddleware(event: E, next?: () => unknown): Promise<unknown> {
+    const decision = await unlessInvalidAddress(engine.decide(event), 'answered 500')
+    if (decision === INVALID_ADDRESS) return invalidAddressResponse()
+    if (decision === undefined) return next?.()
+    // The client left before the decision: an empty answer, which nobody receives; nothing else runs for it.
+    if (decision.gone) return new Response(null, { status: decision.statusCode })
+    if (!decision.result.allowed) return deny(event, decision)
+    ;(event.context as RateLimitContext).rateLimit = decision.result
+    setResponseHeaders(event, decision.headers)
+    engine.followSettle(decision, event)
+    if (!tracks) return next?.()
+    const response = responseOf(event)
+    engine.track(response, decision, deferOf(event), event)
+    // h3 1: the Node response is watched as it is sent; nothing waits here.
+    if (response.finish === undefined) return undefined
+    let status = 500
+    try {
+      const body = await next?.()
+      status = statusOf(event, body)
+      return body
+    } catch (error) {
+      status = errorStatus(error)
+      throw error
+    } finally {
+      response.finish(status)
+    }
+  }
+  // h3 1 recognizes an event handler by this flag (`isEventHandler`): no implicit conversion, no warning.
+  Object.assign(rateLimitMiddleware, { __is_handler__: true })
+  return withHandles(rateLimitMiddleware, engine)
+}
+
+/** Sets a header, or answers false where the headers are immutable. */
+function trySet(headers: Headers, name: string, value: string): boolean {
+  try {
+    headers.set(name, value)
+    return true
+  } catch {
+    return false
+  }
+}

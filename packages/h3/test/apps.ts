@@ -1,0 +1,81 @@
+/**
+ * h3 2 and h3 1 apps served by Node's HTTP server on 127.0.0.1, as users serve them (`toNodeHandler` of h3 2,
+ * `toNodeListener` of h3 1), with one middleware in front of a few routes: the apps of h3.test.ts and
+ * hostile.test.ts.
+ */
+import { createServer, type RequestListener, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { H3 } from 'h3'
+import { toNodeHandler } from 'h3/node'
+import { createApp, createRouter, eventHandler, setResponseStatus, toNodeListener } from 'h3-v1'
+import { afterEach } from 'vitest'
+
+export type Major = 'h3 2' | 'h3 1'
+
+/** A middleware of ours, as either major takes it. */
+type Middleware = (event: never, next?: () => unknown) => Promise<unknown>
+
+/**
+ * The routes: `/` and `/api/data` answer what the middlewares put on the context; `/status/:code` answers with that status (a
+ * failed response for `skipFailedRequests`).
+ */
+function routesFor(major: Major, middleware: Middleware, mount?: string): RequestListener {
+  const context = (event: { context: Record<string, unknown> }) => ({
+    remaining: (event.context.rateLimit as { remaining?: number } | undefined)?.remaining,
+    slowDown: event.context.slowDown,
+  })
+  if (major === 'h3 2') {
+    const app = new H3()
+    if (mount === undefined) app.use(middleware as never)
+    else app.use(`${mount}/**`, middleware as never)
+    app.get('/', (event) => context(event))
+    app.get('/api/data', (event) => context(event))
+    app.get(
+      '/status/:code',
+      (event) => new Response('answered', { status: Number(event.context.params?.code) }),
+    )
+    return toNodeHandler(app) as RequestListener
+  }
+  const app = createApp()
+  const router = createRouter()
+  router.get(
+    '/',
+    eventHandler((event) => context(event)),
+  )
+  router.get(
+    '/api/data',
+    eventHandler((event) => context(event)),
+  )
+  router.get(
+    '/status/:code',
+    eventHandler((event) => {
+      setResponseStatus(event, Number(event.context.params?.code))
+      return 'answered'
+    }),
+  )
+  if (mount === undefined) app.use(middleware as never)
+  else app.use(mount, middleware as never)
+  app.use(router)
+  return toNodeListener(app) as RequestListener
+}
+
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+/**
+ * `middleware` in front of the routes of `major`'s app (for every path, or for the paths under `mount`), served on
+ * a free port; returns its base URL.
+ */
+export async function served(major: Major, middleware: Middleware, mount?: string): Promise<string> {
+  const server = createServer(routesFor(major, middleware, mount))
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+export const MAJORS: Major[] = ['h3 2', 'h3 1']

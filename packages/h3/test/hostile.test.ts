@@ -1,0 +1,130 @@
+/**
+ * Hostile clients of `@ratewindow/h3`, written as the attacker sends them: raw HTTP requests against h3 2 and h3 1
+ * apps served by Node (test/apps.ts). Nitro's built server gets the same middleware in test/runtimes/nitro.test.ts.
+ */
+import { connect } from 'node:net'
+import { MemoryStore } from '@ratewindow/core'
+import { rateLimit } from '@ratewindow/h3'
+import type { H3Event } from 'h3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { MAJORS, served } from './apps.js'
+
+/** Every `RATEWINDOW_INVALID_ADDRESS` warning of this file: the warning is once per process. */
+const warnings: Error[] = []
+const onWarning = (warning: Error & { code?: string }) => {
+  if (warning.code === 'RATEWINDOW_INVALID_ADDRESS') warnings.push(warning)
+}
+process.on('warning', onWarning)
+afterAll(() => {
+  process.off('warning', onWarning)
+})
+
+/** Sends `request` (raw HTTP/1.1 text) to `url`'s server; resolves with the status of its answer. */
+async function raw(url: string, request: string): Promise<number> {
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(await rawAnswer(url, request))?.[1] ?? 0)
+}
+
+/** Sends `request` (raw HTTP/1.1 text) to `url`'s server; resolves with its whole answer. */
+function rawAnswer(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request))
+    let answer = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk) => {
+      answer += chunk
+    })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(answer))
+  })
+}
+
+const get = (path: string, headers: string[] = []) =>
+  `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((line) => `${line}\r\n`).join('')}Connection: close\r\n\r\n`
+
+describe.each(MAJORS)('%s', (major) => {
+  it('a client rotating X-Forwarded-For and X-Real-IP on an app without trust is one client', async () => {
+    const url = await served(major, rateLimit({ limit: 3, window: '1m' }))
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++)
+      statuses.push(await raw(url, get('/', [`X-Forwarded-For: 192.0.2.${i}`, `X-Real-IP: 192.0.2.${i}`])))
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429])
+  })
+
+  it("`X-Forwarded-For: unknown` behind trustProxy is answered 500, counted nowhere, with one warning (h3's own xForwardedFor would key by it)", async () => {
+    const store = new MemoryStore()
+    const url = await served(major, rateLimit({ limit: 3, window: '1m', trustProxy: 1, store }))
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++)
+      statuses.push(await raw(url, get('/', [`X-Forwarded-For: ${i % 2 ? 'unknown' : 'not an address'}`])))
+    expect(new Set(statuses)).toEqual(new Set([500]))
+    expect(warnings).toHaveLength(1)
+    // A client with an address is decided as ever, and nothing was counted before it.
+    const valid = await fetch(url, { headers: { 'x-forwarded-for': '203.0.113.7' } })
+    expect([valid.status, valid.headers.get('ratelimit-remaining')]).toEqual([200, '2'])
+  })
+
+  it('odd spellings of a mounted path (percent-encoded, doubled slashes, dot segments, case) reach the route only limited', async () => {
+    const url = await served(major, rateLimit({ limit: 3, window: '1m' }), '/api')
+    const spellings = [
+      '/api/data',
+      '/%61pi/data',
+      '/api/%64ata',
+      '//api/data',
+      '/api//data',
+      '/api/./data',
+      '/x/../api/data',
+      '/API/data',
+      '/api/data/',
+      '/api/data?x=1',
+      '/api/data#x',
+      '/api%2Fdata',
+    ]
+    const reached: string[] = []
+    for (const path of spellings) if ((await raw(url, get(path))) === 200) reached.push(path)
+    // Whatever reaches the route counts for the client: 3 at most, however it is spelled.
+    expect(reached.length).toBeLessThanOrEqual(3)
+  })
+
+  it("odd spellings of a path that `skip` reads from event.path (the README's recipe) reach the route only limited", async () => {
+    const skip = (event: H3Event) => !event.path.startsWith('/api/')
+    const url = await served(major, rateLimit<H3Event>({ limit: 100, window: '1m', skip }))
+    const spellings = [
+      '/api/data',
+      '/%61pi/data',
+      '//api/data',
+      '/API/data',
+      '/x/../api/data',
+      '/api/./data',
+      '/./api/data',
+    ]
+    const unlimited: string[] = []
+    for (const path of spellings) {
+      const answer = await rawAnswer(url, get(path))
+      if (answer.startsWith('HTTP/1.1 200') && !/^ratelimit-limit:/im.test(answer)) unlimited.push(path)
+    }
+    expect(unlimited).toEqual([])
+  })
+
+  it('many keys: 100 forged client addresses behind trustProxy each get their own count, and an earlier client stays limited', async () => {
+    const url = await served(major, rateLimit({ limit: 3, window: '1m', trustProxy: 1 }))
+    const send = (client: string) => fetch(url, { headers: { 'x-forwarded-for': client } })
+    for (let i = 0; i < 4; i++) await send('203.0.113.88')
+    const statuses: number[] = []
+    for (let batch = 0; batch < 5; batch++)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 20 }, (_, i) => send(`10.${batch}.${i}.1`).then((each) => each.status)),
+        )),
+      )
+    expect(new Set(statuses)).toEqual(new Set([200]))
+    expect((await send('203.0.113.88')).status).toBe(429)
+  })
+
+  it('a concurrent flood of 60 at a limit of 3 admits exactly 3', async () => {
+    const url = await served(major, rateLimit({ limit: 3, window: '1m' }))
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => raw(url, get('/'))))
+    expect(statuses.filter((status) => status === 200)).toHaveLength(3)
+    expect(statuses.filter((status) => status === 429)).toHaveLength(57)
+  })
+})

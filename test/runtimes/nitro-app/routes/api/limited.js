@@ -1,0 +1,3 @@
+import { defineEventHandler } from 'h3'
+
+export default defineEventHandler((event) => ({ remaining: event.context.rateLimit?.remaining }))

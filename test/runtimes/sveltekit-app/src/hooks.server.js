@@ -1,0 +1,36 @@
+import { rateLimit, slowDown } from '@ratewindow/sveltekit'
+import { sequence } from '@sveltejs/kit/hooks'
+import { storeFromEnv } from '$lib/store.js'
+
+// NOTE: by the route SvelteKit matched, not by `url.pathname`: `/api/%6Cimited` reaches /api/limited too.
+const under = (route) => (event) => event.route.id !== route
+
+export const handle = sequence(
+  // Keyed by event.getClientAddress(): adapter-node's socket peer (no ADDRESS_HEADER set).
+  rateLimit({ limit: 3, window: '1m', skip: under('/api/limited'), ...storeFromEnv('limited') }),
+  // Behind one proxy: the rightmost X-Forwarded-For entry is the client.
+  rateLimit({
+    limit: 3,
+    window: '1m',
+    trustProxy: 1,
+    skip: under('/api/trusted'),
+    ...storeFromEnv('trusted'),
+  }),
+  // Response-dependent: a failed response (status >= 400) is given back.
+  rateLimit({
+    limit: 2,
+    window: '1m',
+    trustProxy: 1,
+    skipFailedRequests: true,
+    skip: under('/api/failing'),
+    ...storeFromEnv('failing'),
+  }),
+  slowDown({
+    windowMs: 60_000,
+    delayAfter: 1,
+    delayMs: 20,
+    trustProxy: 1,
+    skip: under('/api/slow'),
+    ...storeFromEnv('slow'),
+  }),
+)
