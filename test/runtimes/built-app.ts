@@ -4,7 +4,6 @@
  * the key is the versions), our tarballs unpacked into the app's own node_modules, and the build (and the packing)
  * skipped when its inputs (what the tarballs hold, the fixture's files) are those of its last build.
  */
-import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import {
   cpSync,
@@ -18,10 +17,9 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
-import { root } from './project.js'
-
-export const run = promisify(execFile)
+import { until } from '../support/connections.js'
+import { redisEnvironment } from '../support/redis.js'
+import { freePort, root, run, startServer } from './project.js'
 
 const sha = (...parts: (string | Buffer)[]) => {
   const hash = createHash('sha256')
@@ -124,3 +122,71 @@ export async function builtApp({ install, name, fixture, packages, work, build }
   writeFileSync(stamp, inputs)
   return app
 }
+
+/** A built app's server, started by `serveBuilt`. */
+export interface Served {
+  url: string
+  output: () => string
+  stop(): Promise<void>
+}
+
+/**
+ * `node <args>` in the built `app` on a free port, with `env` (and what `envOf` adds for the port), once its
+ * `GET /api/free` answers (bounded: 30 s); `what` names the server in errors.
+ */
+export async function serveBuilt(
+  app: string,
+  args: string[],
+  env: Record<string, string>,
+  envOf: (port: number) => Record<string, string>,
+  what: string,
+): Promise<Served> {
+  const port = await freePort()
+  const server = startServer(process.execPath, args, {
+    cwd: app,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', ...envOf(port) },
+  })
+  const url = `http://127.0.0.1:${port}`
+  await until(
+    async () => {
+      if (server.child.exitCode !== null)
+        throw new Error(`${what} exited (${server.child.exitCode}):\n${server.output()}`)
+      return fetch(`${url}/api/free`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    },
+    () => `${what} answered on ${url} (output so far: ${server.output()})`,
+    { within: 30_000, every: 50 },
+  )
+  return { url, output: server.output, stop: server.stop }
+}
+
+export type Store = 'memory' | 'redis'
+
+/**
+ * The app's server on each store, started at once for both (the app reads STORE, REDIS_URL, PREFIX and DEAD_PORT, a
+ * port where no Redis answers); each describe awaits its own.
+ */
+export async function servedOnEachStore(
+  serve: (env: Record<string, string>) => Promise<Served>,
+  prefixOf: (store: Store) => string,
+): Promise<Map<Store, Promise<Served>>> {
+  const deadPort = String(await freePort())
+  const starting = new Map<Store, Promise<Served>>()
+  for (const store of ['memory', 'redis'] as const) {
+    const started = serve({
+      STORE: store,
+      REDIS_URL: `redis://127.0.0.1:${redisEnvironment().standalonePort}`,
+      PREFIX: prefixOf(store),
+      DEAD_PORT: deadPort,
+    })
+    started.catch(() => {}) // awaited by its describe
+    starting.set(store, started)
+  }
+  return starting
+}
+
+/** A GET from behind one proxy: X-Forwarded-For as the proxy wrote it (`claimed`, then `client`). */
+export const fromBehindProxy = (url: string, client: string, claimed?: string) =>
+  fetch(url, { headers: { 'x-forwarded-for': claimed === undefined ? client : `${claimed}, ${client}` } })

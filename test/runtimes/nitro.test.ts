@@ -11,51 +11,34 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { until } from '../support/connections.js'
-import { redisEnvironment, standaloneClient } from '../support/redis.js'
-import { builtApp, installed } from './built-app.js'
-import { freePort, run, startServer } from './project.js'
+import { standaloneClient } from '../support/redis.js'
+import {
+  builtApp,
+  fromBehindProxy,
+  installed,
+  type Served,
+  type Store,
+  serveBuilt,
+  servedOnEachStore,
+} from './built-app.js'
+import { run } from './project.js'
 
 /** The newest Nitro 2 (on h3 1), at exact versions. */
 const VERSIONS = { nitropack: '2.13.6', h3: '1.15.11', ioredis: '5.11.1' }
 
-interface Served {
-  url: string
-  output: () => string
-  stop(): Promise<void>
-}
-
 /** Nitro's built server on a free port with `env`, once it answers (bounded: 30 s). */
-async function serve(app: string, env: Record<string, string>): Promise<Served> {
-  const port = await freePort()
-  const server = startServer(process.execPath, ['.output/server/index.mjs'], {
-    cwd: app,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NITRO_SHUTDOWN_TIMEOUT: '1000' },
-  })
-  const url = `http://127.0.0.1:${port}`
-  await until(
-    async () => {
-      if (server.child.exitCode !== null)
-        throw new Error(`the Nitro server exited (${server.child.exitCode}):\n${server.output()}`)
-      return fetch(`${url}/api/free`).then(
-        (response) => response.ok,
-        () => false,
-      )
-    },
-    () => `the Nitro server answered on ${url} (output so far: ${server.output()})`,
-    { within: 30_000, every: 50 },
+const serve = (app: string, env: Record<string, string>) =>
+  serveBuilt(
+    app,
+    ['.output/server/index.mjs'],
+    env,
+    () => ({ NITRO_SHUTDOWN_TIMEOUT: '1000' }),
+    'the Nitro server',
   )
-  return { url, output: server.output, stop: server.stop }
-}
-
-/** A GET from behind one proxy: X-Forwarded-For as the proxy wrote it (`claimed`, then `client`). */
-const from = (url: string, client: string, claimed?: string) =>
-  fetch(url, { headers: { 'x-forwarded-for': claimed === undefined ? client : `${claimed}, ${client}` } })
 
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-nitro-'))
-type Store = 'memory' | 'redis'
 /** Each store's server, started at once for both as soon as the app is built. */
-const starting = new Map<Store, Promise<Served>>()
+let starting = new Map<Store, Promise<Served>>()
 const prefixOf = (store: Store) => `nitro-test-${process.pid}-${store}:`
 
 beforeAll(async () => {
@@ -77,17 +60,7 @@ beforeAll(async () => {
         },
       ),
   })
-  const deadPort = String(await freePort())
-  for (const store of ['memory', 'redis'] as const) {
-    const started = serve(app, {
-      STORE: store,
-      REDIS_URL: `redis://127.0.0.1:${redisEnvironment().standalonePort}`,
-      PREFIX: prefixOf(store),
-      DEAD_PORT: deadPort,
-    })
-    started.catch(() => {}) // awaited by its describe
-    starting.set(store, started)
-  }
+  starting = await servedOnEachStore((env) => serve(app, env), prefixOf)
 }, 300_000)
 
 afterAll(() => rmSync(work, { recursive: true, force: true }))
@@ -120,16 +93,16 @@ describe.each<Store>(['memory', 'redis'])('Nitro 2 (node-server), on %s', (store
 
   it('keyed by the connection: a spoofed X-Forwarded-For without trust does not change the key', async () => {
     for (let claimed = 0; claimed < 4; claimed++)
-      await from(`${served.url}/api/limited`, `198.51.100.${claimed}`)
-    expect((await from(`${served.url}/api/limited`, '198.51.100.99')).status).toBe(429)
+      await fromBehindProxy(`${served.url}/api/limited`, `198.51.100.${claimed}`)
+    expect((await fromBehindProxy(`${served.url}/api/limited`, '198.51.100.99')).status).toBe(429)
   })
 
   it('with trustProxy: 1, the entry the proxy wrote is the key, whatever the client wrote before it', async () => {
     const url = `${served.url}/api/trusted`
     for (let call = 0; call < 3; call++)
-      expect((await from(url, '203.0.113.20', `10.0.0.${call}`)).status).toBe(200)
-    expect((await from(url, '203.0.113.20', '10.9.9.9')).status).toBe(429)
-    expect((await from(url, '203.0.113.21', '203.0.113.20')).status).toBe(200)
+      expect((await fromBehindProxy(url, '203.0.113.20', `10.0.0.${call}`)).status).toBe(200)
+    expect((await fromBehindProxy(url, '203.0.113.20', '10.9.9.9')).status).toBe(429)
+    expect((await fromBehindProxy(url, '203.0.113.21', '203.0.113.20')).status).toBe(200)
   })
 
   it('60 concurrent requests at a limit of 20 admit exactly 20', async () => {
@@ -143,10 +116,10 @@ describe.each<Store>(['memory', 'redis'])('Nitro 2 (node-server), on %s', (store
   it('skipFailedRequests: failed responses are given back, successful ones count', async () => {
     const url = `${served.url}/api/failing`
     for (let call = 0; call < 4; call++)
-      expect((await from(`${url}?status=503`, '203.0.113.30')).status).toBe(503)
-    expect((await from(url, '203.0.113.30')).status).toBe(200)
-    expect((await from(url, '203.0.113.30')).status).toBe(200)
-    expect((await from(url, '203.0.113.30')).status).toBe(429)
+      expect((await fromBehindProxy(`${url}?status=503`, '203.0.113.30')).status).toBe(503)
+    expect((await fromBehindProxy(url, '203.0.113.30')).status).toBe(200)
+    expect((await fromBehindProxy(url, '203.0.113.30')).status).toBe(200)
+    expect((await fromBehindProxy(url, '203.0.113.30')).status).toBe(429)
   })
 
   it('the failure policy on a dead store: onStoreError allow serves, deny answers 503', async () => {
@@ -157,8 +130,8 @@ describe.each<Store>(['memory', 'redis'])('Nitro 2 (node-server), on %s', (store
 
   it('slowDown: the requests after delayAfter are delayed, with event.context.slowDown', async () => {
     const url = `${served.url}/api/slow`
-    expect(await (await from(url, '203.0.113.50')).json()).toMatchObject({ used: 1, delay: 0 })
-    expect(await (await from(url, '203.0.113.50')).json()).toMatchObject({ used: 2, delay: 20 })
+    expect(await (await fromBehindProxy(url, '203.0.113.50')).json()).toMatchObject({ used: 1, delay: 0 })
+    expect(await (await fromBehindProxy(url, '203.0.113.50')).json()).toMatchObject({ used: 2, delay: 20 })
   })
 
   if (store === 'redis')

@@ -13,10 +13,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeKitAttacks } from '../../packages/sveltekit/test/served-attacks.js'
-import { until } from '../support/connections.js'
-import { redisEnvironment, standaloneClient } from '../support/redis.js'
-import { builtApp, installed } from './built-app.js'
-import { freePort, run, startServer } from './project.js'
+import { standaloneClient } from '../support/redis.js'
+import {
+  builtApp,
+  fromBehindProxy,
+  installed,
+  type Served,
+  type Store,
+  serveBuilt,
+  servedOnEachStore,
+} from './built-app.js'
+import { run } from './project.js'
 
 /** The newest SvelteKit 2 with the adapter-node major that accepts it (6 wants Kit 3), at exact versions. */
 const VERSIONS = {
@@ -28,52 +35,20 @@ const VERSIONS = {
   ioredis: '5.11.1',
 }
 
-interface Served {
-  url: string
-  output: () => string
-  stop(): Promise<void>
-}
-
 /** `node build` of `app` (adapter-node's server) on a free port with `env`, once it answers (bounded: 30 s). */
-async function serve(app: string, env: Record<string, string>): Promise<Served> {
-  const port = await freePort()
-  const server = startServer(process.execPath, ['build'], {
-    cwd: app,
-    env: {
-      ...process.env,
-      ...env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ORIGIN: `http://127.0.0.1:${port}`,
-      // Once stopped, open keep-alive connections are closed after 1 s rather than 30.
-      SHUTDOWN_TIMEOUT: '1',
-      NODE_ENV: 'production',
-    },
-  })
-  const url = `http://127.0.0.1:${port}`
-  await until(
-    async () => {
-      if (server.child.exitCode !== null)
-        throw new Error(`node build exited (${server.child.exitCode}):\n${server.output()}`)
-      return fetch(`${url}/api/free`).then(
-        (response) => response.ok,
-        () => false,
-      )
-    },
-    () => `node build answered on ${url} (output so far: ${server.output()})`,
-    { within: 30_000, every: 50 },
+const serve = (app: string, env: Record<string, string>) =>
+  serveBuilt(
+    app,
+    ['build'],
+    env,
+    // Once stopped, open keep-alive connections are closed after 1 s rather than 30.
+    (port) => ({ ORIGIN: `http://127.0.0.1:${port}`, SHUTDOWN_TIMEOUT: '1', NODE_ENV: 'production' }),
+    'node build',
   )
-  return { url, output: server.output, stop: server.stop }
-}
-
-/** A GET from behind one proxy: X-Forwarded-For as the proxy wrote it (`claimed`, then `client`). */
-const from = (url: string, client: string, claimed?: string) =>
-  fetch(url, { headers: { 'x-forwarded-for': claimed === undefined ? client : `${claimed}, ${client}` } })
 
 const work = mkdtempSync(join(tmpdir(), 'ratewindow-sveltekit-'))
-type Store = 'memory' | 'redis'
 /** Each store's server, started at once for both as soon as the app is built. */
-const starting = new Map<Store, Promise<Served>>()
+let starting = new Map<Store, Promise<Served>>()
 const prefixOf = (store: Store) => `sveltekit-test-${process.pid}-${store}:`
 
 beforeAll(async () => {
@@ -91,17 +66,7 @@ beforeAll(async () => {
         maxBuffer: 16 * 1024 * 1024,
       }),
   })
-  const deadPort = String(await freePort())
-  for (const store of ['memory', 'redis'] as const) {
-    const started = serve(app, {
-      STORE: store,
-      REDIS_URL: `redis://127.0.0.1:${redisEnvironment().standalonePort}`,
-      PREFIX: prefixOf(store),
-      DEAD_PORT: deadPort,
-    })
-    started.catch(() => {}) // awaited by its describe
-    starting.set(store, started)
-  }
+  starting = await servedOnEachStore((env) => serve(app, env), prefixOf)
 }, 300_000)
 
 afterAll(() => rmSync(work, { recursive: true, force: true }))
@@ -136,17 +101,17 @@ describe.each<Store>(['memory', 'redis'])('SvelteKit 2 (adapter-node), on %s', (
   it('keys by event.getClientAddress(): a spoofed X-Forwarded-For without trust does not change the key', async () => {
     // /api/limited is spent by the case above (or here): every address a client claims is the same one client.
     for (let claimed = 0; claimed < 4; claimed++)
-      await from(`${served.url}/api/limited`, `198.51.100.${claimed}`)
-    const claimed = await from(`${served.url}/api/limited`, '198.51.100.99')
+      await fromBehindProxy(`${served.url}/api/limited`, `198.51.100.${claimed}`)
+    const claimed = await fromBehindProxy(`${served.url}/api/limited`, '198.51.100.99')
     expect(claimed.status).toBe(429)
   })
 
   it('with trustProxy: 1, the entry the proxy wrote is the key, whatever the client wrote before it', async () => {
     const url = `${served.url}/api/trusted`
     for (let call = 0; call < 3; call++)
-      expect((await from(url, '203.0.113.20', `10.0.0.${call}`)).status).toBe(200)
-    expect((await from(url, '203.0.113.20', '10.9.9.9')).status).toBe(429)
-    expect((await from(url, '203.0.113.21', '203.0.113.20')).status).toBe(200)
+      expect((await fromBehindProxy(url, '203.0.113.20', `10.0.0.${call}`)).status).toBe(200)
+    expect((await fromBehindProxy(url, '203.0.113.20', '10.9.9.9')).status).toBe(429)
+    expect((await fromBehindProxy(url, '203.0.113.21', '203.0.113.20')).status).toBe(200)
   })
 
   it('60 concurrent requests to an endpoint limited to 20 (withRateLimit) admit exactly 20', async () => {
@@ -160,11 +125,11 @@ describe.each<Store>(['memory', 'redis'])('SvelteKit 2 (adapter-node), on %s', (
   it('skipFailedRequests: failed responses are given back, successful ones count', async () => {
     const url = `${served.url}/api/failing`
     for (let call = 0; call < 4; call++)
-      expect((await from(`${url}?status=503`, '203.0.113.30')).status).toBe(503)
-    expect((await from(url, '203.0.113.30')).status).toBe(200)
-    const last = await from(url, '203.0.113.30')
+      expect((await fromBehindProxy(`${url}?status=503`, '203.0.113.30')).status).toBe(503)
+    expect((await fromBehindProxy(url, '203.0.113.30')).status).toBe(200)
+    const last = await fromBehindProxy(url, '203.0.113.30')
     expect([last.status, last.headers.get('ratelimit-remaining')]).toEqual([200, '0'])
-    expect((await from(url, '203.0.113.30')).status).toBe(429)
+    expect((await fromBehindProxy(url, '203.0.113.30')).status).toBe(429)
   })
 
   it('the failure policy on a dead store: onStoreError allow serves, deny refuses (503)', async () => {
@@ -196,8 +161,8 @@ describe.each<Store>(['memory', 'redis'])('SvelteKit 2 (adapter-node), on %s', (
 
   it('slowDown: the requests after delayAfter are delayed, with event.locals.slowDown', async () => {
     const url = `${served.url}/api/slow`
-    expect(await (await from(url, '203.0.113.50')).json()).toMatchObject({ used: 1, delay: 0 })
-    expect(await (await from(url, '203.0.113.50')).json()).toMatchObject({ used: 2, delay: 20 })
+    expect(await (await fromBehindProxy(url, '203.0.113.50')).json()).toMatchObject({ used: 1, delay: 0 })
+    expect(await (await fromBehindProxy(url, '203.0.113.50')).json()).toMatchObject({ used: 2, delay: 20 })
   })
 
   describeKitAttacks({ served: () => served })
