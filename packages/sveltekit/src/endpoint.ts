@@ -1,15 +1,13 @@
 import { RateLimitError, type RateLimitResult } from '@ratewindow/core'
 import type { RequestEvent } from '@sveltejs/kit'
+import { decideFor, INVALID_ADDRESS } from './binding.js'
 import {
-  decideFor,
-  denial,
-  INVALID_ADDRESS,
-  invalidAddressResponse,
-  noteResponse,
-  routeResponse,
-  withHeaders,
-} from './binding.js'
-import { type KitRateLimitOptions, kitEngine, type RateLimitLocals, tracksResponse } from './handle.js'
+  type KitRateLimitOptions,
+  kitEngine,
+  limitedResponse,
+  type RateLimitLocals,
+  tracksResponse,
+} from './handle.js'
 
 /** A `+server.ts` handler as `withRateLimit` returns it, with handles on its counters. */
 export type RateLimitedHandler<E extends RequestEvent> = ((event: E) => Promise<Response>) & {
@@ -35,26 +33,8 @@ export function withRateLimit<E extends RequestEvent>(
   const engine = kitEngine<E>(options, 'withRateLimit()')
   const tracks = tracksResponse(engine, options)
 
-  async function rateLimitedHandler(event: E): Promise<Response> {
-    const decision = await decideFor(engine, event)
-    if (decision === INVALID_ADDRESS) return invalidAddressResponse()
-    if (decision === undefined) return handler(event)
-    if (decision.gone) return new Response(null, { status: decision.statusCode })
-    if (!decision.result.allowed) return denial(engine, event, decision, options.handler)
-    ;(event.locals as RateLimitLocals).rateLimit = decision.result
-    const headers = new Headers(decision.headers)
-    engine.followSettle(decision, headers)
-    const tracked = tracks ? routeResponse(event) : undefined
-    if (tracked !== undefined) engine.track(tracked, decision, undefined, event)
-    let response: Response | undefined
-    try {
-      response = await handler(event)
-      noteResponse(event, response)
-    } finally {
-      tracked?.finish(response?.status ?? 500)
-    }
-    return withHeaders(response, Object.fromEntries(headers))
-  }
+  const rateLimitedHandler = (event: E): Promise<Response> =>
+    limitedResponse(engine, tracks, event, options.handler, () => handler(event))
   return Object.assign(rateLimitedHandler, {
     resetKey: (key: string) => engine.resetKey(key),
     close: () => engine.close(),

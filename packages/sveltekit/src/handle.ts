@@ -56,6 +56,40 @@ export const tracksResponse = (
   engine.holdsSlots || options.skipFailedRequests === true || options.skipSuccessfulRequests === true
 
 /**
+ * The answer of a request limited by `engine` (the handle's and an endpoint's alike): skipped, refused, or `run` (the
+ * route, or the endpoint's handler) with the decision on `event.locals.rateLimit` and the RateLimit headers added to
+ * its response, which is judged for a refund and frees the in-flight slot once made (`tracks`).
+ */
+export async function limitedResponse<E extends RequestEvent>(
+  engine: HttpRateLimiter<E, Response>,
+  tracks: boolean,
+  event: E,
+  handler: DenialHandler<E> | undefined,
+  run: () => Response | Promise<Response>,
+): Promise<Response> {
+  const decision = await decideFor(engine, event)
+  if (decision === INVALID_ADDRESS) return invalidAddressResponse()
+  if (decision === undefined) return run()
+  // The client left before the decision: an empty answer, which nobody receives; the route does not run.
+  if (decision.gone) return new Response(null, { status: decision.statusCode })
+  if (!decision.result.allowed) return denial(engine, event, decision, handler)
+  ;(event.locals as RateLimitLocals).rateLimit = decision.result
+  // `settle` in the route rewrites these before they are added to its response.
+  const headers = new Headers(decision.headers)
+  engine.followSettle(decision, headers)
+  const tracked = tracks ? routeResponse(event) : undefined
+  if (tracked !== undefined) engine.track(tracked, decision, undefined, event)
+  let response: Response | undefined
+  try {
+    response = await run()
+    noteResponse(event, response)
+  } finally {
+    tracked?.finish(response?.status ?? 500)
+  }
+  return withHeaders(response, Object.fromEntries(headers))
+}
+
+/**
  * The `handle` hook of `src/hooks.server.ts`: `export const handle = rateLimit({ limit: 100, window: '1m' })`, or
  * one step of `sequence(...)`. A refused request gets 429 with the RateLimit headers, `Retry-After` and the body,
  * and its route does not run; an admitted one's response gets the RateLimit headers, and `event.locals.rateLimit`
@@ -65,27 +99,7 @@ export function rateLimit(options: KitRateLimitOptions = {}): RateLimitHandle {
   const engine = kitEngine(options, 'rateLimit()')
   const tracks = tracksResponse(engine, options)
 
-  const rateLimitHandle: Handle = async ({ event, resolve }) => {
-    const decision = await decideFor(engine, event)
-    if (decision === INVALID_ADDRESS) return invalidAddressResponse()
-    if (decision === undefined) return resolve(event)
-    // The client left before the decision: an empty answer, which nobody receives; the route does not run.
-    if (decision.gone) return new Response(null, { status: decision.statusCode })
-    if (!decision.result.allowed) return denial(engine, event, decision, options.handler)
-    ;(event.locals as RateLimitLocals).rateLimit = decision.result
-    // `settle` in the route rewrites these before they are added to its response.
-    const headers = new Headers(decision.headers)
-    engine.followSettle(decision, headers)
-    const tracked = tracks ? routeResponse(event) : undefined
-    if (tracked !== undefined) engine.track(tracked, decision, undefined, event)
-    let response: Response | undefined
-    try {
-      response = await resolve(event)
-      noteResponse(event, response)
-    } finally {
-      tracked?.finish(response?.status ?? 500)
-    }
-    return withHeaders(response, Object.fromEntries(headers))
-  }
+  const rateLimitHandle: Handle = ({ event, resolve }) =>
+    limitedResponse(engine, tracks, event, options.handler, () => resolve(event))
   return withHandles(rateLimitHandle, engine)
 }
