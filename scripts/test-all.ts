@@ -1,29 +1,42 @@
 /**
- * `pnpm test:all`: every check CI runs, in three stages. The steps of a stage run at once (on two cores most of
- * them wait on servers, stores and child processes more than they compute); a stage starts when the one before
- * it has passed. Each step's output is printed whole when it ends, then a table of the steps and their seconds.
+ * `pnpm test:all`: every check CI runs. Each step starts as soon as the steps it needs have passed, so that the
+ * tests and the package checks share the machine (each waits on servers, stores, installs and child processes
+ * for much of its time); each step's output is printed whole when it ends, then a table of the steps and their
+ * seconds.
  *
- *   1. lint, typecheck, build
- *   2. check:publish, check:surface, check:packages   (on the build)
- *   3. test, test:nest11
+ *   lint, typecheck, build                             at once
+ *   check:publish, check:surface, check:packages       on the build
+ *   test, test:nest11                                  on the build (next.test.ts packs it, the declaration
+ *                                                      tests read it)
  *
- * `pnpm test:all --sequential` runs the steps one after another instead (to time each one alone).
+ * A step that fails fails the run: the steps not started by then are not run, those running finish. `pnpm
+ * test:all --sequential` runs the steps one after another instead (to time each one alone).
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
 interface Step {
   script: string
+  /** The steps that must pass before this one starts. */
+  needs: string[]
   seconds?: number
   code?: number | null
 }
 
 const scripts: Record<string, string> = JSON.parse(readFileSync('package.json', 'utf8')).scripts
-const STAGES: string[][] = [
-  ['lint', 'typecheck', 'build'],
-  ['check:publish', 'check:surface', 'check:packages'],
-  ['test', 'test:nest11'],
-].map((stage) => stage.filter((script) => script in scripts))
+const NEEDS: Record<string, string[]> = {
+  lint: [],
+  typecheck: [],
+  build: [],
+  'check:publish': ['build'],
+  'check:surface': ['build'],
+  'check:packages': ['build'],
+  test: ['build'],
+  'test:nest11': ['build'],
+}
+const steps: Step[] = Object.entries(NEEDS)
+  .filter(([script]) => script in scripts)
+  .map(([script, needs]) => ({ script, needs: needs.filter((need) => need in scripts) }))
 
 const sequential = process.argv.includes('--sequential')
 
@@ -47,18 +60,24 @@ function run(step: Step): Promise<Step> {
   })
 }
 
-const steps: Step[] = []
 const started = performance.now()
-let failed = false
-for (const stage of STAGES) {
-  const each = stage.map((script): Step => ({ script }))
-  steps.push(...each)
-  if (sequential) for (const step of each) await run(step)
-  else await Promise.all(each.map(run))
-  if (each.some((step) => step.code !== 0)) {
-    failed = true
-    break
+const passed = (script: string) => steps.some((step) => step.script === script && step.code === 0)
+const failed = () => steps.some((step) => step.code !== undefined && step.code !== 0)
+if (sequential) {
+  for (const step of steps) if (!failed()) await run(step)
+} else {
+  const begun = new Set<Step>()
+  const running = new Set<Promise<Step>>()
+  /** Starts each step whose needs have passed, unless a step has failed. */
+  const startReady = () => {
+    for (const step of steps) {
+      if (failed() || begun.has(step) || !step.needs.every(passed)) continue
+      begun.add(step)
+      const done: Promise<Step> = run(step).finally(() => running.delete(done))
+      running.add(done)
+    }
   }
+  for (startReady(); running.size > 0; startReady()) await Promise.race(running)
 }
 
 const total = (performance.now() - started) / 1_000
@@ -67,5 +86,6 @@ for (const step of steps) {
   const result = step.code === undefined ? 'not run' : step.code === 0 ? 'passed' : 'FAILED'
   console.log(` ${step.script.padEnd(18)} ${(step.seconds?.toFixed(1) ?? '–').padStart(7)}  ${result}`)
 }
-console.log(` ${'total'.padEnd(18)} ${total.toFixed(1).padStart(7)}  ${failed ? 'FAILED' : 'passed'}`)
-process.exitCode = failed ? 1 : 0
+const ok = steps.every((step) => step.code === 0)
+console.log(` ${'total'.padEnd(18)} ${total.toFixed(1).padStart(7)}  ${ok ? 'passed' : 'FAILED'}`)
+process.exitCode = ok ? 0 : 1

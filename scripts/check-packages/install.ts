@@ -3,7 +3,7 @@
  * projects, and each project's tarballs and registry packages installed by npm as users install them.
  */
 import { execFile } from 'node:child_process'
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { type Package, packages, root } from './packages.js'
@@ -67,10 +67,45 @@ export function installProject(
 ): Promise<boolean> {
   const asked = [...project.tarballs.map((t) => `@ratewindow/${t}.tgz`), ...project.dependencies]
   return installs(() =>
-    step('npm install', `install ${project.name}: ${asked.join(' ')}`, () =>
-      npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...project.dependencies]),
-    ),
+    step('npm install', `install ${project.name}: ${asked.join(' ')}`, async () => {
+      let dependencies = project.dependencies
+      if (project.preinstalled)
+        dependencies = await linkNodeModules(await project.preinstalled(), dir, dependencies)
+      await npmInstall(dir, [...project.tarballs.map((name) => tarballs[name]), ...dependencies])
+    }),
   )
+}
+
+/**
+ * Hard-links the files of the install in `from` into `dir` (copies where links cannot be made) and records in
+ * `dir`'s package.json those of `dependencies` it holds at the same versions, as a project that installed them
+ * before ours would: npm then keeps them (asked for again by name, it would unpack them again). npm's record of
+ * the install (node_modules/.package-lock.json), which it rewrites, is copied, not linked. Returns the
+ * dependencies still to install.
+ */
+async function linkNodeModules(from: string, dir: string, dependencies: string[]): Promise<string[]> {
+  const source = join(from, 'node_modules')
+  const target = join(dir, 'node_modules')
+  await run('cp', ['-al', source, target]).catch(async () => {
+    rmSync(target, { recursive: true, force: true })
+    await run('cp', ['-a', source, target])
+  })
+  rmSync(join(target, '.package-lock.json'))
+  copyFileSync(join(source, '.package-lock.json'), join(target, '.package-lock.json'))
+  const held: Record<string, string> = JSON.parse(
+    readFileSync(join(from, 'package.json'), 'utf8'),
+  ).dependencies
+  const split = (spec: string) => [
+    spec.slice(0, spec.lastIndexOf('@')),
+    spec.slice(spec.lastIndexOf('@') + 1),
+  ]
+  const kept = dependencies.map(split).filter(([name, version]) => name && held[name!] === version)
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ ...manifest, dependencies: Object.fromEntries(kept) }, null, 2)}\n`,
+  )
+  return dependencies.filter((spec) => !kept.some(([name]) => split(spec)[0] === name))
 }
 
 /** The longest installs first (more packages asked for, roughly more to install). */

@@ -4,6 +4,7 @@
  * programs typechecked and run in them, and with which TypeScript versions.
  */
 
+import { installNext, NEXT_INSTALLS } from '../next-installs.js'
 import { runOnRedis, startRedis } from './checks/redis.js'
 import { runInWorkerd } from './checks/workerd.js'
 import type { Package } from './packages.js'
@@ -81,6 +82,12 @@ export interface Project {
   suites?: Suite[]
   /** Checks of the project's own (a Worker in workerd, a run on Redis). */
   checks?: ProjectCheck[]
+  /**
+   * An install shared with another check, whose node_modules is linked into the project before npm installs it
+   * there (npm keeps what already satisfies the project's dependencies and installs the rest): resolves with its
+   * directory.
+   */
+  preinstalled?: () => Promise<string>
 }
 
 export const projects: Project[] = [
@@ -326,12 +333,18 @@ export const projects: Project[] = [
     // that lib ES2023 with @types/node lacks: with lib checks on (TypeScript 7), they fail in any such project.
     skip: ({ version, program }) => version === '7' && program === 'ws-hono.ts',
   },
-  ...(['15', '16'] as const).map(
+  ...([15, 16] as const).map(
     (major): Project => ({
       // Next ships CommonJS (no `exports` map: ESM imports name `next/server.js`, as the package does).
       name: `next-${major}`,
       tarballs: ['core', 'next'],
-      dependencies: [`next@${major}`, 'react@19', 'react-dom@19', '@types/react@19', '@types/node@20'],
+      // The versions test/runtimes/next.test.ts builds apps with, from its install (scripts/next-installs.ts).
+      dependencies: [
+        ...(['next', 'react', 'react-dom'] as const).map((name) => `${name}@${NEXT_INSTALLS[major][name]}`),
+        '@types/react@19',
+        '@types/node@20',
+      ],
+      preinstalled: () => installNext(major),
       programs: { 'next.ts': NEXT_PROGRAM },
       runs: esmAndCjs('run-next', nextRun),
       typescripts: ['5.9', '7'],

@@ -6,7 +6,7 @@
  * statuses; JSON blocks parse; `pnpm <script>` commands name scripts that exist.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
@@ -136,7 +136,32 @@ describe('run blocks run, showing the values their comments show', () => {
   })
 })
 
+/** The newest modification time of the files under `dir` (0 when it does not exist). */
+function newest(dir: string): number {
+  if (!existsSync(dir)) return 0
+  return Math.max(
+    0,
+    ...readdirSync(dir, { withFileTypes: true }).map((entry) =>
+      entry.isDirectory() ? newest(join(dir, entry.name)) : statSync(join(dir, entry.name)).mtimeMs,
+    ),
+  )
+}
+
+/**
+ * Whether every package's build is at least as new as its sources (as in `pnpm test:all`, which builds first):
+ * the served programs then load the built packages, and tsx transforms the block alone, not the packages'
+ * sources (a second or so of CPU a server); else they load the sources.
+ */
+function packagesBuilt(): boolean {
+  const packages = readdirSync(join(root, 'packages'))
+  return packages.every((name) => {
+    const dir = join(root, 'packages', name)
+    return newest(join(dir, 'dist')) >= newest(join(dir, 'src'))
+  })
+}
+
 describe('servers start and answer the statuses their docs promise', () => {
+  const conditions = packagesBuilt() ? [] : ['--conditions=@ratewindow/source']
   let redis: Promise<RedisServer> | undefined
   const children = new Set<ChildProcess>()
   afterAll(async () => {
@@ -172,7 +197,7 @@ describe('servers start and answer the statuses their docs promise', () => {
         // first copy's classes into the second's; Node's own require() of ES modules shares one, as in production.
         const child = spawn(
           process.execPath,
-          ['--conditions=@ratewindow/source', '--import', 'tsx/esm', '--import', preload, file],
+          [...conditions, '--import', 'tsx/esm', '--import', preload, file],
           { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
         )
         children.add(child)

@@ -9,8 +9,9 @@
  * builds.
  *
  * Next, React and ioredis are installed once into .tmp/next-apps/<versions' hash> (gitignored; the key is the
- * lock: their exact versions), the tarballs unpacked into each app; an app whose inputs (tarballs, fixture, entry)
- * did not change since its last build is not built again.
+ * lock: their exact versions, scripts/next-installs.ts, the install `pnpm check:packages` links its Next projects
+ * from), the tarballs unpacked into each app; an app whose inputs (tarballs, fixture, entry) did not change since
+ * its last build is not built again.
  */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -30,6 +31,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeNextStartAttacks } from '../../packages/next/test/next-start-attacks.js'
+import { installNext, NEXT_INSTALLS, type NextMajor } from '../../scripts/next-installs.js'
 import { until } from '../support/connections.js'
 import { redisEnvironment, standaloneClient } from '../support/redis.js'
 import { freePort, root, startServer } from './project.js'
@@ -37,16 +39,9 @@ import { freePort, root, startServer } from './project.js'
 const run = promisify(execFile)
 const fixture = join(import.meta.dirname, 'next-app')
 
-/** The Next.js majors tested, each at an exact version: the newest 15.x and 16.x when written. */
-const INSTALLS = {
-  15: { next: '15.5.29', react: '19.3.1', 'react-dom': '19.3.1', ioredis: '5.11.1' },
-  16: { next: '16.4.6', react: '19.3.1', 'react-dom': '19.3.1', ioredis: '5.11.1' },
-} as const
-type Major = keyof typeof INSTALLS
-
 interface Entry {
   name: string
-  major: Major
+  major: NextMajor
   /** The file of next-app/entries/ that becomes the app's middleware.js or proxy.js. */
   entry: string
   file: 'middleware.js' | 'proxy.js'
@@ -84,28 +79,6 @@ const sha = (...parts: (string | Buffer)[]) => {
   return hash.digest('hex').slice(0, 16)
 }
 
-/** Next, React and ioredis for `major`, installed once per exact versions; returns the directory. */
-async function installed(major: Major): Promise<string> {
-  const versions = INSTALLS[major]
-  // NOTE: not under node_modules/: Next 15's webpack does not compile app files whose path has node_modules in it.
-  const dir = join(root, '.tmp', 'next-apps', `next-${major}-${sha(JSON.stringify(versions))}`)
-  if (existsSync(join(dir, 'node_modules', 'next', 'package.json'))) return dir
-  // Installed aside, then moved into place: an interrupted install leaves no half-filled cache.
-  const partial = `${dir}.partial-${process.pid}`
-  mkdirSync(partial, { recursive: true })
-  writeFileSync(
-    join(partial, 'package.json'),
-    `${JSON.stringify({ private: true, dependencies: versions }, null, 2)}\n`,
-  )
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: partial,
-    maxBuffer: 16 * 1024 * 1024,
-  })
-  rmSync(dir, { recursive: true, force: true })
-  renameSync(partial, dir)
-  return dir
-}
-
 /** Packs core and next as they are published (`pnpm pack` of the built packages); returns the tarballs. */
 async function packed(into: string): Promise<Record<'core' | 'next', string>> {
   await run(
@@ -129,7 +102,7 @@ async function builtApp(
   tarballs: Record<'core' | 'next', string>,
   work: string,
 ): Promise<string> {
-  const install = await installed(entry.major)
+  const install = await installNext(entry.major)
   const app = join(install, 'apps', entry.entry.replace(/\.js$/, ''))
   const inputs = sha(
     readFileSync(tarballs.core),
@@ -234,7 +207,7 @@ const apps = new Map<Entry, Promise<string>>()
 
 beforeAll(async () => {
   const tarballs = await packed(work)
-  await Promise.all((Object.keys(INSTALLS) as unknown as Major[]).map((major) => installed(major)))
+  await Promise.all((Object.keys(NEXT_INSTALLS) as unknown as NextMajor[]).map((major) => installNext(major)))
   // Two builds at a time (each is mostly one busy core), in the matrix's order: each entry's cases start as soon
   // as its own app is built, while the next ones build.
   const queue = [...MATRIX]
