@@ -36,10 +36,10 @@ export class LocalPath {
   readonly #record = decisionRecord()
   /** The request of each call, filled in place: a store deciding in this process keeps nothing of it. */
   readonly #request: StoreRequest
+  /** The limiter's cache of denials (none with `blockedCache: false`). */
+  readonly #blocked: BlockedCache | undefined
   /** A call under way (a store's clock that decides again): the inner call takes the general path. */
   #busy = false
-
-  readonly #blocked: BlockedCache | undefined
 
   constructor(
     limiter: RequestBase,
