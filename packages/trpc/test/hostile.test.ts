@@ -39,9 +39,16 @@ async function docsRouteHandler(
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `${name}-${process.pid}.ts`)
   writeFileSync(file, route.code)
+  // The snippet reads REDIS_URL when it is imported; the variable is put back at once.
+  const before = process.env.REDIS_URL
   process.env.REDIS_URL = redisUrl
-  const module = (await import(file)) as { GET: (request: Request) => Promise<Response> }
-  return module.GET
+  try {
+    const module = (await import(file)) as { GET: (request: Request) => Promise<Response> }
+    return module.GET
+  } finally {
+    if (before === undefined) delete process.env.REDIS_URL
+    else process.env.REDIS_URL = before
+  }
 }
 
 ;(globalThis as { verifySession?: unknown }).verifySession = async (request: Request) =>
