@@ -1,5 +1,5 @@
 import type { RateLimitResult } from '@ratewindow/core'
-import { FetchResponse } from '@ratewindow/core/adapter'
+import { FetchResponse, followedBody } from '@ratewindow/core/adapter'
 import {
   decideFor,
   denial,
@@ -85,52 +85,8 @@ export function withRateLimit<Req extends Request, Context = unknown>(
  * `response`, whose sending `tracked` follows: it finishes (the slot is given back) once the body ended, failed
  * (judged as 500) or was cancelled (its client left: Next.js cancels the body), at once when there is no body to
  * send (none, or a HEAD request's, which Next.js never reads).
- *
- * NOTE: a streamed body is the handler's work going on after it returned (a model's answer): releasing the slot
- * when the handler returned would let a client run any number of streams at once.
  */
 function finishedWhenSent(response: Response, request: Request, tracked: FetchResponse): Response {
-  const { body, status } = response
-  if (body === null || request.method === 'HEAD') {
-    tracked.finish(status)
-    return response
-  }
-  return new Response(
-    watchedBody(body, (failed) => tracked.finish(failed ? 500 : status)),
-    response,
-  )
-}
-
-/** `body`, read through on demand: `ended` runs once, when it ends, fails (`true`) or is cancelled. */
-function watchedBody<Chunk>(
-  body: ReadableStream<Chunk>,
-  ended: (failed: boolean) => void,
-): ReadableStream<Chunk> {
-  const reader = body.getReader()
-  let over = false
-  const end = (failed: boolean) => {
-    if (over) return
-    over = true
-    ended(failed)
-  }
-  return new ReadableStream<Chunk>(
-    {
-      async pull(controller) {
-        const chunk = await reader.read().catch((error: unknown) => {
-          end(true)
-          controller.error(error)
-          return undefined
-        })
-        if (chunk === undefined) return
-        if (!chunk.done) return controller.enqueue(chunk.value)
-        controller.close()
-        end(false)
-      },
-      cancel(reason) {
-        end(false)
-        return reader.cancel(reason)
-      },
-    },
-    { highWaterMark: 0 },
-  )
+  const body = followedBody(response.body, request.method, response.status, tracked)
+  return body === undefined ? response : new Response(body, response)
 }

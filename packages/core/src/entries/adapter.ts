@@ -35,6 +35,12 @@ export { headerReset, partitionKey } from '../http/headers.js'
 export { INVALID_ADDRESS, unlessInvalidAddress } from '../http/invalid-address.js'
 export { rateLimiterOptionsFrom } from '../http/limiter-options.js'
 export { middlewareOptionNames } from '../http/options.js'
+export {
+  followedBody,
+  type StreamLike,
+  watchedBody,
+  watchedIterable,
+} from '../http/sent-body.js'
 export { type SettledConcurrency, settledConcurrency } from '../http/slots.js'
 export type { SlowDownDecision, SlowDownRefusal } from '../slow-down/decision.js'
 export { SlowDownEngine } from '../slow-down/engine.js'
