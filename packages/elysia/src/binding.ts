@@ -5,10 +5,13 @@ import {
   connectionStalled,
   FetchResponse,
   type FrameworkBinding,
+  followedBody,
   forwardedClient,
   type ReceivedMessage,
   socketClosed,
   trustsEveryAddress,
+  watchedBody,
+  watchedIterable,
 } from '@ratewindow/core/adapter'
 import { type Context, type Elysia, StatusMap, status } from 'elysia'
 
@@ -172,11 +175,31 @@ interface Outcome {
 }
 
 /**
- * The hooks that finish the responses the engine watches (`tracked`, by request): `onAfterResponse` once Elysia
- * answered, with the status it answered; `onError` for a route that threw or failed validation or parsing (Elysia
- * runs no route's `onAfterResponse` then), with the error's status (500 at least for an error that names none).
+ * What a handler returned that Elysia streams after the handler returned: a generator's chunks, a
+ * `ReadableStream`, a `Response` with a body. Undefined for an answer sent whole.
  */
-export function outcomeHooks(tracked: WeakMap<Request, FetchResponse>) {
+function streamed(value: unknown): 'iterable' | 'stream' | 'response' | undefined {
+  if (value instanceof Response) return value.body === null ? undefined : 'response'
+  if (value instanceof ReadableStream) return 'stream'
+  if (value !== null && typeof value === 'object' && typeof (value as { next?: unknown }).next === 'function')
+    return 'iterable'
+  return undefined
+}
+
+/**
+ * The hooks that finish the responses the engine watches (`tracked`, by request):
+ * - `onAfterHandle`: a streamed answer (a generator, a stream, a `Response` with a body) is replaced by one read
+ *   through, which finishes once its last chunk is read or the client left, so that a concurrency slot is held
+ *   while the stream runs (Elysia's `onAfterResponse` comes with the first chunk);
+ * - `onAfterResponse` once Elysia answered, with the status it answered;
+ * - `onError` for a route that threw or failed validation or parsing (Elysia runs no route's `onAfterResponse`
+ *   then), with the error's status (500 at least for an error that names none).
+ */
+export function outcomeHooks(tracked: WeakMap<Request, FetchResponse>): {
+  afterHandle: (outcome: Outcome) => unknown
+  afterResponse: (outcome: Outcome) => void
+  error: (outcome: Outcome) => void
+} {
   const finish = (request: Request, statusCode: number) => {
     const response = tracked.get(request)
     if (response === undefined) return
@@ -184,6 +207,23 @@ export function outcomeHooks(tracked: WeakMap<Request, FetchResponse>) {
     response.finish(statusCode)
   }
   return {
+    // NOTE: Elysia reads a hook's source for `return` to know that it may replace the answer.
+    afterHandle: function rateLimitStream({ request, set, responseValue }: Outcome) {
+      const kind = streamed(responseValue)
+      const response = kind === undefined ? undefined : tracked.get(request)
+      if (response === undefined) return undefined
+      tracked.delete(request)
+      const statusCode = answeredStatus(set, responseValue)
+      const ended = (failed: boolean) => response.finish(failed ? 500 : statusCode)
+      if (kind === 'iterable') return watchedIterable(responseValue as AsyncIterable<unknown>, ended)
+      if (kind === 'stream') {
+        const stream = responseValue as ReadableStream & { sse?: unknown }
+        return Object.assign(watchedBody(stream, ended), stream.sse === undefined ? {} : { sse: stream.sse })
+      }
+      const answer = responseValue as Response
+      const body = followedBody(answer.body, request.method, statusCode, response)
+      return body === undefined ? undefined : new Response(body, answer)
+    },
     afterResponse: function rateLimitOutcome({ request, set, responseValue }: Outcome) {
       finish(request, answeredStatus(set, responseValue))
     },

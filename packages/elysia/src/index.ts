@@ -106,7 +106,10 @@ function rateLimitPlugin(
     .onStop(() => engine.close())
   if (tracks) {
     const outcome = outcomeHooks(tracked)
-    plugin.onAfterResponse({ as: 'scoped' }, outcome.afterResponse).onError({ as: 'scoped' }, outcome.error)
+    plugin
+      .onAfterHandle({ as: 'scoped' }, outcome.afterHandle)
+      .onAfterResponse({ as: 'scoped' }, outcome.afterResponse)
+      .onError({ as: 'scoped' }, outcome.error)
   }
   // The decision's type alone: the answers the hook may give (429, 500) are not a route's declared responses.
   return plugin as unknown as ScopedPlugin<{ readonly rateLimit: RateLimitResult | undefined }>

@@ -44,7 +44,7 @@ function countedStore(options?: ConstructorParameters<typeof MemoryStore>[0]) {
 }
 
 /** An app with the plugin on every route, served on a free port; `errors` counts what reached `onError`. */
-async function served(options: ElysiaRateLimitOptions) {
+async function served(options: ElysiaRateLimitOptions, routes: (app: Elysia) => unknown = (app) => app) {
   let errors = 0
   const port = await freePort()
   const limiter = rateLimit({ onError: () => {}, ...options })
@@ -56,6 +56,7 @@ async function served(options: ElysiaRateLimitOptions) {
     .use(limiter)
     .get('/', () => 'ok')
     .get('/users/:id', ({ params }) => `user ${params.id}`)
+  routes(app as unknown as Elysia)
   await new Promise<void>((resolve) => app.listen({ port, hostname: '127.0.0.1' }, () => resolve()))
   const url = `http://127.0.0.1:${port}`
   await until(
@@ -181,5 +182,116 @@ describe('with trustProxy: 1', () => {
       ),
     )
     expect(statuses.filter((status) => status === 200)).toHaveLength(20)
+  })
+})
+
+/**
+ * Streams whose chunks wait on the test: each one sends a first chunk, then its last when `release()` is called,
+ * and counts itself in flight until it has ended (or its client left).
+ */
+function heldStreams() {
+  let inFlight = 0
+  let maxInFlight = 0
+  let release!: () => void
+  let released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const enter = () => {
+    inFlight++
+    maxInFlight = Math.max(maxInFlight, inFlight)
+  }
+  const routes = (app: Elysia) =>
+    app
+      // Elysia's own streaming: a generator handler.
+      .get('/stream', async function* () {
+        enter()
+        const gate = released
+        try {
+          yield 'first\n'
+          await gate
+          yield 'last\n'
+        } finally {
+          inFlight--
+        }
+      })
+      // A Response over a ReadableStream (a proxied model's answer).
+      .get('/sse', () => {
+        enter()
+        const gate = released
+        let sent = 0
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            if (sent++ > 0) await gate
+            if (sent > 2) {
+              inFlight--
+              return controller.close()
+            }
+            controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`))
+          },
+          cancel() {
+            inFlight--
+          },
+        })
+        return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+      })
+  return {
+    routes,
+    release: () => {
+      release()
+      released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+    },
+    inFlight: () => inFlight,
+    maxInFlight: () => maxInFlight,
+  }
+}
+
+/** Reads a response's body until its first chunk has come. */
+async function firstChunk(response: Response) {
+  const reader = response.body!.getReader()
+  await reader.read()
+  return reader
+}
+
+// Outside attack round of issue 50 (H1): the slot came back at `onAfterResponse`, with the first chunk, so that
+// 10 clients each reading a 3 s stream were all admitted at `concurrency: { limit: 2 }`, on Node and on Bun.
+describe('concurrency: { limit: 2 } and streamed answers', () => {
+  for (const path of ['/stream', '/sse'])
+    it(`10 clients reading ${path} at once were all admitted (10 in flight): 2 are, the rest 429 until a stream ends`, async () => {
+      const streams = heldStreams()
+      const { url } = await served({ limit: 1000, window: '1h', concurrency: { limit: 2 } }, streams.routes)
+      const first = await Promise.all([fetch(`${url}${path}`), fetch(`${url}${path}`)])
+      expect(first.map((response) => response.status)).toEqual([200, 200])
+      const readers = await Promise.all(first.map(firstChunk))
+      // Both streams are running: their first chunks came, their last are held.
+      const more = await Promise.all(Array.from({ length: 8 }, () => fetch(`${url}${path}`)))
+      expect(more.map((response) => response.status)).toEqual(Array(8).fill(429))
+      expect(streams.maxInFlight()).toBe(2)
+      streams.release()
+      for (const reader of readers) while (!(await reader.read()).done);
+      // Both ended: their slots are back.
+      await until(
+        async () => (await fetch(`${url}/`)).status === 200,
+        'a request is admitted once both streams ended',
+      )
+      expect(streams.maxInFlight()).toBe(2)
+    })
+
+  it('a client that leaves mid-stream: its slot comes back once the handler stops, not before, and not never', async () => {
+    const streams = heldStreams()
+    const { url } = await served({ limit: 1000, window: '1h', concurrency: { limit: 1 } }, streams.routes)
+    const leaving = new AbortController()
+    const reader = await firstChunk(await fetch(`${url}/stream`, { signal: leaving.signal }))
+    leaving.abort()
+    await reader.cancel().catch(() => {})
+    // The generator is still at work (awaiting its last chunk): the slot bounds work in flight.
+    expect((await fetch(`${url}/`)).status).toBe(429)
+    streams.release()
+    await until(
+      async () => (await fetch(`${url}/`)).status === 200,
+      'the slot comes back once the generator of the client that left has stopped',
+    )
+    expect(streams.inFlight()).toBe(0)
   })
 })
