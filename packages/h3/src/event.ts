@@ -15,8 +15,8 @@ export interface H3EventLike {
   context: { clientAddress?: unknown }
   /** Both (h3 1 from 1.8): the request headers. */
   headers: { get(name: string): string | null }
-  /** h3 2: the Web request, `ip` from the server (srvx), its abort signal. */
-  req?: { ip?: string; signal?: AbortSignal; headers?: unknown }
+  /** h3 2: the Web request, `ip` from the server (srvx), its abort signal, its method. */
+  req?: { ip?: string; signal?: AbortSignal; headers?: unknown; method?: string }
   /** h3 2: the prepared response (status, headers); h3 1's deprecated `res` is Node's response. */
   res?: unknown
   /** h3 1, and h3 2 on Node: the Node request and response. */

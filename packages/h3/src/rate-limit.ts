@@ -1,10 +1,13 @@
 import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
 import {
+  type FetchResponse,
+  followedBody,
   type HttpDecision,
   HttpRateLimiter,
   INVALID_ADDRESS,
   type MiddlewareHandles,
   unlessInvalidAddress,
+  watchedBody,
   withHandles,
 } from '@ratewindow/core/adapter'
 import type { H3Event } from 'h3'
@@ -101,20 +104,37 @@ export function rateLimit<E extends H3EventLike = H3Event>(
     // h3 1: the Node response is watched as it is sent; nothing waits here.
     if (response.finish === undefined) return undefined
     let status = 500
+    /** A streamed answer: the slot is held until its body is sent. */
+    let followed = false
     try {
       const body = await next?.()
       status = statusOf(event, body)
-      return body
+      const sent = sentAnswer(body, event.req?.method ?? 'GET', status, response as FetchResponse)
+      followed = sent !== undefined
+      return sent ?? body
     } catch (error) {
       status = errorStatus(error)
       throw error
     } finally {
-      response.finish(status)
+      if (!followed) response.finish(status)
     }
   }
   // h3 1 recognizes an event handler by this flag (`isEventHandler`): no implicit conversion, no warning.
   Object.assign(rateLimitMiddleware, { __is_handler__: true })
   return withHandles(rateLimitMiddleware, engine)
+}
+
+/**
+ * h3 2's streamed answer (a `Response` with a body, a `ReadableStream`) in place of `body`, read through, so that
+ * `tracked` finishes once it is sent (a slot held that long: the handler's work goes on while it streams);
+ * undefined for an answer sent whole.
+ */
+function sentAnswer(body: unknown, method: string, status: number, tracked: FetchResponse): unknown {
+  if (body instanceof ReadableStream)
+    return watchedBody(body, (failed) => tracked.finish(failed ? 500 : status))
+  if (!(body instanceof Response) || body.body === null) return undefined
+  const followed = followedBody(body.body, method, status, tracked)
+  return followed === undefined ? undefined : new Response(followed, body)
 }
 
 /** Sets a header, or answers false where the headers are immutable. */

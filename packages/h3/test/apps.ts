@@ -15,9 +15,38 @@ export type Major = 'h3 2' | 'h3 1'
 /** A middleware of ours, as either major takes it. */
 type Middleware = (event: never, next?: () => unknown) => Promise<unknown>
 
+let release = () => {}
+let released = Promise.resolve()
+
 /**
- * The routes: `/` and `/api/data` answer what the middlewares put on the context; `/status/:code` answers with that status (a
- * failed response for `skipFailedRequests`).
+ * Holds the last chunk of every `/stream` answer from now until `releaseStreams()`: a stream whose first chunk is
+ * sent is then the handler's work still running.
+ */
+export function holdStreams(): void {
+  released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+}
+
+/** Lets the `/stream` answers held by `holdStreams()` end. */
+export const releaseStreams = (): void => release()
+
+/** A body of two chunks, the second sent once the streams are released. */
+function heldStream(): ReadableStream<Uint8Array> {
+  let sent = 0
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent++ > 0) await released
+      if (sent > 2) return controller.close()
+      controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`))
+    },
+  })
+}
+
+/**
+ * The routes: `/` and `/api/data` answer what the middlewares put on the context; `/status/:code` answers with that
+ * status (a failed response for `skipFailedRequests`); `/stream` a streamed body (a `Response` of it on h3 2, the
+ * stream itself on h3 1 and at h3 2's `/stream/raw`), held by `holdStreams()`.
  */
 function routesFor(major: Major, middleware: Middleware, mount?: string): RequestListener {
   const context = (event: { context: Record<string, unknown> }) => ({
@@ -34,6 +63,8 @@ function routesFor(major: Major, middleware: Middleware, mount?: string): Reques
       '/status/:code',
       (event) => new Response('answered', { status: Number(event.context.params?.code) }),
     )
+    app.get('/stream', () => new Response(heldStream()))
+    app.get('/stream/raw', () => heldStream())
     return toNodeHandler(app) as RequestListener
   }
   const app = createApp()
@@ -52,6 +83,10 @@ function routesFor(major: Major, middleware: Middleware, mount?: string): Reques
       setResponseStatus(event, Number(event.context.params?.code))
       return 'answered'
     }),
+  )
+  router.get(
+    '/stream',
+    eventHandler(() => heldStream()),
   )
   if (mount === undefined) app.use(middleware as never)
   else app.use(mount, middleware as never)

@@ -7,7 +7,8 @@ import { MemoryStore } from '@ratewindow/core'
 import { rateLimit } from '@ratewindow/h3'
 import type { H3Event } from 'h3'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MAJORS, served } from './apps.js'
+import { until } from '../../../test/support/connections.js'
+import { holdStreams, MAJORS, releaseStreams, served } from './apps.js'
 
 /** Every `RATEWINDOW_INVALID_ADDRESS` warning of this file: the warning is once per process. */
 const warnings: Error[] = []
@@ -127,4 +128,30 @@ describe.each(MAJORS)('%s', (major) => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(3)
     expect(statuses.filter((status) => status === 429)).toHaveLength(57)
   })
+})
+
+// Outside attack round of issue 50 (M2): on h3 2 the slot came back when the chain returned a streamed Response,
+// so that 10 clients each reading a stream were all in flight at `concurrency: { limit: 2 }`.
+describe.each(MAJORS)('%s: concurrency: { limit: 2 } and streamed answers', (major) => {
+  const paths = major === 'h3 2' ? ['/stream', '/stream/raw'] : ['/stream']
+  it.each(paths)(
+    '10 clients reading %s at once were all admitted: 2 are, the rest 429 until a stream ends',
+    async (path) => {
+      holdStreams()
+      const url = await served(major, rateLimit({ limit: 1000, window: '1h', concurrency: { limit: 2 } }))
+      const first = await Promise.all([fetch(`${url}${path}`), fetch(`${url}${path}`)])
+      expect(first.map((response) => response.status)).toEqual([200, 200])
+      // Both streams sent their first chunk; their last is held.
+      const readers = first.map((response) => response.body!.getReader())
+      await Promise.all(readers.map((reader) => reader.read()))
+      const more = await Promise.all(Array.from({ length: 8 }, () => raw(url, get(path))))
+      expect(more).toEqual(Array(8).fill(429))
+      releaseStreams()
+      for (const reader of readers) while (!(await reader.read()).done);
+      await until(
+        async () => (await raw(url, get('/'))) === 200,
+        'a request is admitted once both streams ended',
+      )
+    },
+  )
 })
