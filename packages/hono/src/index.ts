@@ -1,5 +1,6 @@
 import type { HttpRateLimitOptions, RateLimitResult, TrustProxy } from '@ratewindow/core'
 import {
+  followedBody,
   type HttpDecision,
   HttpRateLimiter,
   INVALID_ADDRESS,
@@ -112,10 +113,19 @@ export function rateLimit<E extends Env = any>(options: HonoRateLimitOptions<E> 
     engine.followSettle(decision, context)
     const response = tracks ? handlerResponse(c) : undefined
     if (response !== undefined) engine.track(response, decision, deferOf(c), context)
+    let sending = false
     try {
       await next()
+      // A streamed body is the handler's work going on: its slot is held until the body is sent.
+      if (response !== undefined && engine.holdsSlots) {
+        const body = followedBody(c.res.body, c.req.method, c.res.status, response)
+        if (body !== undefined) {
+          sending = true
+          c.res = new Response(body, c.res)
+        }
+      }
     } finally {
-      response?.finish()
+      if (!sending) response?.finish()
     }
     // A handler that returned a Response of its own (`new Response(...)`) dropped the prepared headers.
     if (first !== undefined && !c.res.headers.has(first)) {

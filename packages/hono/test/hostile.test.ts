@@ -11,6 +11,7 @@ import { MemoryStore, type Store } from '@ratewindow/core'
 import { rateLimit, slowDown } from '@ratewindow/hono'
 import { Hono, type MiddlewareHandler } from 'hono'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/connections.js'
 
 /** Every `RATEWINDOW_INVALID_ADDRESS` warning of this file: the warning is once per process. */
 const warnings: Error[] = []
@@ -58,6 +59,18 @@ async function started(middleware: MiddlewareHandler): Promise<{ url: string; er
   })
   app.use(middleware)
   app.get('/', (c) => c.text('ok'))
+  // Two chunks: the first at once, the last once `releaseStreams()` is called.
+  app.get('/stream', () => {
+    let sent = 0
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent++ > 0) await released
+        if (sent > 2) return controller.close()
+        controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`))
+      },
+    })
+    return new Response(body)
+  })
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server
   servers.push(server)
   await new Promise((resolve) => server.once('listening', resolve))
@@ -65,6 +78,15 @@ async function started(middleware: MiddlewareHandler): Promise<{ url: string; er
 }
 
 const REQUESTS = 20
+
+let releaseStreams = () => {}
+let released = Promise.resolve()
+/** Holds the last chunk of every `/stream` answer until `releaseStreams()`. */
+function holdStreams(): void {
+  released = new Promise<void>((resolve) => {
+    releaseStreams = resolve
+  })
+}
 
 describe.each([
   ['rateLimit', (store: Store) => rateLimit({ getConnInfo, trustProxy: 1, limit: 5, window: '1h', store })],
@@ -95,5 +117,28 @@ describe.each([
     const valid = await fetch(url, { headers: { 'X-Forwarded-For': '203.0.113.7' } })
     expect([valid.status, await valid.text()]).toEqual([200, 'ok'])
     expect(consumed()).toBe(1)
+  })
+})
+
+// Found beside the outside attack round of issue 50 (H1 on Elysia): the slot came back when the handler returned
+// its Response, so that a client ran any number of streams (a model's answer) at `concurrency: { limit: 2 }`.
+describe('concurrency: { limit: 2 } and a streamed body', () => {
+  it('10 clients reading a stream at once were all admitted: 2 are, the rest 429 until a stream ends', async () => {
+    holdStreams()
+    const { url } = await started(
+      rateLimit({ getConnInfo, limit: 1000, window: '1h', concurrency: { limit: 2 } }),
+    )
+    const first = await Promise.all([1, 2].map(() => fetch(`${url}stream`)))
+    expect(first.map((response) => response.status)).toEqual([200, 200])
+    const readers = first.map((response) => response.body!.getReader())
+    await Promise.all(readers.map((reader) => reader.read()))
+    const more = await Promise.all(Array.from({ length: 8 }, () => fetch(`${url}stream`)))
+    expect(more.map((response) => response.status)).toEqual(Array(8).fill(429))
+    releaseStreams()
+    for (const reader of readers) while (!(await reader.read()).done);
+    await until(
+      async () => (await fetch(url)).status === 200,
+      'a request is admitted once both streams ended',
+    )
   })
 })
