@@ -3,6 +3,7 @@ import {
   type ClosableSocket,
   FetchResponse,
   type FrameworkBinding,
+  followedBody,
   type HttpDecision,
   type HttpRateLimiter,
   INVALID_ADDRESS,
@@ -75,15 +76,40 @@ export { INVALID_ADDRESS }
 const INVALID_ADDRESS_ANSWER = 'answered 500 (a form action: refused)'
 
 /**
- * `engine.decide(event)`, or `INVALID_ADDRESS` for a client address that is not an IP address (a forwarded
- * `unknown`, a request without adapter-node's ADDRESS_HEADER): answered 500 by the entry points, counted nowhere,
- * with one warning instead of a stack trace per request.
+ * Whether `event` is SvelteKit prerendering a page at build time (`vite build`), where no client sends the request:
+ * the entry points let it through uncounted (a 429 or a 500 there would fail the build). SvelteKit says so only
+ * through `getClientAddress()`, which throws then.
+ */
+export function prerendering(event: RequestEvent): boolean {
+  try {
+    event.getClientAddress()
+    return false
+  } catch (error) {
+    return error instanceof Error && /prerender/i.test(error.message)
+  }
+}
+
+/**
+ * `engine.decide(event)`; undefined (skipped) while prerendering; `INVALID_ADDRESS` for a client address that is
+ * not an IP address (a forwarded `unknown`, a request without adapter-node's ADDRESS_HEADER): answered 500 by the
+ * entry points, counted nowhere, with one warning instead of a stack trace per request.
  */
 export async function decideFor<E extends RequestEvent>(
   engine: HttpRateLimiter<E, Response>,
   event: E,
 ): Promise<HttpDecision | undefined | typeof INVALID_ADDRESS> {
+  if (prerendering(event)) return undefined
   return unlessInvalidAddress(engine.decide(event), INVALID_ADDRESS_ANSWER)
+}
+
+/**
+ * The route's answer in place of `response` when it is still to be sent (a streamed body): `tracked` finishes once
+ * it is sent or its client left, so that an in-flight slot is held while the body streams; else `response`, with
+ * `tracked` finished at once.
+ */
+export function sentResponse(response: Response, request: Request, tracked: FetchResponse): Response {
+  const body = followedBody(response.body, request.method, response.status, tracked)
+  return body === undefined ? response : new Response(body, response)
 }
 
 /** The answer to a request whose client address is not an address: 500, with no detail for the client. */

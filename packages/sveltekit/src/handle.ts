@@ -11,6 +11,7 @@ import {
   kitBinding,
   noteResponse,
   routeResponse,
+  sentResponse,
   withHeaders,
   withRouteResponse,
 } from './binding.js'
@@ -84,8 +85,9 @@ export async function limitedResponse<E extends RequestEvent>(
     response = await run()
     noteResponse(event, response)
   } finally {
-    tracked?.finish(response?.status ?? 500)
+    if (response === undefined || !engine.holdsSlots) tracked?.finish(response?.status ?? 500)
   }
+  if (tracked !== undefined && engine.holdsSlots) response = sentResponse(response, event.request, tracked)
   return withHeaders(response, Object.fromEntries(headers))
 }
 
@@ -99,7 +101,11 @@ export function rateLimit(options: KitRateLimitOptions = {}): RateLimitHandle {
   const engine = kitEngine(options, 'rateLimit()')
   const tracks = tracksResponse(engine, options)
 
+  // A sub-request (`event.fetch` of a route of this app, in a `load`) is part of a request this hook already
+  // counted: counted again, a page that loads one would cost its client two.
   const rateLimitHandle: Handle = ({ event, resolve }) =>
-    limitedResponse(engine, tracks, event, options.handler, () => resolve(event))
+    event.isSubRequest
+      ? resolve(event)
+      : limitedResponse(engine, tracks, event, options.handler, () => resolve(event))
   return withHandles(rateLimitHandle, engine)
 }

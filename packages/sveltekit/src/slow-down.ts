@@ -11,6 +11,7 @@ import {
   invalidAddressResponse,
   kitBinding,
   noteResponse,
+  prerendering,
   routeResponse,
   withRouteResponse,
 } from './binding.js'
@@ -51,6 +52,8 @@ export function slowDown(options: KitSlowDownOptions = {}): SlowDownHandle {
   )
 
   const slowDownHandle: Handle = async ({ event, resolve }) => {
+    // A sub-request is part of a request counted already; at build time, no client sends the request.
+    if (event.isSubRequest || prerendering(event)) return resolve(event)
     const args: [RequestEvent] = [event]
     const pending = unlessInvalidAddress(engine.decide(event, args), 'answered 500')
     const decided = pending instanceof Promise ? await pending : pending

@@ -20,6 +20,15 @@ export const SERVED_ATTACKS = [
   'an X-Forwarded-For entry that is not an address, behind trustProxy, is answered 500 with one warning, not a stack trace per request',
   'many keys: 100 forged client addresses behind trustProxy each get their own count, and an earlier client stays limited',
   'a concurrent flood of 60 at a limit of 3 admits exactly 3',
+  // Outside attack round of issue 50 (M1): the README's hook failed `vite build` with "500 /pre" on a prerendered
+  // page (getClientAddress() throws then). The app this runs on has one: its build passing is the first half.
+  'a page prerendered at build time: the build passes, and the page is served as built',
+  // Outside attack round of issue 50 (M3): a page whose load reads an endpoint with `event.fetch` cost its client
+  // two, so 3 views fit in a limit of 5, and the page's RateLimit-Remaining was one above the truth.
+  'a page whose load reads its own endpoint with event.fetch costs its client one per view, and says so',
+  // Outside attack round of issue 50 (H1 on Elysia, M2 on h3; SvelteKit gave the slot back the same way): a slot
+  // came back when the route returned, with its streamed body still sending, so streams were not bounded.
+  '10 clients reading a stream at concurrency 2: 2 are admitted, the rest 429 until a stream ends',
 ] as const
 
 /** Sends `request` (raw HTTP/1.1 text) to `url`'s server; resolves with the status of its answer. */
@@ -41,7 +50,7 @@ const get = (path: string, headers: string[] = []) =>
   `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((line) => `${line}\r\n`).join('')}Connection: close\r\n\r\n`
 
 export function describeKitAttacks(app: ServedKitApp): void {
-  const [rotating, paths, garbage, manyKeys, flood] = SERVED_ATTACKS
+  const [rotating, paths, garbage, manyKeys, flood, prerendered, subRequest, streams] = SERVED_ATTACKS
 
   it(rotating, async () => {
     const url = app.served().url
@@ -120,5 +129,48 @@ export function describeKitAttacks(app: ServedKitApp): void {
     )
     expect(statuses.filter((status) => status === 200)).toHaveLength(3)
     expect(statuses.filter((status) => status === 429)).toHaveLength(57)
+  })
+
+  it(prerendered, async () => {
+    const response = await fetch(`${app.served().url}/pre`)
+    expect(response.status).toBe(200)
+    expect(await response.text()).toContain('prerendered')
+  })
+
+  it(subRequest, async () => {
+    const url = `${app.served().url}/sub`
+    const view = () => fetch(url, { headers: { 'x-forwarded-for': '203.0.113.120' } })
+    const remaining: (string | null)[] = []
+    for (let i = 0; i < 3; i++) {
+      const response = await view()
+      expect(response.status).toBe(200)
+      remaining.push(response.headers.get('ratelimit-remaining'))
+    }
+    expect(remaining).toEqual(['2', '1', '0'])
+    expect((await view()).status).toBe(429)
+  })
+
+  it(streams, async () => {
+    const { url } = app.served()
+    const client = { 'x-forwarded-for': '203.0.113.121' }
+    await fetch(`${url}/api/release?hold`, { method: 'POST' })
+    const first = await Promise.all([1, 2].map(() => fetch(`${url}/api/stream`, { headers: client })))
+    expect(first.map((response) => response.status)).toEqual([200, 200])
+    const readers = first.map((response) => response.body!.getReader())
+    // Both sent their first chunk; their last is held.
+    await Promise.all(readers.map((reader) => reader.read()))
+    const more = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        raw(url, get('/api/stream', [`X-Forwarded-For: ${client['x-forwarded-for']}`])),
+      ),
+    )
+    expect(more).toEqual(Array(8).fill(429))
+    await fetch(`${url}/api/release`, { method: 'POST' })
+    for (const reader of readers) while (!(await reader.read()).done);
+    await until(async () => {
+      const response = await fetch(`${url}/api/stream`, { headers: client })
+      await response.body?.cancel()
+      return response.status === 200
+    }, 'a stream is admitted once both ended')
   })
 }
