@@ -15,7 +15,7 @@
  *
  * Our other memory rows (issue 33): `ratewindow-no-headers` (`headers: false`, the work of a peer that sends no
  * headers on allowed responses, as the bench's rate-limiter-flexible middleware) and `ratewindow-default-headers`
- * (our default headers, draft-6: four).
+ * (our default headers, draft-6: four). `ratewindow-general`: `ratewindow` on the engine's general pipeline.
  *
  * The parent asks for this process's CPU time over IPC (`process.cpuUsage()`), to report Node CPU per request.
  */
@@ -104,6 +104,17 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       ...(variant === 'ratewindow-no-headers' ? { headers: false } : {}),
       store: new MemoryStore({ maxKeys: 1_000_000 }),
       blockedCache: false,
+    }
+  // `ratewindow-general` (issue 46): `ratewindow` on the general pipeline, which a `skip` that never skips makes the
+  // engine take (http/compiled.ts); against `ratewindow`, what the compiled path saves.
+  if (variant === 'ratewindow-general')
+    return {
+      limit,
+      window: '1m',
+      headers: 'draft-7',
+      store: new MemoryStore({ maxKeys: 1_000_000 }),
+      blockedCache: false,
+      skip: () => false,
     }
   // `ratewindow-overrides`: overrides and blocks read by every decision (issue 34); against `ratewindow`, their cost.
   if (variant === 'ratewindow' || variant === 'ratewindow-overrides')

@@ -17,14 +17,14 @@ import {
 } from 'rate-limiter-flexible'
 
 export const PEERS: Record<string, string[]> = {
-  express: ['express-rate-limit', 'rate-limiter-flexible'],
+  express: ['express-rate-limit', 'rate-limiter-flexible', 'rate-limiter-flexible-req'],
   koa: ['koa-ratelimit', 'rate-limiter-flexible'],
   fastify: ['@fastify/rate-limit', 'rate-limiter-flexible'],
   hono: ['hono-rate-limiter'],
 }
 
 /** Peers that have no Redis variant here. */
-export const MEMORY_ONLY = new Set(['hono-rate-limiter'])
+export const MEMORY_ONLY = new Set(['hono-rate-limiter', 'rate-limiter-flexible-req'])
 
 type Middleware = unknown
 
@@ -36,11 +36,11 @@ export async function peerMiddleware(
 ): Promise<Middleware> {
   const useRedis = variant.endsWith('-redis')
   const name = useRedis ? variant.slice(0, -'-redis'.length) : variant
-  if (name === 'rate-limiter-flexible') {
+  if (name === 'rate-limiter-flexible' || name === 'rate-limiter-flexible-req') {
     const limiter: RateLimiterAbstract = useRedis
       ? new RateLimiterRedis({ storeClient: redis(), points: limit, duration: 60 })
       : new RateLimiterMemory({ points: limit, duration: 60 })
-    return flexible(framework, limiter)
+    return flexible(framework, limiter, name === 'rate-limiter-flexible-req')
   }
   if (framework === 'express' && name === 'express-rate-limit') {
     const client = useRedis ? redis() : undefined
@@ -90,17 +90,29 @@ export async function peerMiddleware(
 }
 
 /** rate-limiter-flexible has no middleware: the few lines its README shows, per framework. */
-function flexible(framework: string, limiter: RateLimiterAbstract): Middleware {
+function flexible(framework: string, limiter: RateLimiterAbstract, setsResult = false): Middleware {
   const retryAfter = (error: unknown) =>
     String(error instanceof RateLimiterRes ? Math.ceil(error.msBeforeNext / 1000) : 1)
   if (framework === 'express') {
+    const points = limiter.points
     return (
-      request: { ip: string },
+      request: { ip: string; rateLimit?: unknown },
       response: { set: (k: string, v: string) => void; status: (n: number) => { send: (b: string) => void } },
       next: () => void,
     ) => {
       limiter.consume(request.ip).then(
-        () => next(),
+        (result) => {
+          // `rate-limiter-flexible-req` (issue 46): the decision on `req.rateLimit`, as express-rate-limit and
+          // ratewindow give it to the app: the second Express reference.
+          if (setsResult)
+            request.rateLimit = {
+              limit: points,
+              used: result.consumedPoints,
+              remaining: result.remainingPoints,
+              resetTime: new Date(Date.now() + result.msBeforeNext),
+            }
+          next()
+        },
         (error) => {
           response.set('Retry-After', retryAfter(error))
           response.status(429).send('Too Many Requests')
