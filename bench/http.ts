@@ -75,6 +75,7 @@ export function variantsOf(framework: string): string[] {
     'ratewindow',
     'ratewindow-no-headers',
     'ratewindow-default-headers',
+    'ratewindow-general',
     'ratewindow-overrides',
     'ratewindow-redis',
     'ratewindow-redis-overrides',

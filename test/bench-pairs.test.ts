@@ -21,6 +21,7 @@ describe('bench pairs', () => {
       ['ratewindow', 'floor-headers'],
       ['floor-key', 'floor-headers'],
       ['ratewindow', 'floor-key'],
+      ['ratewindow', 'ratewindow-general'],
       ['ratewindow', 'hono-rate-limiter'],
       ['ratewindow-default-headers', 'hono-rate-limiter'],
     ])
