@@ -1,8 +1,9 @@
 /**
  * `pnpm test:all`: every check CI runs. Each step starts as soon as the steps it needs have passed, so that the
  * tests and the package checks share the machine (each waits on servers, stores, installs and child processes
- * for much of its time); each step's output is printed whole when it ends, then a table of the steps and their
- * seconds.
+ * for much of its time); each step's output is printed whole when it ends, then a table of the steps, their
+ * seconds and their CPU seconds (on a machine the steps keep busy, the total CPU over the cores is the least the
+ * run can take).
  *
  *   lint, typecheck, build                             at once
  *   check:publish, check:surface, check:packages       on the build
@@ -20,8 +21,27 @@ interface Step {
   /** The steps that must pass before this one starts. */
   needs: string[]
   seconds?: number
+  /** The CPU seconds of the step's processes (see `childCpu`), where the system tells them. */
+  cpu?: number
   code?: number | null
 }
+
+/**
+ * The CPU seconds (user and system) of this process's children that have ended, with theirs: /proc/self/stat's
+ * cutime and cstime, in clock ticks (100 a second on Linux); undefined elsewhere. Read when a step's process
+ * ends, its growth since the last read is that step's CPU (processes a step left running, such as a server it
+ * started and did not stop, are not counted).
+ */
+function childCpu(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[13]) + Number(fields[14])) / 100
+  } catch {
+    return undefined
+  }
+}
+let cpuRead = childCpu()
 
 const scripts: Record<string, string> = JSON.parse(readFileSync('package.json', 'utf8')).scripts
 const NEEDS: Record<string, string[]> = {
@@ -52,6 +72,9 @@ function run(step: Step): Promise<Step> {
     child.on('close', (code) => {
       step.code = code
       step.seconds = (performance.now() - started) / 1_000
+      const cpu = childCpu()
+      if (cpu !== undefined && cpuRead !== undefined) step.cpu = cpu - cpuRead
+      cpuRead = cpu
       const verdict = code === 0 ? 'passed' : `FAILED (exit ${code})`
       console.log(`\n── ${step.script}: ${verdict} in ${step.seconds.toFixed(1)} s ──`)
       process.stdout.write(Buffer.concat(output))
@@ -81,11 +104,15 @@ if (sequential) {
 }
 
 const total = (performance.now() - started) / 1_000
-console.log('\n step               seconds  result')
+const column = (value: number | undefined) => (value?.toFixed(1) ?? '–').padStart(7)
+console.log('\n step               seconds  cpu s  result')
 for (const step of steps) {
   const result = step.code === undefined ? 'not run' : step.code === 0 ? 'passed' : 'FAILED'
-  console.log(` ${step.script.padEnd(18)} ${(step.seconds?.toFixed(1) ?? '–').padStart(7)}  ${result}`)
+  console.log(` ${step.script.padEnd(18)} ${column(step.seconds)} ${column(step.cpu)}  ${result}`)
 }
 const ok = steps.every((step) => step.code === 0)
-console.log(` ${'total'.padEnd(18)} ${total.toFixed(1).padStart(7)}  ${ok ? 'passed' : 'FAILED'}`)
+const cpu = steps.some((step) => step.cpu !== undefined)
+  ? steps.reduce((sum, step) => sum + (step.cpu ?? 0), 0)
+  : undefined
+console.log(` ${'total'.padEnd(18)} ${column(total)} ${column(cpu)}  ${ok ? 'passed' : 'FAILED'}`)
 process.exitCode = ok ? 0 : 1
