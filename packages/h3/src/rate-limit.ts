@@ -7,7 +7,6 @@ import {
   INVALID_ADDRESS,
   type MiddlewareHandles,
   unlessInvalidAddress,
-  watchedBody,
   withHandles,
 } from '@ratewindow/core/adapter'
 import type { H3Event } from 'h3'
@@ -125,16 +124,72 @@ export function rateLimit<E extends H3EventLike = H3Event>(
 }
 
 /**
- * h3 2's streamed answer (a `Response` with a body, a `ReadableStream`) in place of `body`, read through, so that
- * `tracked` finishes once it is sent (a slot held that long: the handler's work goes on while it streams);
- * undefined for an answer sent whole.
+ * h3 2's streamed answer in place of `value`, read through, so that `tracked` finishes once it is sent (a slot held
+ * that long: the handler's work goes on while it streams); undefined for an answer sent whole, or not sent at all
+ * (a HEAD request's, whose body h3 drops unread: `tracked` finished at once). A streamed answer is a `Response`
+ * with a body, a `ReadableStream`, a Node `Readable`, or h3's own `HTTPResponse` with either for its body (what
+ * `iterable()`, `createEventStream()` and `new HTTPResponse(stream)` return).
  */
-function sentAnswer(body: unknown, method: string, status: number, tracked: FetchResponse): unknown {
-  if (body instanceof ReadableStream)
-    return watchedBody(body, (failed) => tracked.finish(failed ? 500 : status))
-  if (!(body instanceof Response) || body.body === null) return undefined
-  const followed = followedBody(body.body, method, status, tracked)
-  return followed === undefined ? undefined : new Response(followed, body)
+function sentAnswer(value: unknown, method: string, status: number, tracked: FetchResponse): unknown {
+  if (value instanceof Response) {
+    const followed = value.body === null ? undefined : sentBody(value.body, method, status, tracked)
+    return followed === undefined ? undefined : new Response(followed as ReadableStream, value)
+  }
+  if (isH3Response(value)) {
+    // Its body is a field h3 reads when it makes the response (h3 2.0.8); where it cannot be set, sent as it is.
+    if (Object.getOwnPropertyDescriptor(value, 'body')?.writable !== true) return undefined
+    const followed = sentBody(value.body, method, status, tracked)
+    if (followed === undefined) return undefined
+    value.body = followed
+    return value
+  }
+  return sentBody(value, method, status, tracked)
+}
+
+/** `sentAnswer` for a body: a `ReadableStream` or a Node `Readable` followed; undefined for any other. */
+function sentBody(body: unknown, method: string, status: number, tracked: FetchResponse): unknown {
+  if (body instanceof ReadableStream) return followedBody(body, method, status, tracked)
+  if (!isNodeReadable(body)) return undefined
+  if (method === 'HEAD') {
+    tracked.finish(status)
+    return undefined
+  }
+  // Node's stream closes once it ended, failed, or was destroyed (the client left); one that ends without closing
+  // (`autoDestroy: false`) ends.
+  let over = false
+  const end = () => {
+    if (over) return
+    over = true
+    tracked.finish(body.errored ? 500 : status)
+  }
+  body.once('end', end)
+  body.once('close', end)
+  return body
+}
+
+const H3_RESPONSE = Symbol.for('h3.HTTPResponse')
+
+/** h3 2's `HTTPResponse` (marked by h3 with this symbol on its prototype), which carries its body on `body`. */
+function isH3Response(value: unknown): value is { body: unknown } {
+  return (
+    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[H3_RESPONSE] === true
+  )
+}
+
+/** What is read of a Node `Readable`, which h3 2 sends by piping it (no `node:stream` import: h3 runs on Workers). */
+interface NodeReadable {
+  readonly errored?: unknown
+  pipe(destination: unknown): unknown
+  once(event: 'end' | 'close', listener: () => void): unknown
+}
+
+function isNodeReadable(value: unknown): value is NodeReadable {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as NodeReadable).pipe === 'function' &&
+    typeof (value as NodeReadable).once === 'function'
+  )
 }
 
 /** Sets a header, or answers false where the headers are immutable. */

@@ -5,7 +5,8 @@
  */
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { H3 } from 'h3'
+import { Readable } from 'node:stream'
+import { createEventStream, H3, HTTPResponse, iterable } from 'h3'
 import { toNodeHandler } from 'h3/node'
 import { createApp, createRouter, eventHandler, setResponseStatus, toNodeListener } from 'h3-v1'
 import { afterEach } from 'vitest'
@@ -44,9 +45,35 @@ function heldStream(): ReadableStream<Uint8Array> {
 }
 
 /**
+ * Two chunks as an async generator, the second once the streams are released; with `fail`, a throw in its place.
+ */
+async function* heldChunks(fail = false): AsyncGenerator<string> {
+  yield 'chunk 1\n'
+  await released
+  if (fail) throw new Error('the stream failed mid-way')
+  yield 'chunk 2\n'
+}
+
+/** An event stream of h3 2 (`createEventStream`) sending two messages, the second once the streams are released. */
+function heldEvents(event: Parameters<typeof createEventStream>[0]): ReturnType<typeof createEventStream> {
+  const events = createEventStream(event)
+  void (async () => {
+    await events.push('one')
+    await released
+    await events.push('two')
+    await events.close()
+  })()
+  return events
+}
+
+/**
  * The routes: `/` and `/api/data` answer what the middlewares put on the context; `/status/:code` answers with that
  * status (a failed response for `skipFailedRequests`); `/stream` a streamed body (a `Response` of it on h3 2, the
- * stream itself on h3 1 and at h3 2's `/stream/raw`), held by `holdStreams()`.
+ * stream itself on h3 1 and at h3 2's `/stream/raw`), held by `holdStreams()`. On h3 2, the same held stream as
+ * h3's own helpers give it (the outside attack round of issue 50's second round, H1): `/stream/iterable`
+ * (`iterable()` of a generator; `/stream/iterable-fails` throws in place of its last chunk), `/stream/events`
+ * (`createEventStream()` returned), `/stream/h3-response` (`new HTTPResponse(stream)`), `/stream/node` (a Node
+ * `Readable`).
  */
 function routesFor(major: Major, middleware: Middleware, mount?: string): RequestListener {
   const context = (event: { context: Record<string, unknown> }) => ({
@@ -65,6 +92,11 @@ function routesFor(major: Major, middleware: Middleware, mount?: string): Reques
     )
     app.get('/stream', () => new Response(heldStream()))
     app.get('/stream/raw', () => heldStream())
+    app.get('/stream/iterable', () => iterable(heldChunks()))
+    app.get('/stream/iterable-fails', () => iterable(heldChunks(true)))
+    app.get('/stream/events', (event) => heldEvents(event))
+    app.get('/stream/h3-response', () => new HTTPResponse(heldStream()))
+    app.get('/stream/node', () => Readable.from(heldChunks()))
     return toNodeHandler(app) as RequestListener
   }
   const app = createApp()

@@ -132,8 +132,20 @@ describe.each(MAJORS)('%s', (major) => {
 
 // Outside attack round of issue 50 (M2): on h3 2 the slot came back when the chain returned a streamed Response,
 // so that 10 clients each reading a stream were all in flight at `concurrency: { limit: 2 }`.
+// The second round (H1): h3 2's own helpers still got past it, their answers not being a Response or a
+// ReadableStream: `iterable()` of a generator, `createEventStream()` returned, `new HTTPResponse(stream)` and a Node
+// `Readable` each had 10 handlers in flight.
+const H3_2_STREAMS = [
+  '/stream',
+  '/stream/raw',
+  '/stream/iterable',
+  '/stream/events',
+  '/stream/h3-response',
+  '/stream/node',
+]
+
 describe.each(MAJORS)('%s: concurrency: { limit: 2 } and streamed answers', (major) => {
-  const paths = major === 'h3 2' ? ['/stream', '/stream/raw'] : ['/stream']
+  const paths = major === 'h3 2' ? H3_2_STREAMS : ['/stream']
   it.each(paths)(
     '10 clients reading %s at once were all admitted: 2 are, the rest 429 until a stream ends',
     async (path) => {
@@ -154,4 +166,39 @@ describe.each(MAJORS)('%s: concurrency: { limit: 2 } and streamed answers', (maj
       )
     },
   )
+})
+
+describe('h3 2: streamed answers that are not sent', () => {
+  // The second round (M1): HEAD requests of a streamed route held their slots until the lease ran out (a minute),
+  // h3 dropping the body unread; the client got 429 with `Retry-After: 1` meanwhile.
+  it.each(['/stream', '/stream/raw', '/stream/iterable', '/stream/node'])(
+    'two HEAD requests of %s at `concurrency: { limit: 2 }` locked the client out for a minute: the next request is admitted',
+    async (path) => {
+      holdStreams()
+      try {
+        const url = await served('h3 2', rateLimit({ limit: 1000, window: '1h', concurrency: { limit: 2 } }))
+        const head = `HEAD ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`
+        expect([await raw(url, head), await raw(url, head)]).toEqual([200, 200])
+        expect(await raw(url, get('/'))).toBe(200)
+      } finally {
+        releaseStreams()
+      }
+    },
+  )
+
+  // The second round: a generator behind `iterable()` that throws mid-stream was judged a success, so that
+  // `skipFailedRequests` refunded nothing (200, 200, 200, 429, 429, 429).
+  it('six requests of a stream that fails mid-way, at limit 3 with `skipFailedRequests`: each is refunded', async () => {
+    const url = await served('h3 2', rateLimit({ limit: 3, window: '1h', skipFailedRequests: true }))
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++) {
+      holdStreams()
+      const response = await fetch(`${url}/stream/iterable-fails`)
+      statuses.push(response.status)
+      // Its first chunk came; the stream fails in place of the last, and the server ends the connection.
+      releaseStreams()
+      await expect(response.text()).rejects.toThrow()
+    }
+    expect(statuses).toEqual(Array(6).fill(200))
+  })
 })
