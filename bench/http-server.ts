@@ -105,19 +105,10 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       store: new MemoryStore({ maxKeys: 1_000_000 }),
       blockedCache: false,
     }
+  // `ratewindow-overrides`: overrides and blocks read by every decision (issue 34); against `ratewindow`, their cost.
   // `ratewindow-general` (issue 46): `ratewindow` on the general pipeline, which a `skip` that never skips makes the
   // engine take (http/compiled.ts); against `ratewindow`, what the compiled path saves.
-  if (variant === 'ratewindow-general')
-    return {
-      limit,
-      window: '1m',
-      headers: 'draft-7',
-      store: new MemoryStore({ maxKeys: 1_000_000 }),
-      blockedCache: false,
-      skip: () => false,
-    }
-  // `ratewindow-overrides`: overrides and blocks read by every decision (issue 34); against `ratewindow`, their cost.
-  if (variant === 'ratewindow' || variant === 'ratewindow-overrides')
+  if (variant === 'ratewindow' || variant === 'ratewindow-overrides' || variant === 'ratewindow-general')
     return {
       limit,
       window: '1m',
@@ -125,6 +116,7 @@ const ours = (): HttpRateLimitOptions<unknown> | undefined => {
       store: new MemoryStore({ maxKeys: 1_000_000 }),
       blockedCache: false,
       overrides: variant === 'ratewindow-overrides',
+      ...(variant === 'ratewindow-general' ? { skip: () => false } : {}),
     }
   // `ratewindow-redis-overrides`: each decision script reads the key's record (issue 34); against `ratewindow-redis`.
   if (variant === 'ratewindow-redis' || variant === 'ratewindow-redis-overrides')
