@@ -4,12 +4,13 @@
  * named after what broke.
  */
 import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, connect } from 'node:net'
 import { serve } from '@hono/node-server'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import { MemoryStore, type Store } from '@ratewindow/core'
 import { rateLimit, slowDown } from '@ratewindow/hono'
 import { Hono, type MiddlewareHandler } from 'hono'
+import { stream } from 'hono/streaming'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { until } from '../../../test/support/connections.js'
 
@@ -71,6 +72,21 @@ async function started(middleware: MiddlewareHandler): Promise<{ url: string; er
     })
     return new Response(body)
   })
+  // Hono's stream() helper, written as the README says: the callback stops when its client leaves (onAbort).
+  app.get('/push', (c) =>
+    stream(c, async (writer) => {
+      pushing.now++
+      pushing.most = Math.max(pushing.most, pushing.now)
+      try {
+        const left = new Promise<void>((resolve) => writer.onAbort(resolve))
+        await writer.write('chunk 1\n')
+        await Promise.race([released, left])
+        if (!writer.aborted) await writer.write('chunk 2\n')
+      } finally {
+        pushing.now--
+      }
+    }),
+  )
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server
   servers.push(server)
   await new Promise((resolve) => server.once('listening', resolve))
@@ -78,6 +94,29 @@ async function started(middleware: MiddlewareHandler): Promise<{ url: string; er
 }
 
 const REQUESTS = 20
+
+/** The `/push` callbacks running now, and the most that ran at once. */
+const pushing = { now: 0, most: 0 }
+
+/** A GET of `path` on a connection of its own, closed once the first chunk came; resolves with the status. */
+function leaveAfterFirstChunk(url: string, path: string): Promise<number> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`),
+    )
+    let answer = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk) => {
+      answer += chunk
+      if (answer.includes('chunk 1') || (answer.includes('\r\n\r\n') && !answer.startsWith('HTTP/1.1 200'))) {
+        socket.destroy()
+        resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0))
+      }
+    })
+    socket.on('error', reject)
+  })
+}
 
 let releaseStreams = () => {}
 let released = Promise.resolve()
@@ -140,5 +179,30 @@ describe('concurrency: { limit: 2 } and a streamed body', () => {
       async () => (await fetch(url)).status === 200,
       'a request is admitted once both streams ended',
     )
+  })
+})
+
+// The second outside attack round of issue 50 (H2, rated Medium: the README's contract): 8 rounds of 2 clients that
+// each close their connection once a stream()'s first chunk came reached 16 callbacks at once at limit 2, Hono's
+// stream() writing on, unheard, for clients long gone. The slot comes back when the client leaves; a callback that
+// stops on onAbort, as the README says, keeps the work within the limit.
+describe('concurrency: { limit: 2 } and clients that leave a stream() mid-way', () => {
+  it('8 rounds of 2 clients leaving after the first chunk: each round admitted, at most 2 callbacks at once', async () => {
+    holdStreams()
+    pushing.most = 0
+    try {
+      const { url } = await started(
+        rateLimit({ getConnInfo, limit: 1000, window: '1h', concurrency: { limit: 2 } }),
+      )
+      for (let round = 0; round < 8; round++) {
+        const statuses = await Promise.all([1, 2].map(() => leaveAfterFirstChunk(url, '/push')))
+        expect(statuses).toEqual([200, 200])
+        await until(async () => pushing.now === 0, `round ${round + 1}'s callbacks stopped`)
+        await until(async () => (await fetch(url)).status === 200, `round ${round + 1}'s slots came back`)
+      }
+      expect(pushing.most).toBe(2)
+    } finally {
+      releaseStreams()
+    }
   })
 })
