@@ -2,7 +2,12 @@
  * Core decisions per second on the memory store, for each algorithm, one hot key and 100k keys in rotation,
  * beside rate-limiter-flexible's RateLimiterMemory and express-rate-limit's MemoryStore in the same run; and
  * retained heap per key with 1M keys. Medians of 5 rounds.
+ *
+ * With BENCH_BEFORE (the root of an earlier checkout, built: http.ts `buildOf`), also the sliding window counter
+ * loop of this build and of that one, interleaved round by round (issue 46: medians of 7 rounds of 200,000).
  */
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import {
@@ -17,7 +22,7 @@ import {
 } from '@ratewindow/core'
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
-import { formatRate, opsPerSecond, table } from './stats.js'
+import { formatRate, median, opsPerSecond, table } from './stats.js'
 
 const OPERATIONS = 200_000
 const ROUNDS = 5
@@ -79,6 +84,75 @@ async function bytesPerKey(make: Contender[1], keys: number): Promise<number> {
   return bytes
 }
 
+/** The builds a before/after loop compares: this one, and the one in BENCH_BEFORE. */
+type CoreModule = typeof import('@ratewindow/core')
+
+const INTERLEAVED_ROUNDS = 7
+
+/** One round of `OPERATIONS` decisions of a sliding window counter limiter over `keys`, in decisions/s. */
+async function loopRound(
+  decide: (key: string) => Promise<unknown>,
+  keys: readonly string[],
+): Promise<number> {
+  const start = process.hrtime.bigint()
+  for (let i = 0; i < OPERATIONS; i++) await decide(keys[i % keys.length]!)
+  return OPERATIONS / (Number(process.hrtime.bigint() - start) / 1e9)
+}
+
+/**
+ * The sliding window counter loop of this build against the build in BENCH_BEFORE, 1 and 10k keys: the two run
+ * one round each in turn (one warm-up round each first), so that the machine's drift falls on both; the figure
+ * is the median of the rounds' ratios.
+ */
+export async function runBeforeAfter(root: string): Promise<string> {
+  const before: CoreModule = await import(pathToFileURL(resolve(root, 'packages/core/dist/index.js')).href)
+  const after: CoreModule = await import('@ratewindow/core')
+  const make = (core: CoreModule) => {
+    const limiter = new core.RateLimiter({
+      rules: core.slidingWindowCounter({ limit: 100_000_000, window: '1m' }),
+      store: new core.MemoryStore({ maxKeys: 2_000_000 }),
+    })
+    return (key: string) => limiter.limit(key)
+  }
+  const rows: string[][] = []
+  for (const count of [1, 10_000]) {
+    const keys = Array.from({ length: count }, (_, i) => `client-${i}`)
+    const ours = make(after)
+    const theirs = make(before)
+    await loopRound(ours, keys)
+    await loopRound(theirs, keys)
+    const rates = { ours: [] as number[], theirs: [] as number[], ratios: [] as number[] }
+    for (let round = 0; round < INTERLEAVED_ROUNDS; round++) {
+      // Which build goes first alternates: neither always follows the other's garbage.
+      let mine = 0
+      let theirRate = 0
+      if (round % 2 === 0) {
+        mine = await loopRound(ours, keys)
+        theirRate = await loopRound(theirs, keys)
+      } else {
+        theirRate = await loopRound(theirs, keys)
+        mine = await loopRound(ours, keys)
+      }
+      rates.ours.push(mine)
+      rates.theirs.push(theirRate)
+      rates.ratios.push(mine / theirRate)
+    }
+    rows.push([
+      count.toLocaleString('en-US'),
+      formatRate(median(rates.ours)),
+      formatRate(median(rates.theirs)),
+      median(rates.ratios).toFixed(2),
+      `${Math.min(...rates.ratios).toFixed(2)}–${Math.max(...rates.ratios).toFixed(2)}`,
+    ])
+  }
+  return [
+    `\`MemoryStore\`, sliding window counter, this build against the build before (BENCH_BEFORE), interleaved, ` +
+      `median of ${INTERLEAVED_ROUNDS} rounds of ${OPERATIONS.toLocaleString('en-US')}:`,
+    '',
+    table(['keys', 'decisions/s', 'before', 'ratio', 'range'], rows),
+  ].join('\n')
+}
+
 export async function runCore(): Promise<string> {
   const rows: string[][] = []
   for (const [name, make] of CONTENDERS) {
@@ -96,4 +170,7 @@ export async function runCore(): Promise<string> {
   ].join('\n')
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await runCore())
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const root = process.env.BENCH_BEFORE
+  console.log(process.argv.includes('--before-after') && root ? await runBeforeAfter(root) : await runCore())
+}

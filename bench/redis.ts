@@ -3,12 +3,25 @@
  * per decision beside the one-round-trip floor (an EVALSHA that only INCRs a key with a TTL), side by side in
  * alternating rounds; and Redis commands per decision from INFO commandstats. Starts its own redis-server on a free
  * loopback port.
+ * Issue 46 (`--groups`): Redis CPU per decision at fixed group sizes (the scripts RedisStore sends for a group of
+ * 1, 16 and 64 decisions, called directly, so that the figure does not depend on how many requests one turn of the
+ * event loop happened to gather), and Node CPU per decision with a new key each time, this build against
+ * BENCH_BEFORE's.
  * Run: pnpm --filter @ratewindow/bench redis
  */
 import { execFile } from 'node:child_process'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { RateLimiter, RedisStore, slidingWindowCounter } from '@ratewindow/core'
 import { Redis } from 'ioredis'
+// The batch script's keys and arguments as RedisStore builds them (internal: not exported by the package).
+import {
+  type BatchCall,
+  batchArguments,
+  singleArguments,
+} from '../packages/core/src/stores/redis/batch-script.js'
+import { prepareRuleSet } from '../packages/core/src/stores/redis/send-group.js'
 import { RedisServer } from '../test/support/redis-server.js'
 import { formatRate, median, opsPerSecond, table } from './stats.js'
 
@@ -224,6 +237,195 @@ function cpuSection(cpu: CpuFigures): string {
   ].join('\n')
 }
 
+/** The group sizes of issue 46's Redis CPU target, and its rounds. */
+export const GROUP_SIZES = [1, 16, 64] as const
+const GROUP_ROUNDS = 7
+const GROUP_DECISIONS = 64 * 600
+
+/** Redis CPU per decision at one group size: ours and the per-request floor's, medians, by key count. */
+export interface GroupedCpuRow {
+  keys: number
+  group: number
+  floorUs: number
+  oursUs: number
+  /** The median of the rounds' ratios (ours ÷ the floor's, measured one after the other in each round). */
+  ratio: number
+}
+
+/**
+ * Redis CPU per decision of the script RedisStore sends for a group of `group` decisions (the single-decision
+ * script for 1, the batch script otherwise: the keys and arguments `sendGroup` builds), `IN_FLIGHT` decisions in
+ * flight, against the per-request floor (one EVALSHA of INCR with a TTL per decision), in alternating rounds.
+ * With 1 key every decision is of that key; with 10,000 the decisions take the keys in turn (a group of 16 holds
+ * 16 keys).
+ */
+async function groupedCpu(port: number): Promise<GroupedCpuRow[]> {
+  const admin = new Redis({ port, host: '127.0.0.1' })
+  const client = new Redis({ port, host: '127.0.0.1' })
+  const rule = slidingWindowCounter({ limit: 1_000_000_000, window: '1m' })
+  const prepared = prepareRuleSet([rule], undefined, undefined, () => undefined)
+  const floorSha = String(await admin.script('LOAD', INCR_TTL))
+  const singleSha = String(await admin.script('LOAD', prepared.script.lua))
+  const batchSha = String(await admin.script('LOAD', prepared.batch.lua))
+  const call = (base: string): BatchCall => ({ base, mode: 0, now: -1, request: { cost: 1 }, at: 0 })
+  /** Redis CPU µs per decision of `calls` script calls of `group` decisions each, `IN_FLIGHT` decisions in flight. */
+  const measure = async (group: number, send: (index: number) => Promise<unknown>) => {
+    const calls = GROUP_DECISIONS / group
+    const inFlight = Math.max(1, Math.round(IN_FLIGHT / group))
+    const before = await redisCpu(admin)
+    let next = 0
+    const worker = async () => {
+      while (next < calls) await send(next++)
+    }
+    await Promise.all(Array.from({ length: inFlight }, worker))
+    return (((await redisCpu(admin)) - before) * 1e6) / GROUP_DECISIONS
+  }
+  const rows: GroupedCpuRow[] = []
+  for (const keys of [1, CPU_KEYS]) {
+    const keyOf = (decision: number) => `g{client-${decision % keys}}`
+    for (const group of GROUP_SIZES) {
+      const ours = (index: number) => {
+        const first = index * group
+        if (group === 1) {
+          const only = call(keyOf(first))
+          return client.evalsha(
+            singleSha,
+            1,
+            `${only.base}${prepared.suffixes[0]}`,
+            ...singleArguments(only, prepared.args),
+          )
+        }
+        const calls = Array.from({ length: group }, (_, i) => call(keyOf(first + i)))
+        const { keys: names, args } = batchArguments(calls, prepared.suffixes, prepared.args)
+        return client.evalsha(batchSha, names.length, ...names, ...args)
+      }
+      const floor = (index: number) => client.evalsha(floorSha, 1, `floor${keyOf(index)}`, '60000')
+      const figures = { floor: [] as number[], ours: [] as number[], ratio: [] as number[] }
+      for (let round = 0; round <= GROUP_ROUNDS; round++) {
+        // Round 0 warms up (keys created) and is not counted.
+        const floorUs = await measure(1, floor)
+        const oursUs = await measure(group, ours)
+        if (round === 0) continue
+        figures.floor.push(floorUs)
+        figures.ours.push(oursUs)
+        figures.ratio.push(oursUs / floorUs)
+      }
+      rows.push({
+        keys,
+        group,
+        floorUs: median(figures.floor),
+        oursUs: median(figures.ours),
+        ratio: median(figures.ratio),
+      })
+    }
+  }
+  await Promise.all([admin.quit(), client.quit()])
+  return rows
+}
+
+/** Node CPU per decision of RedisStore with a new key per decision: this build's and BENCH_BEFORE's, if given. */
+export interface NodeCpuFigures {
+  ours: number
+  before: number | undefined
+  /** The median of the rounds' ratios (this build ÷ the build before). */
+  ratio: number | undefined
+}
+
+const NODE_DECISIONS = 20_000
+
+/**
+ * Node CPU µs per decision (process.cpuUsage, user + system) of `limit()` on RedisStore with ioredis, a new key for
+ * every decision, `IN_FLIGHT` in flight: this build and the build in BENCH_BEFORE in alternating rounds, each on a
+ * client of its own, medians of 7.
+ */
+async function nodeCpuNewKeys(port: number): Promise<NodeCpuFigures> {
+  type Core = typeof import('@ratewindow/core')
+  const root = process.env.BENCH_BEFORE
+  const builds: Core[] = [await import('@ratewindow/core')]
+  if (root) builds.push(await import(pathToFileURL(resolve(root, 'packages/core/dist/index.js')).href))
+  const clients = builds.map(() => new Redis({ port, host: '127.0.0.1' }))
+  const limiters = builds.map(
+    (core, i) =>
+      new core.RateLimiter({
+        rules: core.slidingWindowCounter({ limit: 1_000_000_000, window: '1m' }),
+        store: new core.RedisStore({ client: clients[i]! }),
+        prefix: `node-cpu-${i}`,
+      }),
+  )
+  let serial = 0
+  const cpuPerDecision = async (limiter: RateLimiter) => {
+    const before = process.cpuUsage()
+    let next = 0
+    const worker = async () => {
+      while (next++ < NODE_DECISIONS) await limiter.limit(`new-${serial++}`)
+    }
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+    const used = process.cpuUsage(before)
+    return (used.user + used.system) / NODE_DECISIONS
+  }
+  const figures = builds.map(() => [] as number[])
+  const ratios: number[] = []
+  for (let round = 0; round <= GROUP_ROUNDS; round++) {
+    // Which build goes first alternates; round 0 warms both up.
+    const order = round % 2 === 0 ? limiters.map((_, i) => i) : limiters.map((_, i) => i).reverse()
+    const each: number[] = []
+    for (const i of order) each[i] = await cpuPerDecision(limiters[i] as RateLimiter)
+    if (round === 0) continue
+    for (const [i, us] of each.entries()) figures[i]!.push(us)
+    if (each.length > 1) ratios.push(each[0]! / each[1]!)
+  }
+  await Promise.all(clients.map((client) => client.quit()))
+  return {
+    ours: median(figures[0]!),
+    before: figures[1] ? median(figures[1]) : undefined,
+    ratio: ratios.length > 0 ? median(ratios) : undefined,
+  }
+}
+
+/** The fixed-group Redis CPU and the Node CPU figures, as Markdown. */
+function groupedSection(rows: readonly GroupedCpuRow[], node: NodeCpuFigures): string {
+  return [
+    `Redis CPU per decision at fixed group sizes (issue 46): the script RedisStore sends for a group of that many ` +
+      `decisions (the single-decision script for 1), called directly with the keys and arguments RedisStore builds, ` +
+      `${IN_FLIGHT} decisions in flight, against the per-request floor (one EVALSHA of INCR with a TTL per decision), ` +
+      `${GROUP_DECISIONS.toLocaleString('en-US')} decisions per measure, the two alternating, median of ${GROUP_ROUNDS} rounds ` +
+      '(the ratio is the median of the rounds’ ratios):',
+    '',
+    table(
+      ['keys', 'group', 'floor µs', 'ours µs', 'ratio'],
+      rows.map((row) => [
+        row.keys.toLocaleString('en-US'),
+        String(row.group),
+        row.floorUs.toFixed(2),
+        row.oursUs.toFixed(2),
+        row.ratio.toFixed(2),
+      ]),
+    ),
+    '',
+    `Node CPU per decision, a new key for each (\`limit()\` on RedisStore with ioredis, ${IN_FLIGHT} in flight, ` +
+      `${NODE_DECISIONS.toLocaleString('en-US')} decisions per measure, median of ${GROUP_ROUNDS}): ${node.ours.toFixed(1)} µs` +
+      (node.before === undefined || node.ratio === undefined
+        ? ' (set BENCH_BEFORE for the build before).'
+        : `, the build before ${node.before.toFixed(1)} µs: ${node.ratio.toFixed(2)} × (median of the rounds' ratios).`),
+  ].join('\n')
+}
+
+/** The fixed-group Redis CPU and Node CPU figures alone: `pnpm --filter @ratewindow/bench redis-groups`. */
+export async function runGroupedCpu(): Promise<{
+  rows: GroupedCpuRow[]
+  node: NodeCpuFigures
+  text: string
+}> {
+  const server = await RedisServer.start()
+  try {
+    const rows = await groupedCpu(server.port)
+    const node = await nodeCpuNewKeys(server.port)
+    return { rows, node, text: groupedSection(rows, node) }
+  } finally {
+    await server.stop()
+  }
+}
+
 /** Only the Redis CPU figures, on a redis-server of their own: `pnpm --filter @ratewindow/bench redis-cpu`. */
 export async function runRedisCpu(): Promise<string> {
   const server = await RedisServer.start()
@@ -287,5 +489,11 @@ export async function runRedis(): Promise<string> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(process.argv.includes('--cpu') ? await runRedisCpu() : await runRedis())
+  console.log(
+    process.argv.includes('--groups')
+      ? (await runGroupedCpu()).text
+      : process.argv.includes('--cpu')
+        ? await runRedisCpu()
+        : await runRedis(),
+  )
 }
