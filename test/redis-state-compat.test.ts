@@ -112,4 +112,35 @@ describe.each([
     expect(expected[3]).toEqual({ charged: 6, refunded: 0, uncharged: 2 })
     expect(await trace(limiter, clock)).toEqual(expected)
   })
+
+  // Issue 46: the batch script (a group's decisions in one execution) keeps its pending writes otherwise; it reads
+  // the same state. Four calls at once: the first goes alone, the three that arrive while it is in flight go as one
+  // group, in arrival order, exactly as four calls one after another on a MemoryStore that counted the same 3.
+  it.each(SHAPES)('%s, read by a group of decisions', async (_shape, make, write) => {
+    const rule = make()
+    const client = makeClient()
+    const clock = new ManualClock(T0 + 1_000)
+    const prefix = `sg${process.pid}x${Math.random().toString(36).slice(2, 8)}`
+    const store = new RedisStore({ client, clock: clock.read })
+    const limiter = new RateLimiter({ rules: rule, store, prefix, timeout: '10s' })
+    await write(client, store.keyFor(limiter.namespace, 'k', rule))
+    const memoryClock = new ManualClock(T0)
+    const memory = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: memoryClock.read }) })
+    expect((await memory.limit('k', { cost: USED })).allowed).toBe(true)
+    memoryClock.set(T0 + 1_000)
+    const view = ({ allowed, remaining, reset, retryAfter }: RateLimitResult) => ({
+      allowed,
+      remaining,
+      reset,
+      retryAfter,
+    })
+    const expected: unknown[] = []
+    for (let i = 0; i < 4; i++) expected.push(view(await memory.limit('k')))
+    expect(expected.map((each) => (each as RateLimitResult).allowed)).toEqual([true, true, false, false])
+    const calls = store.groupStats.calls
+    const grouped = await Promise.all(Array.from({ length: 4 }, () => limiter.limit('k')))
+    expect(grouped.map(view)).toEqual(expected)
+    // One call alone, then one for the group (the groups are the client's: count this test's calls only).
+    expect(store.groupStats.calls - calls).toBe(2)
+  })
 })

@@ -36,73 +36,75 @@ function batchScript(codes: readonly number[], penalty: boolean, overrides: bool
     'serverTime()',
   )
   return `local real = redis
-local pending, order = {}, {}
+-- The group's pending writes, by key: the value (false: deleted), a TTL to set (ms), the TTL known (-1: none,
+-- -2: no key), and whether the key must be written at the end; flat tables, nothing built per key.
+local vals, pxs, ttls, dirty, order, dirtyCount = {}, {}, {}, {}, {}, 0
 local function flushKey(key)
-  local p = pending[key]
-  if p == nil or not p.dirty then return end
-  if p.value == false then real.call('DEL', key)
-  elseif p.px then real.call('SET', key, p.value, 'PX', p.px)
-  elseif p.ttl == -1 then real.call('SET', key, p.value)
-  else real.call('SET', key, p.value, 'KEEPTTL') end
-  p.dirty = false
+  if not dirty[key] then return end
+  local value = vals[key]
+  if value == false then real.call('DEL', key)
+  elseif pxs[key] then real.call('SET', key, value, 'PX', pxs[key])
+  elseif ttls[key] == -1 then real.call('SET', key, value)
+  else real.call('SET', key, value, 'KEEPTTL') end
+  dirty[key] = nil
 end
-local function entry(key)
-  local p = pending[key]
-  if p == nil then
-    p = { dirty = false }
-    pending[key] = p
-    order[#order + 1] = key
+local function mark(key)
+  if not dirty[key] then
+    dirty[key] = true
+    dirtyCount = dirtyCount + 1
+    order[dirtyCount] = key
   end
-  return p
 end
+local function forget(key)
+  flushKey(key)
+  vals[key], pxs[key], ttls[key] = nil, nil, nil
+end
+local function get(protected, key)
+  local value = vals[key]
+  if value ~= nil then return value end
+  value = real.pcall('GET', key)
+  if type(value) == 'table' and value.err then
+    if protected then return value end
+    return real.call('GET', key)
+  end
+  vals[key] = value
+  return value
+end
+-- The calls the decision scripts make on a key whose state is a string answer from the pending writes; any other
+-- goes to Redis as it is, after the key's pending write.
 local function command(protected, name, key, ...)
-  if name == 'GET' then
-    local p = pending[key]
-    if p ~= nil and p.value ~= nil then
-      if p.value == false then return false end
-      return p.value
-    end
-    local value = real.pcall('GET', key)
-    if type(value) == 'table' and value.err then
-      if protected then return value end
-      return real.call('GET', key)
-    end
-    entry(key).value = value
-    return value
+  if name == 'GET' then return get(protected, key)
   elseif name == 'SET' then
-    local value, option, ms = ...
-    local p = entry(key)
-    if option == 'PX' then
-      p.px = tonumber(ms)
-    elseif option == 'KEEPTTL' then
+    local a, b, c = ...
+    if b == 'PX' then
+      pxs[key], ttls[key] = tonumber(c), nil
+    elseif b == 'KEEPTTL' then
       -- Keeps a TTL written earlier in this group; else the key's own, read when asked (ttl stays unknown).
-      if p.value == false then p.ttl, p.px = -1, nil end
+      if vals[key] == false then ttls[key], pxs[key] = -1, nil end
     else
-      flushKey(key)
-      pending[key] = nil
+      forget(key)
       if protected then return real.pcall('SET', key, ...) end
       return real.call('SET', key, ...)
     end
-    if option == 'PX' then p.ttl = nil end
-    p.value, p.dirty = value, true
+    vals[key] = a
+    mark(key)
     return 'OK'
   elseif name == 'DEL' and select('#', ...) == 0 then
-    local p = entry(key)
-    p.value, p.px, p.ttl, p.dirty = false, nil, -2, true
+    vals[key], pxs[key], ttls[key] = false, nil, -2
+    mark(key)
     return 1
   elseif name == 'PTTL' then
-    local p = pending[key]
-    if p ~= nil then
-      if p.value == false then return -2 end
-      if p.px then return p.px end
-      if p.ttl then return p.ttl end
+    local value = vals[key]
+    if value ~= nil then
+      if value == false then return -2 end
+      if pxs[key] then return pxs[key] end
+      if ttls[key] then return ttls[key] end
     end
     local ttl = real.call('PTTL', key)
-    if p ~= nil and not p.px then p.ttl = ttl end
+    if value ~= nil and not pxs[key] then ttls[key] = ttl end
     return ttl
   end
-  flushKey(key)
-  pending[key] = nil
+  forget(key)
   if protected then return real.pcall(name, key, ...) end
   return real.call(name, key, ...)
 end
@@ -139,7 +141,7 @@ for c = 1, calls do
   for k = 1, perCall do keys[k] = KEYS[base + k] end
   decide(keys, args)
 end
-for _, key in ipairs(order) do flushKey(key) end
+for i = 1, dirtyCount do flushKey(order[i]) end
 return out
 `
 }
@@ -156,7 +158,7 @@ const PREFETCH = `if #KEYS > perCall then
     local values = real.call('MGET', unpack(KEYS, from, to))
     for i = from, to do
       local value = values[i - from + 1]
-      if value then entry(KEYS[i]).value = value end
+      if value then vals[KEYS[i]] = value end
     end
   end
 end
