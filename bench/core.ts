@@ -104,7 +104,9 @@ async function loopRound(
  * one round each in turn (one warm-up round each first), so that the machine's drift falls on both; the figure
  * is the median of the rounds' ratios.
  */
-export async function runBeforeAfter(root: string): Promise<string> {
+export async function runBeforeAfter(
+  root: string,
+): Promise<{ rows: { keys: number; ratio: number }[]; text: string }> {
   const before: CoreModule = await import(pathToFileURL(resolve(root, 'packages/core/dist/index.js')).href)
   const after: CoreModule = await import('@ratewindow/core')
   const make = (core: CoreModule) => {
@@ -115,6 +117,7 @@ export async function runBeforeAfter(root: string): Promise<string> {
     return (key: string) => limiter.limit(key)
   }
   const rows: string[][] = []
+  const ratios: { keys: number; ratio: number }[] = []
   for (const count of [1, 10_000]) {
     const keys = Array.from({ length: count }, (_, i) => `client-${i}`)
     const ours = make(after)
@@ -137,6 +140,7 @@ export async function runBeforeAfter(root: string): Promise<string> {
       rates.theirs.push(theirRate)
       rates.ratios.push(mine / theirRate)
     }
+    ratios.push({ keys: count, ratio: median(rates.ratios) })
     rows.push([
       count.toLocaleString('en-US'),
       formatRate(median(rates.ours)),
@@ -145,12 +149,13 @@ export async function runBeforeAfter(root: string): Promise<string> {
       `${Math.min(...rates.ratios).toFixed(2)}–${Math.max(...rates.ratios).toFixed(2)}`,
     ])
   }
-  return [
+  const text = [
     `\`MemoryStore\`, sliding window counter, this build against the build before (BENCH_BEFORE), interleaved, ` +
       `median of ${INTERLEAVED_ROUNDS} rounds of ${OPERATIONS.toLocaleString('en-US')}:`,
     '',
     table(['keys', 'decisions/s', 'before', 'ratio', 'range'], rows),
   ].join('\n')
+  return { rows: ratios, text }
 }
 
 export async function runCore(): Promise<string> {
@@ -172,5 +177,7 @@ export async function runCore(): Promise<string> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = process.env.BENCH_BEFORE
-  console.log(process.argv.includes('--before-after') && root ? await runBeforeAfter(root) : await runCore())
+  console.log(
+    process.argv.includes('--before-after') && root ? (await runBeforeAfter(root)).text : await runCore(),
+  )
 }

@@ -9,18 +9,19 @@ import { join } from 'node:path'
 import { runAccuracy } from './accuracy.js'
 import { allocationTable, REQUESTS, runAllocation, SEMI_SPACE_MB } from './allocation.js'
 import { runClients } from './clients.js'
-import { runCore } from './core.js'
+import { runBeforeAfter, runCore } from './core.js'
 import { runFlood } from './flood.js'
 import { type HttpRow, httpTable, runHttp } from './http.js'
 import { runNestPairs } from './nestjs.js'
 import { runObserve } from './observe.js'
 import { runOutage } from './outage.js'
-import { noiseOf, type PairRow, pairsTable, runPairs, SAME_WORK, selfPairs, worstRatio } from './pairs.js'
+import { noiseOf, type PairRow, pairsTable, runPairs, SAME_WORK, selfPairs } from './pairs.js'
 import { PEERS } from './peers.js'
-import { profileReport, runProfiles } from './profile.js'
-import { runRedis } from './redis.js'
+import { ceilingTable, profileReport, runCeilings, runProfiles } from './profile.js'
+import { runGroupedCpu, runRedis } from './redis.js'
 import { runClusterFlood, runRedisFlood } from './redis-flood.js'
 import { runSyncAccuracy } from './sync-accuracy.js'
+import { issue46Targets } from './targets.js'
 import { runWaiting } from './waiting.js'
 
 const docs = join(import.meta.dirname, '..', 'docs')
@@ -31,8 +32,14 @@ const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
 }
 
 const core = await step('core', runCore)
+// Issue 46: with BENCH_BEFORE (a built checkout of the earlier build), its loop and ours interleaved.
+const beforeRoot = process.env.BENCH_BEFORE
+const coreBeforeAfter = beforeRoot
+  ? await step('core before/after', () => runBeforeAfter(beforeRoot))
+  : undefined
 const observe = await step('observe', runObserve)
 const redis = await step('redis', runRedis)
+const groups = await step('redis groups', runGroupedCpu)
 const clients = await step('clients', runClients)
 const accuracy = await step('accuracy', () => runAccuracy(join(docs, 'accuracy.svg')))
 const syncAccuracy = await step('sync accuracy', runSyncAccuracy)
@@ -84,11 +91,31 @@ const allocation = await step('allocation', () =>
 const profiles = await step('profile', () =>
   runProfiles({
     frameworks: ['express', 'koa', 'fastify', 'hono'],
-    variants: ['ratewindow', 'ratewindow-redis'],
+    variants: ['ratewindow-no-headers', 'ratewindow', 'ratewindow-redis'],
     keys: [1, 10_000],
     duration: quick ? 1 : 4,
     intervalUs: 250,
     before,
+  }),
+)
+// Issue 46: each peer pair's ceiling, from ours and the peer profiled at once (5 runs, medians).
+const ceilings = await step('ceilings', () =>
+  runCeilings({
+    frameworks: ['express', 'koa', 'fastify', 'hono'],
+    pairs: (framework) => [
+      ...new Map(
+        (PEERS[framework] ?? []).flatMap((peer) =>
+          [SAME_WORK[peer]!, 'ratewindow-default-headers'].map((ours): [string, [string, string]] => [
+            `${ours} ${peer}`,
+            [ours, peer],
+          ]),
+        ),
+      ).values(),
+    ],
+    keys: [1, 10_000],
+    runs: quick ? 1 : 5,
+    duration: quick ? 1 : 3,
+    intervalUs: 250,
   }),
 )
 
@@ -100,17 +127,41 @@ side by side in the same run. The load generator (autocannon) shares the 2 cores
 
 ## Targets
 
-Issue 33's targets (they replace issues 12 and 18's rows). The floors, the peer comparisons and the synchronised
-mode are judged on the paired runs below (two servers loaded at the same time, so that the machine's drift cancels
-out), medians of ${rounds} rounds; a target counts as met only when both of a pair's measures meet it, the req/s
-ratio and the cost ratio (CPU per request), unless it names one. "The same work": our memory configuration doing
-what the peer does on an allowed response (\`headers: false\` against rate-limiter-flexible, whose middleware sends
-no headers; our default draft-6 headers against express-rate-limit's draft-6; our draft-7 pair against the others).
-Redis CPU per decision comes from runs of RedisStore, the per-request floor (\`floor-redis\`) and the grouped floor
-(\`floor-redis-grouped\`: the requests of one event-loop turn share one script call that INCRs each one's key) loaded
-one after the other, ${rounds} rounds of ${quick ? 1 : 2} s, medians:
+Issue 46's targets (they replace issue 33's). The memory and Redis targets are judged on the paired runs below (two
+servers loaded at the same time, so that the machine's drift cancels out), medians of ${rounds} rounds; a target
+counts as met only when both of a pair's measures meet it, the req/s ratio and the cost ratio (CPU per request).
+"Like for like": \`headers: false\` against rate-limiter-flexible, whose middleware sends no headers, and our
+draft-7 pair against hono-rate-limiter's. Our units' share and the allocation are of this build against BENCH_BEFORE's
+(${before ? 'set in this run' : '**not set in this run: those rows are not measured**'}), from the profiles and the allocation
+runs below; the core loop interleaves the two builds in one process; Redis CPU per decision is of the scripts
+RedisStore sends for groups of a fixed size (bench/redis.ts \`--groups\`).
 
-${targets(redisCpu, [...pairs.rows, ...honoPairs.rows])}
+${issue46Targets({
+  pairs: [...pairs.rows, ...honoPairs.rows],
+  profiles,
+  allocation,
+  core: coreBeforeAfter?.rows,
+  groups: groups.rows,
+  node: groups.node,
+})}
+
+### Ceilings
+
+What a limiter costing nothing would reach against each peer: the peer's share of its server's CPU (its package
+and the bench's middleware around it, bench/peers.ts) from ours and the peer profiled at once, ${quick ? 1 : 5} runs of
+${quick ? 1 : 3} s, medians; the ceiling is 1 / (1 − that share). A pair's target above its ceiling cannot be met by any
+limiter; our units' share beside it is what is left to take.
+
+${ceilingTable(ceilings)}
+
+### Redis CPU at fixed group sizes, and Node CPU per decision
+
+${groups.text}
+
+Per framework (reported), behind HTTP: RedisStore, the per-request floor (\`floor-redis\`) and the grouped floor
+(\`floor-redis-grouped\`: the requests of one event-loop turn share one script call that INCRs each one's key)
+loaded one after the other, ${rounds} rounds of ${quick ? 1 : 2} s, medians; the group sizes are what each framework's
+turns gathered (\`req per script call\`).
 
 ${httpTable(redisCpu.filter((row) => row.config.includes('redis')))}
 
@@ -308,96 +359,6 @@ console.log(markdown)
 function honoRateLimiterVersion(): string {
   const manifest = join(import.meta.dirname, 'node_modules', 'hono-rate-limiter', 'package.json')
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version
-}
-
-/**
- * Issue 33's targets (they replace issues 12 and 18's rows): the floors and peers from the paired runs (both
- * measures, unless a target names one), Redis CPU per decision from the Redis CPU runs.
- */
-function targets(redisCpu: readonly HttpRow[], pairs: readonly PairRow[]): string {
-  const lines = ['| target | framework | keys | measured | met |', '| --- | --- | --- | --- | --- |']
-  const yes = (met: boolean) => (met ? 'yes' : 'no')
-  const both = (row: PairRow) =>
-    `${row.ratio.toFixed(2)} req/s, ${row.cost.toFixed(2)} cost (${row.config} vs ${row.reference})`
-  const row = (target: string, framework: string, keys: number, measured: string, met: boolean) =>
-    lines.push(`| ${target} | ${framework} | ${keys} | ${measured} | ${yes(met)} |`)
-  for (const framework of ['express', 'koa', 'fastify', 'hono']) {
-    for (const keys of [1, 10_000]) {
-      const here = pairs.filter((pair) => pair.framework === framework && pair.keys === keys)
-      const peers = (config: string, redis: boolean) =>
-        here.filter(
-          (pair) =>
-            pair.config === config &&
-            !/^(bare|floor-)/.test(pair.reference) &&
-            pair.reference.endsWith('-redis') === redis,
-        )
-      const pair = (config: string, reference: string) =>
-        here.find((each) => each.config === config && each.reference === reference)
-      for (const peer of PEERS[framework] ?? []) {
-        const same = pair(SAME_WORK[peer]!, peer)
-        if (same)
-          row(`memory ≥ 1.05 × ${peer}, the same work`, framework, keys, both(same), worstRatio(same) >= 1.05)
-      }
-      for (const peer of peers('ratewindow-default-headers', false))
-        row(
-          'memory, our default headers, ≥ 1.0 × the peer',
-          framework,
-          keys,
-          both(peer),
-          worstRatio(peer) >= 1,
-        )
-      const key = pair('ratewindow', 'floor-key')
-      if (key) row('memory ≥ 0.97 of `floor-key`', framework, keys, both(key), worstRatio(key) >= 0.97)
-      const headers = pair('ratewindow', 'floor-headers')
-      if (headers)
-        lines.push(
-          `| memory against the header floor (reported) | ${framework} | ${keys} | ${both(headers)} | – |`,
-        )
-      for (const peer of peers('ratewindow-redis', true))
-        row('RedisStore ≥ 1.10 × every Redis peer', framework, keys, both(peer), worstRatio(peer) >= 1.1)
-      const floor = pair('ratewindow-redis', 'floor-redis')
-      if (floor)
-        row(
-          'RedisStore ≥ 1.15 × the per-request floor in cost',
-          framework,
-          keys,
-          both(floor),
-          floor.cost >= 1.15,
-        )
-      const grouped = pair('ratewindow-redis', 'floor-redis-grouped')
-      if (grouped)
-        row(
-          'RedisStore ≥ 0.85 × the grouped floor in req/s',
-          framework,
-          keys,
-          both(grouped),
-          grouped.ratio >= 0.85,
-        )
-      const measured = redisCpu.filter((each) => each.framework === framework && each.keys === keys)
-      const ours = measured.find((each) => each.config === 'ratewindow-redis')
-      const perRequest = measured.find((each) => each.config === 'floor-redis')
-      if (ours && perRequest) {
-        const cpu = ours.redisUs / perRequest.redisUs
-        row(
-          "RedisStore: Redis CPU per decision ≤ 0.7 × the per-request floor's",
-          framework,
-          keys,
-          `${ours.redisUs.toFixed(1)} µs / ${perRequest.redisUs.toFixed(1)} µs = ${cpu.toFixed(2)} ×, ${ours.perCall.toFixed(1)} req per call`,
-          cpu <= 0.7,
-        )
-      }
-      const synced = pair('ratewindow-synced-x4', 'bare-x4')
-      if (synced)
-        row(
-          'SyncedStore, 4 processes, ≥ 0.85 of bare (4 bare processes)',
-          framework,
-          keys,
-          both(synced),
-          worstRatio(synced) >= 0.85,
-        )
-    }
-  }
-  return lines.join('\n')
 }
 
 function ratioChart(rows: readonly HttpRow[]): string {

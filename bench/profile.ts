@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { RedisServer } from '../test/support/redis-server.js'
 import { load, pinTo, type Server, startServer } from './http.js'
 import { type CpuProfile, type Summary, summarise, UNIT_ORDER, type Unit } from './profile-units.js'
-import { argument, table } from './stats.js'
+import { argument, median, table } from './stats.js'
 
 /** One profiled server of a run: its summary, responses and Node CPU in the measured window. */
 export interface ProfiledVariant {
@@ -59,6 +59,8 @@ export async function runProfiles(options: {
   duration: number
   intervalUs: number
   before: boolean
+  /** Servers profiled at once in place of `variants` (and their `@before`): e.g. ours and a peer (`runCeilings`). */
+  together?: readonly (readonly string[])[]
 }): Promise<ProfiledVariant[]> {
   const pinned = cpus().length >= 2 && pinTo('0', process.pid)
   const redis = await RedisServer.start()
@@ -67,8 +69,8 @@ export async function runProfiles(options: {
   try {
     for (const framework of options.frameworks)
       for (const keys of options.keys)
-        for (const variant of options.variants) {
-          const names = options.before ? [variant, `${variant}@before`] : [variant]
+        for (const names of options.together ??
+          options.variants.map((variant) => (options.before ? [variant, `${variant}@before`] : [variant]))) {
           const dirs = names.map(() => mkdtempSync(join(tmpdir(), 'ratewindow-profile-')))
           const servers: Server[] = []
           try {
@@ -128,6 +130,104 @@ export async function runProfiles(options: {
       )
   }
   return results
+}
+
+/** Our units: the adapter and the core's (a Redis client, the framework and Node are not ours). */
+export const OUR_UNITS: readonly Unit[] = [
+  'adapter',
+  'address',
+  'key',
+  'engine',
+  'limiter',
+  'store',
+  'headers',
+  'grouping',
+  'support',
+]
+
+/** Our units' part of a profiled server's busy samples. */
+export function ourShare(summary: Summary): number {
+  return OUR_UNITS.reduce((sum, unit) => sum + summary.units[unit], 0) / (summary.busyUs || 1)
+}
+
+/** A peer's part of its server's busy samples: its package, and the bench's middleware around it (peers.ts). */
+export function peerShare(summary: Summary): number {
+  return (summary.units.peer + (summary.files.get('bench/peers.ts')?.us ?? 0)) / (summary.busyUs || 1)
+}
+
+/** One pair's ceiling (issue 46): what ours would reach against the peer if our units cost nothing. */
+export interface Ceiling {
+  framework: string
+  keys: number
+  ours: string
+  peer: string
+  /** Medians over the runs. */
+  ourShare: number
+  peerShare: number
+  /** 1 / (1 − the peer's share): the req/s ratio of a limiter costing nothing against the peer. */
+  ceiling: number
+}
+
+/**
+ * Each pair's ceiling (issue 46): ours and the peer profiled at once (both on one core, as in pairs.ts), `runs`
+ * times; the medians of our units' share and of the peer's share (`peerShare`), and the ceiling from the peer's.
+ */
+export async function runCeilings(options: {
+  frameworks: string[]
+  pairs: (framework: string) => [string, string][]
+  keys: number[]
+  runs: number
+  duration: number
+  intervalUs: number
+}): Promise<Ceiling[]> {
+  const ceilings: Ceiling[] = []
+  for (const framework of options.frameworks)
+    for (const keys of options.keys) {
+      const pairs = options.pairs(framework)
+      const runs: ProfiledVariant[] = []
+      for (let run = 0; run < options.runs; run++)
+        runs.push(
+          ...(await runProfiles({
+            frameworks: [framework],
+            variants: [],
+            keys: [keys],
+            duration: options.duration,
+            intervalUs: options.intervalUs,
+            before: false,
+            together: pairs,
+          })),
+        )
+      for (const [ours, peer] of pairs) {
+        const of = (variant: string) => runs.filter((row) => row.variant === variant)
+        const peerShares = of(peer).map((row) => peerShare(row.summary))
+        const share = median(peerShares)
+        ceilings.push({
+          framework,
+          keys,
+          ours,
+          peer,
+          ourShare: median(of(ours).map((row) => ourShare(row.summary))),
+          peerShare: share,
+          ceiling: 1 / (1 - share),
+        })
+      }
+    }
+  return ceilings
+}
+
+export function ceilingTable(rows: readonly Ceiling[]): string {
+  return table(
+    ['framework', 'keys', 'ours', 'peer', 'our units share', 'peer share', 'ceiling'],
+    rows.map((row) => [
+      row.framework,
+      row.keys.toLocaleString('en-US'),
+      row.ours,
+      row.peer,
+      percent(row.ourShare, 1),
+      percent(row.peerShare, 1),
+      row.ceiling.toFixed(2),
+    ]),
+  )
 }
 
 const percent = (part: number, whole: number) => `${((100 * part) / (whole || 1)).toFixed(1)} %`
