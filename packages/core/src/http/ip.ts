@@ -24,13 +24,30 @@ export type IpKind = typeof NOT_AN_IP | typeof IPV4 | typeof IPV6 | typeof IPV6_
 /** Space, tab, line feed, vertical tab, form feed, carriage return. */
 export const isSpace = (code: number): boolean => code === 32 || (code >= 9 && code <= 13)
 
+/**
+ * The text `parseIp` read last, its kind and its groups: a request's address is read by the trust check (the
+ * proxies' access list) and then by its key, one after the other; the second read copies the first's groups.
+ */
+let lastText: string | undefined
+let lastKind: IpKind = NOT_AN_IP
+const lastGroups = new Uint16Array(8)
+
 /** `text` as an address into `out` (eight groups), whitespace around it ignored. */
 export function parseIp(text: string, out: Uint16Array): IpKind {
+  if (text === lastText) {
+    for (let i = 0; i < 8; i++) out[i] = lastGroups[i]!
+    return lastKind
+  }
   let start = 0
   let end = text.length
   while (start < end && isSpace(text.charCodeAt(start))) start++
   while (end > start && isSpace(text.charCodeAt(end - 1))) end--
-  return parseIpBetween(text, start, end, out)
+  const kind = parseIpBetween(text, start, end, out)
+  // The groups as read: callers may change `out` afterwards (a key masks its subnet in place).
+  for (let i = 0; i < 8; i++) lastGroups[i] = out[i]!
+  lastText = text
+  lastKind = kind
+  return kind
 }
 
 /** The address that is exactly `text` from `start` to `end` (no whitespace allowed), into `out`. */
