@@ -182,9 +182,7 @@ export class LimitResult implements RateLimitResult {
   declare manualBlock?: ManualBlock
   readonly #settler: Settler
   /** Who rewrites unsent headers after a settle, on what response, with which in-flight slot (`follow`). */
-  #follower: SettleFollower | undefined
-  #target: unknown
-  #slot: unknown
+  #follow: { follower: SettleFollower; target: unknown; slot: unknown } | undefined
 
   constructor(settler: Settler) {
     this.#settler = settler
@@ -213,19 +211,18 @@ export class LimitResult implements RateLimitResult {
 
   settle(actualCost: number): Promise<SettleResult> {
     const settled = this.#settler.settle(this, actualCost)
-    const follower = this.#follower
-    if (follower === undefined) return settled
+    const follow = this.#follow
+    if (follow === undefined) return settled
     return settled.then((outcome) => {
-      if (outcome.charged > 0 || outcome.refunded > 0) follower.rewrite(this, this.#target, this.#slot)
+      if (outcome.charged > 0 || outcome.refunded > 0)
+        follow.follower.rewrite(this, follow.target, follow.slot)
       return outcome
     })
   }
 
   /** @internal After each settle that changed something, `follower` rewrites the headers of `target`. */
   follow(follower: SettleFollower, target: unknown, slot: unknown): void {
-    this.#follower = follower
-    this.#target = target
-    this.#slot = slot
+    this.#follow = { follower, target, slot }
   }
 }
 

@@ -43,8 +43,22 @@ export class EntryTables {
     return this.#size
   }
 
+  /** The target `table` answered last, and its table: a limiter asks for its own one call after another. */
+  #lastRules: readonly Rule[] | undefined
+  #lastPrefix = ''
+  #lastTable: Map<string, Entry> | undefined
+
   /** The table of the target's namespace: its rule set (by storage ids) and limiter prefix. */
   table(target: StoreTarget): Map<string, Entry> {
+    if (target.rules === this.#lastRules && target.prefix === this.#lastPrefix) return this.#lastTable!
+    const table = this.#tableOf(target)
+    this.#lastRules = target.rules
+    this.#lastPrefix = target.prefix
+    this.#lastTable = table
+    return table
+  }
+
+  #tableOf(target: StoreTarget): Map<string, Entry> {
     let byPrefix = this.#tables.get(target.rules)
     if (byPrefix === undefined) {
       // Rule arrays with the same ids share state, so they must share tables.
