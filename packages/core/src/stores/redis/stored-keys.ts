@@ -30,28 +30,42 @@ export function storedHash(key: string): string {
   return clientKeyDigest(key).slice(0, STORED_HASH_LENGTH)
 }
 
-/** Client keys whose hash is kept (see `StoredHashes`), and the longest key kept: at most ~3 MB in all. */
-const HASH_CACHE_SIZE = 16_384
+/**
+ * Slots of the hash cache (see `StoredHashes`, a power of 2), and the longest key kept: at most ~2 MB of keys in
+ * all, and two arrays of 8,192 references, made at the first decision.
+ */
+const HASH_CACHE_SLOTS = 8_192
 const HASH_CACHE_KEY_LENGTH = 128
 
-/** `storedHash` of the client keys seen lately, kept (one per RedisStore). */
+/**
+ * `storedHash` of the client keys seen lately, kept (one per RedisStore). PERF: the SHA-256 of a client key was
+ * computed on every decision; the clients that come back (all of them, under load) find theirs here. A key has one
+ * slot, picked by a cheap hash of its text (FNV-1a), and takes it from whichever key held it: nothing grows, is
+ * cleared or rehashed, where a `Map` cleared when full spent as long on a new key as the SHA-256 itself. Keys that
+ * share a slot only recompute their hashes. Long keys are hashed every time, so that hostile keys cannot make the
+ * cache large in bytes.
+ */
 export class StoredHashes {
-  readonly #hashes = new Map<string, string>()
+  #keys: (string | undefined)[] = []
+  #hashes: string[] = []
 
   /** The hash tag of a client key. */
   of(key: string): string {
-    // PERF: the sha256 of a client key was computed on every decision; a bounded cache of recent keys
-    // saves it for the clients that come back (all of them, under load). Cleared whole when full: no per-hit
-    // bookkeeping, and a flood of one-off keys costs one hash each, as before.
-    // Long identifiers are hashed every time, so hostile keys cannot grow the cache past its bound in bytes.
-    let hash = this.#hashes.get(key)
-    if (hash === undefined) {
-      hash = storedHash(key)
-      if (key.length <= HASH_CACHE_KEY_LENGTH) {
-        if (this.#hashes.size >= HASH_CACHE_SIZE) this.#hashes.clear()
-        this.#hashes.set(key, hash)
-      }
+    const length = key.length
+    if (length > HASH_CACHE_KEY_LENGTH) return storedHash(key)
+    let h = 0x811c9dc5
+    for (let i = 0; i < length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+    const slot = h & (HASH_CACHE_SLOTS - 1)
+    if (this.#keys.length === 0) {
+      this.#keys = new Array<string | undefined>(HASH_CACHE_SLOTS).fill(undefined)
+      this.#hashes = new Array<string>(HASH_CACHE_SLOTS).fill('')
     }
+    const keys = this.#keys
+    const hashes = this.#hashes
+    if (keys[slot] === key) return hashes[slot]!
+    const hash = storedHash(key)
+    keys[slot] = key
+    hashes[slot] = hash
     return hash
   }
 }
