@@ -78,8 +78,8 @@ function peerAddress({ request, server }: RateLimitContext): string | undefined 
 function noConnection(): RateLimitError {
   return new RateLimitError(
     'ERR_RATEWINDOW_NO_CONNECTION_INFO',
-    "The request has no server to ask for the client's address (Elysia's `app.handle(request)` in tests has none): every such request would share one key. " +
-      'Pass a `key` function (in tests, from a header the test sets) or `clientIp`, or serve the app (`app.listen`, on Bun or with `@elysiajs/node`).',
+    "The request has no server to ask for the client's address: Elysia's `app.handle(request)` in tests has none, nor has `@elysiajs/node` when the app runs on Bun (there, `new Elysia()` without an adapter serves it with Bun's own server). Every such request would share one key. " +
+      'Pass a `key` function (in tests, from a header the test sets) or `clientIp`, or serve the app with `app.listen`: on Bun without an adapter, on Node with `@elysiajs/node`.',
     { option: 'clientIp' },
   )
 }
