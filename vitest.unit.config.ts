@@ -14,8 +14,10 @@ export default defineConfig({
     // These start or reach a redis-server (the global setup's, or one of their own): `pnpm test` runs them.
     exclude: [
       'packages/core/test/hostile-operator.test.ts',
+      'packages/express/test/hostile.test.ts',
       'packages/graphql/test/plugins.test.ts',
       'packages/h3/test/h3.test.ts',
+      'packages/koa/test/hostile.test.ts',
       'packages/otel/test/metrics.test.ts',
       'packages/testing/test/kit.test.ts',
       'packages/trpc/test/middleware.test.ts',
