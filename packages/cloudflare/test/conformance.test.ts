@@ -8,45 +8,20 @@
 import { DurableObjectStore } from '@ratewindow/cloudflare'
 import { ConcurrencyLimiter, fixedWindow, RateLimiter } from '@ratewindow/core'
 import { describeStoreConformance } from '@ratewindow/testing'
-import { build } from 'esbuild'
-import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COMPATIBILITY_DATE } from '../../../test/runtimes/workerd-support.js'
+import { startWorkerd } from './workerd.js'
 
-let mf: Miniflare
+let workerd: Awaited<ReturnType<typeof startWorkerd>> | undefined
 // biome-ignore lint/suspicious/noExplicitAny: miniflare's proxy of the binding.
 let namespace: any
 
 beforeAll(async () => {
-  // The object from the package's sources, bundled as wrangler bundles a Worker.
-  const bundle = await build({
-    stdin: {
-      contents: `export { RateLimiterObject } from '@ratewindow/cloudflare'
-export default { fetch: () => new Response('ok') }`,
-      resolveDir: import.meta.dirname,
-      loader: 'ts',
-    },
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    conditions: ['@ratewindow/source', 'workerd', 'worker', 'browser'],
-    mainFields: ['browser', 'module', 'main'],
-    write: false,
-    logLevel: 'silent',
-  })
-  mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]!.text }],
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [],
-    // SQLite-backed, as the migration in the README creates it (new_sqlite_classes).
-    durableObjects: { RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true } },
-  })
-  namespace = await mf.getDurableObjectNamespace('RATE_LIMITER')
+  workerd = await startWorkerd()
+  namespace = workerd.namespace
 }, 60_000)
 
 afterAll(async () => {
-  await mf?.dispose()
+  await workerd?.dispose()
 })
 
 describeStoreConformance(
