@@ -20,7 +20,15 @@ export interface AttackLimit {
   store?: Store
   message?: string
   concurrency?: { limit: number }
+  timeout: Duration
+  onStoreError: 'deny'
 }
+
+/**
+ * What every attack route's limiter adds to its options: the store's answer awaited (a Redis call held up by a
+ * loaded machine is not the attack), and a store failure refused, never admitted as the default policy would.
+ */
+const STRICT = { timeout: '30s', onStoreError: 'deny' } as const
 
 /** One route of the attacked app: the middleware in order, then a handler that runs `work` and answers 'ok'. */
 export interface AttackRoute {
@@ -118,17 +126,19 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
         }
         app.routes = {
           // No trust: the socket's address is the key, whatever the client writes.
-          '/spoof': { rateLimit: { limit: 3, window: '1h' } },
+          '/spoof': { rateLimit: { ...STRICT, limit: 3, window: '1h' } },
           ...Object.fromEntries(
             STORES.map(([store, make]) => [
               `/pipeline/${store}`,
-              { rateLimit: { limit: 50, window: '1h', store: make() } },
+              { rateLimit: { ...STRICT, limit: 50, window: '1h', store: make() } },
             ]),
           ),
           // A refusal of 64 KiB, so that what the server buffers for a client that never reads shows at once.
-          '/flood': { rateLimit: { limit: 1, window: '1h', store: counted, message: 'x'.repeat(64 * 1024) } },
+          '/flood': {
+            rateLimit: { ...STRICT, limit: 1, window: '1h', store: counted, message: 'x'.repeat(64 * 1024) },
+          },
           '/work': {
-            rateLimit: { limit: 1000, window: '1h', concurrency: { limit: 2 } },
+            rateLimit: { ...STRICT, limit: 1000, window: '1h', concurrency: { limit: 2 } },
             work: () => work.wait(),
           },
           '/delayed': {
@@ -136,14 +146,14 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
           },
           // Two limiters on one request: one for everything under /two (as an app-wide one), and the route's own.
           '/two/search': {
-            prefixLimit: { under: '/two', options: { limit: 3, window: '1h' } },
-            rateLimit: { limit: 10, window: '1h' },
+            prefixLimit: { under: '/two', options: { ...STRICT, limit: 3, window: '1h' } },
+            rateLimit: { ...STRICT, limit: 10, window: '1h' },
           },
           // 1 proxy hop trusted: the rightmost X-Forwarded-For entry is the client.
           ...Object.fromEntries(
             STORES.map(([store, make]) => [
               `/trusted/${store}`,
-              { rateLimit: { limit: 3, window: '1h', store: make() } },
+              { rateLimit: { ...STRICT, limit: 3, window: '1h', store: make() } },
             ]),
           ),
         }
