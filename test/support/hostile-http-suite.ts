@@ -267,7 +267,10 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
             () => `200 answers (${answers(flood.received())} came)`,
           )
           await flood.close()
-          expect(countStatuses(flood.received())).toEqual({ 200: 50, 429: answers(flood.received()) - 50 })
+          // Every answer that came whole: 50 admitted, the rest refused.
+          const statuses = countStatuses(flood.received())
+          expect(statuses[200]).toBe(50)
+          expect(Object.keys(statuses)).toEqual(['200', '429'])
           expect((await get(path)).status).toBe(429)
           expect(ran[path]).toBe(50)
           expect((await limiters[path]!.operator.inspect('127.0.0.1')).rules[0]!.used).toBe(50)
