@@ -1,10 +1,10 @@
 /**
- * The hostile-client attacks of every HTTP surface (docs of the list: the project's hostile-clients notes, "Every
- * HTTP surface"), for the adapters that sit on Node's HTTP server and read the client's address through their
- * framework's own trust-proxy setting (Express, Koa). Each attack is written as the attacker wrote it (raw HTTP/1.1
- * on a socket of its own) against one real server per framework version, which the package's hostile test file
- * builds from `ATTACK_ROUTES` with its own middleware (`describeHostileClients`). Each test is named after what got
- * through, or would.
+ * The hostile-client attacks of every HTTP surface (the "Every HTTP surface" section of the hostile-clients notes),
+ * for the adapters that sit on Node's HTTP server and read the client's address through their framework's own
+ * trust-proxy setting (Express, Koa). Each attack is written as the attacker wrote it (raw HTTP/1.1 on a socket of
+ * its own) against one real server per framework version, which the package's hostile test file builds from the
+ * suite's routes (`AttackApp`) with its own middleware (`AttackedFramework.serve`). Each test is named after what
+ * got through, or would.
  */
 import { connect } from 'node:net'
 import { type Duration, MemoryStore, RedisStore, type Store } from '@ratewindow/core'
@@ -51,7 +51,6 @@ export interface AttackApp {
 
 /** The rateLimit() middleware's handles the suite reads. */
 export interface LimiterHandles {
-  resetKey(key: string): Promise<void>
   operator: { inspect(key: string): Promise<{ rules: { used: number }[] }> }
 }
 
