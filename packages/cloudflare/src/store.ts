@@ -1,5 +1,6 @@
 /** `DurableObjectStore`: the store an application passes its limiters, routing each key to one object. */
 import {
+  type CallBound,
   type ConcurrencyStore,
   type Decision,
   type LeaseDecision,
@@ -29,6 +30,7 @@ import {
   wholeNumber,
 } from '@ratewindow/core/support'
 import type { DurableObjectNamespaceLike } from './like.js'
+import { type ObjectCallBound, ObjectQueues } from './object-queue.js'
 
 export interface DurableObjectStoreOptions {
   /**
@@ -63,29 +65,31 @@ export const DURABLE_OBJECT_STORE_DEFAULTS = {
   name: 'ratewindow',
 } as const satisfies Partial<DurableObjectStoreOptions>
 
-interface Pending {
-  calls: RemoteCall[]
-  settle: { resolve(answer: RemoteAnswer): void; reject(error: unknown): void }[]
-}
-
 /**
  * A store on Durable Objects (Cloudflare Workers): one exact limit for every isolate and location. Each
  * client key is routed to one of `objects` objects, which decides it atomically with core's algorithms
  * (all five), penalties, settle (charge), refunds, peek, reset, concurrency leases, and overrides and manual
  * blocks (`overrides: true`, kept in the same object as the key's counters and read by the call that decides).
- * Calls made in the same turn of the event loop for one object travel in one request.
+ * Calls made in the same turn of the event loop for one object travel in one request; while one is in flight,
+ * the next calls for that object wait and go together after it (object-queue.ts), each call's wait bounded from
+ * its request's sending (`boundsWait`).
  * @example new DurableObjectStore({ namespace: env.RATE_LIMITER })
  */
 export class DurableObjectStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly overrides = true
+  /** Calls are queued per object: each one's wait is bounded from the moment its request is sent. */
+  readonly boundsWait = true
   readonly #namespace: () => DurableObjectNamespaceLike
   readonly #objects: number
   readonly #name: string
   readonly #clock: (() => number) | undefined
   /** Object ids by index, per namespace (a function may return another binding object per request). */
   readonly #ids = new WeakMap<DurableObjectNamespaceLike, unknown[]>()
-  readonly #pending = new Map<number, Pending>()
+  readonly #queues = new ObjectQueues(
+    (index, calls) => this.#request(index, calls),
+    (index) => `${this.#name}:${index}`,
+  )
 
   constructor(options: DurableObjectStoreOptions) {
     requireObject(options, 'options', '{ namespace: env.RATE_LIMITER }')
@@ -121,26 +125,27 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     this.#clock = clock
   }
 
-  async consume(request: StoreRequest): Promise<Decision> {
-    return this.#decision(request, await this.#send(request, this.#stateCall('consume', request)))
+  async consume(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    const decode = (answer: RemoteAnswer) => this.#decision(request, answer)
+    return decode(await this.#send(request, this.#stateCall('consume', request), within, decode))
   }
 
-  async peek(request: StoreRequest): Promise<Decision> {
-    return this.#decision(request, await this.#send(request, this.#stateCall('peek', request)))
+  async peek(request: StoreRequest, within?: CallBound): Promise<Decision> {
+    const decode = (answer: RemoteAnswer) => this.#decision(request, answer)
+    return decode(await this.#send(request, this.#stateCall('peek', request), within, decode))
   }
 
-  async give(request: StoreRequest): Promise<void> {
-    await this.#send(request, this.#stateCall('give', request))
+  // A give, a refund, a charge and a release take the bound of their wait only: their late answers go nowhere.
+  async give(request: StoreRequest, within?: CallBound): Promise<void> {
+    await this.#send(request, this.#stateCall('give', request), waitOf(within))
   }
 
-  async refund(request: RefundRequest): Promise<void> {
-    await this.#send(request, this.#stateCall('refund', request))
+  async refund(request: RefundRequest, within?: CallBound): Promise<void> {
+    await this.#send(request, this.#stateCall('refund', request), waitOf(within))
   }
 
-  async charge(request: StoreRequest): Promise<{ charged: number }> {
-    const answer = await this.#send(request, this.#stateCall('charge', request))
-    if (!('charged' in answer)) throw unexpected(answer)
-    return { charged: answer.charged }
+  async charge(request: StoreRequest, within?: CallBound): Promise<{ charged: number }> {
+    return charged(await this.#send(request, this.#stateCall('charge', request), waitOf(within)))
   }
 
   async reset(target: StoreTarget): Promise<void> {
@@ -189,15 +194,15 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     return { records: answer.records, cursor }
   }
 
-  async acquire(request: LeaseRequest): Promise<LeaseDecision> {
+  async acquire(request: LeaseRequest, within?: CallBound<LeaseDecision>): Promise<LeaseDecision> {
     const { prefix, key, id, limit, leaseMs } = request
-    const answer = await this.#send(request, this.#timed({ op: 'acquire', prefix, key, id, limit, leaseMs }))
-    if (!('lease' in answer)) throw unexpected(answer)
-    return answer.lease
+    const call = this.#timed({ op: 'acquire', prefix, key, id, limit, leaseMs } as const)
+    return lease(await this.#send(request, call, within, lease))
   }
 
-  async release(request: Omit<LeaseRequest, 'limit'>): Promise<void> {
-    await this.#send(request, { op: 'release', prefix: request.prefix, key: request.key, id: request.id })
+  async release(request: Omit<LeaseRequest, 'limit'>, within?: CallBound): Promise<void> {
+    const call: RemoteCall = { op: 'release', prefix: request.prefix, key: request.key, id: request.id }
+    await this.#send(request, call, waitOf(within))
   }
 
   /** The failure domain of a key: the object it lives in (the limiter keeps one circuit breaker per object). */
@@ -241,32 +246,57 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
     return remoteShardOf(overrides === undefined ? target : { prefix: overrides, key }, this.#objects)
   }
 
-  /** Queues a call for the object of its key. */
-  #send(
+  /**
+   * Queues a call for the object of its key. With a bound (`within`: a grouped call of the limiter), its wait is
+   * bounded from its request's sending, and an answer that arrives after it timed out goes to `within.late`, read
+   * by `decode` as the call's own answer is.
+   */
+  #send<T>(
     target: { prefix: string; key: string; overrides?: string | undefined },
     call: RemoteCall,
+    within?: CallBound<T>,
+    decode?: (answer: RemoteAnswer) => T,
   ): Promise<RemoteAnswer> {
-    return this.#sendTo(this.#indexOf(target), call)
+    return this.#sendTo(this.#indexOf(target), call, within, decode)
   }
 
-  /** Queues a call for object `index`; the calls of one turn go in one request. */
-  #sendTo(index: number, call: RemoteCall): Promise<RemoteAnswer> {
-    return new Promise<RemoteAnswer>((resolve, reject) => {
-      let pending = this.#pending.get(index)
-      if (pending === undefined) {
-        pending = { calls: [], settle: [] }
-        this.#pending.set(index, pending)
-        queueMicrotask(() => this.#flush(index))
+  /** Queues a call for object `index` (object-queue.ts); a call the object refused rejects. */
+  #sendTo<T>(
+    index: number,
+    call: RemoteCall,
+    within?: CallBound<T>,
+    decode?: (answer: RemoteAnswer) => T,
+  ): Promise<RemoteAnswer> {
+    let bound: ObjectCallBound | undefined
+    if (within !== undefined) {
+      const late = within.late
+      bound = { timeoutMs: within.timeoutMs, call: within.call }
+      if (late !== undefined && decode !== undefined) {
+        bound.late = (answer) => {
+          try {
+            late.arrive(decode(this.#checked(index, answer)))
+          } catch (error) {
+            late.lose?.(error)
+          }
+        }
+        bound.lose = (error) => late.lose?.(error)
       }
-      pending.calls.push(call)
-      pending.settle.push({ resolve, reject })
-    })
+    }
+    return this.#queues.submit(index, call, bound).then((answer) => this.#checked(index, answer))
   }
 
-  async #flush(index: number): Promise<void> {
-    const pending = this.#pending.get(index)!
-    this.#pending.delete(index)
-    let answers: RemoteAnswer[]
+  /** The answer, unless the object refused the call. */
+  #checked(index: number, answer: RemoteAnswer): RemoteAnswer {
+    if ('error' in answer)
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_STORE',
+        `DurableObjectStore: object ${this.#name}:${index}: ${answer.error}`,
+      )
+    return answer
+  }
+
+  /** One request to object `index` carrying `calls`: their answers, in order; rejects when the request fails. */
+  async #request(index: number, calls: RemoteCall[]): Promise<RemoteAnswer[]> {
     try {
       const namespace = this.#namespace()
       let ids = this.#ids.get(namespace)
@@ -277,33 +307,38 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
       ids[index] ??= namespace.idFromName(`${this.#name}:${index}`)
       const response = await namespace
         .get(ids[index])
-        .fetch('https://ratewindow.invalid/', { method: 'POST', body: JSON.stringify(pending.calls) })
+        .fetch('https://ratewindow.invalid/', { method: 'POST', body: JSON.stringify(calls) })
       const text = await response.text()
       if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.slice(0, 200)}`)
-      answers = JSON.parse(text) as RemoteAnswer[]
-      if (!Array.isArray(answers) || answers.length !== pending.calls.length)
+      const answers = JSON.parse(text) as RemoteAnswer[]
+      if (!Array.isArray(answers) || answers.length !== calls.length)
         throw new Error('the object answered a different number of calls')
+      return answers
     } catch (error) {
-      const failure = new RateLimitError(
+      throw new RateLimitError(
         'ERR_RATEWINDOW_STORE',
         `DurableObjectStore: object ${this.#name}:${index} failed: ${(error as Error)?.message ?? String(error)}`,
         { cause: error },
       )
-      for (const { reject } of pending.settle) reject(failure)
-      return
     }
-    pending.settle.forEach(({ resolve, reject }, i) => {
-      const answer = answers[i]!
-      if ('error' in answer)
-        reject(
-          new RateLimitError(
-            'ERR_RATEWINDOW_STORE',
-            `DurableObjectStore: object ${this.#name}:${index}: ${answer.error}`,
-          ),
-        )
-      else resolve(answer)
-    })
   }
+}
+
+/** The bound of a call's wait alone, without its late answers. */
+function waitOf(within: CallBound | undefined): CallBound<never> | undefined {
+  return within === undefined ? undefined : { timeoutMs: within.timeoutMs, call: within.call }
+}
+
+/** A charge's answer. */
+function charged(answer: RemoteAnswer): { charged: number } {
+  if (!('charged' in answer)) throw unexpected(answer)
+  return { charged: answer.charged }
+}
+
+/** An acquire's answer. */
+function lease(answer: RemoteAnswer): LeaseDecision {
+  if (!('lease' in answer)) throw unexpected(answer)
+  return answer.lease
 }
 
 function isNamespace(value: unknown): value is DurableObjectNamespaceLike {
