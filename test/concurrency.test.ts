@@ -16,6 +16,7 @@ import { until } from './support/connections.js'
 import { clusterClient, redisEnvironment, standaloneClient } from './support/redis.js'
 import { clientFamily, connect } from './support/redis-clients.js'
 import { RedisServer } from './support/redis-server.js'
+import { WORKER_EXEC_ARGV, workerBundle } from './support/worker-bundle.js'
 
 let prefixes = 0
 const uniquePrefix = () => `cc${process.pid}x${prefixes++}`
@@ -210,10 +211,10 @@ describe('ConcurrencyLimiter on a real redis-server: a process killed while hold
     const prefix = uniquePrefix()
     const takenAt = 1_700_000_000_000
     const child = fork(
-      join(import.meta.dirname, 'support', 'lease-worker.ts'),
+      await workerBundle(join(import.meta.dirname, 'support', 'lease-worker.ts')),
       [String(standalonePort), prefix, 'k', '3', '60000', String(takenAt)],
       {
-        execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+        execArgv: WORKER_EXEC_ARGV,
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       },
     )
@@ -244,10 +245,10 @@ describe('ConcurrencyLimiter on a real redis-server: a process killed while hold
     const { standalonePort } = redisEnvironment()
     const prefix = uniquePrefix()
     const child = fork(
-      join(import.meta.dirname, 'support', 'lease-worker.ts'),
+      await workerBundle(join(import.meta.dirname, 'support', 'lease-worker.ts')),
       [String(standalonePort), prefix, 'k', '2', '1000', 'server'],
       {
-        execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+        execArgv: WORKER_EXEC_ARGV,
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       },
     )

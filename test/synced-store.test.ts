@@ -23,6 +23,7 @@ import { clientFamily, connect } from './support/redis-clients.js'
 import { RedisServer } from './support/redis-server.js'
 import { syncTwin } from './support/sync-twin.js'
 import { startWorkers, stopWorkers, type WorkerProcess } from './support/synced-processes.js'
+import { WORKER_EXEC_ARGV, workerBundle } from './support/worker-bundle.js'
 
 const START = 1_700_000_040_000
 let unique = 0
@@ -385,10 +386,8 @@ describe('SyncedStore, several processes in one test process (driven clock)', ()
     const child = spawn(
       process.execPath,
       [
-        '--conditions=@ratewindow/source',
-        '--import',
-        'tsx',
-        join(import.meta.dirname, 'support', 'synced-exit-worker.ts'),
+        ...WORKER_EXEC_ARGV,
+        await workerBundle(join(import.meta.dirname, 'support', 'synced-exit-worker.ts')),
         String(redisEnvironment().standalonePort),
         prefix(),
         '5',

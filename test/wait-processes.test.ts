@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { redisEnvironment } from './support/redis.js'
 import { uniquePrefix } from './support/redis-store-suite.js'
+import { WORKER_EXEC_ARGV, workerBundle } from './support/worker-bundle.js'
 
 interface Slot {
   at: number
@@ -26,6 +27,7 @@ afterAll(() => {
 async function run(processes: number, calls: number, rule: string, leave = 0, then = 0): Promise<Slot[][]> {
   const { standalonePort } = redisEnvironment()
   const prefix = uniquePrefix()
+  const worker = await workerBundle(WORKER)
   const workers = Array.from({ length: processes }, () => {
     const args = [
       String(standalonePort),
@@ -37,8 +39,8 @@ async function run(processes: number, calls: number, rule: string, leave = 0, th
       String(leave),
       String(then),
     ]
-    const child = fork(WORKER, args, {
-      execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+    const child = fork(worker, args, {
+      execArgv: WORKER_EXEC_ARGV,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     children.push(child)

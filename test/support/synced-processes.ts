@@ -2,6 +2,7 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import { join } from 'node:path'
 import type { WorkerCommand, WorkerSetup } from './synced-worker.js'
+import { WORKER_EXEC_ARGV, workerBundle } from './worker-bundle.js'
 
 const WORKER = join(import.meta.dirname, 'synced-worker.ts')
 
@@ -46,12 +47,13 @@ export class WorkerProcess {
 
 /** Forks `count` workers, each with a SyncedStore set up as `setup` says. */
 export async function startWorkers(count: number, setup: WorkerSetup): Promise<WorkerProcess[]> {
+  const worker = await workerBundle(WORKER)
   const workers = Array.from(
     { length: count },
     () =>
       new WorkerProcess(
-        fork(WORKER, [], {
-          execArgv: ['--conditions=@ratewindow/source', '--import', 'tsx'],
+        fork(worker, [], {
+          execArgv: WORKER_EXEC_ARGV,
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         }),
       ),
