@@ -1,19 +1,19 @@
 /**
- * The calls of a `DurableObjectStore` to each of its objects. The calls of one turn of the event loop go together
- * in one request; while a request is in flight to an object, the calls that arrive for it wait here, unsent and
- * without a clock, and go in the next request: one request in flight per object, at most `MAX_GROUP` calls each.
- * A call's wait is bounded from the moment its request is sent (the store has `boundsWait`), so that time spent
- * behind a flood in this queue never counts as a store failure. Before, every call of a flood went in one request,
- * which the object decides one call at a time: past the limiter's `timeout` (250 ms by default) every call of it
- * timed out and `onStoreError: 'allow'` admitted all of them (3,000 at a limit of 100). Past `MAX_WAITING` calls
- * waiting for one object, a call is shed: answered as limited, without a store call, as RedisStore sheds.
+ * The calls of a `DurableObjectStore` to each of its objects. The calls of one turn of the event loop for one object
+ * go together, in requests of at most `MAX_GROUP` calls sent one after another, and a call's wait is bounded from
+ * the moment its request is sent (the store has `boundsWait`). Before, every call of a turn went in one request,
+ * which the object decides one call at a time: a flood of one turn (3,000 calls at once from one isolate) took that
+ * request past the limiter's `timeout` (250 ms by default), every call in it timed out, and `onStoreError: 'allow'`
+ * admitted them all at a limit of 100. Calls of different turns are not queued behind each other: on Workers each
+ * turn belongs to one incoming request, whose I/O another request may not do, so each turn sends its own calls.
+ * Past `MAX_WAITING` calls of one turn for one object, a call is shed: answered as limited, without a store call.
  */
 import { type CallReport, RateLimitError } from '@ratewindow/core'
 import type { RemoteAnswer, RemoteCall } from '@ratewindow/core/remote'
 
-/** Calls in one request to an object, at most: a larger group waits for the next request. */
+/** Calls in one request to an object, at most: the rest of the turn's calls go in the next request. */
 export const MAX_GROUP = 100
-/** Calls waiting for one object, at most (RedisStore's `maxWaiting` default): past it, calls are shed. */
+/** Calls of one turn for one object, at most (RedisStore's `maxWaiting` default): past it, calls are shed. */
 export const MAX_WAITING = 50_000
 
 /** How long a call may take once sent, and where its answer goes when it arrives after that. */
@@ -44,11 +44,8 @@ interface Waiting {
 
 interface Queue {
   readonly index: number
+  /** The calls of this turn not sent yet. */
   readonly waiting: Waiting[]
-  /** A request is in flight to the object. */
-  sending: boolean
-  /** A send is scheduled for the end of this turn. */
-  scheduled: boolean
   /** The last request's round trip, ms: the Retry-After of a shed call. */
   roundTripMs: number
 }
@@ -56,7 +53,10 @@ interface Queue {
 export class ObjectQueues {
   readonly #send: SendRequest
   readonly #describe: (index: number) => string
-  readonly #queues = new Map<number, Queue>()
+  /** The calls of this turn, per object: sent at the end of the turn. */
+  readonly #turn = new Map<number, Queue>()
+  /** The last round trip to each object, ms. */
+  readonly #roundTrips = new Map<number, number>()
 
   /** `describe` names an object in errors (`<name>:<index>`). */
   constructor(send: SendRequest, describe: (index: number) => string) {
@@ -66,30 +66,28 @@ export class ObjectQueues {
 
   /** Queues a call for object `index`; its answer, or a rejection (timed out, shed, or its request failed). */
   submit(index: number, call: RemoteCall, bound?: ObjectCallBound): Promise<RemoteAnswer> {
-    let queue = this.#queues.get(index)
+    let queue = this.#turn.get(index)
     if (queue === undefined) {
-      queue = { index, waiting: [], sending: false, scheduled: false, roundTripMs: 1 }
-      this.#queues.set(index, queue)
+      const created: Queue = { index, waiting: [], roundTripMs: this.#roundTrips.get(index) ?? 1 }
+      this.#turn.set(index, created)
+      queueMicrotask(() => {
+        this.#turn.delete(index)
+        void this.#flush(created)
+      })
+      queue = created
     }
     if (queue.waiting.length >= MAX_WAITING) return Promise.reject(shed(this.#describe(index), queue))
-    const scheduled = queue
+    const waiting = queue.waiting
     return new Promise<RemoteAnswer>((resolve, reject) => {
       const queued = bound?.call === undefined ? 0 : Date.now()
-      scheduled.waiting.push({ call, bound, resolve, reject, queued, timer: undefined, done: false })
-      if (scheduled.sending || scheduled.scheduled) return
-      scheduled.scheduled = true
-      queueMicrotask(() => {
-        scheduled.scheduled = false
-        void this.#flush(scheduled)
-      })
+      waiting.push({ call, bound, resolve, reject, queued, timer: undefined, done: false })
     })
   }
 
-  /** Sends what waits for one object, `MAX_GROUP` calls at a time, one request after another. */
+  /** Sends the calls of one turn for one object, `MAX_GROUP` calls at a time, one request after another. */
   async #flush(queue: Queue): Promise<void> {
-    while (!queue.sending && queue.waiting.length > 0) {
+    while (queue.waiting.length > 0) {
       const group = queue.waiting.splice(0, MAX_GROUP)
-      queue.sending = true
       const started = Date.now()
       for (const entry of group) {
         this.#startClock(queue, entry)
@@ -110,7 +108,7 @@ export class ObjectQueues {
         failure = error
       }
       queue.roundTripMs = Math.max(1, Date.now() - started)
-      queue.sending = false
+      this.#roundTrips.set(queue.index, queue.roundTripMs)
       for (const [i, entry] of group.entries()) {
         if (entry.timer !== undefined) clearTimeout(entry.timer)
         if (entry.done) {
