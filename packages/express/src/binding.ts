@@ -22,7 +22,8 @@ export const binding: FrameworkBinding<Request> = {
   writeHeaders: (response, headers) => {
     const target = response as Response
     if (!target.headersSent) for (const name in headers) target.setHeader(name, headers[name]!)
-  },
+  }, // One limiter's fields per answer (core's `showFields`, in index.ts).
+  showsOneQuota: true,
 }
 
 /** The route pattern of each route object (`request.route`), found on its first request. */

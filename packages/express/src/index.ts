@@ -1,12 +1,23 @@
 import type { HttpRateLimitOptions, RateLimitResult, ResponseBody } from '@ratewindow/core'
 import {
+  type FieldWriter,
   type HttpDecision,
   HttpRateLimiter,
   type MiddlewareHandles,
+  showFields,
   withHandles,
 } from '@ratewindow/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { binding } from './binding.js'
+
+/**
+ * Whose RateLimit fields answer a request that several limiters limit (app-wide and a route's): core's
+ * `showFields`, the fewest requests left or the refusing limiter's, never two quotas that contradict each other.
+ */
+const RESPONSE_FIELDS: FieldWriter<Response> = {
+  set: (response, name, value) => response.setHeader(name, value),
+  remove: (response, name) => response.removeHeader(name),
+}
 
 declare global {
   namespace Express {
@@ -94,11 +105,10 @@ export function rateLimit(options: ExpressRateLimitOptions = {}): RateLimitMiddl
         next()
         return
       }
-      const { headers } = decision
-      for (const name in headers) response.setHeader(name, headers[name]!)
+      const shown = showFields(response, decision, RESPONSE_FIELDS, response)
       if (decision.result.allowed) {
         engine.track(response, decision, undefined, request, response)
-        engine.followSettle(decision, response)
+        if (shown) engine.followSettle(decision, response)
         next()
         return
       }

@@ -54,7 +54,6 @@ function mount(
 function framework(name: string, create: typeof express5): AttackedFramework {
   return {
     name,
-    fewestLeftHeaders: false,
     async serve(app) {
       const paths = Object.keys(app.routes)
       const open = create()

@@ -4,7 +4,13 @@ import {
   RateLimitError,
   type RateLimitResult,
 } from '@ratewindow/core'
-import { type EnginePlacement, type HttpDecision, HttpRateLimiter } from '@ratewindow/core/adapter'
+import {
+  type EnginePlacement,
+  type FieldWriter,
+  type HttpDecision,
+  HttpRateLimiter,
+  showFields,
+} from '@ratewindow/core/adapter'
 import { invalid, type PeerOptionName } from '@ratewindow/core/support'
 import type {
   FastifyInstance,
@@ -22,7 +28,12 @@ import { binding } from './binding.js'
 import { GeneratedRoutes } from './generated-routes.js'
 import { Handle, type RateLimitHandle } from './handle.js'
 import { countsApart } from './shared-budget.js'
-import { showFields } from './shown-fields.js'
+
+/** Whose RateLimit fields answer a request several registrations limit: core's `showFields`, on a reply. */
+const REPLY_FIELDS: FieldWriter<FastifyReply> = {
+  set: (reply, name, value) => reply.header(name, value),
+  remove: (reply, name) => reply.removeHeader(name),
+}
 
 /**
  * Plugin and route options: callbacks receive the request; `requestWasSuccessful` takes `(statusCode)`, or
@@ -129,7 +140,7 @@ function makeLimiter(
     if (decision === undefined) return undefined
     request.rateLimit = decision.result
     // Another registration's fields may be the ones to show (shown-fields.ts).
-    const shown = showFields(request, reply, decision)
+    const shown = showFields(request, decision, REPLY_FIELDS, reply)
     if (decision.result.allowed) {
       engine.track(reply.raw, decision, undefined, request, reply)
       if (decision.slot !== undefined)

@@ -23,5 +23,6 @@ export const binding: FrameworkBinding<Context> = {
   writeHeaders: (ctx, headers) => {
     const target = ctx as Context
     if (!target.headerSent) for (const name in headers) target.set(name, headers[name]!)
-  },
+  }, // One limiter's fields per answer (core's `showFields`, in index.ts).
+  showsOneQuota: true,
 }

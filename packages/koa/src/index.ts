@@ -1,12 +1,24 @@
 import type { HttpRateLimitOptions, RateLimitResult } from '@ratewindow/core'
 import {
+  type FieldWriter,
   type HttpDecision,
   HttpRateLimiter,
   type MiddlewareHandles,
+  showFields,
   withHandles,
 } from '@ratewindow/core/adapter'
 import type { Context, Middleware, Next } from 'koa'
 import { binding } from './binding.js'
+
+/**
+ * Whose RateLimit fields answer a request that several limiters limit (app-wide and a route's): core's
+ * `showFields`, the fewest requests left or the refusing limiter's, never two quotas that contradict each other.
+ * Through the response itself: `ctx.set` is a delegate that forwards `arguments` (measurable per request).
+ */
+const RESPONSE_FIELDS: FieldWriter<Context['response']> = {
+  set: (response, name, value) => response.set(name, value),
+  remove: (response, name) => response.remove(name),
+}
 
 declare module 'koa' {
   interface DefaultState {
@@ -48,13 +60,11 @@ export function rateLimit(options: KoaRateLimitOptions = {}): RateLimitMiddlewar
     // The client left before the decision: nothing to answer (Koa writes nothing to a closed connection).
     if (decision.gone) return Promise.resolve()
     ctx.state.rateLimit = decision.result
-    // Through the response itself: `ctx.set` is a delegate that forwards `arguments` (measurable per request).
     const { response } = ctx
-    const { headers } = decision
-    for (const name in headers) response.set(name, headers[name]!)
+    const shown = showFields(ctx, decision, RESPONSE_FIELDS, response)
     if (decision.result.allowed) {
       engine.track(ctx.res, decision, undefined, ctx, response)
-      engine.followSettle(decision, ctx)
+      if (shown) engine.followSettle(decision, ctx)
       if (decision.slot === undefined) return next()
       // The in-flight slot is free when the rest of the chain returned (or threw), not when the client leaves.
       const work = next()

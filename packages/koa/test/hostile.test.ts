@@ -73,7 +73,6 @@ function mount(
 function framework(name: string, Koa: typeof Koa3): AttackedFramework {
   return {
     name,
-    fewestLeftHeaders: false,
     async serve(app) {
       const paths = Object.keys(app.routes)
       const open = new Koa()

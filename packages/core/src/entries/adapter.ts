@@ -41,6 +41,7 @@ export {
   watchedBody,
   watchedIterable,
 } from '../http/sent-body.js'
+export { type FieldWriter, showFields } from '../http/shown-fields.js'
 export { type SettledConcurrency, settledConcurrency } from '../http/slots.js'
 export type { SlowDownDecision, SlowDownRefusal } from '../slow-down/decision.js'
 export { SlowDownEngine } from '../slow-down/engine.js'

@@ -59,6 +59,12 @@ export interface FrameworkBinding<Req> {
    * unless they were sent already: after `settle`, the RateLimit headers follow the settled result.
    */
   writeHeaders?(target: unknown, headers: Record<string, string>): void
+  /**
+   * True when the adapter writes the fields of one limiter per answer (`showFields`: the fewest requests left, or
+   * the refusing one's): fields of two shapes never meet on its responses, and the engine does not watch for them
+   * (`RATEWINDOW_MIXED_HEADERS`).
+   */
+  showsOneQuota?: boolean
 }
 
 /** Where an engine sits, from its adapter: the third argument of `new HttpRateLimiter`. */

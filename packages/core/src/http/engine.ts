@@ -68,7 +68,9 @@ export class HttpRateLimiter<Req, Res = unknown> {
     const slots = config.concurrency && slotLimiter(config, this.#limiters.baseNamespace)
     this.#admit = new AdmitStep(config, binding, this.#writer, slots, this.#report)
     this.#limiters.refuseImpossible()
-    this.#headerFields = headerFields(config.headers, config.legacyHeaders)
+    // An adapter that shows one limiter's fields per answer never mixes two shapes (http/shown-fields.ts).
+    this.#headerFields =
+      binding.showsOneQuota === true ? undefined : headerFields(config.headers, config.legacyHeaders)
     this.#compiled = compiledPath(config, binding, this.#limiters.fixed, this.#gate, this.#writer)
   }
 
