@@ -58,11 +58,6 @@ export interface LimiterHandles {
 export interface AttackedFramework {
   name: string
   serve(app: AttackApp): Promise<{ server: RawServer; limiters: Record<string, LimiterHandles> }>
-  /**
-   * Whether two limiters on one request report the one with the fewest requests left (the attack's expectation):
-   * false where the later limiter's fields replace the earlier's, which the suite then marks as failing.
-   */
-  fewestLeftHeaders: boolean
 }
 
 const STORES: [string, () => Store][] = [
@@ -261,9 +256,11 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
           const path = `/pipeline/${store}`
           const answers = (text: string) => text.split('HTTP/1.1 ').length - 1
           const flood = await pipelined(`http://127.0.0.1:${server.port}`, 2_000, path)
+          // A bound for a loaded machine: 2,000 requests parsed and answered one after another.
           await until(
             () => answers(flood.received()) >= 200,
             () => `200 answers (${answers(flood.received())} came)`,
+            { within: 30_000 },
           )
           await flood.close()
           // Every answer that came whole: 50 admitted, the rest refused.
@@ -343,24 +340,21 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
         expect(ran['/flood']).toBe(1)
       })
 
-      // FOUND on Express and Koa (not fixed here): the route's limiter writes its fields over the app-wide one's
-      // (docs/headers.md: "the response describes the last one"), so a client was told 9, 8, 7 left by the route's
-      // limit of 10, then refused by the app-wide limit of 3. The Fastify plugin reports the limiter with the fewest
-      // left (issue 45). Raw request, four times from one address: `GET /two/search HTTP/1.1`.
-      const twoLimiters = framework.fewestLeftHeaders ? it : it.fails
-      twoLimiters(
-        'two limiters on one request (3 app-wide, 10 the route): 200s that told 9, 8, 7 left, then a 429',
-        async () => {
-          const told: string[] = []
-          for (let request = 0; request < 5; request++) {
-            const { status, headers } = await get('/two/search')
-            told.push(`${status} ${headers['ratelimit-limit']} ${headers['ratelimit-remaining']}`)
-          }
-          expect(ran['/two/search']).toBe(3)
-          // The fields of the limiter with the fewest requests left, then those of the refusing limiter.
-          expect(told).toEqual(['200 3 2', '200 3 1', '200 3 0', '429 3 0', '429 3 0'])
-        },
-      )
+      // FOUND on Express and Koa in session 6's round, fixed: the route's limiter wrote its fields over the app-wide
+      // one's (docs/headers.md then: "the response describes the last one"), so a client was told 9, 8, 7 left by the
+      // route's limit of 10, then refused by the app-wide limit of 3. Now the limiter with the fewest left answers, as
+      // the Fastify plugin's registrations did (core's `showFields`). Raw request, four times from one address:
+      // `GET /two/search HTTP/1.1`.
+      it('two limiters on one request (3 app-wide, 10 the route): 200s that told 9, 8, 7 left, then a 429', async () => {
+        const told: string[] = []
+        for (let request = 0; request < 5; request++) {
+          const { status, headers } = await get('/two/search')
+          told.push(`${status} ${headers['ratelimit-limit']} ${headers['ratelimit-remaining']}`)
+        }
+        expect(ran['/two/search']).toBe(3)
+        // The fields of the limiter with the fewest requests left, then those of the refusing limiter.
+        expect(told).toEqual(['200 3 2', '200 3 1', '200 3 0', '429 3 0', '429 3 0'])
+      })
     },
   )
 }
