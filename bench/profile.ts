@@ -132,18 +132,13 @@ export async function runProfiles(options: {
   return results
 }
 
-/** Our units: the adapter and the core's (a Redis client, the framework and Node are not ours). */
-export const OUR_UNITS: readonly Unit[] = [
-  'adapter',
-  'address',
-  'key',
-  'engine',
-  'limiter',
-  'store',
-  'headers',
-  'grouping',
-  'support',
-]
+/** The units that are not our code: the framework, a peer, the bench's own, the GC and Node's. */
+const NOT_OURS = new Set<Unit>(['framework', 'peer', 'bench', 'gc', 'node/other'])
+
+/** Our units: the adapter's and the core's (the Redis client's library is not ours either). */
+export const OUR_UNITS: readonly Unit[] = UNIT_ORDER.filter(
+  (unit) => unit !== 'client' && !NOT_OURS.has(unit),
+)
 
 /** Our units' part of a profiled server's busy samples. */
 export function ourShare(summary: Summary): number {
@@ -256,9 +251,8 @@ export function unitTable(rows: readonly ProfiledVariant[]): string {
 
 /** The functions of ours (not framework, Node, GC) with the most self time in one variant. */
 export function topTable(row: ProfiledVariant, count: number): string {
-  const notOurs = new Set<Unit>(['framework', 'peer', 'bench', 'gc', 'node/other'])
   const top = [...row.summary.functions.entries()]
-    .filter(([, fn]) => !notOurs.has(fn.unit))
+    .filter(([, fn]) => !NOT_OURS.has(fn.unit))
     .sort((a, b) => b[1].us - a[1].us)
     .slice(0, count)
   return table(

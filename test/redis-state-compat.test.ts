@@ -94,19 +94,30 @@ describe.each([
   ['standalone', () => standaloneClient()],
   ['Cluster', () => clusterClient()],
 ] as const)('RedisStore on %s: the scripts read the state 41bbd39 wrote', (_topology, makeClient) => {
-  it.each(SHAPES)('%s', async (_shape, make, write) => {
+  /**
+   * A limiter on Redis whose key holds the state `write` leaves, its clock at `at`, and one on a MemoryStore that
+   * counted the same `USED` units at T0.
+   */
+  async function written(
+    make: () => Rule,
+    write: (client: Client, key: string) => Promise<unknown>,
+    at: number,
+  ) {
     const rule = make()
     const client = makeClient()
-    const clock = new ManualClock(T0)
+    const clock = new ManualClock(at)
     const prefix = `sc${process.pid}x${Math.random().toString(36).slice(2, 8)}`
     const store = new RedisStore({ client, clock: clock.read })
     const limiter = new RateLimiter({ rules: rule, store, prefix, timeout: '10s' })
     await write(client, store.keyFor(limiter.namespace, 'k', rule))
-
     const memoryClock = new ManualClock(T0)
     const memory = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: memoryClock.read }) })
     expect((await memory.limit('k', { cost: USED })).allowed).toBe(true)
+    return { store, limiter, clock, memory, memoryClock }
+  }
 
+  it.each(SHAPES)('%s', async (_shape, make, write) => {
+    const { limiter, clock, memory, memoryClock } = await written(make, write, T0)
     const expected = await trace(memory, memoryClock)
     expect(expected[2]).toMatchObject({ allowed: true, remaining: 1 })
     expect(expected[3]).toEqual({ charged: 6, refunded: 0, uncharged: 2 })
@@ -117,16 +128,7 @@ describe.each([
   // the same state. Four calls at once: the first goes alone, the three that arrive while it is in flight go as one
   // group, in arrival order, exactly as four calls one after another on a MemoryStore that counted the same 3.
   it.each(SHAPES)('%s, read by a group of decisions', async (_shape, make, write) => {
-    const rule = make()
-    const client = makeClient()
-    const clock = new ManualClock(T0 + 1_000)
-    const prefix = `sg${process.pid}x${Math.random().toString(36).slice(2, 8)}`
-    const store = new RedisStore({ client, clock: clock.read })
-    const limiter = new RateLimiter({ rules: rule, store, prefix, timeout: '10s' })
-    await write(client, store.keyFor(limiter.namespace, 'k', rule))
-    const memoryClock = new ManualClock(T0)
-    const memory = new RateLimiter({ rules: rule, store: new MemoryStore({ clock: memoryClock.read }) })
-    expect((await memory.limit('k', { cost: USED })).allowed).toBe(true)
+    const { store, limiter, memory, memoryClock } = await written(make, write, T0 + 1_000)
     memoryClock.set(T0 + 1_000)
     const view = ({ allowed, remaining, reset, retryAfter }: RateLimitResult) => ({
       allowed,
