@@ -70,15 +70,15 @@ export const DURABLE_OBJECT_STORE_DEFAULTS = {
  * client key is routed to one of `objects` objects, which decides it atomically with core's algorithms
  * (all five), penalties, settle (charge), refunds, peek, reset, concurrency leases, and overrides and manual
  * blocks (`overrides: true`, kept in the same object as the key's counters and read by the call that decides).
- * Calls made in the same turn of the event loop for one object travel in one request; while one is in flight,
- * the next calls for that object wait and go together after it (object-queue.ts), each call's wait bounded from
- * its request's sending (`boundsWait`).
+ * Calls made in the same turn of the event loop for one object travel together, in requests of at most 100
+ * calls sent one after another (object-queue.ts), each call's wait bounded from its request's sending
+ * (`boundsWait`).
  * @example new DurableObjectStore({ namespace: env.RATE_LIMITER })
  */
 export class DurableObjectStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly overrides = true
-  /** Calls are queued per object: each one's wait is bounded from the moment its request is sent. */
+  /** A turn's calls go to each object 100 at a time: each one's wait is bounded from its request's sending. */
   readonly boundsWait = true
   readonly #namespace: () => DurableObjectNamespaceLike
   readonly #objects: number
