@@ -32,6 +32,7 @@ export const binding: FrameworkBinding<FastifyRequest> = {
   writeHeaders: (reply, headers) => {
     const target = reply as FastifyReply
     if (!target.sent && !target.raw.headersSent) target.headers(headers)
-  }, // One limiter's fields per answer (core's `showFields`, in index.ts).
+  },
+  // One limiter's fields per answer (core's `showFields`, in index.ts).
   showsOneQuota: true,
 }
