@@ -180,16 +180,17 @@ export function describeHostileClients(frameworks: AttackedFramework[]): void {
         const fresh = () => `198.51.100.${++client + (store === 'Redis' ? 100 : 0)}`
         const from = (address: string) => () => ({ 'X-Forwarded-For': address })
 
-        it('entries with ports: a client rotating its port never got a fresh budget (refused, nothing counted)', async () => {
+        // Session 6: the framework keeps a port a proxy wrote in the request's address; every such request answered
+        // 500 (ERR_RATEWINDOW_INVALID_IP) before the adapters read the address without it, as Hono's and Next's do.
+        it('entries with ports: a client rotating its port never got a fresh budget (one budget, the port ignored)', async () => {
           const address = fresh()
           const statuses = await rawStatuses(server.port, path, 6, (i) => ({
             'X-Forwarded-For': `${address}:${40_000 + i}`,
           }))
-          // The framework keeps the port in the request's address: not an address, refused by the error handler.
-          expect(statuses).toEqual(times(6, 500))
-          expect(errors.splice(0)).toEqual(times(6, 'ERR_RATEWINDOW_INVALID_IP'))
-          // Nothing was counted for the address itself.
-          expect(await rawStatuses(server.port, path, 4, from(address))).toEqual([...times(3, 200), 429])
+          expect(statuses).toEqual([...times(3, 200), ...times(3, 429)])
+          expect(errors.splice(0)).toEqual([])
+          // The address without a port is the same client.
+          expect(await rawStatuses(server.port, path, 1, from(address))).toEqual([429])
         })
 
         it('IPv6 with zones: 8 zones of one address got one budget of 3', async () => {

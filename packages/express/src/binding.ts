@@ -1,10 +1,14 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
+import { connectionStalled, type FrameworkBinding, socketClosed, withoutPort } from '@ratewindow/core/adapter'
 import type { Request, Response } from 'express'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Express: addresses, trust proxy, routes. */
 export const binding: FrameworkBinding<Request> = {
   name: 'Express',
-  clientIp: (request) => request.ip ?? request.socket.remoteAddress,
+  // Behind a trusted proxy, `req.ip` is its X-Forwarded-For entry as written: some proxies add the client's port.
+  clientIp: (request) => {
+    const ip = request.ip
+    return ip === undefined ? request.socket.remoteAddress : withoutPort(ip)
+  },
   onClose: (request, listener) => socketClosed(request.socket, listener),
   app: (request) => request.app,
   // A closed connection takes the address with it (`request.ip` is undefined then).
@@ -22,7 +26,8 @@ export const binding: FrameworkBinding<Request> = {
   writeHeaders: (response, headers) => {
     const target = response as Response
     if (!target.headersSent) for (const name in headers) target.setHeader(name, headers[name]!)
-  }, // One limiter's fields per answer (core's `showFields`, in index.ts).
+  },
+  // One limiter's fields per answer (core's `showFields`, in index.ts).
   showsOneQuota: true,
 }
 

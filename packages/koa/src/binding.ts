@@ -1,10 +1,11 @@
-import { connectionStalled, type FrameworkBinding, socketClosed } from '@ratewindow/core/adapter'
+import { connectionStalled, type FrameworkBinding, socketClosed, withoutPort } from '@ratewindow/core/adapter'
 import type { Context } from 'koa'
 
 /** What the engines of `rateLimit()` and `slowDown()` know of Koa: addresses, trust proxy, routes. */
 export const binding: FrameworkBinding<Context> = {
   name: 'Koa',
-  clientIp: (ctx) => ctx.ip || ctx.req.socket.remoteAddress,
+  // Behind a trusted proxy, `ctx.ip` is its X-Forwarded-For entry as written: some proxies add the client's port.
+  clientIp: (ctx) => (ctx.ip ? withoutPort(ctx.ip) : ctx.req.socket.remoteAddress),
   onClose: (ctx, listener) => socketClosed(ctx.req.socket, listener),
   app: (ctx) => ctx.app,
   // A closed connection takes the address with it (`ctx.ip` is '' then).
@@ -23,6 +24,7 @@ export const binding: FrameworkBinding<Context> = {
   writeHeaders: (ctx, headers) => {
     const target = ctx as Context
     if (!target.headerSent) for (const name in headers) target.set(name, headers[name]!)
-  }, // One limiter's fields per answer (core's `showFields`, in index.ts).
+  },
+  // One limiter's fields per answer (core's `showFields`, in index.ts).
   showsOneQuota: true,
 }

@@ -29,6 +29,7 @@ export {
   type TrustedHop,
   trustedProxies,
   trustsEveryAddress,
+  withoutPort,
 } from '../http/forwarded-for.js'
 export { type MiddlewareHandles, type ResetScope, withHandles } from '../http/handles.js'
 export { headerReset, partitionKey } from '../http/headers.js'
