@@ -124,19 +124,27 @@ export class ObjectQueues {
     }
   }
 
-  /** The call's wait is bounded from now, when it has a bound. */
+  /**
+   * The call's wait is bounded from now, when it has a bound. When it times out, the calls of its turn still waiting
+   * behind its request are answered with the same failure at once, as RedisStore's groups answer what waits behind
+   * a flight that timed out: they would wait on that request too (forever, behind a request that never answers),
+   * and one failure is what the limiter's breaker counts.
+   */
   #startClock(queue: Queue, entry: Waiting): void {
     const timeoutMs = entry.bound?.timeoutMs
     if (timeoutMs === undefined) return
     entry.timer = setTimeout(() => {
       if (entry.done) return
-      entry.done = true
-      entry.reject(
-        new RateLimitError(
-          'ERR_RATEWINDOW_STORE_TIMEOUT',
-          `DurableObjectStore: object ${this.#describe(queue.index)} took longer than ${timeoutMs} ms.`,
-        ),
+      const failure = new RateLimitError(
+        'ERR_RATEWINDOW_STORE_TIMEOUT',
+        `DurableObjectStore: object ${this.#describe(queue.index)} took longer than ${timeoutMs} ms.`,
       )
+      entry.done = true
+      entry.reject(failure)
+      for (const waiting of queue.waiting.splice(0)) {
+        waiting.done = true
+        waiting.reject(failure)
+      }
     }, timeoutMs)
   }
 }

@@ -137,6 +137,32 @@ describe('DurableObjectStore calls', () => {
     expect(errors).toHaveLength(1)
   })
 
+  it("a turn's calls go 100 to a request, one request after another; behind a request that never answers, none waits past the timeout", async () => {
+    const { namespace, requests } = localNamespace()
+    const store = new DurableObjectStore({ namespace, objects: 1 })
+    const limiter = new RateLimiter({ rules: fixedWindow({ limit: 1000, window: '1m' }), store })
+    const results = await Promise.all(Array.from({ length: 250 }, () => limiter.limit('k')))
+    expect(results.filter((result) => result.allowed && result.source === 'store')).toHaveLength(250)
+    expect(requests).toHaveLength(3)
+
+    // The first request of a turn stalls (an object that never answers): its calls time out, and the 150 behind it
+    // are answered with the same failure at once, by the failure policy, instead of waiting on it.
+    const stalled: DurableObjectNamespaceLike<string> = {
+      idFromName: (name) => name,
+      get: () => ({ fetch: () => new Promise<never>(() => {}) }),
+    }
+    const errors: unknown[] = []
+    const late = new RateLimiter({
+      rules: fixedWindow({ limit: 1000, window: '1m' }),
+      store: new DurableObjectStore({ namespace: stalled, objects: 1 }),
+      timeout: '100ms',
+      onError: (error) => void errors.push(error),
+    })
+    const answered = await Promise.all(Array.from({ length: 250 }, () => late.limit('k')))
+    expect(new Set(answered.map((result) => result.source))).toEqual(new Set(['policy']))
+    expect(errors.length).toBeGreaterThan(0)
+  })
+
   it('a namespace function that throws is a store failure too, not a crash', async () => {
     const store = new DurableObjectStore({
       namespace: () => {
