@@ -15,6 +15,7 @@ export default defineConfig({
     exclude: [
       'packages/core/test/hostile-operator.test.ts',
       'packages/express/test/hostile.test.ts',
+      'packages/fastify/test/hostile.test.ts',
       'packages/graphql/test/plugins.test.ts',
       'packages/h3/test/h3.test.ts',
       'packages/koa/test/hostile.test.ts',
