@@ -26,6 +26,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vites
 import { FRAMEWORKS, listening, storesOnClock } from '../http/harness.js'
 import { ManualClock } from '../support/clock.js'
 import { until } from '../support/connections.js'
+import { monitorOn } from '../support/monitor.js'
 import {
   clusterClient,
   forgetPrefix,
@@ -647,14 +648,16 @@ describe('the attack round on the operator: `list({ count })` on Redis (M3)', ()
       // The COUNT of every SCAN a script runs for this prefix on any server, as MONITOR shows it.
       const counts: number[] = []
       const markers = new Set<string>()
-      const monitors = await Promise.all(ports().map((port) => standaloneClient(port).monitor()))
-      for (const monitor of monitors)
-        monitor.on('monitor', (_time: string, args: string[]) => {
-          const [command, ...rest] = args
-          if (command?.toLowerCase() === 'echo' && rest[0]?.startsWith(prefix)) markers.add(rest[0])
-          if (command?.toLowerCase() === 'scan' && rest.some((arg) => arg.includes(prefix)))
-            counts.push(Number(rest[rest.findIndex((arg) => arg.toLowerCase() === 'count') + 1]))
-        })
+      const monitors = await Promise.all(
+        ports().map((port) =>
+          monitorOn(port, (_source, args) => {
+            const [command, ...rest] = args
+            if (command?.toLowerCase() === 'echo' && rest[0]?.startsWith(prefix)) markers.add(rest[0])
+            if (command?.toLowerCase() === 'scan' && rest.some((arg) => arg.includes(prefix)))
+              counts.push(Number(rest[rest.findIndex((arg) => arg.toLowerCase() === 'count') + 1]))
+          }),
+        ),
+      )
       try {
         const all = await limiter.operator.list({ count: 10_000_000 })
         expect(all.records.map((record) => record.key).sort()).toEqual(keys)
@@ -667,7 +670,7 @@ describe('the attack round on the operator: `list({ count })` on Redis (M3)', ()
         expect(counts.length).toBeGreaterThan(2)
         expect(Math.max(...counts)).toBeLessThanOrEqual(1_000)
       } finally {
-        for (const monitor of monitors) monitor.disconnect()
+        for (const monitor of monitors) monitor.destroy()
         limiter.release()
         await forgetPrefix(ports(), prefix)
       }

@@ -5,7 +5,6 @@
  * their next decision.
  */
 
-import { connect as connectSocket, type Socket } from 'node:net'
 import {
   fixedWindow,
   gcra,
@@ -21,6 +20,7 @@ import { storedHash } from '@ratewindow/core/stored'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { until } from './connections.js'
+import { monitorOn } from './monitor.js'
 import { forgetPrefix } from './redis.js'
 import type { ClientFamily } from './redis-clients.js'
 
@@ -34,33 +34,6 @@ export interface OverridesSuiteContext {
   /** A fresh key prefix. */
   prefix: () => string
   rules: () => Rule[]
-}
-
-/**
- * MONITOR on a plain socket to one server: each line's source (`lua` for commands a script ran) and its arguments
- * (quoted; the keys and arguments here hold no quotes).
- */
-async function monitorOn(port: number, line: (source: string, args: string[]) => void): Promise<Socket> {
-  const socket = connectSocket({ host: '127.0.0.1', port })
-  await new Promise<void>((resolve, reject) => {
-    socket.once('connect', resolve)
-    socket.once('error', reject)
-  })
-  let buffered = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => {
-    buffered += chunk
-    let end = buffered.indexOf('\r\n')
-    while (end !== -1) {
-      const text = buffered.slice(0, end)
-      buffered = buffered.slice(end + 2)
-      const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] "(.*)"$/.exec(text)
-      if (match !== null) line(match[1]!, match[2]!.split('" "'))
-      end = buffered.indexOf('\r\n')
-    }
-  })
-  socket.write('MONITOR\r\n')
-  return socket
 }
 
 /** The commands MONITOR sees from clients (not from scripts) naming a key under `prefix`, on every port. */
