@@ -182,7 +182,9 @@ export class LimitResult implements RateLimitResult {
   declare manualBlock?: ManualBlock
   readonly #settler: Settler
   /** Who rewrites unsent headers after a settle, on what response, with which in-flight slot (`follow`). */
-  #follow: { follower: SettleFollower; target: unknown; slot: unknown } | undefined
+  #follower: SettleFollower | undefined
+  #target: unknown
+  #slot: unknown
 
   constructor(settler: Settler) {
     this.#settler = settler
@@ -211,18 +213,19 @@ export class LimitResult implements RateLimitResult {
 
   settle(actualCost: number): Promise<SettleResult> {
     const settled = this.#settler.settle(this, actualCost)
-    const follow = this.#follow
-    if (follow === undefined) return settled
+    const follower = this.#follower
+    if (follower === undefined) return settled
     return settled.then((outcome) => {
-      if (outcome.charged > 0 || outcome.refunded > 0)
-        follow.follower.rewrite(this, follow.target, follow.slot)
+      if (outcome.charged > 0 || outcome.refunded > 0) follower.rewrite(this, this.#target, this.#slot)
       return outcome
     })
   }
 
   /** @internal After each settle that changed something, `follower` rewrites the headers of `target`. */
   follow(follower: SettleFollower, target: unknown, slot: unknown): void {
-    this.#follow = { follower, target, slot }
+    this.#follower = follower
+    this.#target = target
+    this.#slot = slot
   }
 }
 
