@@ -3,7 +3,7 @@
  * built with `redis-cli --cluster create`. Nothing here is mocked.
  */
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -42,10 +42,16 @@ export async function freePort(): Promise<number> {
   throw new Error('no free port found for redis-server')
 }
 
-/** Resolves once the server at `port` answers PING. */
-export async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+/** Resolves once the server at `port` answers PING; rejects early once `gone()` says the process exited. */
+export async function waitForPing(
+  port: number,
+  timeoutMs = 10_000,
+  gone: () => string | undefined = () => undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
+    const exited = gone()
+    if (exited) throw new RedisExitedError(port, exited)
     const answered = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host: HOST, port })
       socket.setTimeout(500)
@@ -55,6 +61,7 @@ export async function waitForPing(port: number, timeoutMs = 10_000): Promise<voi
         resolve(data.toString().startsWith('+PONG'))
       })
       socket.once('error', () => resolve(false))
+      socket.once('close', () => resolve(false)) // closed without an answer (after `data`, a no-op)
       socket.once('timeout', () => {
         socket.destroy()
         resolve(false)
@@ -66,6 +73,22 @@ export async function waitForPing(port: number, timeoutMs = 10_000): Promise<voi
   throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`)
 }
 
+/** The redis-server process ended before it answered PING (most often: its port was taken after it was checked). */
+export class RedisExitedError extends Error {
+  constructor(port: number, why: string) {
+    super(`redis-server on port ${port} exited before it answered PING: ${why}`)
+  }
+}
+
+/** The last lines of a server's log, for an error message. */
+function logTail(dir: string): string {
+  try {
+    return readFileSync(join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-3).join(' | ')
+  } catch {
+    return 'no log written'
+  }
+}
+
 export class RedisServer {
   #process: ChildProcess | undefined
   constructor(
@@ -74,14 +97,25 @@ export class RedisServer {
     readonly extraArgs: readonly string[] = [],
   ) {}
 
+  /**
+   * Starts a server on `port`, or on a free port: a port checked free can be taken before redis-server binds it
+   * (another worker's server), so a start on a chosen port is tried again on another, up to 3 times.
+   */
   static async start(extraArgs: readonly string[] = [], port?: number): Promise<RedisServer> {
-    const server = new RedisServer(
-      port ?? (await freePort()),
-      mkdtempSync(join(tmpdir(), 'ratewindow-redis-')),
-      extraArgs,
-    )
-    await server.restart()
-    return server
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(
+        port ?? (await freePort()),
+        mkdtempSync(join(tmpdir(), 'ratewindow-redis-')),
+        extraArgs,
+      )
+      try {
+        await server.restart()
+        return server
+      } catch (error) {
+        rmSync(server.dir, { recursive: true, force: true })
+        if (port !== undefined || attempt === 3 || !(error instanceof RedisExitedError)) throw error
+      }
+    }
   }
 
   /** Starts (again) on the same port, as after a crash. */
@@ -102,10 +136,17 @@ export class RedisServer {
       '--logfile',
       'redis.log',
     ]
-    this.#process = spawn('redis-server', [...args, ...this.extraArgs], { stdio: 'ignore' })
-    this.#process.on('error', () => {}) // a failed start shows as no answer to PING
-    this.#process.unref()
-    await waitForPing(this.port)
+    const child = spawn('redis-server', [...args, ...this.extraArgs], { stdio: 'ignore' })
+    this.#process = child
+    let exited: string | undefined
+    child.on('error', (error) => {
+      exited = error.message
+    })
+    child.once('exit', (code, signal) => {
+      exited = `exit ${code ?? signal}; log: ${logTail(this.dir)}`
+    })
+    child.unref()
+    await waitForPing(this.port, 10_000, () => exited)
   }
 
   /** Kills the process the hard way (no shutdown, no save), and waits for it to be gone. */
