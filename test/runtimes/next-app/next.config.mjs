@@ -12,5 +12,12 @@ export default {
   // build cache would never be read: none is written (Next 15's webpack cache, over 100 MB a build; Next 16's
   // Turbopack cache, whose writing takes seconds).
   webpack: (config) => ({ ...config, cache: false }),
-  ...(nextMajor >= 16 ? { experimental: { turbopackFileSystemCacheForBuild: false } } : {}),
+  experimental: {
+    // One process where the build allows it: webpack compiles in the build's own process, not a worker of its own,
+    // and one worker collects the page data. Measured on this app (2 cores): Next 15 42.6 → 29.5 CPU s a build,
+    // Next 16 18.7 → 16.5; the suite builds four.
+    webpackBuildWorker: false,
+    cpus: 1,
+    ...(nextMajor >= 16 ? { turbopackFileSystemCacheForBuild: false } : {}),
+  },
 }
