@@ -86,7 +86,7 @@ describe.each(DEFAULT_CLIENTS)('a flood on a 3-master Cluster right after connec
     { keys: 1, limit: 1_000 },
     { keys: 2_000, limit: 3 },
   ])(
-    '10,000 decisions at once over $keys key(s), limit $limit, default options: exactly the limit per key, no policy answers, none shed',
+    '10,000 decisions at once over $keys key(s), limit $limit, default options (timeout 1 s): exactly the limit per key, no policy answers, none shed',
     async ({ keys, limit }) => {
       const { client, close } = await family.connect(cluster.startupNodes)
       const { errors, onError } = recorder()
@@ -95,6 +95,11 @@ describe.each(DEFAULT_CLIENTS)('a flood on a 3-master Cluster right after connec
         // (1,013 of 1,000 seen at :00), which this test would read as an over-admission.
         rules: slidingWindowCounter({ limit, window: '1h' }),
         store: new RedisStore({ client }),
+        // The default options but one: the default `timeout` (250 ms) bounds Redis's answer, which a clean-clone run
+        // of `pnpm test:all` (every step at once on 2 cores) saw missed by 5 calls of 10,000 (GLIDE), the machine
+        // being busy, not the store. A second is still less than a flood takes (1.2–2.4 s in those runs): our own
+        // queue counted as Redis's time, the bug this file pins, would still fail here.
+        timeout: '1s',
         prefix: `flood-${family.name}-${keys}`,
         onError,
       })
