@@ -9,9 +9,9 @@
  *
  * Every project installs once from npm's cache where it can (`--prefer-offline`); its ESM and CJS sub-projects
  * share that install. Installs and checks run concurrently, at most one install and one check per core at a time,
- * and a project's checks start as soon as its install is done. Each typecheck has its own tsconfig (one program,
- * one set of options); a project's typechecks run in one `tsc -b` per TypeScript version, and each config alone
- * with `tsc -p` when that fails, so that each failure is named.
+ * and a project's checks start as soon as its install is done. Each typecheck has its own tsconfig (one set of
+ * options, the project's programs); a project's typechecks run in one `tsc -b` per TypeScript version, and each
+ * config alone with `tsc -p` when that fails, so that each failure is named.
  *
  * `KEEP=1` keeps the work directory for a look afterwards; `ONLY=<project>,…` checks those projects alone (the
  * packing and built-in scans still run); `--timings` (`pnpm check:packages --timings`) ends with a table of where

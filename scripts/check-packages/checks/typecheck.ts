@@ -1,6 +1,8 @@
 /**
- * The typechecks: each program of a project compiled in its ESM and CJS sub-projects under each moduleResolution,
- * with each TypeScript version, one tsconfig per combination; a project's tsconfigs for one version run in one
+ * The typechecks: a project's programs compiled in its ESM and CJS sub-projects under each moduleResolution, with
+ * each TypeScript version, one tsconfig per combination holding every program of the project (they share the
+ * options, and most of the work is reading the packages' and frameworks' declarations, which one program reads
+ * once: for two programs, a quarter less CPU than a program each); a project's tsconfigs for one version run in one
  * `tsc -b`.
  */
 import { execFile } from 'node:child_process'
@@ -19,7 +21,7 @@ const MODES = {
   cjs: { node16: 'node16', nodenext: 'nodenext' },
 } as const
 
-/** One typecheck: a tsconfig in a project's `esm` or `cjs` sub-project, its own program and options. */
+/** One typecheck: a tsconfig in a project's `esm` or `cjs` sub-project, its own options and the project's programs. */
 export interface Typecheck {
   name: string
   system: ModuleSystem
@@ -41,19 +43,21 @@ export function writeTypechecks(project: Project, dir: string): Record<Version, 
     )
     for (const [file, source] of Object.entries(project.programs)) writeFileSync(join(sub, file), source)
     for (const [resolution, module] of Object.entries(MODES[system]))
-      for (const program of Object.keys(project.programs))
-        for (const version of project.typescripts) {
-          // With skipLibCheck, nodenext adds nothing to node16 here; TypeScript 7 checks both in full.
-          if (version === '5.9' && resolution === 'nodenext' && !project.noNodeTypes) continue
-          if (project.skip?.({ system, resolution, version, program })) continue
-          const config = `tsconfig.${resolution}.${program.replace(/\.ts$/, '')}.typescript-${version}.json`
-          writeFileSync(join(sub, config), tsconfig(project, { module, resolution, version, program }))
-          typechecks[version].push({
-            name: `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${program}`,
-            system,
-            config,
-          })
-        }
+      for (const version of project.typescripts) {
+        // With skipLibCheck, nodenext adds nothing to node16 here; TypeScript 7 checks both in full.
+        if (version === '5.9' && resolution === 'nodenext' && !project.noNodeTypes) continue
+        const programs = Object.keys(project.programs).filter(
+          (program) => !project.skip?.({ system, resolution, version, program }),
+        )
+        if (programs.length === 0) continue
+        const config = `tsconfig.${resolution}.typescript-${version}.json`
+        writeFileSync(join(sub, config), tsconfig(project, { module, resolution, version, programs }))
+        typechecks[version].push({
+          name: `typecheck ${project.name} ${system} ${resolution} TypeScript ${version}: ${programs.join(', ')}`,
+          system,
+          config,
+        })
+      }
   }
   return typechecks
 }
@@ -64,7 +68,7 @@ export function writeTypechecks(project: Project, dir: string): Record<Version, 
  */
 function tsconfig(
   project: Project,
-  check: { module: string; resolution: string; version: Version; program: string },
+  check: { module: string; resolution: string; version: Version; programs: string[] },
 ): string {
   const compilerOptions = {
     target: 'ES2022',
@@ -78,7 +82,7 @@ function tsconfig(
     types: project.noNodeTypes ? [] : ['node'],
     ...(project.decorators ? { experimentalDecorators: true, emitDecoratorMetadata: true } : {}),
   }
-  return `${JSON.stringify({ compilerOptions, files: [check.program] }, null, 2)}\n`
+  return `${JSON.stringify({ compilerOptions, files: check.programs }, null, 2)}\n`
 }
 
 /**
