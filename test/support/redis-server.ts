@@ -112,7 +112,7 @@ export class RedisServer {
         await server.restart()
         return server
       } catch (error) {
-        rmSync(server.dir, { recursive: true, force: true })
+        await server.stop() // one that never answered is still running: killed, not left behind
         if (port !== undefined || attempt === 3 || !(error instanceof RedisExitedError)) throw error
       }
     }
@@ -152,7 +152,7 @@ export class RedisServer {
   /** Kills the process the hard way (no shutdown, no save), and waits for it to be gone. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.#process
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))
     child.ref() // keep the event loop alive until the exit is seen
     child.kill(signal)
