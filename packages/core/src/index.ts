@@ -1,14 +1,18 @@
+export type { AnchorInput, CalendarUnit } from './algorithms/calendar.js'
 export {
   type AlgorithmName,
   fixedWindow,
   type GcraOptions,
   gcra,
+  type QuotaOptions,
+  quota,
   type Rule,
   type RuleOutcome,
   slidingWindowCounter,
   slidingWindowLog,
   type TokenBucketOptions,
   tokenBucket,
+  type WindowAlgorithmName,
   type WindowRuleOptions,
 } from './algorithms/index.js'
 export type {

@@ -137,7 +137,19 @@ export function usedOf(rule: Rule, history: readonly Admission[], now: number): 
     }
     case 'gcra':
       return Math.ceil(gcraAheadAt(rule, history, now) / rule.script.params[1])
+    case 'quota':
+      return quotaCount(rule, history, now)
   }
+}
+
+/**
+ * A quota's units counted at `now`: those admitted in the period holding it (the rule's own calendar, whose
+ * periods core's calendar tests pin down; a debt carried from the period before is not modelled).
+ */
+function quotaCount(rule: Rule, history: readonly Admission[], now: number): number {
+  const periods = rule.periods!
+  const end = periods.at(now).end
+  return sumWhere(history, (a) => a.time <= now && periods.at(a.time).end === end)
 }
 
 /**
@@ -164,6 +176,8 @@ export function fits(rule: Rule, history: readonly Admission[], now: number, cos
       const [, interval, burst] = rule.script.params
       return gcraAheadAt(rule, history, now) + cost * interval <= burst * interval
     }
+    case 'quota':
+      return quotaCount(rule, history, now) + cost <= limit
   }
 }
 

@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition, WindowRuleOptions } from './types.js'
 
 interface FixedWindowState {
   /** Window index: floor(now / window). Never goes back, even when the clock does. */
@@ -116,7 +116,7 @@ else redis.call('DEL', ${r.key}) end
 }
 
 /** @internal */
-export const FIXED_WINDOW: AlgorithmDefinition = {
+export const FIXED_WINDOW: WindowAlgorithmDefinition = {
   name: 'fixed-window',
   code: CODE,
   lua: LUA,

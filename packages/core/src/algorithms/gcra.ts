@@ -2,7 +2,7 @@ import { type Duration, formatDuration, parseDuration } from '../support/duratio
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
+import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition } from './types.js'
 
 export interface GcraOptions {
   /** Requests (cost units) admitted per `window`, evenly spaced: the sustained rate. A positive whole number. */
@@ -271,7 +271,7 @@ end
 }
 
 /** @internal */
-export const GCRA: AlgorithmDefinition = {
+export const GCRA: WindowAlgorithmDefinition = {
   name: 'gcra',
   code: CODE,
   lua: LUA,

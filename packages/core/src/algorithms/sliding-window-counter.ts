@@ -1,5 +1,5 @@
 import { windowRule } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule, WindowRuleOptions } from './types.js'
+import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition, WindowRuleOptions } from './types.js'
 
 interface SlidingWindowCounterState {
   /** Index of the current fixed window: floor(now / window). Never goes back, even when the clock does. */
@@ -181,7 +181,7 @@ else redis.call('DEL', ${r.key}) end
 }
 
 /** @internal */
-export const SLIDING_WINDOW_COUNTER: AlgorithmDefinition = {
+export const SLIDING_WINDOW_COUNTER: WindowAlgorithmDefinition = {
   name: 'sliding-window-counter',
   code: CODE,
   lua: LUA,

@@ -1,10 +1,10 @@
 import { windowRule } from './rule.js'
 import type {
-  AlgorithmDefinition,
   AlgorithmLogic,
   LuaRule,
   LuaTwin,
   Rule,
+  WindowAlgorithmDefinition,
   WindowRuleOptions,
 } from './types.js'
 
@@ -252,7 +252,7 @@ ${trim}end
 }
 
 /** @internal */
-export const SLIDING_WINDOW_LOG: AlgorithmDefinition = {
+export const SLIDING_WINDOW_LOG: WindowAlgorithmDefinition = {
   name: 'sliding-window-log',
   code: CODE,
   lua: LUA,

@@ -2,7 +2,7 @@ import { type Duration, formatDuration, parseDuration } from '../support/duratio
 import { requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
-import type { AlgorithmDefinition, AlgorithmLogic, LuaTwin, Rule } from './types.js'
+import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition } from './types.js'
 
 export interface TokenBucketOptions {
   /** Most tokens the bucket holds: the largest burst. A positive whole number. */
@@ -272,7 +272,7 @@ end
 }
 
 /** @internal */
-export const TOKEN_BUCKET: AlgorithmDefinition = {
+export const TOKEN_BUCKET: WindowAlgorithmDefinition = {
   name: 'token-bucket',
   code: CODE,
   lua: LUA,

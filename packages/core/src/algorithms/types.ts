@@ -1,4 +1,5 @@
 import type { Duration } from '../support/duration.js'
+import type { CalendarPeriods } from './calendar.js'
 
 /** The algorithms ratewindow ships. */
 export type AlgorithmName =
@@ -7,6 +8,7 @@ export type AlgorithmName =
   | 'sliding-window-counter'
   | 'token-bucket'
   | 'gcra'
+  | 'quota'
 
 /**
  * One entry of the algorithm registry (`algorithms/index.ts`): everything the library needs to know about an
@@ -19,6 +21,13 @@ export interface AlgorithmDefinition {
   readonly code: number
   /** The Lua twin of the algorithm's `AlgorithmLogic`, written inline into the decision script per rule. */
   readonly lua: LuaTwin
+}
+
+/**
+ * An algorithm the middleware option `algorithm` names (every one but the quota, whose periods are not a window).
+ * @internal
+ */
+export interface WindowAlgorithmDefinition extends AlgorithmDefinition {
   /** The rule behind the middleware option `algorithm: name` with `limit` and `window`. */
   readonly fromLimit: (limit: number, window: Duration) => Rule
 }
@@ -237,6 +246,11 @@ export interface Rule {
   readonly logic: AlgorithmLogic<unknown>
   /** @internal Lua algorithm code and its three numeric parameters. */
   readonly script: { readonly code: number; readonly params: readonly [number, number, number] }
+  /**
+   * @internal A quota's calendar periods (algorithms/quota.ts): a store that decides in Lua receives the bounds of
+   * the period at the deciding process's time (`quotaBounds`) in place of the parameters past the limit.
+   */
+  readonly periods?: CalendarPeriods
 }
 
 /** Options shared by the window-based rule factories. */

@@ -1,4 +1,5 @@
-import type { AlgorithmName, Rule } from '../algorithms/types.js'
+import type { WindowAlgorithmName } from '../algorithms/index.js'
+import type { Rule } from '../algorithms/types.js'
 import { LIMITER_OPTION_FLAGS, type RateLimiterOptions } from '../limiter/options.js'
 import type { RateLimitResult } from '../result.js'
 import type { Awaitable } from '../stores/types.js'
@@ -48,7 +49,7 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
   /** The window: ms or `'30s'`, `'1m'`, `'15 minutes'`, `'1h'`… Not with `rules`. @default '1m' */
   window?: Duration
   /** The algorithm for `limit` and `window`. Not with `rules`. @default 'sliding-window-counter' */
-  algorithm?: AlgorithmName
+  algorithm?: WindowAlgorithmName
   /**
    * Explicit rules instead of `limit`/`window`/`algorithm`, e.g. `[tokenBucket(...), fixedWindow(...)]`; or a
    * function of the request that returns them (e.g. by plan), optionally with the request's cost:

@@ -173,6 +173,11 @@ export interface Store {
    */
   readonly penalties?: boolean
   /**
+   * Whether the store decides `quota` rules with their calendar periods (the rule's own in JavaScript, or the
+   * bounds computed for them in the deciding process). The limiter refuses a quota rule with a store that does not.
+   */
+  readonly quotas?: boolean
+  /**
    * Whether the store reserves slots (`StoreRequest.reserve`) atomically in its `consume`. The limiter refuses
    * `delay` and `wait()` with a store that does not.
    */

@@ -59,6 +59,15 @@ const PINNED: Record<string, string> = {
   'gcra + overrides batch': 'a14df3eb4392a81d1b03d5588dadc242b9c6a3ab',
   'gcra + penalty + overrides': '8edc5128c1a56594804a4896e34e7835133f4e29',
   'gcra + penalty + overrides batch': '34fa2a0c435d39331c74f7d4ef9ca8bfbee6b003',
+  // Issue 47: the quota (algorithm 6), new scripts beside the others, which are unchanged.
+  quota: '693240f9252a66a428f44bfb62c5fd3f89af2274',
+  'quota batch': 'eb370abddf913dfc4862eea491715cf0e34e394a',
+  'quota + overrides': '268c26498cd9c65252de263fd0558c7e7c776e8f',
+  'quota + overrides batch': 'c37d7f63ff6a70a95352daacd19de5abda811781',
+  'quota + penalty': 'dfd3f230db3891afc92d19ea677e3b8c39b6e67c',
+  'quota + penalty batch': 'bf556f1ece26f2e68dcacbd4b18a8f0a3d95dd66',
+  'quota + penalty + overrides': 'de511ae07ebbd4671afafdbf4380bc4413ac5dee',
+  'quota + penalty + overrides batch': '769939f8abec70f287b5a75f629434a78ec56aeb',
   'override set': '67442fb1fa60702b06381162774dfaa35bd87c83',
   'override read': '1f527a287c447f8b7dcded79b3d1c9d403eec349',
   // Issue 45: a record of a slot the node imports is left out, not a failed step; on a Cluster each scan step runs

@@ -54,6 +54,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly reservations = true
   readonly overrides = true
+  readonly quotas = true
+  /** The most client keys held: past it, the least recently used goes. */
+  readonly maxKeys: number
+  /** @internal Whether `maxKeys` was given (a store sized on purpose), rather than left at its default. */
+  readonly maxKeysGiven: boolean
   /** Overrides and manual blocks, per limiter scope and client key. */
   readonly #overrides = new OverrideTable()
   /** In-flight leases (ConcurrencyLimiter): per namespace and key, lease id → expiry (ms, the store's clock). */
@@ -80,6 +85,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
     fnOption(clock, 'clock', 'a function returning epoch ms')
     wholeNumber(maxKeys, 'maxKeys', { min: 1, allowed: 'a positive whole number such as 100000' })
     this.#clock = clock
+    this.maxKeys = maxKeys
+    this.maxKeysGiven = options.maxKeys !== undefined
     this.#entries = new EntryTables(maxKeys)
     this.#sweepMs = parseTimerDuration(sweepInterval, 'sweepInterval')
   }

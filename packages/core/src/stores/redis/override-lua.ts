@@ -61,6 +61,8 @@ const RETUNE: Readonly<Record<number, (r: LuaRule, extra: string) => string>> = 
   1: (r) => `${r.params[0]} = own.limit\n`,
   2: (r) => `${r.params[0]} = own.limit\n`,
   3: (r) => `${r.params[0]} = own.limit\n`,
+  // The quota: the limit, same periods.
+  6: (r) => `${r.params[0]} = own.limit\n`,
   // Token bucket: the refill per the same interval, and the capacity (in proportion when none is given).
   4: (r) => {
     const [capacity, refill] = r.params

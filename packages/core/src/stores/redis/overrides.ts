@@ -163,6 +163,7 @@ export class PreparedWithOverrides {
     penalty: Penalty | undefined,
     scope: string,
     decode: Prepared['decode'],
+    now: () => number,
   ): Prepared {
     let scopes = this.#cache.get(rules)
     if (scopes === undefined) {
@@ -170,10 +171,15 @@ export class PreparedWithOverrides {
       this.#cache.set(rules, scopes)
     }
     let prepared = scopes.get(scope)
-    if (prepared === undefined || prepared.penalty !== penalty) {
-      prepared = prepareRuleSet(rules, penalty, scope, decode)
+    if (prepared === undefined || prepared.penalty !== penalty || passed(prepared, now)) {
+      prepared = prepareRuleSet(rules, penalty, scope, decode, now)
       scopes.set(scope, prepared)
     }
     return prepared
   }
+}
+
+/** Whether a rule set prepared with a quota's period bounds (`Prepared.until`) is past that period. */
+export function passed(prepared: Prepared, now: () => number): boolean {
+  return prepared.until !== undefined && now() >= prepared.until
 }

@@ -27,6 +27,7 @@ import {
   listOverrides,
   overrideRecordKey,
   PreparedWithOverrides,
+  passed,
   readOverride,
   serverNow,
   updateOverride,
@@ -97,6 +98,8 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly reservations = true
   /** Overrides and manual blocks (docs/operating-limits.md): read by the decision script itself. */
   readonly overrides = true
+  /** Quota rules: the bounds of their periods are computed here and given to the script (`quotaBounds`). */
+  readonly quotas = true
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
   readonly boundsWait = true
   readonly #runner: RedisScriptRunner
@@ -339,15 +342,26 @@ export class RedisStore implements Store, ConcurrencyStore {
    * override scope too.
    */
   #prepare(rules: readonly Rule[], penalty: Penalty | undefined, scope: string | undefined): Prepared {
-    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, decodeDecision)
+    const now = this.#processNow
+    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, decodeDecision, now)
     let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
-    if (prepared === undefined || (penalty !== undefined && prepared.penalty !== penalty)) {
-      prepared = prepareRuleSet(rules, penalty, undefined, decodeDecision)
+    if (
+      prepared === undefined ||
+      (penalty !== undefined && prepared.penalty !== penalty) ||
+      passed(prepared, now)
+    ) {
+      prepared = prepareRuleSet(rules, penalty, undefined, decodeDecision, now)
       if (penalty === undefined) this.#prepared.set(rules, prepared)
       else this.#preparedWithPenalty.set(rules, prepared)
     }
     return prepared
   }
+
+  /**
+   * This process's time (the store's `clock`, else `Date.now`), for the bounds of a quota's period: the script picks
+   * the period holding its own `now` among them.
+   */
+  readonly #processNow = (): number => (this.#clock === undefined ? Date.now() : Math.floor(this.#clock()))
 
   #now(): number {
     if (this.#clock === undefined) return -1

@@ -32,7 +32,7 @@
  * replies; what the scripts keep in Redis (the state of each key) is another matter: a change to it must ship with
  * a test that the new script reads the old one's state.
  */
-import { ALGORITHMS } from '../../algorithms/index.js'
+import { ALGORITHMS_BY_CODE } from '../../algorithms/index.js'
 import { batchScriptFor } from './batch-script.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT } from './lease-script.js'
 import { CLUSTER_SLOTS_SCRIPT, onMaster } from './master-scan.js'
@@ -50,7 +50,7 @@ export function redisScripts(): Readonly<Record<string, Script>> {
     lease: LEASE_SCRIPT,
     'lease batch': LEASE_BATCH_SCRIPT,
   }
-  for (const algorithm of Object.values(ALGORITHMS)) {
+  for (const algorithm of ALGORITHMS_BY_CODE.values()) {
     for (const penalty of [false, true]) {
       const name = penalty ? `${algorithm.name} + penalty` : algorithm.name
       table[name] = scriptFor([algorithm.code], penalty)

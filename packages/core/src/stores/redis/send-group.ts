@@ -1,4 +1,5 @@
 import type { Penalty } from '../../algorithms/penalty.js'
+import { quotaBounds } from '../../algorithms/quota.js'
 import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
 import type { StoreRequest } from '../types.js'
@@ -34,6 +35,11 @@ export interface Prepared {
   suffixes: string[]
   args: string[]
   penalty: Penalty | undefined
+  /**
+   * With a quota rule: when (epoch ms, the deciding process's clock) the period its arguments bound ends, and the
+   * rule set must be prepared again with the next period's (`quotaBounds`); undefined without one.
+   */
+  until?: number | undefined
   /**
    * What a call's promise resolves to (and its late hook receives), read from its record in the reply: `length`
    * numbers from `start` (script-table.ts, "Replies"). The reply is read once per group, and nothing is built per
@@ -143,8 +149,17 @@ export function prepareRuleSet(
   penalty: Penalty | undefined,
   scope: string | undefined,
   decode: Prepared['decode'],
+  now: () => number = Date.now,
 ): Prepared {
-  const args = rules.flatMap((rule) => rule.script.params.slice(0, paramCount(rule.script.code)).map(String))
+  let until: number | undefined
+  const args = rules.flatMap((rule) => {
+    if (rule.periods === undefined)
+      return rule.script.params.slice(0, paramCount(rule.script.code)).map(String)
+    // A quota: its limit, then the bounds of the period at this process's time.
+    const bounds = quotaBounds(rule, now())
+    until = Math.min(until ?? bounds[1], bounds[1])
+    return [String(rule.limit), ...bounds.map(String)]
+  })
   const suffixes = rules.map((rule) => rule.id)
   if (penalty !== undefined) {
     suffixes.push(PENALTY_SUFFIX)
@@ -162,6 +177,7 @@ export function prepareRuleSet(
     suffixes,
     args,
     penalty,
+    until,
     decode,
   }
 }

@@ -62,6 +62,8 @@ export { SYNCED_STORE_DEFAULTS, type SyncedRedisClient, type SyncedStoreOptions 
 export class SyncedStore implements Store {
   /** Overrides and manual blocks: written through to Redis, read by each sync (docs/operating-limits.md). */
   readonly overrides = true
+  /** Quota rules are decided by the exact RedisStore on the same client, as every rule but the counters. */
+  readonly quotas = true
   readonly #commands: RedisScriptRunner
   readonly #prefix: string
   readonly #maxPending: number | undefined
