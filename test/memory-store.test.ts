@@ -10,6 +10,7 @@ describeStoreConformance(
     createStore: (clock) => new MemoryStore({ clock: clock.read }),
     reserves: true,
     overrides: true,
+    quotas: true,
   },
 )
 
@@ -51,5 +52,6 @@ describeStoreConformance(
     createStore: (clock) => localPathView(new MemoryStore({ clock: clock.read })),
     reserves: true,
     overrides: true,
+    quotas: true,
   },
 )

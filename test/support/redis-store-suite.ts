@@ -110,6 +110,7 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
         numRuns: name === 'standalone' ? options.numRuns.standalone : options.numRuns.cluster,
         reserves: true,
         overrides: true,
+        quotas: true,
       },
     )
     describeRedisOnly(family, name, topology)

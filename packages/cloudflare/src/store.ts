@@ -68,7 +68,8 @@ export const DURABLE_OBJECT_STORE_DEFAULTS = {
 /**
  * A store on Durable Objects (Cloudflare Workers): one exact limit for every isolate and location. Each
  * client key is routed to one of `objects` objects, which decides it atomically with core's algorithms
- * (all five), penalties, settle (charge), refunds, peek, reset, concurrency leases, and overrides and manual
+ * (all five, and quotas on the calendar, whose periods the object computes with its own `Intl`), penalties, settle
+ * (charge), refunds, peek, reset, concurrency leases, and overrides and manual
  * blocks (`overrides: true`, kept in the same object as the key's counters and read by the call that decides).
  * Calls made in the same turn of the event loop for one object travel together, in requests of at most 100
  * calls sent one after another (object-queue.ts), each call's wait bounded from its request's sending
@@ -78,6 +79,8 @@ export const DURABLE_OBJECT_STORE_DEFAULTS = {
 export class DurableObjectStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly overrides = true
+  /** Quota rules travel with their calendar (`EncodedRule`): the object decides their periods on its clock. */
+  readonly quotas = true
   /** A turn's calls go to each object 100 at a time: each one's wait is bounded from its request's sending. */
   readonly boundsWait = true
   readonly #namespace: () => DurableObjectNamespaceLike

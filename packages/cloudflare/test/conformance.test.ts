@@ -31,6 +31,8 @@ describeStoreConformance(
     createStore: (clock) => new DurableObjectStore({ namespace, objects: 4, clock: clock.read }),
     // Overrides, blocks, give/take and inspect: the records in the objects' storage, read by the deciding fetch.
     overrides: true,
+    // Quotas: the rule's calendar travels with the call; the object computes the periods with workerd's Intl.
+    quotas: true,
     // Each call is a round trip to workerd (~2 ms through miniflare's proxy): fewer random traces per property.
     numRuns: 25,
     // Each turn's calls go in one request, decided in order; requests of different turns in flight at once may be

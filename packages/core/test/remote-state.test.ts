@@ -28,6 +28,7 @@ import { describe, expect, it } from 'vitest'
 /** State as plain data in a map, copied in and out (structuredClone) as a Durable Object's storage does. */
 class PlainDataStore implements Store, ConcurrencyStore {
   readonly penalties = true
+  readonly quotas = true
   readonly #data = new Map<string, unknown>()
   constructor(readonly clock: () => number) {}
 
@@ -76,7 +77,11 @@ class PlainDataStore implements Store, ConcurrencyStore {
 
 describeStoreConformance(
   { describe, it, expect },
-  { name: 'plain-data state (remote-store kit)', createStore: (clock) => new PlainDataStore(clock.read) },
+  {
+    name: 'plain-data state (remote-store kit)',
+    createStore: (clock) => new PlainDataStore(clock.read),
+    quotas: true,
+  },
 )
 
 describe('remote-store kit: leases', () => {

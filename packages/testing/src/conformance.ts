@@ -10,6 +10,7 @@ import { describeGivenBackSlots } from './conformance/given-back-slots.js'
 import { describeOverrides } from './conformance/overrides.js'
 import { describePenalties } from './conformance/penalties.js'
 import { describeProperties } from './conformance/properties.js'
+import { describeQuotas } from './conformance/quotas.js'
 import { describeRefundTiming } from './conformance/refund-timing.js'
 import { describeReservations } from './conformance/reservations.js'
 import { describeReserveThenSettle } from './conformance/reserve-then-settle.js'
@@ -25,7 +26,7 @@ export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.
  * worked examples of every algorithm, penalties, reserve-then-settle, debt (a settle above the estimate charged in
  * full and owed), boundaries, a clock that steps back,
  * refunds, reserved slots given back (never two calls on one slot), overrides and manual blocks (for a store with
- * `overrides: true`), and properties over random traces checked against a naive reference model. A store that passes it
+ * `overrides: true`), quotas on the calendar (for a store with `quotas: true`), and properties over random traces checked against a naive reference model. A store that passes it
  * decides exactly as ratewindow's own stores do.
  * @example
  * import { describe, expect, it } from 'vitest'
@@ -45,7 +46,20 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeReservations(suite)
   describeGivenBackSlots(suite)
   describeOverrides(suite)
+  describeQuotas(suite)
   describeProperties(suite)
+}
+
+/**
+ * Registers the quotas section alone (quota rules on the calendar: a billing anchor across month lengths and a
+ * daylight-saving change, quota and rate rules in one decision, debt, overrides, random traces against the reference
+ * model) for a store that is not meant to pass the rest, such as SyncedStore (which decides quotas through its exact
+ * RedisStore). `quotas: true` is implied.
+ * @example
+ * describeQuotaConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
+ */
+export function describeQuotaConformance(test: TestFunctions, subject: StoreUnderTest): void {
+  describeQuotas(suiteContext(test, { ...subject, quotas: true }))
 }
 
 /**

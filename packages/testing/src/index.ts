@@ -6,6 +6,7 @@ export { TestClock } from './clock.js'
 export {
   describeDebtConformance,
   describeOverridesConformance,
+  describeQuotaConformance,
   describeStoreConformance,
   type Expect,
   type StoreUnderTest,

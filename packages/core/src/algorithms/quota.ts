@@ -79,23 +79,52 @@ export function quota(options: QuotaOptions): Rule {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'period', unit, "'day', 'week', 'month' or 'year'")
   const timeZone = parseTimeZone(options.timeZone ?? 'UTC')
   const anchor = parseAnchor(options.anchor, timeZone)
+  return quotaRule(limit, { unit, timeZone, anchor }, options.name, parseShadow(options.shadow))
+}
+
+/** A quota's calendar as plain data: what a store in another process makes the rule again from. */
+export interface QuotaCalendar {
+  unit: CalendarUnit
+  timeZone: string
+  anchor: CalendarAnchor
+}
+
+/** @internal The calendar of a quota rule (undefined for the other algorithms), as plain data. */
+export function quotaCalendar(rule: Rule): QuotaCalendar | undefined {
+  const periods = rule.periods
+  if (periods === undefined) return undefined
+  return { unit: periods.unit, timeZone: periods.timeZone, anchor: { ...periods.anchor } }
+}
+
+/**
+ * @internal The quota rule of a checked limit and calendar (`quota`, an override's retune, a store rebuilding the
+ * rule elsewhere: stores/local/remote.ts).
+ */
+export function quotaRule(
+  limit: number,
+  calendar: QuotaCalendar,
+  name: string | undefined,
+  shadow: boolean,
+): Rule {
+  parseCount(limit, 'limit')
   // Period ends and counts stay exact in doubles (twice the limit: a carried debt).
   checkProduct(limit, 2, '`limit`')
-  const periods = new CalendarPeriods(unit, timeZone, anchor)
+  const { unit, timeZone, anchor } = calendar
+  const periods = new CalendarPeriods(unit, parseTimeZone(timeZone), anchor)
   return makeRule(
     {
       algorithm: 'quota',
       limit,
       windowMs: NOMINAL_MS[unit],
-      name: parseRuleName(options.name, `${limit}-per-${unit}`),
+      name: parseRuleName(name, `${limit}-per-${unit}`),
       id: quotaId(unit, anchor, timeZone),
       maxCost: limit,
-      shadow: parseShadow(options.shadow),
+      shadow,
       logic: quotaLogic(limit, periods),
       script: Object.freeze({ code: CODE, params: Object.freeze([limit, 0, 0] as const) }),
       periods,
     },
-    (newLimit) => quota({ ...options, limit: newLimit }),
+    (newLimit) => quotaRule(newLimit, calendar, name, shadow),
   )
 }
 

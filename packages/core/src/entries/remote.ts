@@ -4,10 +4,13 @@
  * format of a store call, the per-key decision over stored state, leases and override records. An application
  * does not need it. See docs/package-authors.md.
  */
+
+export type { CalendarAnchor, CalendarUnit } from '../algorithms/calendar.js'
 export {
   applyOverrideChange,
   liveOverrideRecord,
 } from '../algorithms/override.js'
+export type { QuotaCalendar } from '../algorithms/quota.js'
 export {
   acquireLease,
   applyToKeyState,

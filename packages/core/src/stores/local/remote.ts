@@ -7,6 +7,7 @@ import {
 } from '../../algorithms/index.js'
 import { type LimitOverride, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
+import { type QuotaCalendar, quotaCalendar, quotaRule } from '../../algorithms/quota.js'
 import { rateWindowOf } from '../../algorithms/rule.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
@@ -50,6 +51,8 @@ export type EncodedRule = readonly [
   name?: string,
   /** With `overrides`: GCRA's window in ms, which `p0 / p1` (its rate, reduced) loses; 0 for the others. */
   window?: number,
+  /** A quota's calendar (its period, zone and anchor), which its parameters do not hold; the others have none. */
+  calendar?: QuotaCalendar,
 ]
 
 /**
@@ -105,6 +108,8 @@ export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundR
     key: request.key,
     rules: request.rules.map((rule): EncodedRule => {
       const [p0, p1, p2] = rule.script.params
+      const calendar = quotaCalendar(rule)
+      if (calendar !== undefined) return [rule.algorithm, rule.id, p0, p1, p2, rule.name, 0, calendar]
       return overrides === undefined
         ? [rule.algorithm, rule.id, p0, p1, p2]
         : [rule.algorithm, rule.id, p0, p1, p2, rule.name, rateWindowOf(rule)]
@@ -136,7 +141,9 @@ const rebuilt = new Map<string, Rule[]>()
 const MAX_REBUILT = 1_000
 
 function decodeRules(encoded: readonly EncodedRule[]): Rule[] {
-  const signature = encoded.map((rule) => rule.join(':')).join('|')
+  const signature = encoded
+    .map((rule) => (rule[7] === undefined ? rule.join(':') : JSON.stringify(rule)))
+    .join('|')
   let rules = rebuilt.get(signature)
   if (rules === undefined) {
     rules = encoded.map(decodeRule)
@@ -146,7 +153,7 @@ function decodeRules(encoded: readonly EncodedRule[]): Rule[] {
   return rules
 }
 
-function decodeRule([algorithm, , p0, p1, p2, name, window]: EncodedRule): Rule {
+function decodeRule([algorithm, , p0, p1, p2, name, window, calendar]: EncodedRule): Rule {
   // The policy name, where an override may name the rule.
   const named = name === undefined ? {} : { name }
   switch (algorithm) {
@@ -164,9 +171,11 @@ function decodeRule([algorithm, , p0, p1, p2, name, window]: EncodedRule): Rule 
       return window
         ? gcra({ limit: (p0 * window) / p1, window, burst: p2, ...named })
         : gcra({ limit: p0, window: p1, burst: p2 })
-    default:
-      throw new RateLimitError('ERR_RATEWINDOW_STORE', `Unknown algorithm in a store request: ${algorithm}`)
+    case 'quota':
+      if (calendar === undefined) break
+      return quotaRule(p0, calendar, name, false)
   }
+  throw new RateLimitError('ERR_RATEWINDOW_STORE', `Unknown algorithm in a store request: ${algorithm}`)
 }
 
 function decodePenalty(encoded: EncodedStoreRequest['penalty']): Penalty | undefined {
