@@ -418,3 +418,12 @@ export function shiftRemaining(
   for (const rule of result.rules ?? [])
     rule.remaining = Math.min(rule.rule.limit, Math.max(0, rule.remaining + delta))
 }
+
+/**
+ * The `quota` rule that refused `result` (its period's allowance is used: docs/plans-and-quotas.md), or undefined
+ * when no quota did (an admitted request, a rate refusal): an HTTP answer of its own (`quotaStatusCode`).
+ */
+export function refusingQuota(result: RateLimitResult): RuleResult | undefined {
+  if (result.allowed) return undefined
+  return result.rules.find((rule) => !rule.allowed && rule.rule.algorithm === 'quota')
+}

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { fixedWindow, MemoryStore, RateLimiter, slidingWindowCounter, tokenBucket } from '../src/index.js'
+import {
+  fixedWindow,
+  MemoryStore,
+  quota,
+  RateLimiter,
+  slidingWindowCounter,
+  tokenBucket,
+} from '../src/index.js'
 import { CountingStore } from './support/counting-store.js'
 
 describe('blocked-key cache', () => {
@@ -70,5 +77,30 @@ describe('blocked-key cache, denials and reset', () => {
     expect((await limiter.limit('k')).allowed).toBe(false)
     await limiter.reset('k')
     expect(await limiter.limit('k')).toMatchObject({ allowed: true, source: 'store' })
+  })
+})
+
+describe('blocked-key cache, quota refusals', () => {
+  // Issue 47: a quota's refusal lasts until its period ends (a month); a raise given to the key in another process
+  // must take effect within a minute, not then.
+  it('answers a quota refusal from memory for a minute at most, with its true wait, then asks the store', async () => {
+    let now = Date.parse('2026-03-10T12:00:00Z')
+    const store = new MemoryStore({ clock: () => now, maxKeys: 100 })
+    const limiter = new RateLimiter({
+      rules: quota({ limit: 1, period: 'month' }),
+      store,
+      blockedCache: { clock: () => now },
+    })
+    await limiter.limit('k')
+    const refused = await limiter.limit('k')
+    expect(refused).toMatchObject({ allowed: false, source: 'store' })
+    now += 59_999
+    expect(await limiter.limit('k')).toMatchObject({
+      allowed: false,
+      source: 'cache',
+      retryAfter: refused.retryAfter - 59_999,
+    })
+    now += 1
+    expect(await limiter.limit('k')).toMatchObject({ allowed: false, source: 'store' })
   })
 })

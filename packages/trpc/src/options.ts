@@ -46,6 +46,7 @@ export interface TrpcRateLimitOptions<TContext = any, TMeta = any>
   extends Omit<
     HttpRateLimitOptions<TrpcCall<TContext, TMeta>>,
     | 'statusCode'
+    | 'quotaStatusCode'
     | 'denyStatusCode'
     | 'message'
     | 'problemDetails'
@@ -111,6 +112,7 @@ export type KeySource<TContext = any, TMeta = any> = TContext extends { req: { s
 const TRPC_NAMES = middlewareOptionNames<TrpcRateLimitOptions>(
   {
     statusCode: true,
+    quotaStatusCode: true,
     denyStatusCode: true,
     message: true,
     problemDetails: true,

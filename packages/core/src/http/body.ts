@@ -1,4 +1,4 @@
-import type { RateLimitResult } from '../result.js'
+import { type RateLimitResult, type RuleResult, refusingQuota } from '../result.js'
 import type { HttpConfig } from './config.js'
 import { toSeconds } from './headers.js'
 
@@ -26,6 +26,9 @@ const STATUS_PHRASES: Readonly<Record<number, string>> = {
 }
 
 const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+/** The problem type of a refusal by a calendar quota (its period's allowance is used), apart from a rate refusal's. */
+export const QUOTA_USED =
+  'https://github.com/ratewindow/ratewindow/blob/main/docs/plans-and-quotas.md#quota-used'
 
 /**
  * The body of a denial: the failure policy's 503 text, the user's `message`, RFC 9457 problem details, or the
@@ -64,6 +67,8 @@ export async function renderBody<Req>(
     }
     return json({ error: title, message: detail, retryAfter: seconds, blocked: true })
   }
+  const quota = refusingQuota(result)
+  if (quota !== undefined) return quotaBody(config, result, quota, statusCode)
   if (config.problemDetails) {
     const detail = `Too many requests: ${retry}`
     return {
@@ -97,4 +102,38 @@ const retryIn = (seconds: number) => `retry in ${seconds} second${seconds === 1 
 
 function json(body: unknown): RenderedBody {
   return { contentType: 'application/json; charset=utf-8', payload: JSON.stringify(body) }
+}
+
+/**
+ * The body of a refusal by a `quota` rule: its period's allowance is used until the period ends (`Retry-After`), which
+ * slowing down does not change; it names the quota and when it renews.
+ */
+function quotaBody<Req>(
+  config: HttpConfig<Req>,
+  result: RateLimitResult,
+  quota: RuleResult,
+  statusCode: number,
+): RenderedBody {
+  const seconds = toSeconds(result.retryAfter)
+  const renews = new Date(result.at + quota.retryAfter).toISOString()
+  const detail = `The quota '${quota.rule.name}' is used until ${renews}: ${retryIn(seconds)}`
+  if (config.problemDetails) {
+    return {
+      contentType: 'application/problem+json',
+      payload: JSON.stringify({
+        type: QUOTA_USED,
+        title: 'The quota for this period is used',
+        status: statusCode,
+        detail,
+        'violated-policies': result.rules.filter((rule) => !rule.allowed).map((rule) => rule.rule.name),
+      }),
+    }
+  }
+  return json({
+    error: 'Quota Exceeded',
+    message: detail,
+    quota: quota.rule.name,
+    renews,
+    retryAfter: seconds,
+  })
 }

@@ -60,6 +60,8 @@ export interface HttpConfig<Req> {
   legacyHeaders: boolean
   partitionKeySecret: string | undefined
   statusCode: number
+  /** The status of a request a `quota` rule refused (`quotaStatusCode`, else `statusCode`). */
+  quotaStatusCode: number
   message: HttpRateLimitOptions<Req>['message']
   problemDetails: boolean
   skipFailedRequests: boolean
@@ -124,6 +126,7 @@ export function resolveHttpOptions<Req, Res = unknown>(
     legacyHeaders: options.legacyHeaders ?? HTTP_DEFAULTS.legacyHeaders,
     partitionKeySecret: options.partitionKeySecret,
     statusCode: options.statusCode ?? HTTP_DEFAULTS.statusCode,
+    quotaStatusCode: options.quotaStatusCode ?? options.statusCode ?? HTTP_DEFAULTS.statusCode,
     message: options.message,
     problemDetails: options.problemDetails ?? HTTP_DEFAULTS.problemDetails,
     skipFailedRequests: options.skipFailedRequests ?? HTTP_DEFAULTS.skipFailedRequests,

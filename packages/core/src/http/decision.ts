@@ -7,7 +7,7 @@ import { fixedWindow } from '../algorithms/index.js'
 import type { Rule } from '../algorithms/types.js'
 import type { ConcurrencyResult } from '../limiter/concurrency.js'
 import type { RateLimiter } from '../limiter/limiter.js'
-import { enforcedView, LimitResult, type RateLimitResult } from '../result.js'
+import { enforcedView, LimitResult, type RateLimitResult, refusingQuota } from '../result.js'
 import type { FrameworkBinding } from './binding.js'
 import type { HttpConfig } from './config.js'
 import {
@@ -90,7 +90,9 @@ export class DecisionWriter<Req> {
       ? 503
       : result.blocked !== undefined
         ? (limiter.penalty?.statusCode ?? config.statusCode)
-        : config.statusCode
+        : refusingQuota(result) !== undefined
+          ? config.quotaStatusCode
+          : config.statusCode
     return { result, headers, statusCode, limiter }
   }
 

@@ -66,7 +66,7 @@ export function checkShapes<Req, Res>(options: HttpRateLimitOptions<Req, Res>): 
         : ''
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'headers', headers, `${HEADER_FORMATS_ALLOWED}${peer}`)
   }
-  for (const name of ['statusCode', 'denyStatusCode'] as const) {
+  for (const name of ['statusCode', 'quotaStatusCode', 'denyStatusCode'] as const) {
     const status = options[name]
     if (status !== undefined && (!Number.isInteger(status) || status < 400 || status > 599)) {
       throw invalid('ERR_RATEWINDOW_INVALID_OPTION', name, status, 'an HTTP error status from 400 to 599')

@@ -96,6 +96,12 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
   partitionKeySecret?: string
   /** Status of a denied request. @default 429 */
   statusCode?: number
+  /**
+   * Status of a request refused by a `quota` rule, whose period's allowance is used (docs/plans-and-quotas.md): 402
+   * tells a client to upgrade or buy more rather than slow down. Its body says so, and `Retry-After` is the period's
+   * end. @default `statusCode`
+   */
+  quotaStatusCode?: number
   /** Body of a denied request: a string (text/plain), an object (JSON), or a function of the request. */
   message?: ResponseBody | ((request: Req, result: RateLimitResult) => Awaitable<ResponseBody>)
   /** Answer denials with an RFC 9457 `application/problem+json` body (the "quota-exceeded" type). @default false */
@@ -192,6 +198,7 @@ export const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   legacyHeaders: true,
   partitionKeySecret: true,
   statusCode: true,
+  quotaStatusCode: true,
   message: true,
   problemDetails: true,
   skipFailedRequests: true,

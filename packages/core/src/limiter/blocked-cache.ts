@@ -1,4 +1,4 @@
-import type { RateLimitResult } from '../result.js'
+import { type RateLimitResult, refusingQuota } from '../result.js'
 import { invalid } from '../support/errors.js'
 import { wholeNumber } from '../support/validators.js'
 
@@ -15,7 +15,15 @@ interface Blocked {
   since: number
   /** Local time the denial ends. */
   until: number
+  /** Local time the entry is dropped: the denial's end, or sooner for a quota's (`QUOTA_HOLD_MS`). */
+  holdUntil: number
 }
+
+/**
+ * The longest a quota's refusal is answered from the cache: its period may last a month, and a raise or a credit
+ * given to the key in another process must take effect within this, not at the period's end.
+ */
+export const QUOTA_HOLD_MS = 60_000
 
 /** `BlockedCacheOptions`' defaults, in one place (the `@default` tag above says the same). */
 export const BLOCKED_CACHE_DEFAULTS = { maxKeys: 10_000 } as const satisfies BlockedCacheOptions
@@ -59,7 +67,7 @@ export class BlockedCache {
     const entry = byCost?.get(cost)
     if (byCost === undefined || entry === undefined) return undefined
     const now = this.#clock()
-    if (now >= entry.until) {
+    if (now >= entry.holdUntil) {
       byCost.delete(cost)
       if (byCost.size === 0) this.#entries.delete(key)
       return undefined
@@ -95,7 +103,9 @@ export class BlockedCache {
     byCost.delete(result.cost)
     if (byCost.size >= MAX_COSTS_PER_KEY) byCost.delete(byCost.keys().next().value!)
     const now = this.#clock()
-    byCost.set(result.cost, { result, since: now, until: now + result.retryAfter })
+    const until = now + result.retryAfter
+    const holdUntil = refusingQuota(result) === undefined ? until : Math.min(until, now + QUOTA_HOLD_MS)
+    byCost.set(result.cost, { result, since: now, until, holdUntil })
   }
 
   delete(key: string): void {

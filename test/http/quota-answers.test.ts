@@ -1,0 +1,87 @@
+/**
+ * Issue 47, item 6: a request refused by a quota rule (its period's allowance used) answers apart from a rate
+ * refusal, on every framework: its own status (`quotaStatusCode`, here 402), a body naming the quota and when it
+ * renews, `Retry-After` to the period's end, and the policy fields describing the quota; a rate refusal stays 429.
+ */
+import { gcra, MemoryStore, quota } from '@ratewindow/core'
+import { describe, expect, it } from 'vitest'
+import { type AppSpec, appPerTest, FRAMEWORKS } from './harness.js'
+
+/** Noon UTC on the 29th of March 2026: the day in Paris (23 hours, summer time) ends at 22:00 UTC, 10 hours on. */
+const NOON = Date.parse('2026-03-29T12:00:00Z')
+const QUOTA_USED = 'https://github.com/ratewindow/ratewindow/blob/main/docs/plans-and-quotas.md#quota-used'
+
+const spec = (options: AppSpec['global'] = {}): AppSpec => ({
+  global: {
+    store: new MemoryStore({ clock: () => NOON, maxKeys: 1_000 }),
+    rules: [
+      gcra({ limit: 5, window: '1m' }),
+      quota({ limit: 2, period: 'day', timeZone: 'Europe/Paris', name: 'daily' }),
+    ],
+    quotaStatusCode: 402,
+    ...options,
+  },
+})
+
+describe.each(FRAMEWORKS)('$name: a quota refusal', (framework) => {
+  const { start } = appPerTest((given: AppSpec) => framework.start(given))
+
+  it('answers 402 naming the quota, Retry-After to the end of the day in Paris', async () => {
+    const url = await start(spec())
+    for (let i = 0; i < 2; i++) expect((await fetch(url)).status).toBe(200)
+    const refused = await fetch(url)
+    expect(refused.status).toBe(402)
+    expect(refused.headers.get('retry-after')).toBe(String(10 * 3600))
+    expect(refused.headers.get('ratelimit-policy')).toMatch(/2;w=86400/)
+    expect(await refused.json()).toEqual({
+      error: 'Quota Exceeded',
+      message: "The quota 'daily' is used until 2026-03-29T22:00:00.000Z: retry in 36000 seconds.",
+      quota: 'daily',
+      renews: '2026-03-29T22:00:00.000Z',
+      retryAfter: 36_000,
+    })
+  })
+})
+
+describe('a quota refusal on Express 5', () => {
+  const framework = FRAMEWORKS[0]!
+  const { start } = appPerTest((given: AppSpec) => framework.start(given))
+
+  it('as problem details: a type of its own, the violated policy named', async () => {
+    const url = await start(spec({ problemDetails: true }))
+    for (let i = 0; i < 2; i++) await fetch(url)
+    const refused = await fetch(url)
+    expect(refused.status).toBe(402)
+    expect(refused.headers.get('content-type')).toMatch(/application\/problem\+json/)
+    expect(await refused.json()).toMatchObject({
+      type: QUOTA_USED,
+      status: 402,
+      'violated-policies': ['daily'],
+    })
+  })
+
+  it('a rate refusal stays as it is: 429, the usual body', async () => {
+    const url = await start(
+      spec({
+        rules: [
+          gcra({ limit: 1, window: '1m' }),
+          quota({ limit: 5, period: 'day', timeZone: 'Europe/Paris', name: 'daily' }),
+        ],
+      }),
+    )
+    expect((await fetch(url)).status).toBe(200)
+    const refused = await fetch(url)
+    expect(refused.status).toBe(429)
+    expect(await refused.json()).toMatchObject({ error: 'Too Many Requests' })
+  })
+
+  it('without quotaStatusCode, a quota refusal takes statusCode', async () => {
+    const url = await start(spec({ quotaStatusCode: undefined, statusCode: 503 }))
+    for (let i = 0; i < 2; i++) await fetch(url)
+    expect((await fetch(url)).status).toBe(503)
+  })
+
+  it('an invalid quotaStatusCode is refused at construction, naming it', async () => {
+    await expect(start(spec({ quotaStatusCode: 200 }))).rejects.toThrow(/`quotaStatusCode`/)
+  })
+})
