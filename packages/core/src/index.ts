@@ -61,7 +61,7 @@ export {
   type StoreCallEvent,
   type StoreErrorKind,
 } from './observe.js'
-export type { InspectedRule, Inspection } from './operator/inspection.js'
+export type { InspectedRule, Inspection, RuleUsage, Usage } from './operator/inspection.js'
 export {
   type BlockOptions,
   LimiterOperator,

@@ -142,9 +142,20 @@ function inspectText(result: InspectJson): string {
           : `${each.limiter}  (key ${each.key}, for the address ${result.key})`,
       ),
     ]
+    // A quota's period end, where the limiter has one.
+    const periods = each.rules.some((rule) => rule.periodEnd !== undefined)
     lines.push(
       table(
-        ['RULE', 'ALGORITHM', 'LIMIT', 'USED', 'REMAINING', 'NEXT FREE', 'RESET'],
+        [
+          'RULE',
+          'ALGORITHM',
+          'LIMIT',
+          'USED',
+          'REMAINING',
+          'NEXT FREE',
+          'RESET',
+          ...(periods ? ['PERIOD ENDS'] : []),
+        ],
         each.rules.map((rule) => [
           rule.name,
           rule.algorithm,
@@ -153,6 +164,7 @@ function inspectText(result: InspectJson): string {
           rule.remaining,
           duration(rule.nextFree),
           duration(rule.reset),
+          ...(periods ? [rule.periodEnd === undefined ? '-' : new Date(rule.periodEnd).toISOString()] : []),
         ]),
       ),
     )

@@ -25,6 +25,11 @@ export interface InspectedRule {
   nextFree: number
   /** Ms until the whole quota is back, if nothing else arrives. */
   reset: number
+  /**
+   * A `quota` rule's: when its current period ends (epoch ms, the store's clock), as the deciding process's calendar
+   * places it; absent for the other algorithms.
+   */
+  periodEnd?: number
 }
 
 /** Where a key stands (`inspect`): read in one store call, changing nothing. */
@@ -57,10 +62,52 @@ export function inspectionOf(key: string, request: StoreRequest, decision: Decis
       remaining: decision.manualBlock === undefined ? each.remaining : 0,
       nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
       reset: each.reset,
+      ...(each.rule.periods !== undefined && { periodEnd: each.rule.periods.at(decision.now).end }),
     })),
   }
   if (decision.override !== undefined) inspection.override = decision.override
   if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
   else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
   return inspection
+}
+
+/** What `limiter.usage(key)` answers: where a key stands against each rule, for a billing page. */
+export interface Usage {
+  key: string
+  /** The store's time of the reading, epoch ms. */
+  at: number
+  /** Each rule, in rule order. */
+  rules: RuleUsage[]
+}
+
+/** One rule of `Usage`. */
+export interface RuleUsage {
+  /** The rule's policy name (`quota({ name })`). */
+  name: string
+  /** The limit in force for the key (an override's, where one is). */
+  limit: number
+  /** Units counted now: more than `limit` while the key owes units (a settle's debt). */
+  used: number
+  /** Cost-1 requests that would pass now. */
+  remaining: number
+  /** When the whole limit is back if nothing else arrives, epoch ms (`at` when it already is). */
+  resets: number
+  /** A `quota` rule's: when its current period ends, epoch ms. */
+  periodEnd?: number
+}
+
+/** `Usage` from an inspection: the figures a billing page shows, nothing of the operator's. */
+export function usageOf(inspection: Inspection): Usage {
+  return {
+    key: inspection.key,
+    at: inspection.at,
+    rules: inspection.rules.map(({ name, limit, used, remaining, reset, periodEnd }) => ({
+      name,
+      limit,
+      used,
+      remaining,
+      resets: inspection.at + reset,
+      ...(periodEnd !== undefined && { periodEnd }),
+    })),
+  }
 }

@@ -70,6 +70,21 @@ export function describeQuotas(suite: SuiteContext): void {
         remaining: 2,
         reset: at('2026-03-30T22:00:00Z') - at('2026-03-29T01:30:00Z'),
       })
+      // What a billing page shows: used and limit, and when the period ends (the peek charges nothing).
+      expect(await limiter.usage('acme')).toEqual({
+        key: 'acme',
+        at: at('2026-03-29T01:30:00Z'),
+        rules: [
+          {
+            name: 'monthly',
+            limit: 3,
+            used: 1,
+            remaining: 2,
+            resets: at('2026-03-30T22:00:00Z'),
+            periodEnd: at('2026-03-30T22:00:00Z'),
+          },
+        ],
+      })
       // A key first seen in April counts in April's period, to midnight on the 30th.
       clock.set(at('2026-04-10T12:00:00Z'))
       expect(view(await limiter.limit('globex'))).toMatchObject({
