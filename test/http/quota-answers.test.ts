@@ -43,6 +43,38 @@ describe.each(FRAMEWORKS)('$name: a quota refusal', (framework) => {
   })
 })
 
+describe.each(FRAMEWORKS.filter(({ name }) => /Express 5|Fastify 5|Hono/.test(name)))(
+  '$name: a soft limit (warnAt, warnHeader)',
+  (framework) => {
+    const { start } = appPerTest((given: AppSpec) => framework.start(given))
+
+    it('adds RateLimit-Warning once the quota is past its warnAt share, on admitted responses only', async () => {
+      const url = await start({
+        global: {
+          store: new MemoryStore({ clock: () => NOON, maxKeys: 1_000 }),
+          rules: [
+            gcra({ limit: 50, window: '1m' }),
+            quota({ limit: 4, period: 'day', timeZone: 'Europe/Paris', name: 'daily', warnAt: 0.5 }),
+          ],
+          warnHeader: true,
+        },
+      })
+      const warnings = []
+      for (let i = 0; i < 5; i++) {
+        const response = await fetch(url)
+        warnings.push([response.status, response.headers.get('ratelimit-warning')])
+      }
+      expect(warnings).toEqual([
+        [200, null],
+        [200, '"daily";q=4;r=2'],
+        [200, '"daily";q=4;r=1'],
+        [200, '"daily";q=4;r=0'],
+        [429, null],
+      ])
+    })
+  },
+)
+
 describe('a quota refusal on Express 5', () => {
   const framework = FRAMEWORKS[0]!
   const { start } = appPerTest((given: AppSpec) => framework.start(given))

@@ -59,7 +59,7 @@ export interface DecisionEvent {
    */
   override?: 'limits' | 'block'
   /**
-   * Set on an admitted decision when the key has used the limiter's `nearLimit` share of a rule's limit (80 % by
+   * Set on an admitted decision when the key has used a rule's `warnAt` share of its limit, else the limiter's `nearLimit` share (80 % by
    * default), once per key and rule window in this process (N processes may each send one): time to warn the
    * client before refusing it.
    */

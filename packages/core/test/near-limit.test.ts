@@ -3,11 +3,14 @@ import { describe, expect, it } from 'vitest'
 import {
   type DecisionEvent,
   fixedWindow,
+  gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RateLimiter,
   type RateLimiterOptions,
   type RateLimitResult,
+  tokenBucket,
 } from '../src/index.js'
 import { NearLimitSignals } from '../src/limiter/near-limit.js'
 
@@ -81,5 +84,51 @@ describe('nearLimit', () => {
     expect([await near('a'), await near('b'), await near('a')]).toEqual([true, true, false])
     expect(await near('c')).toBe(true) // forgets a, the oldest signal
     expect([await near('b'), await near('a')]).toEqual([false, true])
+  })
+})
+
+// Issue 47, item 5: soft limits. A rule's `warnAt` signals at its own share, once per key and window (a quota's:
+// its period), even where the limiter's `nearLimit` is off; the other rules keep the limiter's share.
+describe('soft limits (warnAt)', () => {
+  it("a quota's warnAt signals once per key and period; the limiter's nearLimit off does not silence it", async () => {
+    const clock = { now: Date.parse('2026-03-10T12:00:00Z') }
+    const events: DecisionEvent[] = []
+    const limiter = new RateLimiter({
+      rules: [
+        fixedWindow({ limit: 100, window: '10s', name: 'per-10s' }),
+        quota({ limit: 10, period: 'month', name: 'monthly', warnAt: 0.5 }),
+      ],
+      store: new MemoryStore({ clock: () => clock.now, maxKeys: 100 }),
+      nearLimit: false,
+      observer: { onDecision: (event) => events.push(event) },
+    })
+    for (let i = 0; i < 8; i++) await limiter.limit('acme')
+    expect(events.map((event) => event.nearLimit).filter(Boolean)).toEqual([
+      { rule: 'monthly', limit: 10, remaining: 5 },
+    ])
+    // The next period: once again.
+    clock.now = Date.parse('2026-04-01T00:00:00Z')
+    for (let i = 0; i < 6; i++) await limiter.limit('acme')
+    expect(events.map((event) => event.nearLimit).filter(Boolean)).toHaveLength(2)
+  })
+
+  it('names the option of a share that is not one', () => {
+    for (const warnAt of [0, 1, 1.5, -0.2, '0.8', Number.NaN])
+      expect(() => fixedWindow({ limit: 5, window: '1m', warnAt: warnAt as number })).toThrow(/`warnAt`/)
+    expect(() => quota({ limit: 5, period: 'day', warnAt: 2 })).toThrow(/`warnAt`/)
+    expect(() => tokenBucket({ capacity: 5, refillRate: 1, warnAt: 0 })).toThrow(/`warnAt`/)
+    expect(() => gcra({ limit: 5, window: '1m', warnAt: 1 })).toThrow(/`warnAt`/)
+    expect(gcra({ limit: 5, window: '1m', warnAt: 0.9 }).warnAt).toBe(0.9)
+  })
+
+  it("an override keeps the rule's warnAt", async () => {
+    const limiter = new RateLimiter({
+      rules: quota({ limit: 10, period: 'month', name: 'monthly', warnAt: 0.8 }),
+      store: new MemoryStore({ maxKeys: 100 }),
+      overrides: true,
+    })
+    await limiter.operator.set('acme', { limit: 100 })
+    const result = await limiter.limit('acme')
+    expect(result.rules[0]!.rule).toMatchObject({ limit: 100, warnAt: 0.8 })
   })
 })

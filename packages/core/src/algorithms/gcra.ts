@@ -1,7 +1,7 @@
 import { type Duration, formatDuration, parseDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
+import { makeRule, parseCount, parseRuleName, parseShadow, scaledBurst, warnAtOf } from './rule.js'
 import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition } from './types.js'
 
 export interface GcraOptions {
@@ -15,6 +15,8 @@ export interface GcraOptions {
   name?: string
   /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
   shadow?: boolean
+  /** A soft limit: the share of the limit at which the key is said to be near it (`Rule.warnAt`). */
+  warnAt?: number
 }
 
 /**
@@ -35,6 +37,7 @@ const GCRA_OPTIONS = namesOf<GcraOptions>({
   burst: true,
   name: true,
   shadow: true,
+  warnAt: true,
 })
 /**
  * Ticks must stay exact in IEEE doubles (JavaScript and Redis Lua) for any epoch time until the year 2248
@@ -89,6 +92,7 @@ function gcraRule(options: GcraOptions, id: string | undefined): Rule {
       logic: gcraLogic(scale, interval, burst),
       script: Object.freeze({ code: CODE, params: Object.freeze([scale, interval, burst] as const) }),
       shadow: parseShadow(options.shadow),
+      ...warnAtOf(options.warnAt),
     },
     // An override sets the rate (`limit` per the same window) and the burst.
     (newLimit, newBurst) =>
@@ -99,6 +103,7 @@ function gcraRule(options: GcraOptions, id: string | undefined): Rule {
           burst: newBurst ?? scaledBurst(burst, limit, newLimit),
           name: options.name,
           shadow: options.shadow,
+          warnAt: options.warnAt,
         },
         ruleId,
       ),

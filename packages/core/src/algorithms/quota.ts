@@ -9,7 +9,7 @@ import {
   parseAnchor,
   parseTimeZone,
 } from './calendar.js'
-import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow } from './rule.js'
+import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow, parseWarnAt } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, LuaRule, LuaTwin, Rule } from './types.js'
 
 /** Options of `quota`. */
@@ -31,6 +31,11 @@ export interface QuotaOptions {
   name?: string
   /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
   shadow?: boolean
+  /**
+   * A soft limit: the share of the quota (above 0, below 1) at which the key is said to be near it, once per key and
+   * period (`DecisionEvent.nearLimit`; the middleware's `warnHeader`). @default the limiter's `nearLimit`
+   */
+  warnAt?: number
 }
 
 /** The state of a quota: the end of the period it counts in (epoch ms), and the units counted. */
@@ -48,6 +53,7 @@ const QUOTA_OPTIONS = namesOf<QuotaOptions>({
   timeZone: true,
   name: true,
   shadow: true,
+  warnAt: true,
 })
 
 /** A period's nominal length (ms): the `w` of the policy headers; the true length follows the calendar. */
@@ -79,7 +85,13 @@ export function quota(options: QuotaOptions): Rule {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'period', unit, "'day', 'week', 'month' or 'year'")
   const timeZone = parseTimeZone(options.timeZone ?? 'UTC')
   const anchor = parseAnchor(options.anchor, timeZone)
-  return quotaRule(limit, { unit, timeZone, anchor }, options.name, parseShadow(options.shadow))
+  return quotaRule(
+    limit,
+    { unit, timeZone, anchor },
+    options.name,
+    parseShadow(options.shadow),
+    parseWarnAt(options.warnAt),
+  )
 }
 
 /** A quota's calendar as plain data: what a store in another process makes the rule again from. */
@@ -105,6 +117,7 @@ export function quotaRule(
   calendar: QuotaCalendar,
   name: string | undefined,
   shadow: boolean,
+  warnAt?: number,
 ): Rule {
   parseCount(limit, 'limit')
   // Period ends and counts stay exact in doubles (twice the limit: a carried debt).
@@ -120,11 +133,12 @@ export function quotaRule(
       id: quotaId(unit, anchor, timeZone),
       maxCost: limit,
       shadow,
+      ...(warnAt !== undefined && { warnAt }),
       logic: quotaLogic(limit, periods),
       script: Object.freeze({ code: CODE, params: Object.freeze([limit, 0, 0] as const) }),
       periods,
     },
-    (newLimit) => quotaRule(newLimit, calendar, name, shadow),
+    (newLimit) => quotaRule(newLimit, calendar, name, shadow, warnAt),
   )
 }
 

@@ -75,6 +75,7 @@ const WINDOW_RULE_OPTIONS = namesOf<WindowRuleOptions>({
   window: true,
   name: true,
   shadow: true,
+  warnAt: true,
 })
 
 /** Validates a whole, positive count such as `limit` or `capacity`. */
@@ -107,6 +108,25 @@ export function parseRuleName(value: unknown, fallback: string): string {
     )
   }
   return value
+}
+
+/** Validates a rule's `warnAt` option: a share of the limit above 0 and below 1, or undefined. */
+export function parseWarnAt(value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !(value > 0 && value < 1))
+    throw invalid(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      'warnAt',
+      value,
+      'a share of the limit above 0 and below 1, such as 0.8',
+    )
+  return value
+}
+
+/** A rule's `warnAt` field, checked: spread into the rule (nothing when it has none). */
+export function warnAtOf(value: unknown): { warnAt?: number } {
+  const warnAt = parseWarnAt(value)
+  return warnAt === undefined ? {} : { warnAt }
 }
 
 /** Validates a rule's `shadow` option. */
@@ -142,6 +162,7 @@ export function windowRule(
         .join('')}${windowMs}`,
       maxCost: Math.min(limit, maxCost),
       shadow: parseShadow(options.shadow),
+      ...warnAtOf(options.warnAt),
       logic: makeLogic(limit, windowMs),
       script: Object.freeze({ code, params: Object.freeze([limit, windowMs, 0] as const) }),
     },
@@ -149,7 +170,13 @@ export function windowRule(
       windowRule(
         algorithm,
         code,
-        { limit: newLimit, window: windowMs, name: options.name, shadow: options.shadow },
+        {
+          limit: newLimit,
+          window: windowMs,
+          name: options.name,
+          shadow: options.shadow,
+          warnAt: options.warnAt,
+        },
         makeLogic,
         maxCost,
       ),

@@ -1,7 +1,15 @@
 import { type Duration, formatDuration, parseDuration } from '../support/duration.js'
 import { requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
-import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow, scaledBurst } from './rule.js'
+import {
+  checkProduct,
+  makeRule,
+  parseCount,
+  parseRuleName,
+  parseShadow,
+  scaledBurst,
+  warnAtOf,
+} from './rule.js'
 import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition } from './types.js'
 
 export interface TokenBucketOptions {
@@ -15,6 +23,8 @@ export interface TokenBucketOptions {
   name?: string
   /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
   shadow?: boolean
+  /** A soft limit: the share of the limit at which the key is said to be near it (`Rule.warnAt`). */
+  warnAt?: number
 }
 
 /**
@@ -37,6 +47,7 @@ const TOKEN_BUCKET_OPTIONS = namesOf<TokenBucketOptions>({
   interval: true,
   name: true,
   shadow: true,
+  warnAt: true,
 })
 
 /**
@@ -68,6 +79,7 @@ function tokenBucketRule(options: TokenBucketOptions, id: string | undefined): R
       id: ruleId,
       maxCost: capacity,
       shadow: parseShadow(options.shadow),
+      ...warnAtOf(options.warnAt),
       logic: tokenBucketLogic(capacity, refillRate, intervalMs),
       script: Object.freeze({
         code: CODE,
@@ -83,6 +95,7 @@ function tokenBucketRule(options: TokenBucketOptions, id: string | undefined): R
           interval: intervalMs,
           name: options.name,
           shadow: options.shadow,
+          warnAt: options.warnAt,
         },
         ruleId,
       ),

@@ -242,6 +242,12 @@ export interface Rule {
    * passes (reported as `result.shadow`, outcome `'shadow-limited'`). Set with the factory's `shadow` option.
    */
   readonly shadow: boolean
+  /**
+   * A soft limit: the share of the limit used at which a decision says the key is near it (`DecisionEvent.nearLimit`,
+   * once per key and window or period; the middleware's `warnHeader`), before the hard limit refuses. Set with the
+   * factory's `warnAt` option; absent: the limiter's `nearLimit` share applies.
+   */
+  readonly warnAt?: number
   /** @internal */
   readonly logic: AlgorithmLogic<unknown>
   /** @internal Lua algorithm code and its three numeric parameters. */
@@ -263,4 +269,9 @@ export interface WindowRuleOptions {
   name?: string
   /** Count and report, but never refuse (docs/rollout.md); `false` enforces. @default false */
   shadow?: boolean
+  /**
+   * A soft limit: the share of the limit (above 0, below 1) at which the key is said to be near it, once per key and
+   * window (`DecisionEvent.nearLimit`; the middleware's `warnHeader`). @default the limiter's `nearLimit`
+   */
+  warnAt?: number
 }

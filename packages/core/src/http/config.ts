@@ -58,6 +58,7 @@ export interface HttpConfig<Req> {
   cost: number | ((request: Req) => Awaitable<number>)
   headers: HeaderFormat | false
   legacyHeaders: boolean
+  warnHeader: boolean
   partitionKeySecret: string | undefined
   statusCode: number
   /** The status of a request a `quota` rule refused (`quotaStatusCode`, else `statusCode`). */
@@ -124,6 +125,7 @@ export function resolveHttpOptions<Req, Res = unknown>(
     cost: options.cost ?? HTTP_DEFAULTS.cost,
     headers: options.headers ?? HTTP_DEFAULTS.headers,
     legacyHeaders: options.legacyHeaders ?? HTTP_DEFAULTS.legacyHeaders,
+    warnHeader: options.warnHeader ?? HTTP_DEFAULTS.warnHeader,
     partitionKeySecret: options.partitionKeySecret,
     statusCode: options.statusCode ?? HTTP_DEFAULTS.statusCode,
     quotaStatusCode: options.quotaStatusCode ?? options.statusCode ?? HTTP_DEFAULTS.statusCode,

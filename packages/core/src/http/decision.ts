@@ -15,6 +15,7 @@ import {
   type HeaderOptions,
   partitionKey,
   rateLimitHeaders,
+  softLimitField,
   toSeconds,
 } from './headers.js'
 import type { SlotHold } from './slots.js'
@@ -195,12 +196,17 @@ export class DecisionWriter<Req> {
 
   #rateLimitHeaders(shown: RateLimitResult, pk: string | undefined): Record<string, string> {
     const config = this.#config
-    return rateLimitHeaders(
+    const headers = rateLimitHeaders(
       shown,
       pk === undefined
         ? this.#headerOptions
         : { format: config.headers, legacy: config.legacyHeaders, partitionKey: pk },
     )
+    if (config.warnHeader && shown.allowed) {
+      const warning = softLimitField(shown)
+      if (warning !== undefined) headers['RateLimit-Warning'] = warning
+    }
+    return headers
   }
 
   /** The concurrency policy and the free slots of an admitted request, added to `headers`. */

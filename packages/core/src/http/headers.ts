@@ -263,3 +263,19 @@ function partitionKeyParameter(partitionKey: unknown): string {
 export function partitionKey(identifier: string, secret: string): string {
   return toBase64(hmacSha256(secret, utf8(identifier)).subarray(0, 12))
 }
+
+/**
+ * The `RateLimit-Warning` field of an admitted result (the middleware's `warnHeader`): each rule with a `warnAt` whose
+ * share of its limit is used, as `"<policy>";q=<limit>;r=<remaining>`; undefined when none is.
+ */
+export function softLimitField(result: RateLimitResult): string | undefined {
+  let field: string | undefined
+  for (const { rule, remaining } of result.rules) {
+    const { warnAt, limit } = rule
+    // NOTE: the near-limit event's tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
+    if (warnAt === undefined || (limit - remaining) / limit < warnAt - 1e-9) continue
+    const item = `"${rule.name}";q=${limit};r=${remaining}`
+    field = field === undefined ? item : `${field}, ${item}`
+  }
+  return field
+}

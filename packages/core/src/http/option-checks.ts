@@ -9,6 +9,7 @@ import type { HttpRateLimitOptions } from './options.js'
 const FUNCTION_OPTIONS = ['key', 'requestWasSuccessful', 'onError'] as const
 const BOOLEAN_OPTIONS = [
   'legacyHeaders',
+  'warnHeader',
   'problemDetails',
   'skipFailedRequests',
   'skipSuccessfulRequests',

@@ -92,6 +92,11 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
   headers?: HeaderFormat | false
   /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
   legacyHeaders?: boolean
+  /**
+   * Soft limits: on an admitted response, a `RateLimit-Warning` field naming each rule whose `warnAt` share of its
+   * limit is used, `"<policy>";q=<limit>;r=<remaining>` (docs/plans-and-quotas.md). @default false
+   */
+  warnHeader?: boolean
   /** Secret for the draft-8/-11 partition key (`pk`): an HMAC of the key, never the bare key. @default none */
   partitionKeySecret?: string
   /** Status of a denied request. @default 429 */
@@ -196,6 +201,7 @@ export const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   cost: true,
   headers: true,
   legacyHeaders: true,
+  warnHeader: true,
   partitionKeySecret: true,
   statusCode: true,
   quotaStatusCode: true,
@@ -246,6 +252,7 @@ export const HTTP_DEFAULTS = {
   cost: 1,
   headers: 'draft-6',
   legacyHeaders: false,
+  warnHeader: false,
   statusCode: 429,
   denyStatusCode: 403,
   problemDetails: false,

@@ -84,6 +84,7 @@ export class RateLimiter {
     this.#onDecision = nearLimitObserver(
       guardedObserver(config.observer?.onDecision, 'onDecision'),
       config.nearLimit,
+      config.rules,
     )
     this.penalty = config.penalty
     this.#answers = storeAnswers(config, this)

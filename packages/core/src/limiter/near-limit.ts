@@ -1,3 +1,4 @@
+import type { Rule } from '../algorithms/types.js'
 import type { DecisionEvent, NearLimit } from '../observe.js'
 import type { RateLimitResult } from '../result.js'
 import { invalid } from '../support/errors.js'
@@ -31,8 +32,11 @@ export function parseNearLimit(value: unknown = NEAR_LIMIT_DEFAULTS.share): numb
 export function nearLimitObserver(
   onDecision: ((event: DecisionEvent) => void) | undefined,
   share: number | false,
+  rules: readonly Rule[] = [],
 ): ((event: DecisionEvent) => void) | undefined {
-  if (onDecision === undefined || share === false) return onDecision
+  // A rule's own `warnAt` signals even where the limiter's `nearLimit` is off.
+  if (onDecision === undefined || (share === false && !rules.some((rule) => rule.warnAt !== undefined)))
+    return onDecision
   const signals = new NearLimitSignals(share)
   return (event) => {
     signals.mark(event)
@@ -41,20 +45,21 @@ export function nearLimitObserver(
 }
 
 /**
- * Says, on an admitted decision, that a key has used `share` of a rule's limit: once per key and rule window in
- * this process. It remembers the end of the window it signalled for each key and rule (the decision's time plus
+ * Says, on an admitted decision, that a key has used `share` of a rule's limit (the rule's own `warnAt`, else the
+ * limiter's `nearLimit`): once per key and rule window (a quota's: its period) in this process. It remembers the end of the window it signalled for each key and rule (the decision's time plus
  * the rule's `reset`, on the store's clock), and signals again once a decision comes after it. At most `maxKeys`
  * are remembered: beyond, the oldest signal is forgotten, and that key may signal again in the same window.
  * NOTE: per process, by design (no write on the decision path): N processes deciding for one key may each send
  * one signal per window.
  */
 export class NearLimitSignals {
-  readonly #share: number
+  /** The limiter's `nearLimit`: the share of a rule without a `warnAt` of its own (false: none). */
+  readonly #share: number | false
   readonly #maxKeys: number
   /** Key and rule name → end of the window signalled (store clock, epoch ms), oldest signal first. */
   readonly #signalled = new Map<string, number>()
 
-  constructor(share: number, maxKeys: number = NEAR_LIMIT_DEFAULTS.maxKeys) {
+  constructor(share: number | false, maxKeys: number = NEAR_LIMIT_DEFAULTS.maxKeys) {
     this.#share = share
     this.#maxKeys = maxKeys
   }
@@ -68,9 +73,10 @@ export class NearLimitSignals {
 
   #check(result: RateLimitResult): NearLimit | undefined {
     for (const outcome of result.rules) {
-      const { limit } = outcome.rule
+      const { limit, warnAt } = outcome.rule
+      const share = warnAt ?? this.#share
       // NOTE: a tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
-      if ((limit - outcome.remaining) / limit < this.#share - 1e-9) continue
+      if (share === false || (limit - outcome.remaining) / limit < share - 1e-9) continue
       const id = `${outcome.rule.name}\n${result.key}`
       const until = this.#signalled.get(id)
       if (until !== undefined && result.at < until) continue
