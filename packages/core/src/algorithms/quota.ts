@@ -180,9 +180,16 @@ export function quotaBounds(rule: Rule, now: number): readonly [number, number, 
 
 function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<QuotaState> {
   /** The end of the period after the one that ends at `end`. */
-  const after = (end: number) => periods.at(end).end
+  /**
+   * The end of the period after the one that ends at `end`: the period holding `now` knows it (`next`), without
+   * moving the one period the calendar keeps (a flood of costly denials computes nothing).
+   */
+  const after = (end: number, now: number) => {
+    const current = periods.at(now)
+    return current.end === end ? current.next : periods.at(end).end
+  }
   const waitFor = (state: QuotaState, now: number, count: number, cost: number) =>
-    (count - limit + cost <= limit ? state.end : after(state.end)) - now
+    (count - limit + cost <= limit ? state.end : after(state.end, now)) - now
   return {
     create: () => ({ end: 0, count: 0 }),
     advance(state, now) {
