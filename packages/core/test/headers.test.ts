@@ -7,6 +7,7 @@ import {
   gcra,
   type HeaderFormat,
   MemoryStore,
+  quota,
   RateLimiter,
   type RateLimitResult,
   type Rule,
@@ -250,6 +251,21 @@ describe('draft-8 and draft-11 differ only in `t`', () => {
     expect((await headers(0)).RateLimit).toBe('"burst";r=2;t=1, "hourly";r=1000;t=3600')
     await headers()
     expect((await headers()).RateLimit).toBe('"burst";r=0;t=1, "hourly";r=998;t=3600')
+  })
+})
+
+// Issue 47: a calendar quota's window is nominal (30 days a month): the effective window of a 31-day month's count is
+// the time to its end, not capped at the nominal window.
+describe('a quota in a 31-day month', () => {
+  it('draft-11: t is the time to the period end; w is the nominal month', async () => {
+    const now = Date.parse('2026-03-01T00:00:00Z')
+    const limiter = new RateLimiter({
+      rules: quota({ limit: 1_000, period: 'month', name: 'monthly' }),
+      store: new MemoryStore({ clock: () => now, maxKeys: 10 }),
+    })
+    const headers = rateLimitHeaders(await limiter.limit('k'), { format: 'draft-11' })
+    expect(headers.RateLimit).toBe(`"monthly";r=999;t=${31 * 86_400}`)
+    expect(headers['RateLimit-Policy']).toBe(`"monthly";q=1000;w=${30 * 86_400}`)
   })
 })
 

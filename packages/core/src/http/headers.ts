@@ -208,15 +208,18 @@ const unkeyedPolicies = (rules: readonly RuleResult[]) => namedPolicyList(rules,
  * NOTE: draft-8 reads `t` as the seconds until the quota resets (`ruleReset`: at r=0, until the next request
  * passes): for a full quota nothing is pending, and `t` is left out (the draft's own example of "no time window reset"). Draft-11 reads it as the effective window,
  * the time within which the client should use no more than `r`: a full quota's is the policy window, and no
- * quota spans more than its window (the sliding window counter's full reset can take two).
+ * quota spans more than its window (the sliding window counter's full reset can take two), but a calendar quota's
+ * period, whose window is nominal (a 31-day month).
  */
 function resetParameter(rule: RuleResult, format: 'draft-8' | 'draft-11'): string {
   if (format === 'draft-8') {
     const reset = ruleReset(rule)
     return reset > 0 ? `;t=${toSeconds(reset)}` : ''
   }
-  const { windowMs } = rule.rule
-  return `;t=${toSeconds(rule.reset > 0 ? Math.min(rule.reset, windowMs) : windowMs)}`
+  const { windowMs, periods } = rule.rule
+  // A quota's period follows the calendar: its `w` is nominal (30 days a month), and a 31-day month's reset is its own.
+  const span = periods === undefined ? Math.min(rule.reset, windowMs) : rule.reset
+  return `;t=${toSeconds(rule.reset > 0 ? span : windowMs)}`
 }
 
 /**
