@@ -4,6 +4,8 @@
  * renews, `Retry-After` to the period's end, and the policy fields describing the quota; a rate refusal stays 429.
  */
 import { gcra, MemoryStore, quota } from '@ratewindow/core'
+import { rateLimit } from '@ratewindow/express'
+import express from 'express'
 import { describe, expect, it } from 'vitest'
 import { type AppSpec, appPerTest, FRAMEWORKS } from './harness.js'
 
@@ -92,6 +94,20 @@ describe('a quota refusal on Express 5', () => {
     })
   })
 
+  it('a costly request the quota cannot hold says what is left, not that it is used', async () => {
+    const url = await start(
+      spec({ cost: (request: unknown) => ((request as { path: string }).path === '/' ? 1 : 2) }),
+    )
+    expect((await fetch(url)).status).toBe(200)
+    // 1 of 2 left; this request costs 2.
+    const refused = await fetch(`${url}/limited`)
+    expect(refused.status).toBe(402)
+    expect(await refused.json()).toMatchObject({
+      message:
+        "The quota 'daily' has 1 left until 2026-03-29T22:00:00.000Z, less than this request costs (2): retry in 36000 seconds.",
+    })
+  })
+
   it('a rate refusal stays as it is: 429, the usual body', async () => {
     const url = await start(
       spec({
@@ -115,5 +131,32 @@ describe('a quota refusal on Express 5', () => {
 
   it('an invalid quotaStatusCode is refused at construction, naming it', async () => {
     await expect(start(spec({ quotaStatusCode: 200 }))).rejects.toThrow(/`quotaStatusCode`/)
+  })
+})
+
+describe("a middleware's handle", () => {
+  it('reads usage for a billing page: middleware.operator.usage(key)', async () => {
+    const store = new MemoryStore({ clock: () => Date.parse('2026-03-10T12:00:00Z'), maxKeys: 1_000 })
+    const limited = rateLimit({
+      store,
+      rules: quota({ limit: 1_000, period: 'month', name: 'monthly' }),
+      key: () => 'acme',
+    })
+    const app = express()
+    app.use(limited)
+    app.get('/', (_request, response) => void response.send('ok'))
+    const server = app.listen(0, '127.0.0.1')
+    await new Promise((resolve) => server.once('listening', resolve))
+    try {
+      const { port } = server.address() as { port: number }
+      for (let i = 0; i < 3; i++) expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200)
+      expect((await limited.operator.usage('acme')).rules[0]).toMatchObject({
+        name: 'monthly',
+        used: 3,
+        periodEnd: Date.parse('2026-04-01T00:00:00Z'),
+      })
+    } finally {
+      server.close()
+    }
   })
 })

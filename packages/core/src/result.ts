@@ -420,10 +420,20 @@ export function shiftRemaining(
 }
 
 /**
- * The `quota` rule that refused `result` (its period's allowance is used: docs/plans-and-quotas.md), or undefined
+ * The `quota` rule that refused `result` (its period's allowance is used: docs/plans-and-quotas.md), the one that
+ * blocks longest of several, or undefined
  * when no quota did (an admitted request, a rate refusal): an HTTP answer of its own (`quotaStatusCode`).
  */
 export function refusingQuota(result: RateLimitResult): RuleResult | undefined {
   if (result.allowed) return undefined
-  return result.rules.find((rule) => !rule.allowed && rule.rule.algorithm === 'quota')
+  // Of several quotas that refuse (a day's and a month's), the one that blocks longest: its end is when to come back.
+  let refusing: RuleResult | undefined
+  for (const rule of result.rules)
+    if (
+      !rule.allowed &&
+      rule.rule.algorithm === 'quota' &&
+      (refusing === undefined || rule.retryAfter > refusing.retryAfter)
+    )
+      refusing = rule
+  return refusing
 }

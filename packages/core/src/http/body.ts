@@ -116,7 +116,11 @@ function quotaBody<Req>(
 ): RenderedBody {
   const seconds = toSeconds(result.retryAfter)
   const renews = new Date(result.at + quota.retryAfter).toISOString()
-  const detail = `The quota '${quota.rule.name}' is used until ${renews}: ${retryIn(seconds)}`
+  // A costly request may be refused by a quota that still holds units: say so, rather than "used".
+  const detail =
+    quota.remaining > 0
+      ? `The quota '${quota.rule.name}' has ${quota.remaining} left until ${renews}, less than this request costs (${result.cost}): ${retryIn(seconds)}`
+      : `The quota '${quota.rule.name}' is used until ${renews}: ${retryIn(seconds)}`
   if (config.problemDetails) {
     return {
       contentType: 'application/problem+json',
