@@ -68,9 +68,9 @@ describe('quota rules on RedisStore', () => {
       remaining: 1,
       reset: foreignEnd - at('2026-02-10T12:00:00Z'),
     })
-    // Past that end, the period this process computes.
+    // Past that end but inside this process's period (to 23:00 UTC): the same count, to this process's end.
     clock.set(foreignEnd)
-    expect(view(await limiter.limit('acme'))).toMatchObject({ remaining: 2, reset: HOUR })
+    expect(view(await limiter.limit('acme'))).toMatchObject({ remaining: 0, reset: HOUR })
   })
 
   it('a group of decisions decides as the same calls one after another on a MemoryStore', async () => {

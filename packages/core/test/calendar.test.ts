@@ -142,3 +142,12 @@ describe('calendar periods', () => {
     expect(parse).toThrow(expect.objectContaining({ code: 'ERR_RATEWINDOW_INVALID_OPTION', option }))
   })
 })
+
+// Attack round (F4): one zone spelled two ways was two calendars (two storage ids, two counts) and two formatters
+// kept for good.
+describe('zone names', () => {
+  it('are read in their canonical spelling', () => {
+    expect(parseTimeZone('europe/PARIS')).toBe('Europe/Paris')
+    expect(parseTimeZone('Etc/UTC')).toBe('UTC')
+  })
+})

@@ -57,38 +57,53 @@ interface Wall {
   second: number
 }
 
-/** One formatter per time zone: making one costs tens of µs, reading with it a few. */
+/**
+ * One formatter per time zone, by its canonical name (what `resolvedOptions` says: `'Europe/Paris'` for
+ * `'europe/paris'`): at most one per zone the runtime knows, however the names are spelled. Making one costs tens of
+ * µs, reading with it a few.
+ */
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
+function makeFormatter(timeZone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  })
+}
+
+/** The formatter of a canonical zone name (`parseTimeZone`'s answer). */
 function formatterOf(timeZone: string): Intl.DateTimeFormat {
   let formatter = formatters.get(timeZone)
   if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    })
-    formatters.set(timeZone, formatter)
+    formatter = makeFormatter(timeZone)
+    formatters.set(formatter.resolvedOptions().timeZone, formatter)
   }
   return formatter
 }
 
-/** `timeZone` checked: an IANA name this runtime knows (`'UTC'`, `'Europe/Paris'`). */
+/**
+ * `timeZone` checked: an IANA name this runtime knows (`'UTC'`, `'Europe/Paris'`), answered in its canonical
+ * spelling, so that one zone spelled two ways is one calendar (one storage id, one count).
+ */
 export function parseTimeZone(value: unknown, option = 'timeZone'): string {
   const expected = "an IANA time zone this runtime knows, such as 'UTC' or 'Europe/Paris'"
   if (typeof value !== 'string' || value === '')
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, expected)
+  if (formatters.has(value)) return value
+  let canonical: string
   try {
-    formatterOf(value)
+    canonical = makeFormatter(value).resolvedOptions().timeZone
   } catch {
     throw invalid('ERR_RATEWINDOW_INVALID_OPTION', option, value, expected)
   }
-  return value
+  formatterOf(canonical)
+  return canonical
 }
 
 /** The local fields of `instant` in `timeZone`, to the second. */

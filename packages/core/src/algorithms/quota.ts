@@ -38,10 +38,14 @@ export interface QuotaOptions {
   warnAt?: number
 }
 
-/** The state of a quota: the end of the period it counts in (epoch ms), and the units counted. */
+/**
+ * The state of a quota: the end of the period it counts in (epoch ms), the units counted, and what a charge took
+ * past the limit (the debt the next period starts with, one limit at most).
+ */
 interface QuotaState {
   end: number
   count: number
+  debt: number
 }
 
 const CODE = 6
@@ -122,8 +126,10 @@ export function quotaRule(
   parseCount(limit, 'limit')
   // Period ends and counts stay exact in doubles (twice the limit: a carried debt).
   checkProduct(limit, 2, '`limit`')
-  const { unit, timeZone, anchor } = calendar
-  const periods = new CalendarPeriods(unit, parseTimeZone(timeZone), anchor)
+  const { unit, anchor } = calendar
+  // The zone's canonical spelling: one calendar, one storage id, however the name was written.
+  const timeZone = parseTimeZone(calendar.timeZone)
+  const periods = new CalendarPeriods(unit, timeZone, anchor)
   return makeRule(
     {
       algorithm: 'quota',
@@ -179,7 +185,6 @@ export function quotaBounds(rule: Rule, now: number): readonly [number, number, 
 }
 
 function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<QuotaState> {
-  /** The end of the period after the one that ends at `end`. */
   /**
    * The end of the period after the one that ends at `end`: the period holding `now` knows it (`next`), without
    * moving the one period the calendar keeps (a flood of costly denials computes nothing).
@@ -188,75 +193,109 @@ function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<Quo
     const current = periods.at(now)
     return current.end === end ? current.next : periods.at(end).end
   }
-  const waitFor = (state: QuotaState, now: number, count: number, cost: number) =>
-    (count - limit + cost <= limit ? state.end : after(state.end, now)) - now
+  /**
+   * The wait until `cost` fits: the period's end, or the next one's while the debt it carries (what a charge took past
+   * the limit; never a count above a limit lowered since) leaves no room.
+   */
+  const waitFor = (state: QuotaState, now: number, cost: number) =>
+    (Math.min(state.debt, limit) + cost <= limit ? state.end : after(state.end, now)) - now
+  /** The wait until the whole quota is back: the period's end, or the next one's while a debt carries into it. */
+  const whole = (state: QuotaState, now: number) => (state.debt > 0 ? after(state.end, now) : state.end) - now
   return {
-    create: () => ({ end: 0, count: 0 }),
+    create: () => ({ end: 0, count: 0, debt: 0 }),
     advance(state, now) {
       // NOTE: only forward: a period whose end is still ahead stays, whoever computed it (another process's tzdata).
       if (now < state.end) return
       const period = periods.at(now)
-      // Units beyond the limit (a debt) carry into the period that follows, and only into it.
-      state.count = state.end === period.start ? Math.max(0, state.count - limit) : 0
+      // A stored end inside this period (another process's tzdata placed it) keeps its count: one count, never two.
+      if (state.end <= period.start) {
+        // The period before: what a charge took past its limit is owed from this one (one limit at most). A count
+        // above the limit that was no debt (used under a raise that has ended) is not carried.
+        const previous = state.end > period.start - (period.end - period.start)
+        state.count = previous ? Math.min(state.debt, limit) : 0
+        state.debt = 0
+      }
       state.end = period.end
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
     consume(state, _now, cost) {
       state.count += cost
+      if (state.count > limit) state.debt = state.count - limit
     },
     carriedDebt: limit,
     refund(state, _now, cost, at) {
-      if (at < state.end && periods.at(at).end === state.end) state.count = Math.max(0, state.count - cost)
+      if (at >= state.end || periods.at(at).end !== state.end) return
+      state.count = Math.max(0, state.count - cost)
+      state.debt = Math.min(state.debt, Math.max(0, state.count - limit))
     },
     report(state, now, pending, deniedCost, into, i) {
       const count = state.count + pending
       into.remaining[i] = Math.max(0, limit - count)
-      into.reset[i] = count > 0 ? waitFor(state, now, count, limit) : 0
-      into.retryAfter[i] = count + deniedCost > limit ? waitFor(state, now, count, deniedCost) : 0
+      into.reset[i] = count > 0 ? whole(state, now) : 0
+      into.retryAfter[i] = count + deniedCost > limit ? waitFor(state, now, deniedCost) : 0
     },
-    ttl: (state, now) => (state.count > 0 ? waitFor(state, now, state.count, limit) : 0),
+    ttl: (state, now) => (state.count > 0 ? whole(state, now) : 0),
     used: (state) => state.count,
   }
 }
 
 /**
- * Lua twin of `quotaLogic`. Key: a string `"<period end>:<count>"` with its TTL, the end of the period (or of the
- * one after, while a debt carries into it). Parameters: the limit, then the bounds the deciding process computed
- * (`quotaBounds`): the start S and end E of the period holding its `now`, and the end N of the one after. A state
- * whose end has passed takes the period holding the store's `now` among those: [.., S), [S, E) or [E, N).
+ * Lua twin of `quotaLogic`. Key: a string `"<period end>:<count>"`, or `"<period end>:<count>:<debt>"` while a charge
+ * left the count past the limit, with its TTL: the end of the period (or of the one after, while a debt carries into
+ * it). Parameters: the limit, then the bounds the deciding process computed (`quotaBounds`): the start S and end E of
+ * the period holding its `now`, and the end N of the one after. A state whose end has passed takes the period holding
+ * the store's `now` among [.., S), [S, E) and [E, N); past N (the process's clock more than a period behind the
+ * store's), periods of the length N − E from N, never one that has ended.
  */
 const LUA: LuaTwin = {
   params: 4,
-  state: ['qend', 'count', 'broken'],
+  state: ['qend', 'count', 'qdebt', 'broken'],
   load: (r) => {
     const [L, S, E, N] = r.params
-    const [end, count] = ['qend', 'count'].map(r.v)
-    return `${end}, ${count} = 0, 0
+    const [end, count, debt] = ['qend', 'count', 'qdebt'].map(r.v)
+    return `${end}, ${count}, ${debt} = 0, 0, 0
 do
   local raw = redis.pcall('GET', ${r.key})
   if raw then
-    local e, c
-    if type(raw) == 'string' then e, c = string.match(raw, '^(%d+):(%d+)$') end
-    if not e then ${r.v('broken')} = true else ${end}, ${count} = tonumber(e), tonumber(c) end
+    local e, c, d
+    if type(raw) == 'string' then e, c, d = string.match(raw, '^(%d+):(%d+):?(%d*)$') end
+    if not e then ${r.v('broken')} = true
+    else ${end}, ${count}, ${debt} = tonumber(e), tonumber(c), tonumber(d) or 0 end
   end
   if now >= ${end} then
-    local start, finish = -1, ${N}
-    if now < ${S} then finish = ${S}
+    local start, finish
+    if now < ${S} then start, finish = ${S} - (${E} - ${S}), ${S}
     elseif now < ${E} then start, finish = ${S}, ${E}
-    else start = ${E} end
-    if ${end} == start then ${count} = math.max(0, ${count} - ${L}) else ${count} = 0 end
+    elseif now < ${N} then start, finish = ${E}, ${N}
+    else
+      local length = ${N} - ${E}
+      finish = ${N} + (math.floor((now - ${N}) / length) + 1) * length
+      start = finish - length
+    end
+    if ${end} <= start then
+      if ${end} > start - (finish - start) then ${count} = math.min(${debt}, ${L}) else ${count} = 0 end
+      ${debt} = 0
+    end
     ${end} = finish
   end
 end
 `
   },
   fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => `${r.v('count')} = ${r.v('count')} + ${cost}
-`,
+  consume: (r, cost) => {
+    const L = r.params[0]!
+    const [count, debt] = ['count', 'qdebt'].map(r.v)
+    return `${count} = ${count} + ${cost}
+if ${count} > ${L} then ${debt} = ${count} - ${L} end
+`
+  },
   refund: (r, cost, at) => {
-    const [, S, E, N] = r.params
-    const end = r.v('qend')
-    return `if ${at} < ${end} and ((${at} >= ${S} and ${at} < ${E} and ${end} == ${E}) or (${at} >= ${E} and ${at} < ${N} and ${end} == ${N})) then ${r.v('count')} = math.max(0, ${r.v('count')} - ${cost}) end
+    const [L, S, E, N] = r.params
+    const [end, count, debt] = ['qend', 'count', 'qdebt'].map(r.v)
+    return `if ${at} < ${end} and ((${at} >= ${S} and ${at} < ${E} and ${end} == ${E}) or (${at} >= ${E} and ${at} < ${N} and ${end} == ${N})) then
+  ${count} = math.max(0, ${count} - ${cost})
+  ${debt} = math.min(${debt}, math.max(0, ${count} - ${L}))
+end
 `
   },
   report: (r, pending, denied) => {
@@ -265,15 +304,18 @@ end
     return `do
   local count = ${count} + ${pending}
   remaining, reset, retry = math.max(0, ${L} - count), 0, 0
-  if count > 0 then reset = ${quotaWait(r, 'count', L)} end
-  if count + ${denied} > ${L} then retry = ${quotaWait(r, 'count', denied)} end
+  if count > 0 then reset = ${quotaWhole(r)} end
+  if count + ${denied} > ${L} then retry = ${quotaWait(r, denied)} end
 end
 `
   },
   carriedDebt: (r) => r.params[0]!,
   persist: (r) => {
-    const count = r.v('count')
-    return `if ${count} > 0 then redis.call('SET', ${r.key}, num(${r.v('qend')}) .. ':' .. num(${count}), 'PX', ${quotaWait(r, count, r.params[0]!)})
+    const [end, count, debt] = ['qend', 'count', 'qdebt'].map(r.v) as [string, string, string]
+    return `if ${count} > 0 then
+  local value = num(${end}) .. ':' .. num(${count})
+  if ${debt} > 0 then value = value .. ':' .. num(${debt}) end
+  redis.call('SET', ${r.key}, value, 'PX', ${quotaWhole(r)})
 else redis.call('DEL', ${r.key}) end
 `
   },
@@ -281,14 +323,22 @@ else redis.call('DEL', ${r.key}) end
   limit: (r) => r.params[0]!,
 }
 
-/**
- * A Lua expression: the wait until `cost` fits after `count` (`quotaLogic`'s `waitFor`): the period's end, or the
- * end of the one after while a debt carries into it (E's period ends at N; any other end, the period's length again).
- */
-function quotaWait(r: LuaRule, count: string, cost: string): string {
-  const [L, S, E, N] = r.params as [string, string, string, string]
+/** A Lua expression: the end of the period after the stored one (E's is N; any other, the period's length again). */
+function quotaAfter(r: LuaRule): string {
+  const [, S, E, N] = r.params as [string, string, string, string]
   const end = r.v('qend')
-  return `((${count} - ${L} + ${cost} <= ${L}) and ${end} or (${end} == ${S} and ${E} or (${end} == ${E} and ${N} or ${end} + (${N} - ${E})))) - now`
+  return `(${end} == ${S} and ${E} or (${end} == ${E} and ${N} or ${end} + (${N} - ${E})))`
+}
+
+/** A Lua expression: the wait until `cost` fits (`quotaLogic`'s `waitFor`). */
+function quotaWait(r: LuaRule, cost: string): string {
+  const L = r.params[0]!
+  return `((math.min(${r.v('qdebt')}, ${L}) + ${cost} <= ${L}) and ${r.v('qend')} or ${quotaAfter(r)}) - now`
+}
+
+/** A Lua expression: the wait until the whole quota is back (`quotaLogic`'s `whole`). */
+function quotaWhole(r: LuaRule): string {
+  return `((${r.v('qdebt')} > 0) and ${quotaAfter(r)} or ${r.v('qend')}) - now`
 }
 
 /** @internal */

@@ -149,6 +149,27 @@ export function describeQuotas(suite: SuiteContext): void {
       expect((await limiter.limit('globex')).remaining).toBe(2)
     })
 
+    it('a count left above the limit by a raise that ended is no debt: the next period starts afresh', async () => {
+      const made = await setup(
+        quota({ limit: 100, period: 'day', name: 'daily' }),
+        at('2026-03-10T12:00:00Z'),
+        { overrides: true },
+      ).catch((error: unknown) => {
+        if ((error as { code?: string }).code === 'ERR_RATEWINDOW_INVALID_OPTION') return undefined
+        throw error
+      })
+      if (made === undefined || made.store.overrides !== true) return
+      const { clock, limiter } = made
+      // A raise to 1,000 for six hours, all of it used; then it ends.
+      await limiter.operator.set('acme', { limit: 1_000 }, { ttl: 6 * HOUR })
+      for (let i = 0; i < 10; i++) expect((await limiter.limit('acme', { cost: 100 })).allowed).toBe(true)
+      clock.set(at('2026-03-10T20:00:00Z'))
+      // 1,000 used of 100: refused until the day ends (4 hours), not a day more.
+      expect(view(await limiter.limit('acme'))).toMatchObject({ allowed: false, retryAfter: 4 * HOUR })
+      clock.set(at('2026-03-11T00:00:00Z'))
+      expect(view(await limiter.limit('acme'))).toMatchObject({ allowed: true, remaining: 99 })
+    })
+
     it('random traces across a day that ends early (summer time) equal the reference model', async () => {
       await fc.assert(
         fc.asyncProperty(
