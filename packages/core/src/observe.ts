@@ -64,6 +64,11 @@ export interface DecisionEvent {
    * client before refusing it.
    */
   nearLimit?: NearLimit
+  /**
+   * Every rule this decision brought near its limit, in rule order (`nearLimit` is the first): a per-minute rule and a
+   * monthly quota may cross in one decision, and each is signalled once.
+   */
+  nearLimits?: NearLimit[]
 }
 
 /** The rule a key is near the limit of (`DecisionEvent.nearLimit`). */

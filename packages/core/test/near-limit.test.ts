@@ -132,3 +132,27 @@ describe('soft limits (warnAt)', () => {
     expect(result.rules[0]!.rule).toMatchObject({ limit: 100, warnAt: 0.8 })
   })
 })
+
+// New-user trial: a per-minute rule and a monthly quota crossing their shares in one decision signalled only the
+// first; the quota's signal came a decision late, or never.
+describe('several rules near their limits in one decision', () => {
+  it('signals each, once: nearLimits lists them, nearLimit is the first', async () => {
+    const events: DecisionEvent[] = []
+    const limiter = new RateLimiter({
+      rules: [
+        fixedWindow({ limit: 10, window: '1m', name: 'per-minute' }),
+        quota({ limit: 10, period: 'month', name: 'monthly' }),
+      ],
+      store: new MemoryStore({ clock: () => Date.parse('2026-03-10T12:00:00Z'), maxKeys: 100 }),
+      observer: { onDecision: (event) => events.push(event) },
+    })
+    await limiter.limit('acme', { cost: 9 })
+    expect(events[0]!.nearLimits).toEqual([
+      { rule: 'per-minute', limit: 10, remaining: 1 },
+      { rule: 'monthly', limit: 10, remaining: 1 },
+    ])
+    expect(events[0]!.nearLimit).toEqual({ rule: 'per-minute', limit: 10, remaining: 1 })
+    await limiter.limit('acme')
+    expect(events[1]!.nearLimits).toBeUndefined()
+  })
+})

@@ -68,10 +68,14 @@ export class NearLimitSignals {
   mark(event: DecisionEvent): void {
     if (event.outcome !== 'allowed') return
     const near = this.#check(event.result)
-    if (near !== undefined) event.nearLimit = near
+    if (near === undefined) return
+    event.nearLimit = near[0]
+    event.nearLimits = near
   }
 
-  #check(result: RateLimitResult): NearLimit | undefined {
+  /** Every rule of `result` that reaches its share for the first time in its window, remembered; undefined: none. */
+  #check(result: RateLimitResult): NearLimit[] | undefined {
+    let near: NearLimit[] | undefined
     for (const outcome of result.rules) {
       const { limit, warnAt } = outcome.rule
       const share = warnAt ?? this.#share
@@ -81,9 +85,10 @@ export class NearLimitSignals {
       const until = this.#signalled.get(id)
       if (until !== undefined && result.at < until) continue
       this.#remember(id, result.at + outcome.reset)
-      return { rule: outcome.rule.name, limit, remaining: outcome.remaining }
+      near ??= []
+      near.push({ rule: outcome.rule.name, limit, remaining: outcome.remaining })
     }
-    return undefined
+    return near
   }
 
   #remember(id: string, until: number): void {
