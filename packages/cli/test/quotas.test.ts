@@ -46,6 +46,11 @@ describe('ratewindow inspect: a quota rule', () => {
     // The 17th at 09:00 in Paris, after now.
     expect(new Date(monthly.periodEnd).getUTCDate()).toBe(17)
     expect(monthly.periodEnd).toBeGreaterThan(Date.now())
+    // Without the config: its quota's rules are not in its namespace, and the CLI says so, not "no state".
+    const bare = await ratewindow(['inspect', 'acme', ...args.slice(0, 4)])
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toMatch(/"acme" has state in .*pass --config/)
+    expect(bare.stderr).not.toMatch(/No state/)
     const text = await ratewindow(['inspect', 'acme', ...args])
     expect(text.stdout).toMatch(/PERIOD ENDS/)
     expect(text.stdout).toContain(new Date(monthly.periodEnd).toISOString())

@@ -123,6 +123,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   SyncedStore,

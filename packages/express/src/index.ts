@@ -136,6 +136,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   SyncedStore,

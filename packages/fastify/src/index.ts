@@ -359,6 +359,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   SyncedStore,

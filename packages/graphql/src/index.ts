@@ -6,6 +6,7 @@ export {
   gcra,
   ipKey,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   slidingWindowCounter,

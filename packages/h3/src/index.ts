@@ -6,6 +6,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   SyncedStore,

@@ -94,6 +94,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   RedisStore,
   SyncedStore,

@@ -4,6 +4,7 @@ export {
   fixedWindow,
   gcra,
   MemoryStore,
+  quota,
   RateLimitError,
   slidingWindowCounter,
   slidingWindowLog,

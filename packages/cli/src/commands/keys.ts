@@ -78,16 +78,23 @@ export async function inspect(
       const stored = decodeStoredKey(found, options.prefix)
       if (stored?.part.kind === 'rule') namespaces.add(stored.namespace)
     }
+    /** Namespaces that hold the key but do not spell their rules (a quota's, a group's): a config reads them. */
+    const unread: string[] = []
     for (const namespace of [...namespaces].sort()) {
       if (options.limiter !== undefined && namespace !== options.limiter) continue
       const rules = decodeNamespace(namespace)?.rules
       if (rules === undefined) {
+        unread.push(namespace)
         output.note(`${printable(namespace)}: its rules are not in its name; pass --config to read it.\n`)
         continue
       }
       const inspection = await inspectStored(connection.store, { namespace, hash, rules, key })
       result.limiters.push({ limiter: namespace, namespace, ...inspection })
     }
+    if (result.limiters.length === 0 && unread.length > 0)
+      throw usage(
+        `${JSON.stringify(key)} has state in ${unread.map(printable).join(', ')}, whose rules are not in its name: pass --config (the application's limiters) to read it.`,
+      )
     if (result.limiters.length === 0)
       throw notFound(
         `No state for ${JSON.stringify(key)} under prefix ${JSON.stringify(options.prefix)}${options.limiter === undefined ? '' : ` in ${options.limiter}`}.`,

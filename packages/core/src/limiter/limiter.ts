@@ -2,7 +2,7 @@ import type { Penalty } from '../algorithms/penalty.js'
 import type { Rule } from '../algorithms/types.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
-import { type Usage, usageOf } from '../operator/inspection.js'
+import type { Usage } from '../operator/inspection.js'
 import { LimiterOperator } from '../operator/operator.js'
 import type { RateLimitResult, SettleResult } from '../result.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
@@ -280,8 +280,8 @@ export class RateLimiter {
    * for a `quota` rule, when its period ends (docs/plans-and-quotas.md). One store call (a peek), charging nothing;
    * rejects with the store's error (`limiter.operator.inspect` tells the operator's side: overrides and blocks).
    */
-  async usage(key: string): Promise<Usage> {
-    return usageOf(await this.operator.inspect(key))
+  usage(key: string): Promise<Usage> {
+    return this.operator.usage(key)
   }
 
   /**

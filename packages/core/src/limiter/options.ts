@@ -449,7 +449,7 @@ function checkQuotas(rules: readonly Rule[], store: Store, fallback: Store | und
     if (target instanceof MemoryStore && !target.maxKeysGiven && !warnedEviction.has(target)) {
       warnedEviction.add(target)
       emitWarning(
-        `A \`quota\` rule counts on a MemoryStore that forgets its least recently used keys past its default \`maxKeys\` (${target.maxKeys}): a customer's count for the period restarts from zero when its key is dropped. Give the store a \`maxKeys\` above the customers it serves, or keep quotas in Redis with the \`noeviction\` or a \`volatile-*\` policy (docs/plans-and-quotas.md).`,
+        `A \`quota\` rule counts on a MemoryStore that forgets its least recently used keys past its default \`maxKeys\` (${target.maxKeys}): a customer's count for the period restarts from zero when its key is dropped. Give the store a \`maxKeys\` above the customers it serves, or keep quotas in a Redis under the \`noeviction\` policy (docs/plans-and-quotas.md).`,
         'RATEWINDOW_QUOTA_EVICTION',
       )
     }

@@ -22,7 +22,7 @@ import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { keyArgument, optionalText, wellFormedKey, wholeNumber } from '../support/validators.js'
-import { type Inspection, inspectionOf } from './inspection.js'
+import { type Inspection, inspectionOf, type Usage, usageOf } from './inspection.js'
 import { type StoredLimiter, type TopKeys, type TopOptions, topOptions, topStored } from './top.js'
 
 /** Who made a change (`overrides.delete`, `unblock`; also in the options of `set` and `block`). */
@@ -306,6 +306,14 @@ export class LimiterOperator {
   get ranks(): boolean {
     const store = this.#target.gateway.store
     return typeof store.scanStored === 'function' && typeof store.peekStored === 'function'
+  }
+
+  /**
+   * Where `key` stands against each rule, for a billing page (`RateLimiter.usage`): the figures of `inspect`, nothing
+   * of the operator's. Reachable from every adapter's handle (`operator()`).
+   */
+  async usage(key: string): Promise<Usage> {
+    return usageOf(await this.inspect(key))
   }
 
   /** `inspect`: where `key` stands, read in one store call (a peek), changing nothing. */
