@@ -1,12 +1,12 @@
 /**
  * Quotas on the calendar (issue 47), attacked: every attack found against them, as the attacker wrote it (the outside
- * round of stop 60 and the new-user trial), against real stores and a real Express server. Quota behaviour itself:
+ * rounds of stop 60 and the new-user trial), against real stores and a real Express server. Quota behaviour itself:
  * the conformance suite's quotas section (packages/testing) and test/quota.test.ts.
  */
 
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { MemoryStore, quota, RateLimiter, RedisStore, type Store } from '@ratewindow/core'
+import { MemoryStore, quota, RateLimiter, RedisStore, type Store, slidingWindowLog } from '@ratewindow/core'
 import { rateLimit } from '@ratewindow/express'
 import express from 'express'
 import { describe, expect, it, vi } from 'vitest'
@@ -47,7 +47,68 @@ describe.each(STORES)('%s: an operator raise that ended', (_name, makeStore) => 
   })
 })
 
+describe.each(STORES)('%s: a settle above a limit lowered since', (_name, makeStore) => {
+  // Round 2, finding 2: a raise to 20, 20 used, the raise deleted, then a settle of one more (which charged nothing):
+  // the 10 above the coded limit became a debt, and the next day admitted 0 of 10.
+  it('what a settle did not charge is no debt: the next day admits its 10', async () => {
+    const clock = new ManualClock(at('2026-03-10T12:00:00Z'))
+    const api = new RateLimiter({
+      store: makeStore(clock),
+      rules: quota({ limit: 10, period: 'day', name: 'daily' }),
+      overrides: true,
+      prefix: uniquePrefix(),
+      timeout: '10s',
+    })
+    await api.operator.set('k', { limit: 20 })
+    const results = []
+    for (let i = 0; i < 20; i++) results.push(await api.limit('k'))
+    await api.operator.delete('k')
+    expect(await api.settle(results[0]!, 2)).toMatchObject({ charged: 0 })
+    clock.set(at('2026-03-11T12:00:00Z'))
+    let admitted = 0
+    for (let i = 0; i < 12; i++) if ((await api.limit('k')).allowed) admitted++
+    expect(admitted).toBe(10)
+  })
+})
+
 describe('RedisStore: clocks and zones that disagree', () => {
+  // Round 2, finding 1: one call from a process clock 26 h (or 30 days) ahead of Redis's TIME stored tomorrow's end
+  // (or one 29 days out), and the limiter kept sending those bounds after its clock was set right: every key it
+  // decided then was refused into the next day, or for 29 days.
+  it("a process clock a day or a month ahead of Redis's stores the end of the period Redis is in", async () => {
+    const store = new RedisStore({ client: standaloneClient() })
+    const api = new RateLimiter({
+      store,
+      rules: quota({ limit: 10, period: 'day', timeZone: 'Europe/Paris' }),
+      prefix: uniquePrefix(),
+      timeout: '10s',
+    })
+    const real = Date.now()
+    // Where Redis's own day in Paris ends (its TIME is this machine's clock).
+    const dayEnd = (
+      await new RateLimiter({
+        store: new MemoryStore({ clock: () => real, maxKeys: 10 }),
+        rules: quota({ limit: 10, period: 'day', timeZone: 'Europe/Paris' }),
+      }).usage('x')
+    ).rules[0]!.periodEnd
+    const skew = vi.spyOn(Date, 'now')
+    try {
+      for (const [key, ahead] of [
+        ['A', 26 * HOUR],
+        ['B', 720 * HOUR],
+        ['C', 0],
+      ] as const) {
+        skew.mockReturnValue(real + ahead)
+        const result = await api.limit(key)
+        expect(result).toMatchObject({ allowed: true, source: 'store' })
+        // The end of Redis's own day in Paris, however far ahead this process's clock was.
+        expect(result.at + result.rules[0]!.reset).toBe(dayEnd)
+      }
+    } finally {
+      skew.mockRestore()
+    }
+  })
+
   // F3: the app process's clock 55 h behind Redis's TIME (no `clock` option): every script call wrote a negative TTL
   // ("invalid expire time"), and with the default fail-open every request passed: 50 of 50 on a limit of 10.
   it("a process clock 55 h behind Redis's: 10 of 50 admitted, every answer the store's", async () => {
@@ -91,6 +152,36 @@ describe('zone names from configuration', () => {
     const variants = ['Europe/Paris', 'europe/paris', 'EUROPE/PARIS', 'eUrOpE/pArIs']
     const ids = new Set(variants.map((timeZone) => quota({ limit: 1000, period: 'month', timeZone }).id))
     expect(ids.size).toBe(1)
+  })
+})
+
+describe('Express: a rate rule and a quota refusing', () => {
+  // Round 2, finding 3: a rate blocking 60 s and a day's quota renewing in 30 s: the answer was a 402
+  // naming the quota ("used until 00:00:00 … retry in 60 seconds").
+  it('the rate blocks longer: 429, a rate refusal', async () => {
+    const app = express()
+    app.use(
+      rateLimit({
+        store: new MemoryStore({ clock: () => at('2026-03-12T23:59:30Z'), maxKeys: 1_000 }),
+        rules: [
+          slidingWindowLog({ limit: 1, window: '2m', name: 'per-2-minutes' }),
+          quota({ limit: 1, period: 'day', name: 'daily' }),
+        ],
+        quotaStatusCode: 402,
+      }),
+    )
+    app.get('/', (_request, response) => void response.send('ok'))
+    const server = app.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      expect((await fetch(url)).status).toBe(200)
+      const refused = await fetch(url)
+      expect(refused.status).toBe(429)
+      expect(await refused.json()).toMatchObject({ error: 'Too Many Requests' })
+    } finally {
+      server.close()
+    }
   })
 })
 

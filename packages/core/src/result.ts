@@ -421,7 +421,7 @@ export function shiftRemaining(
 
 /**
  * The `quota` rule that refused `result` (its period's allowance is used: docs/plans-and-quotas.md), the one that
- * blocks longest of several, or undefined
+ * blocks longest of several, when no rate rule blocks longer; else undefined
  * when no quota did (an admitted request, a rate refusal): an HTTP answer of its own (`quotaStatusCode`).
  */
 export function refusingQuota(result: RateLimitResult): RuleResult | undefined {
@@ -435,5 +435,6 @@ export function refusingQuota(result: RateLimitResult): RuleResult | undefined {
       (refusing === undefined || rule.retryAfter > refusing.retryAfter)
     )
       refusing = rule
-  return refusing
+  // A rate rule that blocks longer makes it a rate refusal: slowing down is what helps.
+  return refusing !== undefined && refusing.retryAfter >= result.retryAfter ? refusing : undefined
 }

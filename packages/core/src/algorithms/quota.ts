@@ -219,8 +219,11 @@ function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<Quo
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
     consume(state, _now, cost) {
+      // The debt grows by the units of this charge above the limit, never by a count already above it (a limit
+      // lowered since): only what was charged past the limit is owed from the next period.
+      const above = Math.max(0, state.count - limit)
       state.count += cost
-      if (state.count > limit) state.debt = state.count - limit
+      state.debt += Math.max(0, state.count - limit) - above
     },
     carriedDebt: limit,
     refund(state, _now, cost, at) {
@@ -244,8 +247,9 @@ function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<Quo
  * left the count past the limit, with its TTL: the end of the period (or of the one after, while a debt carries into
  * it). Parameters: the limit, then the bounds the deciding process computed (`quotaBounds`): the start S and end E of
  * the period holding its `now`, and the end N of the one after. A state whose end has passed takes the period holding
- * the store's `now` among [.., S), [S, E) and [E, N); past N (the process's clock more than a period behind the
- * store's), periods of the length N − E from N, never one that has ended.
+ * the store's `now` among [.., S), [S, E) and [E, N); before S or past N (the process's clock more than a period
+ * ahead of or behind the store's), periods of the length E − S before S or N − E after N: one that holds `now`, never
+ * one that has ended nor one that has not begun.
  */
 const LUA: LuaTwin = {
   params: 4,
@@ -264,7 +268,10 @@ do
   end
   if now >= ${end} then
     local start, finish
-    if now < ${S} then start, finish = ${S} - (${E} - ${S}), ${S}
+    if now < ${S} then
+      local length = ${E} - ${S}
+      start = ${S} - (math.floor((${S} - now - 1) / length) + 1) * length
+      finish = start + length
     elseif now < ${E} then start, finish = ${S}, ${E}
     elseif now < ${N} then start, finish = ${E}, ${N}
     else
@@ -285,8 +292,11 @@ end
   consume: (r, cost) => {
     const L = r.params[0]!
     const [count, debt] = ['count', 'qdebt'].map(r.v)
-    return `${count} = ${count} + ${cost}
-if ${count} > ${L} then ${debt} = ${count} - ${L} end
+    return `do
+  local above = math.max(0, ${count} - ${L})
+  ${count} = ${count} + ${cost}
+  ${debt} = ${debt} + math.max(0, ${count} - ${L}) - above
+end
 `
   },
   refund: (r, cost, at) => {

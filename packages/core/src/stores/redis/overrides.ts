@@ -179,7 +179,12 @@ export class PreparedWithOverrides {
   }
 }
 
-/** Whether a rule set prepared with a quota's period bounds (`Prepared.until`) is past that period. */
+/**
+ * Whether a rule set prepared with a quota's period bounds (`Prepared.until`, `from`) is outside that period: past
+ * it, or before it (a process clock set back).
+ */
 export function passed(prepared: Prepared, now: () => number): boolean {
-  return prepared.until !== undefined && now() >= prepared.until
+  if (prepared.until === undefined) return false
+  const at = now()
+  return at >= prepared.until || at < prepared.from!
 }

@@ -40,6 +40,8 @@ export interface Prepared {
    * rule set must be prepared again with the next period's (`quotaBounds`); undefined without one.
    */
   until?: number | undefined
+  /** With a quota rule: when that period starts; a process clock set back before it prepares the rule set again. */
+  from?: number | undefined
   /**
    * What a call's promise resolves to (and its late hook receives), read from its record in the reply: `length`
    * numbers from `start` (script-table.ts, "Replies"). The reply is read once per group, and nothing is built per
@@ -152,12 +154,14 @@ export function prepareRuleSet(
   now: () => number = Date.now,
 ): Prepared {
   let until: number | undefined
+  let from: number | undefined
   const args = rules.flatMap((rule) => {
     if (rule.periods === undefined)
       return rule.script.params.slice(0, paramCount(rule.script.code)).map(String)
     // A quota: its limit, then the bounds of the period at this process's time.
     const bounds = quotaBounds(rule, now())
     until = Math.min(until ?? bounds[1], bounds[1])
+    from = Math.max(from ?? bounds[0], bounds[0])
     return [String(rule.limit), ...bounds.map(String)]
   })
   const suffixes = rules.map((rule) => rule.id)
@@ -178,6 +182,7 @@ export function prepareRuleSet(
     args,
     penalty,
     until,
+    from,
     decode,
   }
 }
