@@ -21,18 +21,35 @@ const STORES: [string, (clock: ManualClock) => Store][] = [
   ['RedisStore', (clock) => new RedisStore({ client: standaloneClient(), clock: clock.read })],
 ]
 
+/** A daily quota of `limit` with overrides, on the store `makeStore` makes, its clock at noon on the 10th of March. */
+function dailyQuota(makeStore: (clock: ManualClock) => Store, limit: number) {
+  const clock = new ManualClock(at('2026-03-10T12:00:00Z'))
+  const api = new RateLimiter({
+    store: makeStore(clock),
+    rules: quota({ limit, period: 'day', name: 'daily' }),
+    overrides: true,
+    prefix: uniquePrefix(),
+    timeout: '10s',
+  })
+  return { clock, api }
+}
+
+/** `app` listening on a free port of 127.0.0.1, its URL given to `run`, closed after. */
+async function served(app: express.Express, run: (url: string) => Promise<void>): Promise<void> {
+  const server = app.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  try {
+    await run(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+  } finally {
+    server.close()
+  }
+}
+
 describe.each(STORES)('%s: an operator raise that ended', (_name, makeStore) => {
   // F1: a six-hour raise to 1,000, all used; the raise ends. MemoryStore carried the 900 above the coded 100 as debt,
   // a limit a day: the key was refused for nine days, each told to come back in 36 h; Redis said 28 h, not 4.
   it('refuses until the day ends, with that wait, and admits the next day', async () => {
-    const clock = new ManualClock(at('2026-03-10T12:00:00Z'))
-    const api = new RateLimiter({
-      store: makeStore(clock),
-      rules: quota({ limit: 100, period: 'day', name: 'daily' }),
-      overrides: true,
-      prefix: uniquePrefix(),
-      timeout: '10s',
-    })
+    const { clock, api } = dailyQuota(makeStore, 100)
     await api.operator.set('acme', { limit: 1000 }, { ttl: 6 * HOUR })
     let admitted = 0
     for (let i = 0; i < 1000; i++) if ((await api.limit('acme')).allowed) admitted++
@@ -51,14 +68,7 @@ describe.each(STORES)('%s: a settle above a limit lowered since', (_name, makeSt
   // Round 2, finding 2: a raise to 20, 20 used, the raise deleted, then a settle of one more (which charged nothing):
   // the 10 above the coded limit became a debt, and the next day admitted 0 of 10.
   it('what a settle did not charge is no debt: the next day admits its 10', async () => {
-    const clock = new ManualClock(at('2026-03-10T12:00:00Z'))
-    const api = new RateLimiter({
-      store: makeStore(clock),
-      rules: quota({ limit: 10, period: 'day', name: 'daily' }),
-      overrides: true,
-      prefix: uniquePrefix(),
-      timeout: '10s',
-    })
+    const { clock, api } = dailyQuota(makeStore, 10)
     await api.operator.set('k', { limit: 20 })
     const results = []
     for (let i = 0; i < 20; i++) results.push(await api.limit('k'))
@@ -171,17 +181,12 @@ describe('Express: a rate rule and a quota refusing', () => {
       }),
     )
     app.get('/', (_request, response) => void response.send('ok'))
-    const server = app.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    try {
+    await served(app, async (url) => {
       expect((await fetch(url)).status).toBe(200)
       const refused = await fetch(url)
       expect(refused.status).toBe(429)
       expect(await refused.json()).toMatchObject({ error: 'Too Many Requests' })
-    } finally {
-      server.close()
-    }
+    })
   })
 })
 
@@ -201,18 +206,13 @@ describe('Express: two quotas refusing', () => {
       }),
     )
     app.get('/', (_request, response) => void response.send('ok'))
-    const server = app.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    try {
+    await served(app, async (url) => {
       for (let i = 0; i < 5; i++) expect((await fetch(url)).status).toBe(200)
       // Both used: the day's ends at 22:00Z, in 12 h; the month's on the 31st at 22:00Z, in 60 h.
       const refused = await fetch(url)
       expect(refused.status).toBe(402)
       expect(refused.headers.get('retry-after')).toBe(String(60 * 3600))
       expect(await refused.json()).toMatchObject({ quota: 'monthly', renews: '2026-03-31T22:00:00.000Z' })
-    } finally {
-      server.close()
-    }
+    })
   })
 })
