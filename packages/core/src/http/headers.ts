@@ -1,4 +1,5 @@
 import type { Rule } from '../algorithms/types.js'
+import { reachedShare } from '../limiter/near-limit.js'
 import type { RateLimitResult, RuleResult } from '../result.js'
 import { invalid } from '../support/errors.js'
 import { hmacSha256, toBase64, utf8 } from '../support/hash.js'
@@ -275,8 +276,7 @@ export function softLimitField(result: RateLimitResult): string | undefined {
   let field: string | undefined
   for (const { rule, remaining } of result.rules) {
     const { warnAt, limit } = rule
-    // NOTE: the near-limit event's tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
-    if (warnAt === undefined || (limit - remaining) / limit < warnAt - 1e-9) continue
+    if (warnAt === undefined || !reachedShare(limit, remaining, warnAt)) continue
     const item = `"${rule.name}";q=${limit};r=${remaining}`
     field = field === undefined ? item : `${field}, ${item}`
   }

@@ -11,6 +11,12 @@ export const NEAR_LIMIT_DEFAULTS = {
   maxKeys: 10_000,
 } as const
 
+/** Whether a rule with `remaining` of `limit` left has used `share` of it (the near-limit signal, the warning field). */
+export function reachedShare(limit: number, remaining: number, share: number): boolean {
+  // NOTE: a tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
+  return (limit - remaining) / limit >= share - 1e-9
+}
+
 /** Validates `nearLimit`: a share of the limit above 0 and at most 1, or `false`. */
 export function parseNearLimit(value: unknown = NEAR_LIMIT_DEFAULTS.share): number | false {
   if (value === false) return false
@@ -79,8 +85,7 @@ export class NearLimitSignals {
     for (const outcome of result.rules) {
       const { limit, warnAt } = outcome.rule
       const share = warnAt ?? this.#share
-      // NOTE: a tolerance, so that 0.7 of 10 is reached at 7 used despite binary fractions.
-      if (share === false || (limit - outcome.remaining) / limit < share - 1e-9) continue
+      if (share === false || !reachedShare(limit, outcome.remaining, share)) continue
       const id = `${outcome.rule.name}\n${result.key}`
       const until = this.#signalled.get(id)
       if (until !== undefined && result.at < until) continue
