@@ -3,17 +3,17 @@ import { isRule } from '../algorithms/rule.js'
 import type { Rule } from '../algorithms/types.js'
 import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
 import type { FailureContext, RateLimitObserver } from '../observe.js'
-import { defaultMemoryStore, MemoryStore } from '../stores/local/memory.js'
+import { defaultMemoryStore } from '../stores/local/memory.js'
 import type { Store } from '../stores/types.js'
 import { type Duration, parseTimerDuration } from '../support/duration.js'
 import { invalid, RateLimitError, requireObject } from '../support/errors.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
 import { throttledErrorLog } from '../support/report.js'
-import { emitWarning } from '../support/runtime.js'
 import { fnOption, oneOf, prefixOption, wholeNumber } from '../support/validators.js'
 import type { BlockedCacheOptions } from './blocked-cache.js'
 import { type Identity, namespaceOf, overrideScopeOf, parseGroup } from './namespaces.js'
 import { parseNearLimit } from './near-limit.js'
+import { checkStores } from './store-checks.js'
 
 // http/ and slow-down/ import `FailureContext` from here until milestone 2 moves their imports to observe.ts.
 export type { FailureContext } from '../observe.js'
@@ -324,21 +324,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
   }
   const namespace = namespaceOf(prefix, rules, group, identity)
   const penalty = parsePenalty(options.penalty)
-  if (penalty !== undefined) {
-    for (const [option, target] of [
-      ['store', store],
-      ['fallback', fallback],
-    ] as const) {
-      if (target !== undefined && target.penalties !== true) {
-        throw new RateLimitError(
-          'ERR_RATEWINDOW_INVALID_OPTION',
-          `\`penalty\` needs a store that keeps penalties beside the rule state (MemoryStore, RedisStore); the \`${option}\` (${target.constructor?.name ?? typeof target}) does not.`,
-          { option: 'penalty' },
-        )
-      }
-    }
-  }
-  checkQuotas(rules, store, fallback)
+  checkStores(store, fallback, penalty, rules)
   const overrides = parseOverrides(options.overrides, store)
   const { maxDebt } = options
   if (maxDebt !== undefined) wholeNumber(maxDebt, 'maxDebt', { min: 0 })
@@ -422,36 +408,4 @@ function isStore(value: unknown): value is Store {
     typeof (value as Store).consume === 'function' &&
     typeof (value as Store).peek === 'function'
   )
-}
-
-/** Stores already warned that they may evict a quota's state (`RATEWINDOW_QUOTA_EVICTION`), once each. */
-const warnedEviction = new WeakSet<Store>()
-
-/**
- * A quota rule needs a store that decides with its calendar periods (`Store.quotas`: MemoryStore, RedisStore,
- * SyncedStore); a MemoryStore left at its default `maxKeys`, past which it drops keys, warns once that a quota's count
- * would restart (a store given its `maxKeys` was sized on purpose).
- */
-function checkQuotas(rules: readonly Rule[], store: Store, fallback: Store | undefined): void {
-  if (!rules.some((rule) => rule.periods !== undefined)) return
-  for (const [option, target] of [
-    ['store', store],
-    ['fallback', fallback],
-  ] as const) {
-    if (target === undefined) continue
-    if (target.quotas !== true) {
-      throw new RateLimitError(
-        'ERR_RATEWINDOW_INVALID_OPTION',
-        `A \`quota\` rule needs a store that decides with its calendar periods (MemoryStore, RedisStore, SyncedStore); the \`${option}\` (${target.constructor?.name ?? typeof target}) does not.`,
-        { option: 'rules' },
-      )
-    }
-    if (target instanceof MemoryStore && !target.maxKeysGiven && !warnedEviction.has(target)) {
-      warnedEviction.add(target)
-      emitWarning(
-        `A \`quota\` rule counts on a MemoryStore that forgets its least recently used keys past its default \`maxKeys\` (${target.maxKeys}): a customer's count for the period restarts from zero when its key is dropped. Give the store a \`maxKeys\` above the customers it serves, or keep quotas in a Redis under the \`noeviction\` policy (docs/plans-and-quotas.md).`,
-        'RATEWINDOW_QUOTA_EVICTION',
-      )
-    }
-  }
 }
