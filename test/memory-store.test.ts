@@ -11,6 +11,7 @@ describeStoreConformance(
     reserves: true,
     overrides: true,
     quotas: true,
+    plans: true,
   },
 )
 
@@ -53,5 +54,6 @@ describeStoreConformance(
     reserves: true,
     overrides: true,
     quotas: true,
+    plans: true,
   },
 )

@@ -111,6 +111,7 @@ export function describeRedisStore(family: ClientFamily, options: RedisStoreSuit
         reserves: true,
         overrides: true,
         quotas: true,
+        plans: true,
       },
     )
     describeRedisOnly(family, name, topology)

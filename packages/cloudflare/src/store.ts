@@ -81,6 +81,7 @@ export class DurableObjectStore implements Store, ConcurrencyStore {
   readonly overrides = true
   /** Quota rules travel with their calendar (`EncodedRule`): the object decides their periods on its clock. */
   readonly quotas = true
+  readonly plans = true
   /** A turn's calls go to each object 100 at a time: each one's wait is bounded from its request's sending. */
   readonly boundsWait = true
   readonly #namespace: () => DurableObjectNamespaceLike

@@ -33,6 +33,8 @@ describeStoreConformance(
     overrides: true,
     // Quotas: the rule's calendar travels with the call; the object computes the periods with workerd's Intl.
     quotas: true,
+    // Plans: the plan's JSON travels with the call and is kept with the key's state in the object.
+    plans: true,
     // Each call is a round trip to workerd (~2 ms through miniflare's proxy): fewer random traces per property.
     numRuns: 25,
     // Each turn's calls go in one request, decided in order; requests of different turns in flight at once may be

@@ -58,6 +58,8 @@ export interface DecisionEvent {
    * force, `'block'` when a manual block refused it.
    */
   override?: 'limits' | 'block'
+  /** With `plans`: the plan that decided (`result.plan`), a name among the limiter's plans. */
+  plan?: string
   /**
    * Set on an admitted decision when the key has used a rule's `warnAt` share of its limit, else the limiter's `nearLimit` share (80 % by
    * default), once per key and rule window in this process (N processes may each send one): time to warn the
@@ -94,6 +96,7 @@ export function decisionEvent(
 ): DecisionEvent {
   const event: DecisionEvent = { limiter, rule, outcome, source: result.source, result }
   if (route !== undefined) event.route = route
+  if (result.plan !== undefined) event.plan = result.plan
   if (result.manualBlock !== undefined) event.override = 'block'
   else if (result.overridden === true) event.override = 'limits'
   return event

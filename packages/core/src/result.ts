@@ -93,6 +93,11 @@ export interface RateLimitResult {
    */
   overridden?: true
   /**
+   * With `plans`: the plan that decided (the request's; for a peek without one, the plan the store recorded for the
+   * key). `limit`, `rule` and `rules` are the plan's, under any override.
+   */
+  plan?: string
+  /**
    * Present when an operator blocked the key (`block`): the request was refused until `until` (store clock), with
    * `blocked` the rest of the block. `reason` is for the application and observers, never for the client.
    */
@@ -179,6 +184,7 @@ export class LimitResult implements RateLimitResult {
   declare delay?: number
   declare shadow?: true
   declare overridden?: true
+  declare plan?: string
   declare manualBlock?: ManualBlock
   readonly #settler: Settler
   /** Who rewrites unsent headers after a settle, on what response, with which in-flight slot (`follow`). */
@@ -343,7 +349,10 @@ export function toResult(
     figures,
     source,
   )
-  if (decision.rules !== undefined) result.overridden = true
+  // Under a plan, the rules in force are the plan's: overridden only when an operator's override set them.
+  if (decision.rules !== undefined && (decision.plan === undefined || decision.override !== undefined))
+    result.overridden = true
+  if (decision.plan !== undefined) result.plan = decision.plan
   if (decision.manualBlock !== undefined) result.manualBlock = decision.manualBlock
   addWaits(result, decision.now, decision.wait, decision.blocked)
   return result

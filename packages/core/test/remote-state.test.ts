@@ -21,6 +21,7 @@ import {
   keyStateId,
   type LeaseState,
   releaseLease,
+  remoteDecision,
 } from '@ratewindow/core/remote'
 import { describeStoreConformance } from '@ratewindow/testing'
 import { describe, expect, it } from 'vitest'
@@ -29,6 +30,7 @@ import { describe, expect, it } from 'vitest'
 class PlainDataStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly quotas = true
+  readonly plans = true
   readonly #data = new Map<string, unknown>()
   constructor(readonly clock: () => number) {}
 
@@ -45,11 +47,12 @@ class PlainDataStore implements Store, ConcurrencyStore {
     return result
   }
 
+  // The calling side makes the rules in force again (a plan's limits travel as data).
   consume(request: StoreRequest): Decision {
-    return this.#run('consume', request).decision!
+    return remoteDecision(request, this.#run('consume', request).decision!)
   }
   peek(request: StoreRequest): Decision {
-    return this.#run('peek', request).decision!
+    return remoteDecision(request, this.#run('peek', request).decision!)
   }
   refund(request: RefundRequest): void {
     this.#run('refund', request)
@@ -81,6 +84,7 @@ describeStoreConformance(
     name: 'plain-data state (remote-store kit)',
     createStore: (clock) => new PlainDataStore(clock.read),
     quotas: true,
+    plans: true,
   },
 )
 

@@ -9,6 +9,7 @@ import { describeGcra } from './conformance/gcra.js'
 import { describeGivenBackSlots } from './conformance/given-back-slots.js'
 import { describeOverrides } from './conformance/overrides.js'
 import { describePenalties } from './conformance/penalties.js'
+import { describePlans } from './conformance/plans.js'
 import { describeProperties } from './conformance/properties.js'
 import { describeQuotas } from './conformance/quotas.js'
 import { describeRefundTiming } from './conformance/refund-timing.js'
@@ -26,7 +27,7 @@ export type { Expect, StoreUnderTest, TestFunctions } from './conformance/types.
  * worked examples of every algorithm, penalties, reserve-then-settle, debt (a settle above the estimate charged in
  * full and owed), boundaries, a clock that steps back,
  * refunds, reserved slots given back (never two calls on one slot), overrides and manual blocks (for a store with
- * `overrides: true`), quotas on the calendar (for a store with `quotas: true`), and properties over random traces checked against a naive reference model. A store that passes it
+ * `overrides: true`), quotas on the calendar (for a store with `quotas: true`), plans (for a store with `plans: true`), and properties over random traces checked against a naive reference model. A store that passes it
  * decides exactly as ratewindow's own stores do.
  * @example
  * import { describe, expect, it } from 'vitest'
@@ -47,6 +48,7 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
   describeGivenBackSlots(suite)
   describeOverrides(suite)
   describeQuotas(suite)
+  describePlans(suite)
   describeProperties(suite)
 }
 
@@ -60,6 +62,18 @@ export function describeStoreConformance(test: TestFunctions, subject: StoreUnde
  */
 export function describeQuotaConformance(test: TestFunctions, subject: StoreUnderTest): void {
   describeQuotas(suiteContext(test, { ...subject, quotas: true }))
+}
+
+/**
+ * Registers the plans section alone (a plan change keeping the period's usage, the plan recorded with the key's
+ * state and read by peeks, `inspect`, `usage` and `top`, overrides over a plan's limits, settles, unknown plans) for a
+ * store that is not meant to pass the rest, such as SyncedStore (which decides planned keys through its exact
+ * RedisStore). `plans: true` is implied.
+ * @example
+ * describePlanConformance({ describe, it, expect }, { name: 'MyStore', createStore: (clock) => new MyStore({ clock: clock.read }) })
+ */
+export function describePlanConformance(test: TestFunctions, subject: StoreUnderTest): void {
+  describePlans(suiteContext(test, { ...subject, plans: true }))
 }
 
 /**

@@ -6,6 +6,7 @@ export { TestClock } from './clock.js'
 export {
   describeDebtConformance,
   describeOverridesConformance,
+  describePlanConformance,
   describeQuotaConformance,
   describeStoreConformance,
   type Expect,

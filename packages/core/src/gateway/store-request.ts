@@ -1,4 +1,5 @@
 import type { Penalty } from '../algorithms/penalty.js'
+import type { PlanSet } from '../algorithms/plans.js'
 import { LOG_MAX_COST } from '../algorithms/sliding-window-log.js'
 import type { Rule } from '../algorithms/types.js'
 import type { StoreRequest, StoreTarget } from '../stores/types.js'
@@ -14,6 +15,8 @@ export interface RequestBase {
   readonly rules: readonly Rule[]
   readonly maxCost: number
   readonly penalty: Penalty | undefined
+  /** The limiter's plans, when it has them: its requests read the key's recorded plan unless given one. */
+  readonly planSet?: PlanSet | undefined
 }
 
 /**
@@ -34,6 +37,7 @@ export function storeRequest(
   const request: StoreRequest =
     penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
   if (overrides !== undefined) request.overrides = overrides
+  if (limiter.planSet !== undefined) request.plan = 'recorded'
   return request
 }
 

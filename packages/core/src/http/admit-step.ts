@@ -77,16 +77,17 @@ export class AdmitStep<Req> {
    * the store call fails.
    */
   #limit(
-    { limiter, cost }: LimiterChoice,
+    { limiter, cost, plan }: LimiterChoice,
     key: string,
     request: Req,
     waiting: boolean,
   ): Awaitable<RateLimitResult> {
-    const options = this.#wantsRoute
+    const options: LimitOptions = this.#wantsRoute
       ? { cost, route: routeOf(this.#binding, request) }
-      : cost === this.#limitOptions.cost
+      : cost === this.#limitOptions.cost && plan === undefined
         ? this.#limitOptions
         : { cost }
+    if (plan !== undefined) options.plan = plan
     return waiting ? this.#reserve(limiter, key, options) : limiter.limitNow(key, options)
   }
 

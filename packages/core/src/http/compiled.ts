@@ -43,6 +43,7 @@ export function compiledPath<Req>(
     config.denyList === undefined &&
     config.delay === undefined &&
     config.concurrency === undefined &&
+    config.plan === undefined &&
     !wantsRoute
   return common && !general ? new CompiledPath(limiter, config.cost as number, gate, writer) : undefined
 }

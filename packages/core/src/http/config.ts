@@ -45,6 +45,8 @@ export interface HttpConfig<Req> {
   /** Makes the rule for a limit (undefined with `rules`). */
   makeRule: ((limit: number) => Rule) | undefined
   limit: number | ((request: Req) => Awaitable<number>)
+  /** With `plans`: the request's plan (undefined: the first plan, or `defaultPlan`). */
+  plan: ((request: Req) => Awaitable<string>) | undefined
   key: ((request: Req) => Awaitable<string>) | undefined
   ipv6Subnet: number | false
   skip: ((request: Req) => Awaitable<boolean>) | undefined
@@ -113,6 +115,7 @@ export function resolveHttpOptions<Req, Res = unknown>(
     resolveRules,
     makeRule,
     limit: options.limit ?? HTTP_DEFAULTS.limit,
+    plan: options.plan,
     key: options.key,
     ipv6Subnet: parseIpv6Subnet(options.ipv6Subnet),
     skip: typeof options.skip === 'function' ? options.skip : undefined,

@@ -17,6 +17,8 @@ export function rateLimiterOptionsFrom<Req, Res = unknown>(
   where = 'rateLimiterOptionsFrom()',
 ): RateLimiterOptions {
   const config = resolveHttpOptions(options, [], where)
+  // Plans give the rules (the request's plan is the middleware's `plan`, not the limiter's).
+  if (config.limiter.plans !== undefined) return { ...config.limiter }
   if (typeof config.limit !== 'number')
     throw invalid(
       'ERR_RATEWINDOW_INVALID_OPTION',

@@ -20,6 +20,8 @@ const MAX_DYNAMIC_LIMITS = 1_000
 export interface LimiterChoice {
   limiter: RateLimiter
   cost: number | undefined
+  /** With `plans`: the request's plan (`plan`); undefined for the limiter's default. */
+  plan?: string | undefined
 }
 
 /** Every limiter of one middleware, made on demand for function limits and rule sets, and bounded. */
@@ -43,6 +45,10 @@ export class LimiterSet<Req> {
     if (config.resolveRules !== undefined) {
       this.fixed = undefined
       this.#first = undefined
+    } else if (config.limiter.plans !== undefined) {
+      // One limiter for every plan: the plan goes with each request.
+      this.fixed = new RateLimiter(config.limiter, identity)
+      this.#first = this.fixed
     } else if (config.rules !== undefined) {
       this.fixed = new RateLimiter({ ...config.limiter, rules: config.rules }, identity)
       this.#first = this.fixed
@@ -54,7 +60,9 @@ export class LimiterSet<Req> {
     }
     const { cost } = config
     this.#fixedChoice =
-      this.fixed !== undefined && typeof cost !== 'function' ? { limiter: this.fixed, cost } : undefined
+      this.fixed !== undefined && typeof cost !== 'function' && config.plan === undefined
+        ? { limiter: this.fixed, cost }
+        : undefined
   }
 
   /**
@@ -113,6 +121,7 @@ export class LimiterSet<Req> {
         if (resolved.cost !== undefined) cost = resolved.cost
       } else limiter = this.forLimit(await (config.limit as (request: Req) => Awaitable<number>)(request))
     }
+    if (config.plan !== undefined) return { limiter, cost, plan: await config.plan(request) }
     return { limiter, cost }
   }
 

@@ -6,7 +6,7 @@ import { wholeNumber } from '../support/validators.js'
 import { HEADER_FORMATS, HEADER_FORMATS_ALLOWED } from './headers.js'
 import type { HttpRateLimitOptions } from './options.js'
 
-const FUNCTION_OPTIONS = ['key', 'requestWasSuccessful', 'onError'] as const
+const FUNCTION_OPTIONS = ['key', 'requestWasSuccessful', 'onError', 'plan'] as const
 const BOOLEAN_OPTIONS = [
   'legacyHeaders',
   'warnHeader',
@@ -54,6 +54,15 @@ export function checkShapes<Req, Res>(options: HttpRateLimitOptions<Req, Res>): 
       { option: 'rules' },
     )
   }
+  if (options.plans !== undefined && (options.rules !== undefined || explicit.length > 0)) {
+    throw new RateLimitError(
+      'ERR_RATEWINDOW_INVALID_OPTION',
+      `\`plans\` replaces \`rules\`, \`limit\`, \`window\` and \`algorithm\` (each plan gives its rules): pass \`plans\` alone (received \`plans\` and \`${[...(options.rules === undefined ? [] : ['rules']), ...explicit].join('`, `')}\`).`,
+      { option: 'plans' },
+    )
+  }
+  if (options.plan !== undefined && options.plans === undefined)
+    throw invalid('ERR_RATEWINDOW_INVALID_OPTION', 'plan', options.plan, 'a function given with `plans`')
   const { algorithm } = options
   if (algorithm !== undefined && (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, algorithm))) {
     const names = Object.keys(ALGORITHMS).map((name) => `'${name}'`)

@@ -43,7 +43,15 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
     | 'reservationHorizon'
     | 'overrides'
     | 'maxDebt'
+    | 'plans'
+    | 'defaultPlan'
   > {
+  /**
+   * With `plans`: the request's plan, one of their names (e.g. from the authenticated account, never from what the
+   * client sends). A name not among `plans` takes `defaultPlan`, or is refused with `ERR_RATEWINDOW_UNKNOWN_PLAN`
+   * (an error for the framework's error handling, as a throwing `key` is). @default the first plan
+   */
+  plan?: (request: Req) => Awaitable<string>
   /** Requests per `window`, or a function of the request (e.g. by plan). Not with `rules`. @default 100 */
   limit?: number | ((request: Req) => Awaitable<number>)
   /** The window: ms or `'30s'`, `'1m'`, `'15 minutes'`, `'1h'`… Not with `rules`. @default '1m' */
@@ -191,6 +199,7 @@ export const HTTP_NAMES = namesOf<HttpRateLimitOptions<unknown>>({
   window: true,
   algorithm: true,
   rules: true,
+  plan: true,
   key: true,
   ipv6Subnet: true,
   allowList: true,

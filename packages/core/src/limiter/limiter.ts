@@ -1,4 +1,5 @@
 import type { Penalty } from '../algorithms/penalty.js'
+import { type PlanSet, planNamed } from '../algorithms/plans.js'
 import type { Rule } from '../algorithms/types.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
@@ -6,6 +7,7 @@ import type { Usage } from '../operator/inspection.js'
 import { LimiterOperator } from '../operator/operator.js'
 import type { RateLimitResult, SettleResult } from '../result.js'
 import type { Awaitable, Store, StoreRequest } from '../stores/types.js'
+import { RateLimitError } from '../support/errors.js'
 import { guardedObserver } from '../support/report.js'
 import { keyArgument, wellFormedKey, wholeNumber } from '../support/validators.js'
 import type { WaitSignal } from '../time/wait-queue.js'
@@ -24,6 +26,12 @@ export interface LimitOptions {
   cost?: number
   /** The route, for observer events only (adapters pass the framework's route pattern). */
   route?: string
+  /**
+   * With `plans`: the request's plan, one of their names (the limiter's `defaultPlan` answers for any other;
+   * without one, an unknown plan rejects with `ERR_RATEWINDOW_UNKNOWN_PLAN`). For `peek`, absent reads the plan the
+   * store recorded for the key.
+   */
+  plan?: string
 }
 
 /**
@@ -53,6 +61,8 @@ export class RateLimiter {
   readonly #onDecision: ((event: DecisionEvent) => void) | undefined
   /** @internal The parsed `penalty`, if any. */
   readonly penalty: Penalty | undefined
+  /** @internal The parsed `plans`, if any (docs/plans-and-quotas.md). */
+  readonly planSet: PlanSet | undefined
   /** The store's answer, or the fallback's, or the failure policy's (store-answers.ts). */
   readonly #answers: StoreAnswers
   readonly #blocked: BlockedCache | undefined
@@ -87,6 +97,7 @@ export class RateLimiter {
       config.rules,
     )
     this.penalty = config.penalty
+    this.planSet = config.plans
     this.#answers = storeAnswers(config, this)
     const { store, fallback } = this.#answers
     this.#blocked = config.blockedCache === false ? undefined : new BlockedCache(config.blockedCache)
@@ -118,6 +129,11 @@ export class RateLimiter {
       request: (key, cost) => this.#request(key, cost),
       maxDebt: config.maxDebt,
     })
+  }
+
+  /** The names of its plans (option `plans`), the first one's rules being `rules`; undefined without plans. */
+  get plans(): readonly string[] | undefined {
+    return this.planSet?.names
   }
 
   /** @deprecated `limiter.operator`: the same handle, under the name of what it does; this name stays until 1.0. */
@@ -208,11 +224,17 @@ export class RateLimiter {
     onStoreError?: 'allow' | 'deny', // a wait()'s, when not the limiter's
   ): Awaitable<RateLimitResult> {
     if (this.#claim.superseded) warnSuperseded(this.#claim, this.name, this.namespace, this.#sharing)
-    const local = reserve === undefined ? this.#local?.limit(key, options?.cost ?? 1) : undefined
+    // A plan named to a limiter without plans goes to `#request`, which refuses it.
+    const local =
+      reserve === undefined && options?.plan === undefined
+        ? this.#local?.limit(key, options?.cost ?? 1)
+        : undefined
     if (local !== undefined) return this.#reported(this.#modes.letThrough(local, true), options?.route)
-    const request = this.#request(key, options?.cost)
+    const request = this.#request(key, options?.cost, options?.plan, true)
     const route = options?.route
-    const cached = this.#blocked?.get(request.key, request.cost)
+    let cached = this.#blocked?.get(request.key, request.cost)
+    // A denial cached under another plan (the key's plan changed since) is asked again.
+    if (cached !== undefined && cached.plan !== planName(request)) cached = undefined
     // A reservation asks the store unless the cached denial lasts longer than it may wait (a slot is never
     // earlier than the denial's retryAfter), or the key is blocked by a penalty.
     if (
@@ -268,7 +290,7 @@ export class RateLimiter {
 
   /** The result `limit` would give now, without consuming anything. */
   async peek(key: string, options?: LimitOptions): Promise<RateLimitResult> {
-    const request = this.#request(key, options?.cost)
+    const request = this.#request(key, options?.cost, options?.plan)
     const modes = this.#modes
     if (!modes.mixed) return modes.letThrough(await this.#answers.decide(request, 'peek'), false)
     const enforced = await this.#answers.decide({ ...request, rules: modes.enforcing }, 'peek')
@@ -337,7 +359,27 @@ export class RateLimiter {
     this.#blocked?.delete(key)
   }
 
-  #request(key: string, cost: number | undefined = 1): StoreRequest {
-    return storeRequest(this, this.operator.scope, key, cost)
+  /**
+   * The store request of `key` for `cost`: with plans, for `plan` (`decides`: a decision's, which needs one, the
+   * default plan answering for an unknown one), else for the key's recorded plan.
+   */
+  #request(key: string, cost: number | undefined = 1, plan?: string, decides = false): StoreRequest {
+    const request = storeRequest(this, this.operator.scope, key, cost)
+    if (this.planSet !== undefined) {
+      if (plan !== undefined || decides) request.plan = planNamed(this.planSet, plan)
+    } else if (plan !== undefined) {
+      throw new RateLimitError(
+        'ERR_RATEWINDOW_UNKNOWN_PLAN',
+        `\`plan\` ${JSON.stringify(plan)} was given to a limiter without \`plans\`: give the limiter its \`plans\` (docs/plans-and-quotas.md).`,
+        { option: 'plan' },
+      )
+    }
+    return request
   }
+}
+
+/** The name of the plan a request was made for; undefined without one. */
+function planName(request: StoreRequest): string | undefined {
+  const { plan } = request
+  return plan === undefined || plan === 'recorded' ? undefined : plan.name
 }

@@ -1,4 +1,5 @@
 import { type Penalty, type PenaltyOptions, parsePenalty } from '../algorithms/penalty.js'
+import { type PlanSet, resolvePlans } from '../algorithms/plans.js'
 import { isRule } from '../algorithms/rule.js'
 import type { Rule } from '../algorithms/types.js'
 import type { CircuitBreakerOptions } from '../gateway/circuit-breaker.js'
@@ -57,7 +58,22 @@ export function parseRules(rules: unknown): readonly Rule[] {
 
 export interface RateLimiterOptions {
   /** One rule or several; a request must pass all of them, and one denied by any consumes from none. */
-  rules: Rule | readonly Rule[]
+  /** The rules checked together, all or nothing. Required unless `plans` gives them. */
+  rules?: Rule | readonly Rule[]
+  /**
+   * Named rule sets of one shape, e.g. `{ free: [...], pro: [...] }` (docs/plans-and-quotas.md): the first plan's
+   * rules are the coded rules, and each other plan differs in its limits only (position by position the same
+   * algorithm and window). A request names its plan (`limiter.limit(key, { plan })`, the middleware's `plan`); the
+   * store records the plan in force beside the key's state in the call that decides, so a plan change keeps the
+   * period's usage and the operator tools show each key's plan and limits. Plans read the key's override record as
+   * `overrides: true` does. Instead of `rules`. @default none
+   */
+  plans?: Record<string, Rule | readonly Rule[]>
+  /**
+   * The plan of a request whose plan is not one of `plans` (or not given); without it such a request is refused
+   * with `ERR_RATEWINDOW_UNKNOWN_PLAN`. @default none
+   */
+  defaultPlan?: string
   /** Where state lives. @default new MemoryStore() */
   store?: Store
   /**
@@ -177,6 +193,8 @@ export const LIMITER_OPTION_FLAGS = {
   reservationHorizon: true,
   overrides: true,
   maxDebt: true,
+  plans: true,
+  defaultPlan: true,
 } as const satisfies Record<Exclude<keyof RateLimiterOptions, 'rules'>, true>
 const RATE_LIMITER_NAMES = namesOf<RateLimiterOptions>({ rules: true, ...LIMITER_OPTION_FLAGS })
 const OBSERVER_NAMES = namesOf<RateLimitObserver>({
@@ -226,8 +244,13 @@ export interface LimiterConfig {
   penalty: Penalty | undefined
   /** `reservationHorizon` in ms. */
   reservationHorizonMs: number
-  /** With `overrides: true`: the scope of the limiter's override records in its store (`overrideScopeOf`). */
+  /**
+   * With `overrides: true` (or `plans`): the scope of the limiter's override records in its store
+   * (`overrideScopeOf`).
+   */
   overrides: string | undefined
+  /** The parsed `plans`, if any. */
+  plans: PlanSet | undefined
   /** `maxDebt`; undefined: each rule's limit. */
   maxDebt: number | undefined
 }
@@ -255,7 +278,8 @@ export function parseReservationHorizon(
 export function resolveLimiterOptions(options: RateLimiterOptions, identity: Identity = {}): LimiterConfig {
   requireObject(options, 'options', '{ rules: slidingWindowCounter(...) }')
   rejectUnknownOptions(options, RATE_LIMITER_NAMES, 'RateLimiter')
-  const rules = parseRules(options.rules)
+  const plans = resolvePlans(options, parseRules)
+  const rules = plans?.rules ?? parseRules(options.rules)
   const {
     store = defaultMemoryStore(),
     prefix = LIMITER_DEFAULTS.prefix,
@@ -324,12 +348,13 @@ export function resolveLimiterOptions(options: RateLimiterOptions, identity: Ide
   }
   const namespace = namespaceOf(prefix, rules, group, identity)
   const penalty = parsePenalty(options.penalty)
-  checkStores(store, fallback, penalty, rules)
-  const overrides = parseOverrides(options.overrides, store)
+  checkStores(store, fallback, penalty, rules, plans !== undefined)
+  const overrides = parseOverrides(options.overrides, store) || plans !== undefined
   const { maxDebt } = options
   if (maxDebt !== undefined) wholeNumber(maxDebt, 'maxDebt', { min: 0 })
   return {
     maxDebt,
+    plans,
     overrides: overrides ? overrideScopeOf(prefix, group, name, identity) : undefined,
     name: name ?? namespace,
     shadow,

@@ -44,7 +44,17 @@ export function checkStores(
   fallback: Store | undefined,
   penalty: Penalty | undefined,
   rules: readonly Rule[],
+  planned = false,
 ): void {
+  if (planned) {
+    requireOfStores(
+      store,
+      fallback,
+      (target) => target.plans === true,
+      "`plans` needs a store that records the plan in force beside the key's state (MemoryStore, RedisStore, SyncedStore)",
+      'plans',
+    )
+  }
   if (penalty !== undefined) {
     requireOfStores(
       store,

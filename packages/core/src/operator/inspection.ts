@@ -11,7 +11,7 @@ export interface InspectedRule {
   algorithm: AlgorithmName
   /** The limit in force for this key (the burst for GCRA and the token bucket, as `result.limit`). */
   limit: number
-  /** Whether an override set that limit. */
+  /** Whether an operator's override set that limit (a plan's limit is not an override). */
   overridden: boolean
   /**
    * Units the rule counts now, as its store keeps them: more than `limit` when the key owes units (a limit lowered
@@ -39,6 +39,8 @@ export interface Inspection {
   at: number
   /** Each rule, in rule order. */
   rules: InspectedRule[]
+  /** With `plans`: the key's plan as the store recorded it (absent: none recorded yet, the first plan's rules). */
+  plan?: string
   /** The key's override, when one is in force. */
   override?: LimitOverride
   /** The manual block, when the key is blocked by an operator. */
@@ -57,7 +59,7 @@ export function inspectionOf(key: string, request: StoreRequest, decision: Decis
       name: each.rule.name,
       algorithm: each.rule.algorithm,
       limit: each.rule.limit,
-      overridden: each.rule !== request.rules[i],
+      overridden: overrides(decision.override, request.rules[i]!.name),
       used: decision.outcomes[i]?.used ?? Math.max(0, each.rule.limit - each.remaining),
       remaining: decision.manualBlock === undefined ? each.remaining : 0,
       nextFree: each.remaining > 0 ? 0 : result.allowed ? (each.next ?? 0) : each.retryAfter,
@@ -65,10 +67,17 @@ export function inspectionOf(key: string, request: StoreRequest, decision: Decis
       ...(each.rule.periods !== undefined && { periodEnd: each.rule.periods.at(decision.now).end }),
     })),
   }
+  if (decision.plan !== undefined) inspection.plan = decision.plan
   if (decision.override !== undefined) inspection.override = decision.override
   if (decision.manualBlock !== undefined) inspection.block = decision.manualBlock
   else if (decision.blocked !== undefined) inspection.penaltyBlock = decision.blocked
   return inspection
+}
+
+/** Whether `override` sets the limit of the rule named `name` (its own entry, or a limit for every rule). */
+function overrides(override: LimitOverride | undefined, name: string): boolean {
+  if (override === undefined) return false
+  return override.limit !== undefined || (override.rules !== undefined && Object.hasOwn(override.rules, name))
 }
 
 /** What `limiter.usage(key)` answers: where a key stands against each rule, for a billing page. */
@@ -76,6 +85,8 @@ export interface Usage {
   key: string
   /** The store's time of the reading, epoch ms. */
   at: number
+  /** With `plans`: the key's plan as the store recorded it. */
+  plan?: string
   /** Each rule, in rule order. */
   rules: RuleUsage[]
 }
@@ -101,6 +112,7 @@ export function usageOf(inspection: Inspection): Usage {
   return {
     key: inspection.key,
     at: inspection.at,
+    ...(inspection.plan !== undefined && { plan: inspection.plan }),
     rules: inspection.rules.map(({ name, limit, used, remaining, reset, periodEnd }) => ({
       name,
       limit,

@@ -73,6 +73,8 @@ interface OperatorTarget {
   readonly rules: readonly Rule[]
   /** The override scope (`overrides: true`), else undefined. */
   readonly scope: string | undefined
+  /** Whether the limiter has plans: its keys are read with the plan the store recorded. */
+  readonly planned: boolean
   readonly gateway: StoreGateway
   /** A store request for `key` and `cost`, validated as `limit` does (with the override scope when on). */
   request(key: string, cost: number, capped?: boolean): StoreRequest
@@ -122,6 +124,7 @@ export class LimiterOperator {
       namespace: limiter.namespace,
       rules: limiter.rules,
       scope,
+      planned: limiter.planSet !== undefined,
       gateway,
       request: (key, cost, capped) => storeRequest(limiter, scope, key, cost, capped),
       ...hooks,
@@ -290,6 +293,7 @@ export class LimiterOperator {
     storeFor(target, 'peekStored', 'overrides.top')
     const self: StoredLimiter = { name: target.name, rules: target.rules }
     if (target.scope !== undefined) self.overrides = target.scope
+    if (target.planned) self.planned = true
     const operate = <T>(run: () => Awaitable<T>) => target.gateway.operate('overrides.top', run)
     const scanned = {
       scanStored: (page: { cursor?: string | undefined; count: number }) =>

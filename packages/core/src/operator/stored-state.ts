@@ -83,12 +83,15 @@ export interface StoredTarget {
   overrides?: string
   /** What the inspection names the key: its raw key where known (an override record holds it), else the hash. */
   key?: string
+  /** The limiter has plans: the key is read with the plan the store recorded for it. */
+  planned?: boolean
 }
 
 /** Where a key known by its hash stands: a peek, as `inspect` reads it, changing nothing (one store call). */
 export async function inspectStored(store: StoredStateReader, target: StoredTarget): Promise<Inspection> {
   const request: StoreRequest = { prefix: target.namespace, key: target.hash, rules: target.rules, cost: 1 }
   if (target.overrides !== undefined) request.overrides = target.overrides
+  if (target.planned === true) request.plan = 'recorded'
   const decision = await store.peekStored(request, target.hash)
   return inspectionOf(target.key ?? target.hash, request, decision)
 }

@@ -23,6 +23,8 @@ export interface TopKey {
   remaining: number
   /** Ms until the rule's whole quota is back. */
   reset: number
+  /** With plans: the key's plan as the store recorded it (`limit` is that plan's, under any override). */
+  plan?: string
   /** Whether the key has a manual block (ranked first). */
   blocked: boolean
   inspection: Inspection
@@ -103,6 +105,7 @@ export function rowOf(limiter: string, namespace: string, hash: string, inspecti
     remaining: nearest.remaining,
     reset: nearest.reset,
     blocked: inspection.block !== undefined,
+    ...(inspection.plan !== undefined && { plan: inspection.plan }),
     inspection,
   }
 }

@@ -60,6 +60,8 @@ export interface StoredLimiter {
   rules: readonly Rule[]
   /** Its override scope (`overrides: true`): the keys are read with their override and block. */
   overrides?: string
+  /** Whether it has plans: the keys are read with the plan the store recorded for each. */
+  planned?: boolean
 }
 
 /** `topStored`'s options. */
@@ -162,6 +164,7 @@ async function readStep(
     const { namespace, hash, raw } = key
     const target: Target = { namespace, hash, rules: limiter.rules, limiter, raw }
     if (limiter.overrides !== undefined) target.overrides = limiter.overrides
+    if (limiter.planned === true) target.planned = true
     targets.set(`${namespace}{${hash}}`, target)
   }
   const all = [...targets.values()]

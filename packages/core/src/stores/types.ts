@@ -1,5 +1,6 @@
 import type { LimitOverride, ManualBlock, OverrideChange, OverrideRecord } from '../algorithms/override.js'
 import type { Penalty } from '../algorithms/penalty.js'
+import type { PlanTerms } from '../algorithms/plans.js'
 import type { OutcomeRecord, Rule, RuleOutcome } from '../algorithms/types.js'
 
 export type Awaitable<T> = T | Promise<T>
@@ -23,6 +24,14 @@ export interface StoreTarget {
    * with the limits in force and any manual block. Absent: no record is read.
    */
   overrides?: string
+  /**
+   * With `overrides`, for a store with `plans: true`: the key's plan (`RateLimiter` option `plans`). The store
+   * decides with its limits under the key's override (`limitsInForce`) and, on a call that writes (consume, charge,
+   * reserve), records it beside the key's state when the recorded one differs (or is half way to its end).
+   * `'recorded'`: the plan the store recorded for the key (an operator's read: `peek`, `peekStored`). Absent: no
+   * plan (the coded rules).
+   */
+  plan?: PlanTerms | 'recorded'
 }
 
 export interface StoreRequest extends StoreTarget {
@@ -76,6 +85,13 @@ export interface Decision {
   override?: LimitOverride
   /** With `StoreTarget.overrides`: the manual block in force, when the key is blocked (the request was refused). */
   manualBlock?: ManualBlock
+  /** With `StoreTarget.plan`: the name of the plan the decision applied (the recorded one, for `'recorded'`). */
+  plan?: string
+  /**
+   * @internal A remote store's (remote.ts): the limits of the plan it applied, for the calling side to make the rules
+   * in force again.
+   */
+  planLimits?: LimitOverride
 }
 
 /** What `Store.charge` answers. */
@@ -107,6 +123,7 @@ export type StoredPart =
   | { kind: 'penalty' }
   | { kind: 'override' }
   | { kind: 'lease' }
+  | { kind: 'plan' }
 
 /** A key a store keeps, read back (`decodeStoredKey`, `Store.scanStored`). */
 export interface StoredKey {
@@ -177,6 +194,11 @@ export interface Store {
    * bounds computed for them in the deciding process). The limiter refuses a quota rule with a store that does not.
    */
   readonly quotas?: boolean
+  /**
+   * Whether the store decides with a key's plan (`StoreTarget.plan`) and records it beside the key's state in the
+   * same call. The limiter refuses `plans` with a store that does not.
+   */
+  readonly plans?: boolean
   /**
    * Whether the store reserves slots (`StoreRequest.reserve`) atomically in its `consume`. The limiter refuses
    * `delay` and `wait()` with a store that does not.

@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'ERR_RATEWINDOW_UNKNOWN_LIMITER',
   'ERR_RATEWINDOW_NO_CONNECTION_INFO',
   'ERR_RATEWINDOW_OVERRIDES_OFF',
+  'ERR_RATEWINDOW_UNKNOWN_PLAN',
 ] as const
 
 /** Stable error codes. Match on `error.code`, never on the message text. */

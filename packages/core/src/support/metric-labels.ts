@@ -22,7 +22,7 @@ class CappedLabel {
 
 /**
  * Bounded label values for the metrics of limiters (`@ratewindow/otel`, `@ratewindow/prometheus`): limiter names,
- * and per limiter its rule names and its routes, each capped at `maxValues` distinct values; values beyond are
+ * and per limiter its rule names, its routes and its plans, each capped at `maxValues` distinct values; values beyond are
  * counted as `other` (`OTHER_LABEL_VALUE`), so that no traffic (a route per tenant, a rule set per user) can flood
  * a metrics backend. Client keys never belong in a label. Memory: at most `maxValues` limiters, each with
  * `maxValues` rules and routes.
@@ -33,7 +33,7 @@ class CappedLabel {
  */
 export class MetricLabels {
   readonly #limiters: CappedLabel
-  readonly #perLimiter = new Map<string, { rules: CappedLabel; routes: CappedLabel }>()
+  readonly #perLimiter = new Map<string, { rules: CappedLabel; routes: CappedLabel; plans: CappedLabel }>()
   readonly #max: number
 
   /**
@@ -61,10 +61,16 @@ export class MetricLabels {
     return this.#of(limiter).routes.value(route)
   }
 
-  #of(limiter: string): { rules: CappedLabel; routes: CappedLabel } {
+  /** The label of a plan's name (`plans`), for the limiter label `limiter` (from `limiter()`). */
+  plan(limiter: string, plan: string): string {
+    return this.#of(limiter).plans.value(plan)
+  }
+
+  #of(limiter: string): { rules: CappedLabel; routes: CappedLabel; plans: CappedLabel } {
     let labels = this.#perLimiter.get(limiter)
     if (labels === undefined) {
-      labels = { rules: new CappedLabel(this.#max), routes: new CappedLabel(this.#max) }
+      const max = this.#max
+      labels = { rules: new CappedLabel(max), routes: new CappedLabel(max), plans: new CappedLabel(max) }
       this.#perLimiter.set(limiter, labels)
     }
     return labels

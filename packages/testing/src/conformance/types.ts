@@ -29,6 +29,11 @@ export interface StoreUnderTest {
    */
   quotas?: boolean
   /**
+   * Whether the store must decide with plans (`plans: true`): then one that does not fails their tests. Otherwise they
+   * run only for a store that says it decides with them. @default false
+   */
+  plans?: boolean
+  /**
    * A store of another process on the state `createStore`'s stores share (a store of its own, on a client of its
    * own, to the same Redis), on `clock`: the overrides section then checks that processes see an override, a block
    * and its end set by a third. Leave it out for a store of one process (MemoryStore): that test then says so and

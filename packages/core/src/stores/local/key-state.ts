@@ -8,6 +8,7 @@
  */
 import { type ManualBlock, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
+import { limitsInForce, type PlanInForce } from '../../algorithms/plans.js'
 import type { Rule } from '../../algorithms/types.js'
 import type { Decision, DecisionRecord, LeaseDecision, LeaseRequest } from '../types.js'
 import { chargeLocally, decideInto, decideLocally } from './decide.js'
@@ -25,6 +26,23 @@ export interface KeyStateData {
    * where they differ from the coded rules' (`tuneKey` converts the states when they change).
    */
   tuned?: (readonly number[])[] | undefined
+  /** The key's plan, recorded by the last step that wrote with one (`StoreTarget.plan`). */
+  plan?: PlanInForce | undefined
+}
+
+/**
+ * @internal The plan a step decides with: the request's (recorded on `state` by a step that writes), or for
+ * `'recorded'` the one `state` holds; undefined without plans.
+ */
+export function planOf(
+  requested: PlanInForce | 'recorded' | undefined,
+  state: KeyStateData | undefined,
+  writes: boolean,
+): PlanInForce | undefined {
+  if (requested === undefined) return undefined
+  if (requested === 'recorded') return state?.plan
+  if (writes && state !== undefined) state.plan = requested
+  return requested
 }
 
 /** @internal `state` while it still holds anything at `now`; undefined once expired (it decides as a fresh one). */
@@ -38,16 +56,17 @@ export function freshStates(rules: readonly Rule[]): unknown[] {
 }
 
 /**
- * @internal The rules in force for `state` under the override `record` (undefined: none, the coded `rules`), its
- * states converted to them when they were last written under other limits (`AlgorithmLogic.adopt`).
+ * @internal The rules in force for `state` under the override `record` and the `plan` (undefined: none, the coded
+ * `rules`), its states converted to them when they were last written under other limits (`AlgorithmLogic.adopt`).
  */
 export function tuneKey(
   rules: readonly Rule[],
   state: KeyStateData,
   record: OverrideRecord | undefined,
   now: number,
+  plan?: PlanInForce,
 ): readonly Rule[] {
-  const inForce = rulesWith(rules, record?.limits)
+  const inForce = rulesWith(rules, limitsInForce(record?.limits, plan?.limits))
   const { tuned } = state
   if (tuned === undefined && inForce === rules) return rules
   for (let i = 0; i < inForce.length; i++) {
@@ -69,8 +88,10 @@ export function underOverride(
   rules: readonly Rule[],
   inForce: readonly Rule[],
   record: OverrideRecord | undefined,
+  plan?: PlanInForce,
 ): Decision {
   if (inForce !== rules) decision.rules = inForce
+  if (plan !== undefined) decision.plan = plan.name
   if (record?.limits !== undefined) decision.override = record.limits
   if (record?.block !== undefined) decision.manualBlock = record.block
   return decision
@@ -132,6 +153,7 @@ export function peekKey(
   cost: number,
   penalty: Penalty | undefined,
   record?: OverrideRecord,
+  plan?: PlanInForce,
 ): Decision {
   // A copy: advancing the real state to a peeked time would corrupt it if the clock later reads earlier.
   const copy: KeyStateData = {
@@ -139,14 +161,14 @@ export function peekKey(
     expiresAt: 0,
     tuned: live?.tuned,
   }
-  const inForce = tuneKey(rules, copy, record, now)
+  const inForce = tuneKey(rules, copy, record, now, plan)
   const block = record?.block
   const penaltyState = live?.penalty === undefined ? undefined : { ...live.penalty }
   const decision =
     block !== undefined
       ? blockedDecision(inForce, copy.states, now, cost, block)
       : decideLocally(inForce, copy.states, now, cost, false, penalty, penaltyState)
-  return underOverride(decision, rules, inForce, record)
+  return underOverride(decision, rules, inForce, record, plan)
 }
 
 /** @internal Gives back `cost` units admitted at `at` (ms) to every rule of `state`. */

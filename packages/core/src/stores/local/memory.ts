@@ -34,6 +34,7 @@ import {
   giveKey,
   liveAt,
   peekKey,
+  planOf,
   refundKey,
   tuneKey,
   underOverride,
@@ -54,6 +55,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
   readonly penalties = true
   readonly reservations = true
   readonly overrides = true
+  readonly plans = true
   readonly quotas = true
   /** The most client keys held: past it, the least recently used goes. */
   readonly maxKeys: number
@@ -112,10 +114,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const entries = this.#entries
     const entry = entries.take(entries.table(request), this.#key(request), request.rules, now)
     const record = this.#record(request, now)
+    const plan = planOf(request.plan, entry, true)
     const rules =
-      record === undefined && entry.tuned === undefined
+      record === undefined && entry.tuned === undefined && plan?.limits === undefined
         ? request.rules
-        : tuneKey(request.rules, entry, record, now)
+        : tuneKey(request.rules, entry, record, now, plan)
     const decision = consumeKey(
       rules,
       entry,
@@ -126,9 +129,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
       record?.block,
     )
     entries.keep(entry, rules, request.penalty, now)
-    return rules === request.rules && record === undefined
+    return rules === request.rules && record === undefined && plan === undefined
       ? decision
-      : underOverride(decision, request.rules, rules, record)
+      : underOverride(decision, request.rules, rules, record, plan)
   }
 
   /**
@@ -153,7 +156,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
   peek(request: StoreRequest): Decision {
     const now = this.#now()
     const entry = liveAt(this.#entries.table(request).get(this.#key(request)), now)
-    return peekKey(request.rules, entry, now, request.cost, request.penalty, this.#record(request, now))
+    const plan = planOf(request.plan, entry, false)
+    return peekKey(request.rules, entry, now, request.cost, request.penalty, this.#record(request, now), plan)
   }
 
   /** `Store.peekStored`: a peek at the client held as `id` (`StoredKey.hash`); a raw key's record is read too. */
@@ -161,7 +165,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
     if (!id.startsWith('#')) return this.peek({ ...request, key: id })
     const now = this.#now()
     const entry = liveAt(this.#entries.table(request).get(id), now)
-    return peekKey(request.rules, entry, now, request.cost, request.penalty)
+    const plan = planOf(request.plan, entry, false)
+    return peekKey(request.rules, entry, now, request.cost, request.penalty, undefined, plan)
   }
 
   /**
@@ -229,7 +234,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
       ? entries.take(table, this.#key(request), request.rules, now)
       : liveAt(table.get(this.#key(request)), now)
     if (entry === undefined) return
-    const rules = tuneKey(request.rules, entry, this.#record(request, now), now)
+    const plan = planOf(request.plan, entry, create)
+    const rules = tuneKey(request.rules, entry, this.#record(request, now), now, plan)
     step(rules, entry, now)
     entries.keep(entry, rules, request.penalty, now)
   }

@@ -7,6 +7,7 @@ import {
 } from '../../algorithms/index.js'
 import { type LimitOverride, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
+import { limitsInForce, type PlanInForce, readRecordedPlan } from '../../algorithms/plans.js'
 import { type QuotaCalendar, quotaCalendar, quotaRule } from '../../algorithms/quota.js'
 import { rateWindowOf } from '../../algorithms/rule.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
@@ -30,6 +31,7 @@ import {
   keepKey,
   liveAt,
   peekKey,
+  planOf,
   refundKey,
   tuneKey,
   underOverride,
@@ -74,6 +76,11 @@ export interface EncodedStoreRequest {
   overrides?: string
   /** A charge's `maxDebt` (`StoreRequest.maxDebt`), when the call sets one. */
   maxDebt?: number
+  /**
+   * With plans (`StoreTarget.plan`): the plan's JSON as the state records it (`PlanTerms.recorded`), or '' for the
+   * plan the state recorded (an operator's read).
+   */
+  plan?: string
 }
 
 /**
@@ -86,6 +93,8 @@ export interface KeyState {
   /** The penalty state, when the limiter has a penalty. */
   penalty?: unknown
   expiresAt: number
+  /** With plans: the plan the last call that wrote recorded (its name and limits). */
+  plan?: PlanInForce
 }
 
 /** What `applyToKeyState` gives back: the answer, and the state to keep (`undefined`: delete it). */
@@ -117,6 +126,8 @@ export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundR
     cost: (request as StoreRequest).cost ?? 0,
   }
   if (overrides !== undefined) encoded.overrides = overrides
+  const { plan } = request
+  if (plan !== undefined) encoded.plan = plan === 'recorded' ? '' : plan.recorded
   const { at } = request as RefundRequest
   if (at !== undefined) encoded.at = at
   const { maxDebt } = request as StoreRequest
@@ -205,40 +216,79 @@ export function applyToKeyState(
   // The stored penalty state is the one `consumeKey` wrote: opaque to the store, not to the steps.
   const live = liveAt(state as KeyStateData | undefined, now)
   if (record?.limits !== undefined) record = { ...record, limits: sameLimits(rules, record.limits) }
+  // With plans: the request's plan (recorded with the state by a call that writes), or the one the state recorded.
+  const requested =
+    request.plan === undefined
+      ? undefined
+      : request.plan === ''
+        ? 'recorded'
+        : planOfJson(rules, request.plan)
+  const planned = (target: KeyStateData | undefined, writes: boolean) =>
+    samePlan(rules, planOf(requested, target, writes))
   switch (operation) {
     case 'peek': {
       // The stored state stays as it was (a peeked time may lie ahead of a later call's).
-      const decision = peekKey(rules, live, now, request.cost, penalty, record)
-      return { decision: plain(decision), state, changed: false }
+      const plan = planned(live, false)
+      const decision = peekKey(rules, live, now, request.cost, penalty, record, plan)
+      return { decision: plain(decision, plan), state, changed: false }
     }
     case 'consume': {
       const next = live ?? fresh(rules)
-      const inForce = tuneKey(rules, next, record, now)
+      const plan = planned(next, true)
+      const inForce = tuneKey(rules, next, record, now, plan)
       const decision = consumeKey(inForce, next, now, request.cost, penalty, undefined, record?.block)
       return {
-        decision: plain(underOverride(decision, rules, inForce, record)),
+        decision: plain(underOverride(decision, rules, inForce, record, plan), plan),
         ...kept(inForce, penalty, next, now),
       }
     }
     case 'refund':
     case 'give': {
       if (live === undefined) return { state, changed: false }
-      const inForce = tuneKey(rules, live, record, now)
+      const inForce = tuneKey(rules, live, record, now, planned(live, false))
       if (operation === 'give') giveKey(inForce, live, now, request.cost)
       else refundKey(inForce, live, now, request.cost, request.at ?? now)
       return kept(inForce, penalty, live, now)
     }
     case 'charge': {
       const next = live ?? fresh(rules)
-      const inForce = tuneKey(rules, next, record, now)
+      const inForce = tuneKey(rules, next, record, now, planned(next, true))
       const { charged } = chargeKey(inForce, next, now, request.cost, request.maxDebt)
       return { charged, ...kept(inForce, penalty, next, now) }
     }
   }
 }
 
-/** A decision as plain data: without the rules in force (rules made elsewhere; the calling side has its own). */
-function plain(decision: Decision): Decision {
+/** Per rule set, the plans read from their JSON (`EncodedStoreRequest.plan`). */
+const plansSeen = new WeakMap<readonly Rule[], Map<string, PlanInForce | undefined>>()
+
+/** The plan a request's JSON names (one object per JSON and rule set: its limits make their rules once). */
+function planOfJson(rules: readonly Rule[], json: string): PlanInForce | undefined {
+  let byJson = plansSeen.get(rules)
+  if (byJson === undefined) {
+    byJson = new Map()
+    plansSeen.set(rules, byJson)
+  }
+  if (byJson.has(json)) return byJson.get(json)
+  const plan = samePlan(rules, readRecordedPlan(json, rules))
+  if (byJson.size >= MAX_REBUILT) byJson.delete(byJson.keys().next().value!)
+  byJson.set(json, plan)
+  return plan
+}
+
+/** `plan` with its limits as one object per rule set and JSON (`sameLimits`): a stored plan is a new object per read. */
+function samePlan(rules: readonly Rule[], plan: PlanInForce | undefined): PlanInForce | undefined {
+  if (plan?.limits === undefined) return plan
+  const limits = sameLimits(rules, plan.limits)
+  return limits === plan.limits ? plan : { name: plan.name, limits }
+}
+
+/**
+ * A decision as plain data: without the rules in force (rules made elsewhere; the calling side has its own), with
+ * the limits of the plan applied (`Decision.planLimits`), which the calling side makes them from.
+ */
+function plain(decision: Decision, plan: PlanInForce | undefined): Decision {
+  if (plan?.limits !== undefined) decision.planLimits = plan.limits
   if (decision.rules === undefined) return decision
   const { rules: _, ...rest } = decision
   return rest
@@ -249,8 +299,15 @@ function plain(decision: Decision): Decision {
  * (`Decision.rules`), made again from the request's own rules with the override it carries.
  */
 export function remoteDecision(request: StoreTarget, decision: Decision): Decision {
-  if (decision.override !== undefined)
-    decision.rules = rulesWith(request.rules, sameLimits(request.rules, decision.override))
+  const { rules } = request
+  const override = decision.override === undefined ? undefined : sameLimits(rules, decision.override)
+  const plan = decision.planLimits === undefined ? undefined : sameLimits(rules, decision.planLimits)
+  delete decision.planLimits
+  const limits = limitsInForce(override, plan)
+  if (limits !== undefined) {
+    const inForce = rulesWith(rules, limits)
+    if (inForce !== rules) decision.rules = inForce
+  }
   return decision
 }
 

@@ -30,8 +30,13 @@ import { decisionScript, MODE, type Script, scriptCache } from './script.js'
  * PERF: a call builds no table of its own: its keys and arguments are written into two tables reused by
  * every call, and its reply goes straight into the group's.
  */
-function batchScript(codes: readonly number[], penalty: boolean, overrides: boolean): string {
-  const body = decisionScript(codes, penalty, appendRecord, overrides).replaceAll(
+function batchScript(
+  codes: readonly number[],
+  penalty: boolean,
+  overrides: boolean,
+  planned: boolean,
+): string {
+  const body = decisionScript(codes, penalty, appendRecord, overrides, planned).replaceAll(
     "redis.call('TIME')",
     'serverTime()',
   )
@@ -173,8 +178,12 @@ function appendRecord(values: readonly string[]): string {
 }
 
 /** The batch script of the decision script for these algorithm codes (and a penalty, or none), built once. */
-export const batchScriptFor: (codes: readonly number[], penalty: boolean, overrides?: boolean) => Script =
-  scriptCache(batchScript)
+export const batchScriptFor: (
+  codes: readonly number[],
+  penalty: boolean,
+  overrides?: boolean,
+  planned?: boolean,
+) => Script = scriptCache(batchScript)
 
 /** One decision of a group: its client's key set and its own mode, now, cost and `at`. */
 export interface BatchCall {

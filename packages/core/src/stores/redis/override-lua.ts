@@ -85,10 +85,23 @@ end
   },
 }
 
-/** The retune of one rule (`RETUNE`), its name and extra at ARGV[at] and ARGV[at + 1]. */
-export function retuneRule(code: number, r: LuaRule, at: number): string {
+/**
+ * The retune of one rule (`RETUNE`), its name and extra at ARGV[at] and ARGV[at + 1]; `planned`: under the key's
+ * override, the plan's limits (`PL`, plan-lua.ts) apply to the rules the override leaves as they are.
+ */
+export function retuneRule(code: number, r: LuaRule, at: number, planned = false): string {
   const retune = RETUNE[code]
   if (retune === undefined) return ''
+  if (planned) {
+    return `do
+  local own = nil
+  if O then own = (type(O.rules) == 'table' and O.rules[ARGV[${at}]]) or (O.limit and O) or nil end
+  if own == nil and PL then own = PL[ARGV[${at}]] end
+  if type(own) == 'table' and type(own.limit) == 'number' then
+${retune(r, `ARGV[${at + 1}]`)}  end
+end
+`
+  }
   return `if O then
   local own = (type(O.rules) == 'table' and O.rules[ARGV[${at}]]) or (O.limit and O) or nil
   if own then

@@ -9,6 +9,7 @@ import {
   rulesWith,
 } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
+import { limitsInForce, type PlanTerms, readRecordedPlan } from '../../algorithms/plans.js'
 import type { Rule } from '../../algorithms/types.js'
 import type { Decision, OverridePage, StoreRequest } from '../types.js'
 import type { RedisScriptRunner } from './clients/index.js'
@@ -130,19 +131,24 @@ export function overrideRecordKey(storePrefix: string, scope: string, hash: stri
 }
 
 /**
- * A decision made under the override record the decision script answered (its JSON, '' for none): the limits and
- * the block in force.
+ * A decision made under the override record the decision script answered (its JSON, '' for none) and, for a planned
+ * limiter, the plan it applied (`plan`: the recorded JSON the script answered, for `'recorded'`): the limits and
+ * the block in force, and the plan's name.
  */
-export function underRecord(decision: Decision, request: StoreRequest, reply: unknown): void {
-  if (typeof reply !== 'string' || reply === '') return
-  const record = liveOverrideRecord(JSON.parse(reply) as OverrideRecord, decision.now)
-  if (record === undefined) return
-  if (record.limits !== undefined) {
-    decision.override = record.limits
-    const inForce = rulesWith(request.rules, record.limits)
+export function underRecord(decision: Decision, request: StoreRequest, reply: unknown, plan?: unknown): void {
+  const record =
+    typeof reply === 'string' && reply !== ''
+      ? liveOverrideRecord(JSON.parse(reply) as OverrideRecord, decision.now)
+      : undefined
+  const terms = request.plan === 'recorded' ? readRecordedPlan(plan, request.rules) : request.plan
+  if (terms !== undefined) decision.plan = terms.name
+  if (record?.limits !== undefined) decision.override = record.limits
+  const limits = limitsInForce(record?.limits, terms?.limits)
+  if (limits !== undefined) {
+    const inForce = rulesWith(request.rules, limits)
     if (inForce !== request.rules) decision.rules = inForce
   }
-  if (record.block !== undefined) {
+  if (record?.block !== undefined) {
     decision.manualBlock = record.block
     decision.allowed = false
     decision.blocked = Math.max(1, record.block.until - decision.now)
@@ -154,9 +160,12 @@ export async function serverNow(scripts: LoadedScripts, key: string): Promise<nu
   return Number(await scripts.run(TIME_SCRIPT, [key], []))
 }
 
-/** What the store sends for rule sets read with their override records: per rule array, per scope. */
+/** What the store sends for rule sets read with their override records: per rule array, per scope, per plan. */
 export class PreparedWithOverrides {
-  readonly #cache = new WeakMap<readonly Rule[], Map<string, Prepared>>()
+  readonly #cache = new WeakMap<
+    readonly Rule[],
+    Map<string, Map<PlanTerms | 'recorded' | undefined, Prepared>>
+  >()
 
   get(
     rules: readonly Rule[],
@@ -164,16 +173,22 @@ export class PreparedWithOverrides {
     scope: string,
     decode: Prepared['decode'],
     now: () => number,
+    plan?: PlanTerms | 'recorded',
   ): Prepared {
     let scopes = this.#cache.get(rules)
     if (scopes === undefined) {
       scopes = new Map()
       this.#cache.set(rules, scopes)
     }
-    let prepared = scopes.get(scope)
+    let plans = scopes.get(scope)
+    if (plans === undefined) {
+      plans = new Map()
+      scopes.set(scope, plans)
+    }
+    let prepared = plans.get(plan)
     if (prepared === undefined || prepared.penalty !== penalty || passed(prepared, now)) {
-      prepared = prepareRuleSet(rules, penalty, scope, decode, now)
-      scopes.set(scope, prepared)
+      prepared = prepareRuleSet(rules, penalty, scope, decode, now, plan)
+      plans.set(plan, prepared)
     }
     return prepared
   }

@@ -98,6 +98,7 @@ export class RedisStore implements Store, ConcurrencyStore {
   readonly reservations = true
   /** Overrides and manual blocks (docs/operating-limits.md): read by the decision script itself. */
   readonly overrides = true
+  readonly plans = true
   /** Quota rules: the bounds of their periods are computed here and given to the script (`quotaBounds`). */
   readonly quotas = true
   /** Decisions are queued and grouped per node: each call's wait is bounded from the moment it is sent. */
@@ -320,7 +321,7 @@ export class RedisStore implements Store, ConcurrencyStore {
     try {
       const scope = request.overrides
       const call: DecisionCall = {
-        prepared: this.#prepare(request.rules, request.penalty, scope),
+        prepared: this.#prepare(request.rules, request.penalty, scope, request.plan),
         request,
         base: this.#base(request.prefix, request.key, hash),
         mode,
@@ -341,9 +342,14 @@ export class RedisStore implements Store, ConcurrencyStore {
    * limiter passes the same one on every request) and, with a penalty, per penalty object; with overrides, per
    * override scope too.
    */
-  #prepare(rules: readonly Rule[], penalty: Penalty | undefined, scope: string | undefined): Prepared {
+  #prepare(
+    rules: readonly Rule[],
+    penalty: Penalty | undefined,
+    scope: string | undefined,
+    plan: StoreRequest['plan'],
+  ): Prepared {
     const now = this.#processNow
-    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, decodeDecision, now)
+    if (scope !== undefined) return this.#withOverrides.get(rules, penalty, scope, decodeDecision, now, plan)
     let prepared = penalty === undefined ? this.#prepared.get(rules) : this.#preparedWithPenalty.get(rules)
     if (
       prepared === undefined ||

@@ -56,7 +56,9 @@ export function decodeDecision(
   // No arrays built on the common path, where nothing was repaired and no eviction is due.
   const evicted = call.eviction.poll()
   if (mask || evicted?.length) decision.notices = [...repairedRules(request, mask), ...(evicted ?? [])]
-  if (call.record !== undefined)
-    underRecord(decision, request, reply[start + 3 + 3 * rules + (request.penalty ? 1 : 0)])
+  if (call.record !== undefined) {
+    const at = start + 3 + 3 * rules + (request.penalty ? 1 : 0)
+    underRecord(decision, request, reply[at], request.plan === undefined ? undefined : reply[at + 1])
+  }
   return decision
 }

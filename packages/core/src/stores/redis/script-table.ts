@@ -12,8 +12,8 @@
  * | script        | reply                                                                                           |
  * | ------------- | ----------------------------------------------------------------------------------------------- |
  * | decision      | one record: { first, now, per rule: remaining, reset, retryAfter, then repaired, then with a   |
- * |               | penalty blocked, then with overrides the record's JSON or '' }; a refund's is { 1, now,       |
- * |               | repaired[, record] } (script.ts, override-lua.ts)                                               |
+ * |               | penalty blocked, then with overrides the record's JSON or '', then with a plan the plan's JSON  |
+ * |               | or '' }; a refund's is { 1, now, repaired[, record] } (script.ts, override-lua.ts, plan-lua.ts) |
  * | decision batch| D records in call order, each preceded by its length: { length, ...record } × D (batch-script.ts) |
  * | lease         | { allowed, in flight, ms until the earliest lease expires } (lease-script.ts)                   |
  * | lease batch   | D lease records of 3, one after another                                                         |
@@ -24,7 +24,7 @@
  * | … on a master | a scan step's reply, or 'elsewhere' from another node (master-scan.ts `onMaster`)               |
  * | time          | the server's TIME in epoch ms (overrides.ts, `give` without a store clock)                      |
  *
- * The record's JSON is the only string a decision returns: the one exception to "integers only".
+ * The record's and the plan's JSON are the only strings a decision returns: the exceptions to "integers only".
  *
  * The store reads a group's reply once: each call's promise resolves with the value decoded from its record
  * (`Prepared.decode`: `decodeDecision` in reply.ts for decisions), and no array is built per call. A change of format changes the script's
@@ -42,7 +42,8 @@ import { type Script, scriptFor } from './script.js'
 import { SCAN_STORED_SCRIPT } from './stored-keys.js'
 
 /**
- * @internal Every script of the table, by name: `lease`, `lease batch`, `<algorithm>[ + penalty][ + overrides][ batch]`,
+ * @internal Every script of the table, by name: `lease`, `lease batch`,
+ * `<algorithm>[ + penalty][ + overrides[ + plan]][ batch]`,
  * and the override scripts.
  */
 export function redisScripts(): Readonly<Record<string, Script>> {
@@ -57,6 +58,8 @@ export function redisScripts(): Readonly<Record<string, Script>> {
       table[`${name} batch`] = batchScriptFor([algorithm.code], penalty)
       table[`${name} + overrides`] = scriptFor([algorithm.code], penalty, true)
       table[`${name} + overrides batch`] = batchScriptFor([algorithm.code], penalty, true)
+      table[`${name} + overrides + plan`] = scriptFor([algorithm.code], penalty, true, true)
+      table[`${name} + overrides + plan batch`] = batchScriptFor([algorithm.code], penalty, true, true)
     }
   }
   table['override set'] = UPDATE_OVERRIDE_SCRIPT

@@ -3,6 +3,7 @@ import { PENALTY_LUA } from '../../algorithms/penalty.js'
 import type { LuaRule, LuaTwin, Rule } from '../../algorithms/types.js'
 import { sha1Hex } from '../../support/hash.js'
 import { adoptRule, overridePrelude, RETAG, retuneRule } from './override-lua.js'
+import { planPrelude } from './plan-lua.js'
 
 /** @internal Modes of the decision script. */
 export const MODE = { consume: 0, peek: 1, refund: 2, charge: 3, reserve: 4, give: 5 } as const
@@ -45,6 +46,8 @@ const LOCAL_RULES = 10
  * then     with a penalty: after, within, block, factor, maxBlock (the last key is the penalty state, same hash tag)
  * then     with overrides: per rule its policy name and GCRA's window in ms (0 for the others); the last key is
  *          the client's override record (override-lua.ts), read in this execution
+ * then     with a plan (planned limiters, plan-lua.ts): the plan's JSON as recorded ('': the recorded one) and how long a
+ *          record lasts (ms); the plan key comes after the penalty key, before the record
  * last     refund only: the `at` (epoch ms) of the decision being refunded (give: now); reserve only: the longest
  *          wait (ms); charge only: the units each rule may owe past its limit (`StoreRequest.maxDebt`), or -1 for
  *          each rule's limit (at most what its state carries: `LuaTwin.carriedDebt`)
@@ -69,6 +72,7 @@ export function decisionScript(
   penalty = false,
   replyWith: (values: readonly string[]) => string = returnTable,
   overrides = false,
+  planned = false,
 ): string {
   // With overrides, a state kept under limits other than the coded ones is tagged with them before any reply.
   const reply = overrides ? (values: readonly string[]) => `${RETAG}${replyWith(values)}` : replyWith
@@ -79,6 +83,8 @@ export function decisionScript(
   let arg = 3
   // With overrides: each rule's name and extra come after the rules' and the penalty's parameters.
   const overrideArgs = 3 + twins.reduce((sum, twin) => sum + twin.params, 0) + (penalty ? 5 : 0)
+  // With a plan: its key after the penalty's (the record's comes last), its arguments after the overrides'.
+  const planKey = n + (penalty ? 1 : 0) + 1
   const rules: LuaRule[] = twins.map((twin, index) => {
     const i = index + 1
     const v = (name: string) => (i <= LOCAL_RULES ? `${name}_${i}` : `R.${name}_${i}`)
@@ -98,7 +104,7 @@ export function decisionScript(
 
   const load = each(
     (twin, r, i) =>
-      `${declare(twin, r, i)}${overrides ? overrideRule(codes[i - 1]!, r, arg - twin.params + 1, overrideArgs + 2 * i - 1, i) : ''}${twin.load(r)}if ${r.v('broken')} then
+      `${declare(twin, r, i)}${overrides ? overrideRule(codes[i - 1]!, r, arg - twin.params + 1, overrideArgs + 2 * i - 1, i, planned) : ''}${twin.load(r)}if ${r.v('broken')} then
   -- Unreadable: forget it, so that the key is rewritten from the fresh state load left.
   redis.call('DEL', ${r.key})
   repaired = repaired + ${bit(i)}
@@ -138,6 +144,7 @@ end
     'repaired',
     ...(penalty ? ['blocked'] : []),
     ...(overrides ? ['orec'] : []),
+    ...(planned ? ['prec'] : []),
   ]
   const used = rules.map((r, i) => twins[i]!.used(r))
   // NOTE: the mode stays a string (compared with constants: Lua interns strings, so that is one pointer compare),
@@ -151,7 +158,7 @@ else
   now = tonumber(ARGV[2])
 end
 local allowed, repaired = true, 0
-${overrides ? overridePrelude(n + (penalty ? 1 : 0) + 1) : ''}${n > LOCAL_RULES ? 'local R = {}\n' : ''}${load}${
+${overrides ? overridePrelude(planKey + (planned ? 1 : 0)) : ''}${planned ? planPrelude(planKey, overrideArgs + 2 * n + 1) : ''}${n > LOCAL_RULES ? 'local R = {}\n' : ''}${load}${
   penalty
     ? `-- A read that tolerates a key of another type: returns the reply and whether the key is broken.
 local function read(...)
@@ -243,8 +250,15 @@ ${reply(values)}
  * With overrides, per rule before its state is loaded: its limits in force (`retuneRule`), then its state
  * converted to them (`adoptRule`). `coded`: the ARGV index of its first parameter; `names`: of its name and extra.
  */
-function overrideRule(code: number, r: LuaRule, coded: number, names: number, index: number): string {
-  return `${retuneRule(code, r, names)}${adoptRule(code, r, coded, index)}`
+function overrideRule(
+  code: number,
+  r: LuaRule,
+  coded: number,
+  names: number,
+  index: number,
+  planned: boolean,
+): string {
+  return `${retuneRule(code, r, names, planned)}${adoptRule(code, r, coded, index)}`
 }
 
 /** The single-decision script's reply statement: its numbers as one list. */
@@ -267,30 +281,35 @@ export function scriptOf(lua: string): Script {
  * once per distinct sequence.
  */
 export function scriptCache(
-  build: (codes: readonly number[], penalty: boolean, overrides: boolean) => string,
-): (codes: readonly number[], penalty: boolean, overrides?: boolean) => Script {
+  build: (codes: readonly number[], penalty: boolean, overrides: boolean, planned: boolean) => string,
+): (codes: readonly number[], penalty: boolean, overrides?: boolean, planned?: boolean) => Script {
   const scripts = new Map<string, Script>()
-  return (codes, penalty, overrides = false) => {
-    const key = `${codes.join(',')}${penalty ? '+p' : ''}${overrides ? '+o' : ''}`
+  return (codes, penalty, overrides = false, planned = false) => {
+    const key = `${codes.join(',')}${penalty ? '+p' : ''}${overrides ? '+o' : ''}${planned ? '+l' : ''}`
     let script = scripts.get(key)
     if (script === undefined) {
-      script = scriptOf(build(codes, penalty, overrides))
+      script = scriptOf(build(codes, penalty, overrides, planned))
       scripts.set(key, script)
     }
     return script
   }
 }
 
-const decisionScripts = scriptCache((codes, penalty, overrides) =>
-  decisionScript(codes, penalty, returnTable, overrides),
+const decisionScripts = scriptCache((codes, penalty, overrides, planned) =>
+  decisionScript(codes, penalty, returnTable, overrides, planned),
 )
 
 /**
  * The script for a sequence of algorithm codes, in rule order (and a penalty, or none; reading the key's override
  * record, or not), built once per sequence.
  */
-export function scriptFor(codes: Iterable<number>, penalty = false, overrides = false): Script {
-  return decisionScripts([...codes], penalty, overrides)
+export function scriptFor(
+  codes: Iterable<number>,
+  penalty = false,
+  overrides = false,
+  planned = false,
+): Script {
+  return decisionScripts([...codes], penalty, overrides, planned)
 }
 
 /** @internal How many parameters the script takes for a rule of algorithm `code`. */

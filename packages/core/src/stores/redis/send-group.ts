@@ -1,4 +1,5 @@
 import type { Penalty } from '../../algorithms/penalty.js'
+import type { PlanTerms } from '../../algorithms/plans.js'
 import { quotaBounds } from '../../algorithms/quota.js'
 import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
@@ -17,6 +18,7 @@ import type { Entry } from './groups.js'
 import { LEASE_BATCH_SCRIPT, LEASE_SCRIPT, toLeaseDecision } from './lease-script.js'
 import type { LoadedScripts } from './loaded-scripts.js'
 import { overrideArgs } from './override-lua.js'
+import { PLAN_SUFFIX } from './plan-lua.js'
 import { paramCount, type Script, scriptFor } from './script.js'
 
 /**
@@ -152,6 +154,7 @@ export function prepareRuleSet(
   scope: string | undefined,
   decode: Prepared['decode'],
   now: () => number = Date.now,
+  plan?: PlanTerms | 'recorded',
 ): Prepared {
   let until: number | undefined
   let from: number | undefined
@@ -171,11 +174,18 @@ export function prepareRuleSet(
       args.push(String(value))
   }
   if (scope !== undefined) args.push(...overrideArgs(rules))
+  // A planned limiter's (always with a scope): the plan key, and the plan's JSON and lifetime ('' reads the recorded).
+  const planned = scope !== undefined && plan !== undefined
+  if (planned) {
+    suffixes.push(PLAN_SUFFIX)
+    if (plan === 'recorded') args.push('', '0')
+    else args.push(plan.recorded, String(plan.horizonMs))
+  }
   const codes = rules.map((rule) => rule.script.code)
-  const script = scriptFor(codes, penalty !== undefined, scope !== undefined)
+  const script = scriptFor(codes, penalty !== undefined, scope !== undefined, planned)
   return {
     script,
-    batch: batchScriptFor(codes, penalty !== undefined, scope !== undefined),
+    batch: batchScriptFor(codes, penalty !== undefined, scope !== undefined, planned),
     // Calls with overrides read their scope's records: only calls of one scope share a batch.
     batchKey: `${script.sha1}:${scope === undefined ? '' : `${scope}:`}${args.join(',')}`,
     suffixes,

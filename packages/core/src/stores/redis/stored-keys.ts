@@ -11,6 +11,7 @@ import type { LoadedScripts } from './loaded-scripts.js'
 import { scanStep } from './master-scan.js'
 import { RECORD_SUFFIX } from './override-lua.js'
 import { literalPattern } from './override-scripts.js'
+import { PLAN_SUFFIX } from './plan-lua.js'
 import { scriptOf } from './script.js'
 import { PENALTY_SUFFIX } from './send-group.js'
 
@@ -96,6 +97,7 @@ function partOf(suffix: string): StoredPart {
   if (suffix === RECORD_SUFFIX) return { kind: 'override' }
   if (suffix === PENALTY_SUFFIX) return { kind: 'penalty' }
   if (suffix === LEASE_SUFFIX) return { kind: 'lease' }
+  if (suffix === PLAN_SUFFIX) return { kind: 'plan' }
   return { kind: 'rule', ruleId: suffix }
 }
 

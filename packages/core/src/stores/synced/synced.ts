@@ -64,6 +64,8 @@ export class SyncedStore implements Store {
   readonly overrides = true
   /** Quota rules are decided by the exact RedisStore on the same client, as every rule but the counters. */
   readonly quotas = true
+  /** A planned limiter's keys are decided by the exact RedisStore on the same client (the plan recorded there). */
+  readonly plans = true
   readonly #commands: RedisScriptRunner
   readonly #prefix: string
   readonly #maxPending: number | undefined
@@ -328,6 +330,8 @@ export class SyncedStore implements Store {
    * departing one taken back, else a new one (evicting the least recently used past `maxKeys`).
    */
   #entryFor(target: StoreTarget): SyncEntry | undefined {
+    // A planned limiter's keys are decided by the exact RedisStore, which records the plan in the same call.
+    if (target.plan !== undefined) return undefined
     const table = this.#tables.tableOf(target)
     if (table === undefined) return undefined
     let entry = table.get(target.key)
