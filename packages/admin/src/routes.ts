@@ -182,8 +182,9 @@ export const ROUTES: readonly Route[] = [
       const count = wholeQuery(query, 'count', MAX_PAGE) ?? TOP_DEFAULTS.count
       const scan = wholeQuery(query, 'scan', MAX_SCAN) ?? TOP_DEFAULTS.scan
       const top = await limiter.top({ count, scan })
-      const keys = top.keys.map(({ key, rule, used, limit, remaining }) => ({
+      const keys = top.keys.map(({ key, rule, used, limit, remaining, plan }) => ({
         key,
+        ...(plan !== undefined && { plan }),
         rule,
         used,
         limit,

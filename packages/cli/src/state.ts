@@ -92,5 +92,10 @@ export function limiterOf(
   if (rules === undefined) return undefined
   if (wanted !== undefined && limiter?.name !== wanted && namespace !== wanted) return undefined
   const scope = limiter?.overrides.scope
-  return { name: limiter?.name ?? namespace, rules, ...(scope !== undefined && { overrides: scope }) }
+  return {
+    name: limiter?.name ?? namespace,
+    rules,
+    ...(scope !== undefined && { overrides: scope }),
+    ...(limiter?.plans !== undefined && { planned: true }),
+  }
 }

@@ -39,7 +39,8 @@ export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
  *
  * Instruments:
  * - `ratewindow.decisions` (counter, `{request}`): `ratewindow.limiter`, `ratewindow.rule`,
- *   `ratewindow.outcome`, `ratewindow.source`, and `http.route` when the framework knows it;
+ *   `ratewindow.outcome`, `ratewindow.source`, `http.route` when the framework knows it, and `ratewindow.plan` for
+ *   a limiter with plans;
  * - `ratewindow.store.duration` (histogram, `s`): `ratewindow.limiter`, `ratewindow.store`,
  *   `ratewindow.operation`, and `error.type` for a failed call;
  * - `ratewindow.store.wait` (histogram, `s`, RedisStore only): time a decision waited for its group before its
@@ -113,6 +114,7 @@ export function rateLimitMetrics(options: RateLimitMetricsOptions = {}): Require
       }
       if (event.route !== undefined) attributes['http.route'] = labels.route(limiter, event.route)
       if (event.override !== undefined) attributes['ratewindow.override'] = event.override
+      if (event.plan !== undefined) attributes['ratewindow.plan'] = labels.plan(limiter, event.plan)
       decisions.add(1, attributes)
       if (event.nearLimit !== undefined) {
         nearLimit.add(1, {

@@ -36,7 +36,8 @@ const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half-open', 'open']
  * them apart), and a second call for the same registry returns the first call's observer (with its options).
  *
  * Metrics (all per process; labels in braces):
- * - `ratewindow_decisions_total` {limiter, rule, outcome, route}: `route` is `''` when no framework gave one;
+ * - `ratewindow_decisions_total` {limiter, rule, outcome, route, plan}: `route` is `''` when no framework gave one,
+ *   `plan` `''` for a limiter without plans;
  * - `ratewindow_store_duration_seconds` (histogram) {limiter, store, operation}: each store call;
  * - `ratewindow_store_errors_total` {limiter, store, kind}: failed store calls (`timeout`, `key`, `scope`);
  * - `ratewindow_breaker_state` {limiter, store, state}: the circuit breakers (one per failure scope) in each state,
@@ -51,7 +52,7 @@ const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half-open', 'open']
  * - `ratewindow_override_changes_total` {limiter, action}: override changes and manual actions made through this
  *   process (`set`, `delete`, `block`, `unblock`, `give`, `take`), not the fleet's.
  *
- * Client keys are never labels. Limiter names, and per limiter its rule names and routes, are capped at
+ * Client keys are never labels. Limiter names, and per limiter its rule names, routes and plans, are capped at
  * `maxLabelValues` distinct values each, then `other`.
  * @example
  * const limiter = rateLimit({ limit: 100, window: '1m', name: 'api', observer: prometheusMetrics() })
@@ -91,8 +92,8 @@ function createObserver(registry: Registry, labels: MetricLabels): Required<Rate
   })
   const decisions = counter(
     'ratewindow_decisions_total',
-    'Rate limit decisions, by limiter, rule, outcome and route.',
-    ['limiter', 'rule', 'outcome', 'route'],
+    'Rate limit decisions, by limiter, rule, outcome, route and plan.',
+    ['limiter', 'rule', 'outcome', 'route', 'plan'],
   )
   const nearLimit = counter(
     'ratewindow_near_limit_total',
@@ -137,7 +138,8 @@ function createObserver(registry: Registry, labels: MetricLabels): Required<Rate
     onDecision(event: DecisionEvent): void {
       const limiter = labels.limiter(event.limiter)
       const route = event.route === undefined ? '' : labels.route(limiter, event.route)
-      decisions.inc({ limiter, rule: labels.rule(limiter, event.rule), outcome: event.outcome, route })
+      const plan = event.plan === undefined ? '' : labels.plan(limiter, event.plan)
+      decisions.inc({ limiter, rule: labels.rule(limiter, event.rule), outcome: event.outcome, route, plan })
       if (event.nearLimit !== undefined)
         nearLimit.inc({ limiter, rule: labels.rule(limiter, event.nearLimit.rule) })
       if (event.override !== undefined) overridden.inc({ limiter, override: event.override })

@@ -44,10 +44,10 @@ describe('prometheusMetrics() options', () => {
     }
     const text = await registry.metrics()
     expect(text).toContain(
-      'ratewindow_decisions_total{limiter="api",rule="first",outcome="allowed",route=""} 1',
+      'ratewindow_decisions_total{limiter="api",rule="first",outcome="allowed",route="",plan=""} 1',
     )
     expect(text).toContain(
-      'ratewindow_decisions_total{limiter="api",rule="other",outcome="allowed",route=""} 1',
+      'ratewindow_decisions_total{limiter="api",rule="other",outcome="allowed",route="",plan=""} 1',
     )
   })
 })

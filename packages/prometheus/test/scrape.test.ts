@@ -151,7 +151,9 @@ for (const [framework, start] of Object.entries(frameworks)) {
         let metrics = await scrape(app.url)
         const api = { limiter: 'api', rule: 'per-minute' }
         const decisions = (outcome: string) =>
-          metrics.get(sample('ratewindow_decisions_total', { ...api, outcome, route: '/items/:id' }))
+          metrics.get(
+            sample('ratewindow_decisions_total', { ...api, outcome, route: '/items/:id', plan: '' }),
+          )
         expect([decisions('allowed'), decisions('limited')]).toEqual([10, 2])
         expect(metrics.get(sample('ratewindow_near_limit_total', api))).toBe(1)
         const consume = { limiter: 'api', store: 'store', operation: 'consume' }
@@ -181,6 +183,7 @@ for (const [framework, start] of Object.entries(frameworks)) {
               rule: 'one-per-2s',
               outcome: 'delayed',
               route: '/queue',
+              plan: '',
             }),
           ),
         ).toBe(1)

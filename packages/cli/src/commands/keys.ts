@@ -129,6 +129,7 @@ function inspectHash(connection: Connection, limiter: RateLimiter, hash: string)
     hash,
     rules: limiter.overrides.rules,
     ...(scope !== undefined && { overrides: scope }),
+    ...(limiter.plans !== undefined && { planned: true }),
   })
 }
 
@@ -175,6 +176,7 @@ function inspectText(result: InspectJson): string {
         ]),
       ),
     )
+    if (each.plan !== undefined) lines.push(printable(`plan: ${each.plan}`))
     if (each.override !== undefined)
       lines.push(printable(`override: ${JSON.stringify(each.override)}  (* overridden)`))
     if (each.block !== undefined)

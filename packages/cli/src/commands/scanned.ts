@@ -175,8 +175,19 @@ export async function top(
 }
 
 function topRow(row: TopKey): TopRow {
-  const { limiter, key, hashed, rule, used, limit, remaining, reset, blocked } = row
-  return { limiter, key, hashed, rule, used, limit, remaining, reset, blocked }
+  const { limiter, key, hashed, rule, used, limit, remaining, reset, blocked, plan } = row
+  return {
+    limiter,
+    key,
+    hashed,
+    rule,
+    used,
+    limit,
+    remaining,
+    reset,
+    blocked,
+    ...(plan !== undefined && { plan }),
+  }
 }
 
 /** Under a table that shows a key as its hash: how to read it, and what acting on it needs. */
@@ -185,16 +196,20 @@ const HASHED_KEYS =
   'reset, block and overrides need the raw key (your logs, or the keys refused most: `ratewindow watch --admin <url>`).'
 
 export function topText(result: TopJson): string {
+  // A PLAN column where a limiter has plans (each key's own, as the store recorded it).
+  const planned = result.keys.some((row) => row.plan !== undefined)
   const rows = result.keys.map((row) => [
     row.key,
     row.limiter,
+    ...(planned ? [row.plan ?? '-'] : []),
     row.rule,
     row.used,
     row.limit,
     `${Math.round((100 * row.used) / row.limit)}%`,
     row.blocked ? 'blocked' : duration(row.reset),
   ])
-  const lines = [table(['KEY', 'LIMITER', 'RULE', 'USED', 'LIMIT', 'USE', 'RESET'], rows), '']
+  const header = ['KEY', 'LIMITER', ...(planned ? ['PLAN'] : []), 'RULE', 'USED', 'LIMIT', 'USE', 'RESET']
+  const lines = [table(header, rows), '']
   if (result.keys.some((row) => row.hashed)) lines.push(HASHED_KEYS)
   lines.push(scannedLine(result))
   return lines.join('\n')
