@@ -1,23 +1,26 @@
 /**
  * A B2B API on Fastify 5 and Redis (REDIS_URL; a Cluster with REDIS_CLUSTER=host:port,…): customers authenticate
- * with an API key the server issued; a rate and a monthly quota are decided in one atomic call. Past the quota: 402
+ * with an API key the server issued, each on a plan; a rate and a monthly quota of the customer's plan are decided in
+ * one atomic call, which records the plan beside the customer's counts (the operator tools show it). Past the quota: 402
  * with Retry-After to the next billing day. GET /billing: the caller's usage. GET /export costs 10 units. Past 80 %
  * of the month: a RateLimit-Warning field on every answer, and a line in the log once.
  */
 import { RedisStore, rateLimit } from '@ratewindow/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 import { Cluster, Redis } from 'ioredis'
-import { PREFIX, RULES } from './limits.js'
+import { PLANS, PREFIX } from './limits.js'
 
-/** API keys the server issued, and whose they are. A key not here belongs to nobody. */
-const CUSTOMERS = new Map([
-  ['key-of-acme', 'acme'],
-  ['key-of-globex', 'globex'],
+type Plan = keyof typeof PLANS
+
+/** API keys the server issued, whose they are and their plan. A key not here belongs to nobody. */
+const CUSTOMERS = new Map<string, { id: string; plan: Plan }>([
+  ['key-of-acme', { id: 'acme', plan: 'free' }],
+  ['key-of-globex', { id: 'globex', plan: 'pro' }],
 ])
 
 declare module 'fastify' {
   interface FastifyRequest {
-    customer?: string
+    customer?: { id: string; plan: Plan }
   }
 }
 
@@ -32,7 +35,7 @@ function redisClient(): Redis | Cluster {
   return new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', options)
 }
 
-const keyOf = (request: FastifyRequest) => `customer:${request.customer}`
+const keyOf = (request: FastifyRequest) => `customer:${request.customer!.id}`
 
 const app = Fastify()
 // Authentication first: a request without a key the server issued never reaches the limiter.
@@ -45,10 +48,10 @@ app.addHook('onRequest', async (request, reply) => {
 await app.register(rateLimit, {
   store: new RedisStore({ client: redisClient() }),
   prefix: PREFIX,
-  rules: RULES,
-  hook: 'preHandler', // after authentication: `key` sees the customer
+  plans: PLANS, // each customer's own plan; overrides over it: `ratewindow overrides set` (README)
+  hook: 'preHandler', // after authentication: `key` and `plan` see the customer
   key: keyOf,
-  overrides: true, // operators raise a customer's quota: `ratewindow overrides set` (README)
+  plan: (request) => request.customer!.plan,
   quotaStatusCode: 402,
   warnHeader: true,
   observer: {
@@ -67,7 +70,12 @@ app.get('/export', { config: { ratewindow: { cost: 10 } } }, async () => 'id,amo
 app.get('/billing', { config: { ratewindow: false } }, async (request) => {
   const usage = await app.ratewindow.operator().usage(keyOf(request))
   const monthly = usage.rules.find((rule) => rule.name === 'monthly')!
-  return { used: monthly.used, limit: monthly.limit, renews: new Date(monthly.periodEnd!).toISOString() }
+  return {
+    plan: usage.plan,
+    used: monthly.used,
+    limit: monthly.limit,
+    renews: new Date(monthly.periodEnd!).toISOString(),
+  }
 })
 
 await app.listen({ port: Number(process.env.PORT ?? 3000), host: '127.0.0.1' })
