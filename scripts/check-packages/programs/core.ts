@@ -155,8 +155,8 @@ export function prometheusRun(moduleSystem: ModuleSystem): string {
   for (let i = 0; i < 3; i++) await limiter.limit('k')
   const text = await registry.metrics()
   for (const line of [
-    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="allowed",route=""} 2',
-    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="limited",route=""} 1',
+    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="allowed",route="",plan=""} 2',
+    'ratewindow_decisions_total{limiter="api",rule="minute",outcome="limited",route="",plan=""} 1',
   ]) {
     if (!text.includes(line)) throw new Error('missing ' + line + ' in\\n' + text)
   }
