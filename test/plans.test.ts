@@ -106,7 +106,7 @@ describe('plans on RedisStore', () => {
       for (const result of results)
         if (result.allowed) admitted.set(result.key, (admitted.get(result.key) ?? 0) + 1)
       expect(keys.map((key) => admitted.get(key))).toEqual(keys.map((_, i) => (i % 2 === 0 ? 6 : 3)))
-      const top = await limiter.operator.top({ count: 40, scan: 1_000 })
+      const top = await limiter.operator.top({ count: 40, scan: 1_000_000 })
       // Every key at its own plan's limit (the keys show hashed: no override record holds them raw).
       expect(top.keys.map(({ plan, used, limit }) => `${plan} ${used}/${limit}`).sort()).toEqual([
         ...Array<string>(10).fill('free 3/3'),
