@@ -96,6 +96,6 @@ export function limiterOf(
     name: limiter?.name ?? namespace,
     rules,
     ...(scope !== undefined && { overrides: scope }),
-    ...(limiter?.plans !== undefined && { planned: true }),
+    ...(limiter?.operator.plans !== undefined && { plans: limiter.operator.plans }),
   }
 }

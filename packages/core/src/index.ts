@@ -23,6 +23,7 @@ export type {
   RuleLimit,
 } from './algorithms/override.js'
 export type { PenaltyOptions } from './algorithms/penalty.js'
+export type { PlanRules, RecordedPlans } from './algorithms/plans.js'
 export type { CircuitBreakerOptions } from './gateway/circuit-breaker.js'
 export { AccessList, type AccessListEntries, type AccessListOption } from './http/access-list.js'
 export type { TrustProxy } from './http/forwarded-for.js'

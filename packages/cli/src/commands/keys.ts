@@ -129,7 +129,7 @@ function inspectHash(connection: Connection, limiter: RateLimiter, hash: string)
     hash,
     rules: limiter.overrides.rules,
     ...(scope !== undefined && { overrides: scope }),
-    ...(limiter.plans !== undefined && { planned: true }),
+    ...(limiter.operator.plans !== undefined && { plans: limiter.operator.plans }),
   })
 }
 

@@ -58,6 +58,10 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
     },
     ttl: (state, now) => (state.count > 0 ? waitFor(state, now, state.count, limit) : 0),
     used: (state) => state.count,
+    // Before `advance`: what the window counted beyond the new limit never carries into the next.
+    clamp(state) {
+      state.count = Math.min(state.count, limit)
+    },
   }
 }
 
@@ -87,6 +91,13 @@ do
 end
 `
   },
+  clamp: (r) => `do
+  local raw = redis.pcall('GET', ${r.key})
+  local w, c
+  if type(raw) == 'string' then w, c = string.match(raw, '^(%-?%d+):(%d+)$') end
+  if w and tonumber(c) > ${r.params[0]} then redis.call('SET', ${r.key}, w .. ':' .. num(${r.params[0]}), 'KEEPTTL') end
+end
+`,
   fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
   consume: (r, cost) => `${r.v('count')} = ${r.v('count')} + ${cost}
 `,

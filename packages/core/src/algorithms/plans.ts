@@ -7,7 +7,7 @@
  * key's override and its plan.
  */
 import { describeValue, invalid, RateLimitError } from '../support/errors.js'
-import { type LimitOverride, parseLimitOverride, type RuleLimit } from './override.js'
+import { type LimitOverride, parseLimitOverride, type RuleLimit, rulesWith } from './override.js'
 import { rateWindowOf } from './rule.js'
 import type { Rule } from './types.js'
 
@@ -34,12 +34,40 @@ export interface PlanTerms extends PlanInForce {
    * outlives the key's state.
    */
   readonly horizonMs: number
+  /** The largest cost every rule of the plan accepts (its smallest limit, or a rule's own cap). */
+  readonly maxCost: number
 }
 
 /** A plan as a store records it: its name and its limits over the coded rules (none for the first plan). */
 export interface RecordedPlan {
   name: string
   rules?: Record<string, RuleLimit>
+}
+
+/**
+ * A limiter's plans as a read of a key's recorded plan needs them (`StoreTarget.plan` for an operator's read: `peek`,
+ * `inspect`, `top`): the store reads the name it recorded and decides with that plan's limits as the code gives them,
+ * never with limits read from the store; a name that is not among them reads as none (the first plan's rules).
+ * `limiter.operator.plans` gives it to the tools that read a store (`inspectStored`, `topStored`).
+ */
+export class RecordedPlans {
+  /** The plans' names. */
+  readonly names: readonly string[]
+  /** @internal */
+  readonly byName: ReadonlyMap<string, PlanTerms>
+  /** @internal Each plan's limits by name, as JSON (`{ "pro": { "rules": … } }`): what a Redis script reads. */
+  readonly table: string
+
+  /** @internal */
+  constructor(names: readonly string[], byName: ReadonlyMap<string, PlanTerms>) {
+    this.names = names
+    this.byName = byName
+    const table: Record<string, { rules?: Record<string, RuleLimit> }> = {}
+    for (const [name, terms] of byName)
+      table[name] = terms.limits?.rules === undefined ? {} : { rules: terms.limits.rules }
+    this.table = JSON.stringify(table)
+    Object.freeze(this)
+  }
 }
 
 /** A limiter's plans, parsed. */
@@ -49,6 +77,10 @@ export interface PlanSet {
   /** The coded rules: the first plan's. */
   readonly rules: readonly Rule[]
   readonly byName: ReadonlyMap<string, PlanTerms>
+  /** The largest cost any plan accepts (`PlanTerms.maxCost`). */
+  readonly maxCost: number
+  /** What a read of a key's recorded plan sends the store. */
+  readonly recorded: RecordedPlans
   /** The plan of a request whose plan is unknown (`defaultPlan`): undefined refuses it. */
   readonly fallback: PlanTerms | undefined
 }
@@ -90,9 +122,9 @@ export function parsePlans(
   const coded = first!.rules
   const horizonMs = 2 * Math.max(...coded.map((rule) => rule.windowMs))
   const byName = new Map<string, PlanTerms>()
-  byName.set(first!.name, planTerms(first!.name, undefined, horizonMs))
+  byName.set(first!.name, planTerms(coded, first!.name, undefined, horizonMs))
   for (const plan of others)
-    byName.set(plan.name, planTerms(plan.name, overlayOf(coded, plan.name, plan.rules), horizonMs))
+    byName.set(plan.name, planTerms(coded, plan.name, overlayOf(coded, plan.name, plan.rules), horizonMs))
   let fallback: PlanTerms | undefined
   if (defaultPlan !== undefined) {
     fallback = typeof defaultPlan === 'string' ? byName.get(defaultPlan) : undefined
@@ -104,7 +136,8 @@ export function parsePlans(
         `one of the plans: ${names.join(', ')}`,
       )
   }
-  return { names, rules: coded, byName, fallback }
+  const maxCost = Math.max(...[...byName.values()].map((terms) => terms.maxCost))
+  return { names, rules: coded, byName, maxCost, recorded: new RecordedPlans(names, byName), fallback }
 }
 
 /** Validates a limiter's `plans` and `defaultPlan` (instead of `rules`); undefined without plans. */
@@ -148,9 +181,15 @@ export function planNamed(plans: PlanSet, name: unknown): PlanTerms {
   )
 }
 
-function planTerms(name: string, limits: LimitOverride | undefined, horizonMs: number): PlanTerms {
+function planTerms(
+  coded: readonly Rule[],
+  name: string,
+  limits: LimitOverride | undefined,
+  horizonMs: number,
+): PlanTerms {
   const recorded: RecordedPlan = limits?.rules === undefined ? { name } : { name, rules: limits.rules }
-  return Object.freeze({ name, limits, recorded: JSON.stringify(recorded), horizonMs })
+  const maxCost = Math.min(...rulesWith(coded, limits).map((rule) => rule.maxCost))
+  return Object.freeze({ name, limits, recorded: JSON.stringify(recorded), horizonMs, maxCost })
 }
 
 /**

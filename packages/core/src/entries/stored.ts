@@ -4,6 +4,7 @@
  * state, scanning and ranking keys. An application does not need it (its limiters have `inspect` and `top`). See
  * docs/package-authors.md.
  */
+export type { RecordedPlans } from '../algorithms/plans.js'
 export {
   decodeNamespace,
   inspectStored,

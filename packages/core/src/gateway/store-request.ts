@@ -37,7 +37,7 @@ export function storeRequest(
   const request: StoreRequest =
     penalty === undefined ? { prefix, key, rules, cost } : { prefix, key, rules, cost, penalty }
   if (overrides !== undefined) request.overrides = overrides
-  if (limiter.planSet !== undefined) request.plan = 'recorded'
+  if (limiter.planSet !== undefined) request.plan = limiter.planSet.recorded
   return request
 }
 

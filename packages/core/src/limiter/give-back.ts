@@ -11,7 +11,10 @@ import type { BlockedCache } from './blocked-cache.js'
 import type { ShadowRules } from './shadow.js'
 
 /** A result as `refund` takes it. */
-export type ResultToRefund = Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>
+export type ResultToRefund = Pick<
+  RateLimitResult,
+  'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow' | 'plan'
+>
 
 /**
  * A result as `settle` takes it: `cost` and the remaining counts follow what is given back or charged, and the waits
@@ -26,8 +29,8 @@ export interface GiveBackParts {
   fallback: StoreGateway | undefined
   rules: ShadowRules
   blocked: BlockedCache | undefined
-  /** The store request of `key` and `cost`; throws for a bad key or cost. */
-  request: (key: string, cost: number) => StoreRequest
+  /** The store request of `key` and `cost` under `plan` (a result's); throws for a bad key or cost. */
+  request: (key: string, cost: number, plan: string | undefined) => StoreRequest
   /** The limiter's `maxDebt`: undefined, each rule's limit. */
   maxDebt: number | undefined
 }
@@ -54,7 +57,7 @@ export class GiveBackLedger {
     if (!result.allowed || result.cost === 0 || result.source === 'policy') return Promise.resolve()
     if (this.#parts.rules.chargedNothing(result)) return Promise.resolve()
     try {
-      this.#parts.request(result.key, result.cost)
+      this.#parts.request(result.key, result.cost, result.plan)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -65,12 +68,12 @@ export class GiveBackLedger {
   async settle(result: ResultToSettle, actualCost: number): Promise<SettleResult> {
     if (!result.allowed || result.source === 'policy' || this.#parts.rules.chargedNothing(result))
       return { charged: 0, refunded: 0, uncharged: Math.max(0, actualCost - result.cost) }
-    this.#parts.request(result.key, 0)
+    this.#parts.request(result.key, 0, result.plan)
     return this.#inTurn(result, (state) => this.#settle(result, actualCost, state))
   }
 
   async #refund(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source' | 'shadow'>,
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'source' | 'shadow' | 'plan'>,
     state: GiveBack,
   ): Promise<void> {
     if (state.refunded) return
@@ -78,7 +81,7 @@ export class GiveBackLedger {
     state.refunded = true
     if (result.cost === 0) return
     const { request, blocked, rules } = this.#parts
-    const base = request(result.key, result.cost)
+    const base = request(result.key, result.cost, result.plan)
     blocked?.delete(result.key)
     const gateway = this.#gatewayOf(result)
     if (gateway === undefined) return
@@ -96,7 +99,7 @@ export class GiveBackLedger {
     if (state.refunded || actualCost === result.cost) return none
     const gateway = this.#gatewayOf(result)
     if (gateway === undefined) return none
-    const base = this.#parts.request(result.key, 0)
+    const base = this.#parts.request(result.key, 0, result.plan)
     this.#parts.blocked?.delete(result.key)
     if (actualCost < result.cost) {
       const refunded = result.cost - actualCost
@@ -133,7 +136,7 @@ export class GiveBackLedger {
     let { outcomes, now } = answer
     if (outcomes === undefined) {
       if (!result.rules?.some((rule) => rule.remaining === 0)) return
-      const peeked = await gateway.decide(this.#parts.request(result.key, 1), 'peek')
+      const peeked = await gateway.decide(this.#parts.request(result.key, 1, result.plan), 'peek')
       if (peeked instanceof StoreFailure) return
       ;({ outcomes, now } = peeked)
     }

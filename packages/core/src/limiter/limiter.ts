@@ -1,5 +1,5 @@
 import type { Penalty } from '../algorithms/penalty.js'
-import { type PlanSet, planNamed } from '../algorithms/plans.js'
+import { type PlanSet, type PlanTerms, planNamed, RecordedPlans } from '../algorithms/plans.js'
 import type { Rule } from '../algorithms/types.js'
 import { resetTarget, storeRequest } from '../gateway/store-request.js'
 import { type DecisionEvent, outcomeEvent } from '../observe.js'
@@ -87,7 +87,8 @@ export class RateLimiter {
     this.prefix = config.prefix
     this.group = config.group
     this.namespace = config.namespace
-    this.maxCost = Math.min(...this.rules.map((rule) => rule.maxCost))
+    // With plans, the largest any plan accepts (a request's own plan is checked when it is known: `#request`).
+    this.maxCost = config.plans?.maxCost ?? Math.min(...this.rules.map((rule) => rule.maxCost))
     this.name = config.name
     this.shadow = config.shadow
     this.#modes = new ShadowRules(this.rules, config.shadow)
@@ -126,7 +127,7 @@ export class RateLimiter {
       fallback,
       rules: modes,
       blocked: this.#blocked,
-      request: (key, cost) => this.#request(key, cost),
+      request: (key, cost, plan) => this.#request(key, cost, plan),
       maxDebt: config.maxDebt,
     })
   }
@@ -313,7 +314,7 @@ export class RateLimiter {
    * back what the settle left charged (`result.cost`). Calls on one result run one after the other, in call order.
    */
   refund(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'>,
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow' | 'plan'>,
   ): Promise<void> {
     return this.#ledger.refund(result)
   }
@@ -334,7 +335,7 @@ export class RateLimiter {
    * to another process is settled there without knowing what happened here.
    */
   async settle(
-    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow'> &
+    result: Pick<RateLimitResult, 'key' | 'cost' | 'at' | 'allowed' | 'source' | 'shadow' | 'plan'> &
       Partial<Pick<RateLimitResult, 'remaining' | 'rules' | 'limit' | 'reset' | 'rule'>>,
     actualCost: number,
   ): Promise<SettleResult> {
@@ -366,7 +367,11 @@ export class RateLimiter {
   #request(key: string, cost: number | undefined = 1, plan?: string, decides = false): StoreRequest {
     const request = storeRequest(this, this.operator.scope, key, cost)
     if (this.planSet !== undefined) {
-      if (plan !== undefined || decides) request.plan = planNamed(this.planSet, plan)
+      if (plan !== undefined || decides) {
+        const terms = planNamed(this.planSet, plan)
+        if (decides && request.cost > terms.maxCost) throw costAbovePlan(request.cost, terms)
+        request.plan = terms
+      }
     } else if (plan !== undefined) {
       throw new RateLimitError(
         'ERR_RATEWINDOW_UNKNOWN_PLAN',
@@ -378,8 +383,17 @@ export class RateLimiter {
   }
 }
 
+/** The error for a decision whose cost its plan's rules never admit. */
+function costAbovePlan(cost: number, plan: PlanTerms): RateLimitError {
+  return new RateLimitError(
+    'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT',
+    `\`cost\` ${cost} exceeds the largest cost the plan ${JSON.stringify(plan.name)} accepts (${plan.maxCost}: its smallest limit): such a request could never pass under it. Lower the cost, or refuse it before asking the limiter.`,
+    { option: 'cost' },
+  )
+}
+
 /** The name of the plan a request was made for; undefined without one. */
 function planName(request: StoreRequest): string | undefined {
   const { plan } = request
-  return plan === undefined || plan === 'recorded' ? undefined : plan.name
+  return plan === undefined || plan instanceof RecordedPlans ? undefined : plan.name
 }

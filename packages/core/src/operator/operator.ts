@@ -13,6 +13,7 @@ import {
   parseLimitOverride,
   parseReason,
 } from '../algorithms/override.js'
+import type { RecordedPlans } from '../algorithms/plans.js'
 import type { Rule } from '../algorithms/types.js'
 import type { StoreGateway } from '../gateway/store-gateway.js'
 import { type RequestBase, storeRequest } from '../gateway/store-request.js'
@@ -73,8 +74,8 @@ interface OperatorTarget {
   readonly rules: readonly Rule[]
   /** The override scope (`overrides: true`), else undefined. */
   readonly scope: string | undefined
-  /** Whether the limiter has plans: its keys are read with the plan the store recorded. */
-  readonly planned: boolean
+  /** The limiter's plans, as a read of a key's recorded plan needs them; undefined without plans. */
+  readonly plans: RecordedPlans | undefined
   readonly gateway: StoreGateway
   /** A store request for `key` and `cost`, validated as `limit` does (with the override scope when on). */
   request(key: string, cost: number, capped?: boolean): StoreRequest
@@ -109,6 +110,11 @@ export class LimiterOperator {
    * what its requests read. Tools that scan the store match it (`decodeNamespace`, `inspectStored`).
    */
   readonly scope: string | undefined
+  /**
+   * The limiter's plans (option `plans`), as tools that read the store pass them (`inspectStored`, `topStored`): a
+   * key is read with the plan its store recorded, that plan's limits as the code gives them. Undefined without plans.
+   */
+  readonly plans: RecordedPlans | undefined
   readonly #target: OperatorTarget
 
   /** @internal Made by the limiter. */
@@ -119,12 +125,13 @@ export class LimiterOperator {
     hooks: OperatorHooks,
   ) {
     this.scope = scope
+    this.plans = limiter.planSet?.recorded
     this.#target = {
       name: limiter.name,
       namespace: limiter.namespace,
       rules: limiter.rules,
       scope,
-      planned: limiter.planSet !== undefined,
+      plans: limiter.planSet?.recorded,
       gateway,
       request: (key, cost, capped) => storeRequest(limiter, scope, key, cost, capped),
       ...hooks,
@@ -293,7 +300,7 @@ export class LimiterOperator {
     storeFor(target, 'peekStored', 'overrides.top')
     const self: StoredLimiter = { name: target.name, rules: target.rules }
     if (target.scope !== undefined) self.overrides = target.scope
-    if (target.planned) self.planned = true
+    if (target.plans !== undefined) self.plans = target.plans
     const operate = <T>(run: () => Awaitable<T>) => target.gateway.operate('overrides.top', run)
     const scanned = {
       scanStored: (page: { cursor?: string | undefined; count: number }) =>

@@ -4,6 +4,8 @@
  * and rules (the inverse of `namespaceOf` and `overrideScopeOf`), and a key known only by its hash inspected with
  * the limiter's own peek. Reading never counts, and never adds work to the decision path.
  */
+
+import type { RecordedPlans } from '../algorithms/plans.js'
 import { ruleFromId } from '../algorithms/rule-id.js'
 import type { Rule } from '../algorithms/types.js'
 import type { Awaitable, Decision, StoreRequest } from '../stores/types.js'
@@ -83,15 +85,18 @@ export interface StoredTarget {
   overrides?: string
   /** What the inspection names the key: its raw key where known (an override record holds it), else the hash. */
   key?: string
-  /** The limiter has plans: the key is read with the plan the store recorded for it. */
-  planned?: boolean
+  /**
+   * The limiter's plans (`limiter.operator.plans`): the key is read with the plan the store recorded for it, that
+   * plan's limits as the code gives them.
+   */
+  plans?: RecordedPlans
 }
 
 /** Where a key known by its hash stands: a peek, as `inspect` reads it, changing nothing (one store call). */
 export async function inspectStored(store: StoredStateReader, target: StoredTarget): Promise<Inspection> {
   const request: StoreRequest = { prefix: target.namespace, key: target.hash, rules: target.rules, cost: 1 }
   if (target.overrides !== undefined) request.overrides = target.overrides
-  if (target.planned === true) request.plan = 'recorded'
+  if (target.plans !== undefined) request.plan = target.plans
   const decision = await store.peekStored(request, target.hash)
   return inspectionOf(target.key ?? target.hash, request, decision)
 }

@@ -4,6 +4,7 @@
  * `limiter.operator.top`, `@ratewindow/admin`'s `GET /limiters/:limiter/top` and `@ratewindow/cli`'s `top` show.
  * A scan is bounded by a number of keys read; it reads, never counts, and adds nothing to the decision path.
  */
+import type { RecordedPlans } from '../algorithms/plans.js'
 import type { Rule } from '../algorithms/types.js'
 import type { Awaitable, StoredKey, StoredKeyPage } from '../stores/types.js'
 import { namesOf, rejectUnknownOptions } from '../support/option-names.js'
@@ -60,8 +61,8 @@ export interface StoredLimiter {
   rules: readonly Rule[]
   /** Its override scope (`overrides: true`): the keys are read with their override and block. */
   overrides?: string
-  /** Whether it has plans: the keys are read with the plan the store recorded for each. */
-  planned?: boolean
+  /** Its plans (`limiter.operator.plans`): the keys are read with the plan the store recorded for each. */
+  plans?: RecordedPlans
 }
 
 /** `topStored`'s options. */
@@ -164,7 +165,7 @@ async function readStep(
     const { namespace, hash, raw } = key
     const target: Target = { namespace, hash, rules: limiter.rules, limiter, raw }
     if (limiter.overrides !== undefined) target.overrides = limiter.overrides
-    if (limiter.planned === true) target.planned = true
+    if (limiter.plans !== undefined) target.plans = limiter.plans
     targets.set(`${namespace}{${hash}}`, target)
   }
   const all = [...targets.values()]

@@ -1,6 +1,6 @@
 import type { LimitOverride, ManualBlock, OverrideChange, OverrideRecord } from '../algorithms/override.js'
 import type { Penalty } from '../algorithms/penalty.js'
-import type { PlanTerms } from '../algorithms/plans.js'
+import type { PlanTerms, RecordedPlans } from '../algorithms/plans.js'
 import type { OutcomeRecord, Rule, RuleOutcome } from '../algorithms/types.js'
 
 export type Awaitable<T> = T | Promise<T>
@@ -28,10 +28,10 @@ export interface StoreTarget {
    * With `overrides`, for a store with `plans: true`: the key's plan (`RateLimiter` option `plans`). The store
    * decides with its limits under the key's override (`limitsInForce`) and, on a call that writes (consume, charge,
    * reserve), records it beside the key's state when the recorded one differs (or is half way to its end).
-   * `'recorded'`: the plan the store recorded for the key (an operator's read: `peek`, `peekStored`). Absent: no
-   * plan (the coded rules).
+   * `RecordedPlans`: the plan the store recorded for the key, with its limits as the limiter's plans give them (an
+   * operator's read: `peek`, `peekStored`). Absent: no plan (the coded rules).
    */
-  plan?: PlanTerms | 'recorded'
+  plan?: PlanTerms | RecordedPlans
 }
 
 export interface StoreRequest extends StoreTarget {
@@ -85,7 +85,7 @@ export interface Decision {
   override?: LimitOverride
   /** With `StoreTarget.overrides`: the manual block in force, when the key is blocked (the request was refused). */
   manualBlock?: ManualBlock
-  /** With `StoreTarget.plan`: the name of the plan the decision applied (the recorded one, for `'recorded'`). */
+  /** With `StoreTarget.plan`: the name of the plan the decision applied (the recorded one, for `RecordedPlans`). */
   plan?: string
   /**
    * @internal A remote store's (remote.ts): the limits of the plan it applied, for the calling side to make the rules

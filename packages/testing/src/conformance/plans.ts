@@ -35,7 +35,13 @@ export function describePlans(suite: SuiteContext): void {
     const store = await subject.createStore(clock)
     if (subject.plans === true) expect(store.plans).toBe(true)
     if (store.plans !== true) return undefined
-    const limiter = new RateLimiter({ plans: plans(), store, prefix: nextPrefix(), timeout: '30s', ...more })
+    const limiter = new RateLimiter({
+      plans: plans(),
+      store,
+      prefix: nextPrefix(),
+      timeout: '30s',
+      ...more,
+    })
     return { clock, store, limiter }
   }
   const limitsOf = (rules: readonly { rule: { limit: number } }[]) => rules.map((each) => each.rule.limit)
@@ -114,7 +120,8 @@ export function describePlans(suite: SuiteContext): void {
       // 3 of pro's 6 per minute (50 %) against 2 of free's 3 (67 %).
       for (let i = 0; i < 3; i++) await limiter.limit('big', { plan: 'pro' })
       for (let i = 0; i < 2; i++) await limiter.limit('small', { plan: 'free' })
-      const { keys } = await limiter.operator.top({ count: 2 })
+      // The store may be shared with other tests' keys: the scan reads them all.
+      const { keys } = await limiter.operator.top({ count: 2, scan: 1_000_000 })
       expect(keys.map(({ plan, rule, used, limit }) => ({ plan, rule, used, limit }))).toEqual([
         { plan: 'free', rule: 'per-minute', used: 2, limit: 3 },
         { plan: 'pro', rule: 'per-minute', used: 3, limit: 6 },
@@ -135,6 +142,57 @@ export function describePlans(suite: SuiteContext): void {
       const after = await limiter.limit('acme', { plan: 'pro' })
       expect(after.overridden).toBeUndefined()
       expect(limitsOf(after.rules)).toEqual([6, 8, 10, 1000])
+    })
+
+    it("leave a downgraded key at its new plan's limit, never owing what the higher plan admitted", async () => {
+      // Outside round 1 (F1): 50 of pro's 100 an hour, then free's 10 an hour: the hour is used, the next ones are not.
+      const hourly = {
+        free: [fixedWindow({ limit: 10, window: '1h', name: 'hourly' })],
+        pro: [fixedWindow({ limit: 100, window: '1h', name: 'hourly' })],
+      }
+      for (const freeInFirstHour of [false, true]) {
+        const made = await setup({ plans: hourly })
+        if (made === undefined) return
+        const { clock, limiter } = made
+        for (let i = 0; i < 50; i++) await limiter.limit('k', { plan: 'pro' })
+        if (freeInFirstHour) {
+          clock.advance(1_000)
+          expect(await limiter.limit('k', { plan: 'free' })).toMatchObject({ allowed: false, remaining: 0 })
+        }
+        const admitted = []
+        for (let hour = 1; hour <= 3; hour++) {
+          clock.set(START + hour * 3_600_000 + MINUTE)
+          let count = 0
+          for (let i = 0; i < 12; i++) if ((await limiter.limit('k', { plan: 'free' })).allowed) count++
+          admitted.push(count)
+        }
+        expect(admitted).toEqual([10, 10, 10])
+      }
+      // The rate rules: a downgraded key waits for one unit at the new rate, not for the higher plan's usage to rest.
+      const rates = {
+        free: [
+          gcra({ limit: 10, window: '1h', name: 'rate' }),
+          tokenBucket({ capacity: 10, refillRate: 10, interval: '1h', name: 'bucket' }),
+        ],
+        pro: [
+          gcra({ limit: 100, window: '1h', name: 'rate' }),
+          tokenBucket({ capacity: 100, refillRate: 100, interval: '1h', name: 'bucket' }),
+        ],
+      }
+      const made = await setup({ plans: rates })
+      if (made === undefined) return
+      const { limiter } = made
+      for (let i = 0; i < 60; i++) await limiter.limit('k', { plan: 'pro' })
+      const down = await limiter.limit('k', { plan: 'free' })
+      expect(down.allowed).toBe(false)
+      expect(down.retryAfter).toBeLessThanOrEqual(6 * MINUTE)
+      // A cost only the larger plan admits: decided under it, refused as a programming error under the smaller.
+      expect((await limiter.limit('big', { plan: 'pro', cost: 50 })).allowed).toBe(true)
+      const refused = await limiter.limit('big', { plan: 'free', cost: 50 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(refused).toMatchObject({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT' })
     })
 
     it('settle a request under its plan, and refuse an unknown plan unless a default plan answers', async () => {

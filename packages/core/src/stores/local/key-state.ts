@@ -8,7 +8,7 @@
  */
 import { type ManualBlock, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import { freshPenalty, type Penalty, type PenaltyState, penaltyTtl } from '../../algorithms/penalty.js'
-import { limitsInForce, type PlanInForce } from '../../algorithms/plans.js'
+import { limitsInForce, type PlanInForce, RecordedPlans } from '../../algorithms/plans.js'
 import type { Rule } from '../../algorithms/types.js'
 import type { Decision, DecisionRecord, LeaseDecision, LeaseRequest } from '../types.js'
 import { chargeLocally, decideInto, decideLocally } from './decide.js'
@@ -31,18 +31,39 @@ export interface KeyStateData {
 }
 
 /**
- * @internal The plan a step decides with: the request's (recorded on `state` by a step that writes), or for
- * `'recorded'` the one `state` holds; undefined without plans.
+ * @internal The plan a step decides with: the request's (recorded on `state` by a step that writes), or for a read of
+ * the recorded plan the one `state` holds, with its limits as the limiter's plans give them (a name not among them:
+ * none); undefined without plans.
  */
 export function planOf(
-  requested: PlanInForce | 'recorded' | undefined,
+  requested: PlanInForce | RecordedPlans | undefined,
   state: KeyStateData | undefined,
   writes: boolean,
 ): PlanInForce | undefined {
   if (requested === undefined) return undefined
-  if (requested === 'recorded') return state?.plan
+  if (requested instanceof RecordedPlans) {
+    const recorded = state?.plan
+    return recorded === undefined ? undefined : requested.byName.get(recorded.name)
+  }
   if (writes && state !== undefined) state.plan = requested
   return requested
+}
+
+/**
+ * @internal Whether a step that records `next` found `previous`, another plan, recorded: the state is then clamped
+ * to the limits in force (`clampKey`) before it decides.
+ */
+export function planChanged(previous: PlanInForce | undefined, next: PlanInForce | undefined): boolean {
+  if (previous === undefined || next === undefined || previous === next) return false
+  return previous.name !== next.name || JSON.stringify(previous.limits) !== JSON.stringify(next.limits)
+}
+
+/**
+ * @internal A key's plan changed: each rule's state clamped to its limit in force (`AlgorithmLogic.clamp`), so that
+ * what a higher plan admitted is not owed under a lower one.
+ */
+export function clampKey(inForce: readonly Rule[], state: KeyStateData, now: number): void {
+  for (let i = 0; i < inForce.length; i++) inForce[i]!.logic.clamp?.(state.states[i], now)
 }
 
 /** @internal `state` while it still holds anything at `now`; undefined once expired (it decides as a fresh one). */

@@ -7,7 +7,7 @@ import {
 } from '../../algorithms/index.js'
 import { type LimitOverride, type OverrideRecord, rulesWith } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
-import { limitsInForce, type PlanInForce, readRecordedPlan } from '../../algorithms/plans.js'
+import { limitsInForce, type PlanInForce, RecordedPlans, readRecordedPlan } from '../../algorithms/plans.js'
 import { type QuotaCalendar, quotaCalendar, quotaRule } from '../../algorithms/quota.js'
 import { rateWindowOf } from '../../algorithms/rule.js'
 import type { AlgorithmName, Rule } from '../../algorithms/types.js'
@@ -24,6 +24,7 @@ import { storedClientId } from './client-id.js'
 import {
   acquireLeaseIn,
   chargeKey,
+  clampKey,
   consumeKey,
   freshStates,
   giveKey,
@@ -31,6 +32,7 @@ import {
   keepKey,
   liveAt,
   peekKey,
+  planChanged,
   planOf,
   refundKey,
   tuneKey,
@@ -127,7 +129,7 @@ export function encodeStoreRequest(request: StoreTarget | StoreRequest | RefundR
   }
   if (overrides !== undefined) encoded.overrides = overrides
   const { plan } = request
-  if (plan !== undefined) encoded.plan = plan === 'recorded' ? '' : plan.recorded
+  if (plan !== undefined) encoded.plan = plan instanceof RecordedPlans ? '' : plan.recorded
   const { at } = request as RefundRequest
   if (at !== undefined) encoded.at = at
   const { maxDebt } = request as StoreRequest
@@ -216,15 +218,12 @@ export function applyToKeyState(
   // The stored penalty state is the one `consumeKey` wrote: opaque to the store, not to the steps.
   const live = liveAt(state as KeyStateData | undefined, now)
   if (record?.limits !== undefined) record = { ...record, limits: sameLimits(rules, record.limits) }
-  // With plans: the request's plan (recorded with the state by a call that writes), or the one the state recorded.
-  const requested =
-    request.plan === undefined
-      ? undefined
-      : request.plan === ''
-        ? 'recorded'
-        : planOfJson(rules, request.plan)
+  // With plans: the request's plan (recorded with the state by a call that writes), or the one the state recorded
+  // (this storage is the object's own: what it recorded, the calling side's limiter wrote).
+  const recordedRead = request.plan === ''
+  const requested = request.plan === undefined || recordedRead ? undefined : planOfJson(rules, request.plan)
   const planned = (target: KeyStateData | undefined, writes: boolean) =>
-    samePlan(rules, planOf(requested, target, writes))
+    samePlan(rules, recordedRead ? target?.plan : planOf(requested, target, writes))
   switch (operation) {
     case 'peek': {
       // The stored state stays as it was (a peeked time may lie ahead of a later call's).
@@ -234,8 +233,10 @@ export function applyToKeyState(
     }
     case 'consume': {
       const next = live ?? fresh(rules)
+      const previous = next.plan
       const plan = planned(next, true)
       const inForce = tuneKey(rules, next, record, now, plan)
+      if (planChanged(previous, plan)) clampKey(inForce, next, now)
       const decision = consumeKey(inForce, next, now, request.cost, penalty, undefined, record?.block)
       return {
         decision: plain(underOverride(decision, rules, inForce, record, plan), plan),
@@ -252,7 +253,10 @@ export function applyToKeyState(
     }
     case 'charge': {
       const next = live ?? fresh(rules)
-      const inForce = tuneKey(rules, next, record, now, planned(next, true))
+      const previous = next.plan
+      const plan = planned(next, true)
+      const inForce = tuneKey(rules, next, record, now, plan)
+      if (planChanged(previous, plan)) clampKey(inForce, next, now)
       const { charged } = chargeKey(inForce, next, now, request.cost, request.maxDebt)
       return { charged, ...kept(inForce, penalty, next, now) }
     }

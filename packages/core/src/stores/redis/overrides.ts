@@ -9,7 +9,7 @@ import {
   rulesWith,
 } from '../../algorithms/override.js'
 import type { Penalty } from '../../algorithms/penalty.js'
-import { limitsInForce, type PlanTerms, readRecordedPlan } from '../../algorithms/plans.js'
+import { limitsInForce, type PlanTerms, RecordedPlans } from '../../algorithms/plans.js'
 import type { Rule } from '../../algorithms/types.js'
 import type { Decision, OverridePage, StoreRequest } from '../types.js'
 import type { RedisScriptRunner } from './clients/index.js'
@@ -132,15 +132,21 @@ export function overrideRecordKey(storePrefix: string, scope: string, hash: stri
 
 /**
  * A decision made under the override record the decision script answered (its JSON, '' for none) and, for a planned
- * limiter, the plan it applied (`plan`: the recorded JSON the script answered, for `'recorded'`): the limits and
- * the block in force, and the plan's name.
+ * limiter, the plan it applied (`plan`: the name the script answered; for a read of the recorded plan, the limiter's
+ * plan of that name): the limits and the block in force, and the plan's name.
  */
 export function underRecord(decision: Decision, request: StoreRequest, reply: unknown, plan?: unknown): void {
   const record =
     typeof reply === 'string' && reply !== ''
       ? liveOverrideRecord(JSON.parse(reply) as OverrideRecord, decision.now)
       : undefined
-  const terms = request.plan === 'recorded' ? readRecordedPlan(plan, request.rules) : request.plan
+  const requested = request.plan
+  const terms =
+    requested instanceof RecordedPlans
+      ? typeof plan === 'string'
+        ? requested.byName.get(plan)
+        : undefined
+      : requested
   if (terms !== undefined) decision.plan = terms.name
   if (record?.limits !== undefined) decision.override = record.limits
   const limits = limitsInForce(record?.limits, terms?.limits)
@@ -164,7 +170,7 @@ export async function serverNow(scripts: LoadedScripts, key: string): Promise<nu
 export class PreparedWithOverrides {
   readonly #cache = new WeakMap<
     readonly Rule[],
-    Map<string, Map<PlanTerms | 'recorded' | undefined, Prepared>>
+    Map<string, Map<PlanTerms | RecordedPlans | undefined, Prepared>>
   >()
 
   get(
@@ -173,7 +179,7 @@ export class PreparedWithOverrides {
     scope: string,
     decode: Prepared['decode'],
     now: () => number,
-    plan?: PlanTerms | 'recorded',
+    plan?: PlanTerms | RecordedPlans,
   ): Prepared {
     let scopes = this.#cache.get(rules)
     if (scopes === undefined) {

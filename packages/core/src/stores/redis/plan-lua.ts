@@ -12,29 +12,42 @@
 export const PLAN_SUFFIX = 'plan'
 
 /**
- * KEYS[key]: the plan key; ARGV[at]: the plan's JSON ('' reads the recorded one: an operator's peek), ARGV[at + 1]:
- * the record's lifetime (ms). Sets `PL` (the plan's limits by rule name, or nil) and `prec` (the JSON in force, for
- * the reply: '' for none).
+ * KEYS[key]: the plan key. A decision's: ARGV[at] the plan's JSON (`PlanTerms.recorded`), ARGV[at + 1] the record's
+ * lifetime (ms); a read of the recorded plan (an operator's): ARGV[at] '', ARGV[at + 1] the plans' limits by name
+ * (`RecordedPlans.table`), of which the recorded name's apply (limits are never read from the store: another writer
+ * under the prefix could have left any). Sets `PL` (the plan's limits by rule name, or nil), `prec` (the plan's
+ * name, for the reply: '' for none) and `PC` (a call that writes found another plan recorded: each rule's state is
+ * clamped to its limits in force, `LuaTwin.clamp`, before it is loaded).
  */
 export function planPrelude(key: number, at: number): string {
-  return `local PL, prec = nil, ''
+  return `local PL, prec, PC = nil, '', false
 do
   local pj, stored = ARGV[${at}], redis.pcall('GET', KEYS[${key}])
   if type(stored) ~= 'string' then stored = '' end
   local su, sj = string.match(stored, '^(%d+)|(.*)$')
+  local plan = nil
   if pj == '' then
-    pj = sj or ''
-  elseif mode == '0' or mode == '3' or mode == '4' then
-    local life = tonumber(ARGV[${at + 1}])
-    if sj ~= pj or tonumber(su) - now < life / 2 then
-      redis.call('SET', KEYS[${key}], num(now + life) .. '|' .. pj, 'PX', life)
+    local ok, recorded = pcall(cjson.decode, sj or '')
+    if ok and type(recorded) == 'table' and type(recorded.name) == 'string' then
+      local known, table = pcall(cjson.decode, ARGV[${at + 1}])
+      if known and type(table[recorded.name]) == 'table' then
+        plan = table[recorded.name]
+        prec = recorded.name
+      end
     end
+  else
+    if mode == '0' or mode == '3' or mode == '4' then
+      local life = tonumber(ARGV[${at + 1}])
+      if sj ~= pj or tonumber(su) - now < life / 2 then
+        redis.call('SET', KEYS[${key}], num(now + life) .. '|' .. pj, 'PX', life)
+        -- Another plan was recorded: what the key counts beyond this plan's limits is dropped (each rule's clamp).
+        if sj and sj ~= pj then PC = true end
+      end
+    end
+    plan = cjson.decode(pj)
+    prec = plan.name
   end
-  if pj ~= '' then
-    local ok, plan = pcall(cjson.decode, pj)
-    if ok and type(plan) == 'table' and type(plan.rules) == 'table' then PL = plan.rules end
-    prec = pj
-  end
+  if plan and type(plan.rules) == 'table' then PL = plan.rules end
 end
 `
 }

@@ -258,7 +258,8 @@ function overrideRule(
   index: number,
   planned: boolean,
 ): string {
-  return `${retuneRule(code, r, names, planned)}${adoptRule(code, r, coded, index)}`
+  const clamp = planned ? ALGORITHMS_BY_CODE.get(code)!.lua.clamp?.(r) : undefined
+  return `${retuneRule(code, r, names, planned)}${adoptRule(code, r, coded, index)}${clamp === undefined ? '' : `if PC then\n${clamp}end\n`}`
 }
 
 /** The single-decision script's reply statement: its numbers as one list. */

@@ -1,5 +1,5 @@
 import type { Penalty } from '../../algorithms/penalty.js'
-import type { PlanTerms } from '../../algorithms/plans.js'
+import { type PlanTerms, RecordedPlans } from '../../algorithms/plans.js'
 import { quotaBounds } from '../../algorithms/quota.js'
 import type { Rule } from '../../algorithms/types.js'
 import { RateLimitError } from '../../support/errors.js'
@@ -154,7 +154,7 @@ export function prepareRuleSet(
   scope: string | undefined,
   decode: Prepared['decode'],
   now: () => number = Date.now,
-  plan?: PlanTerms | 'recorded',
+  plan?: PlanTerms | RecordedPlans,
 ): Prepared {
   let until: number | undefined
   let from: number | undefined
@@ -178,7 +178,8 @@ export function prepareRuleSet(
   const planned = scope !== undefined && plan !== undefined
   if (planned) {
     suffixes.push(PLAN_SUFFIX)
-    if (plan === 'recorded') args.push('', '0')
+    // A read of the recorded plan: '' and the plans' limits by name (the script takes the recorded name's).
+    if (plan instanceof RecordedPlans) args.push('', plan.table)
     else args.push(plan.recorded, String(plan.horizonMs))
   }
   const codes = rules.map((rule) => rule.script.code)

@@ -1,0 +1,110 @@
+/**
+ * Issue 47: attacks on plans, as the attackers wrote them (the outside rounds' findings are added here as found).
+ * A client whose plan flaps between requests, concurrent requests naming different plans, a plan key another
+ * application wrote under the same prefix, and hostile answers of a `plan` function: none gets past the key's limit,
+ * none crashes the server, and the operator tools never show a plan the store did not record.
+ */
+import { fixedWindow, gcra, RateLimiter, RedisStore } from '@ratewindow/core'
+import { describe, expect, it } from 'vitest'
+import { standaloneClient, uniquePrefix } from './support/redis.js'
+
+const plans = () => ({
+  free: [
+    fixedWindow({ limit: 5, window: '1h', name: 'hourly' }),
+    gcra({ limit: 10, window: '1h', name: 'rate' }),
+  ],
+  pro: [
+    fixedWindow({ limit: 20, window: '1h', name: 'hourly' }),
+    gcra({ limit: 40, window: '1h', name: 'rate' }),
+  ],
+})
+
+describe('plans under attack (RedisStore)', () => {
+  it('a key flapping between plans on concurrent requests gets no more than the larger plan allows', async () => {
+    const limiter = new RateLimiter({
+      plans: plans(),
+      store: new RedisStore({ client: standaloneClient() }),
+      prefix: uniquePrefix(),
+      timeout: '10s',
+    })
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => limiter.limit('flapper', { plan: i % 2 === 0 ? 'free' : 'pro' })),
+    )
+    const admitted = results.filter((result) => result.allowed)
+    // Every admission stays within the limits of the plan it was made under: the free plan's admit up to 5 used.
+    expect(admitted.length).toBeLessThanOrEqual(20)
+    for (const result of admitted)
+      expect(result.rules[0]!.rule.limit - result.rules[0]!.remaining).toBeLessThanOrEqual(
+        result.rules[0]!.rule.limit,
+      )
+    expect(admitted.filter((result) => result.plan === 'free').length).toBeLessThanOrEqual(5)
+  })
+
+  it('a plan key another application wrote never lends its limits to a read, and the next decision writes its own', async () => {
+    const client = standaloneClient()
+    const prefix = uniquePrefix()
+    const limiter = new RateLimiter({
+      plans: plans(),
+      store: new RedisStore({ client }),
+      prefix,
+      timeout: '10s',
+    })
+    await limiter.limit('victim', { plan: 'free' })
+    const [key] = await client.keys(`${prefix}*:plan`)
+    // Outside round 1 (F3): another writer under the prefix recorded a plan of its own, with limits of its own.
+    const tampered: [string, string | undefined, number[]][] = [
+      [
+        `9999999999999|${JSON.stringify({ name: 'ent\u001b]0;PWNED\u0007\u001b[2J', rules: { hourly: { limit: 1_000_000 } } })}`,
+        undefined,
+        [5, 10],
+      ],
+      [
+        '9999999999999|{"name":"pro","rules":{"hourly":{"limit":1000000},"rate":{"limit":-4,"burst":"x"}}}',
+        'pro',
+        [20, 40],
+      ],
+      ['9999999999999|{"name":"__proto__"}', undefined, [5, 10]],
+      ['garbage', undefined, [5, 10]],
+      ['1|{"name":', undefined, [5, 10]],
+    ]
+    for (const [value, plan, limits] of tampered) {
+      await client.set(key!, value)
+      // A read shows a recorded name only when it is one of the plans, with that plan's limits from the code.
+      const inspection = await limiter.operator.inspect('victim')
+      expect(inspection.plan).toBe(plan)
+      expect(inspection.rules.map((rule) => rule.limit)).toEqual(limits)
+      const [row] = (await limiter.operator.top({ scan: 1_000_000 })).keys
+      expect([row?.plan, row?.limit]).toEqual([plan, limits[0]])
+      // A decision applies the plan it is given, whatever is stored, and records it.
+      const decided = await limiter.limit('victim', { plan: 'free' })
+      expect(decided).toMatchObject({ plan: 'free', limit: 5 })
+      expect(await client.get(key!)).toMatch(/^\d+\|\{"name":"free"\}$/)
+    }
+    // A key of another type: the decision replaces it.
+    await client.del(key!)
+    await client.hset(key!, 'a', '1')
+    expect(await limiter.limit('victim', { plan: 'pro' })).toMatchObject({ allowed: true, plan: 'pro' })
+    expect(await client.type(key!)).toBe('string')
+  })
+
+  it("a plan function's hostile answers are the application's error, counted under no plan", async () => {
+    const limiter = new RateLimiter({
+      plans: plans(),
+      store: new RedisStore({ client: standaloneClient() }),
+      prefix: uniquePrefix(),
+      timeout: '10s',
+    })
+    for (const hostile of ['__proto__', 'constructor', 'x'.repeat(1_000_000), 'free ', 'FREE']) {
+      await expect(limiter.limit('k', { plan: hostile })).rejects.toMatchObject({
+        code: 'ERR_RATEWINDOW_UNKNOWN_PLAN',
+      })
+    }
+    for (const hostile of [42, null, {}, ['free']]) {
+      await expect(limiter.limit('k', { plan: hostile as never })).rejects.toMatchObject({
+        code: 'ERR_RATEWINDOW_UNKNOWN_PLAN',
+      })
+    }
+    // Nothing was counted.
+    expect((await limiter.operator.inspect('k')).rules.map((rule) => rule.used)).toEqual([0, 0])
+  })
+})
