@@ -4,8 +4,9 @@
  * application wrote under the same prefix, and hostile answers of a `plan` function: none gets past the key's limit,
  * none crashes the server, and the operator tools never show a plan the store did not record.
  */
-import { fixedWindow, gcra, RateLimiter, RedisStore } from '@ratewindow/core'
+import { fixedWindow, gcra, MemoryStore, RateLimiter, RedisStore } from '@ratewindow/core'
 import { describe, expect, it } from 'vitest'
+import { ManualClock } from './support/clock.js'
 import { standaloneClient, uniquePrefix } from './support/redis.js'
 
 const plans = () => ({
@@ -106,5 +107,25 @@ describe('plans under attack (RedisStore)', () => {
     }
     // Nothing was counted.
     expect((await limiter.operator.inspect('k')).rules.map((rule) => rule.used)).toEqual([0, 0])
+  })
+
+  it("a downgrade after a day of pro's million does not lock the key out for a thousand days (round 1, F1)", async () => {
+    const clock = new ManualClock(Date.parse('2026-06-01T00:00:00Z'))
+    const daily = {
+      free: fixedWindow({ limit: 1_000, window: '1d', name: 'daily' }),
+      pro: fixedWindow({ limit: 1_000_000, window: '1d', name: 'daily' }),
+    }
+    for (const store of [
+      new RedisStore({ client: standaloneClient(), clock: clock.read }),
+      new MemoryStore({ clock: clock.read }),
+    ]) {
+      clock.set(Date.parse('2026-06-01T00:00:00Z'))
+      const limiter = new RateLimiter({ plans: daily, store, prefix: uniquePrefix(), timeout: '10s' })
+      for (let i = 0; i < 1_000; i++) await limiter.limit('k', { plan: 'pro', cost: 1_000 })
+      const down = await limiter.limit('k', { plan: 'free' })
+      expect(down).toMatchObject({ allowed: false, retryAfter: 86_400_000 })
+      clock.set(Date.parse('2026-06-02T00:00:01Z'))
+      expect(await limiter.limit('k', { plan: 'free' })).toMatchObject({ allowed: true, remaining: 999 })
+    }
   })
 })

@@ -4,6 +4,10 @@
  * that the previous scripts (commit 41bbd39) left in Redis. That state is written here as those scripts wrote it,
  * shape by shape (their text is not at hand in CI), for a key with 3 of 5 units used a second ago; then the new
  * scripts decide on it, a settle above the estimate included, exactly as on a MemoryStore that counted the same 3.
+ *
+ * Issue 47 (plans): the fixed window keeps a settle's debt apart from its count (`"<window>:<count>:<debt>"`), so
+ * that a count above a limit lowered since (a downgraded plan) ends with its window. The state above reads the same;
+ * one that 2b0c094's scripts left past the limit reads as a count without debt (last test).
  */
 import {
   fixedWindow,
@@ -144,5 +148,31 @@ describe.each([
     expect(grouped.map(view)).toEqual(expected)
     // One call alone, then one for the group (the groups are the client's: count this test's calls only).
     expect(store.groupStats.calls - calls).toBe(2)
+  })
+
+  // Issue 47: a count past the limit in the format before the debt was kept apart (`"<window>:<count>"`, which 2b0c094's
+  // scripts carried whole into the next windows) reads as that count, without debt: refused to the window's end,
+  // then a fresh window (a debt left by a settle just before the deploy is forgiven, one window at most).
+  it('a fixed window count past the limit, as 2b0c094 kept it, ends with its window', async () => {
+    const client = makeClient()
+    const clock = new ManualClock(T0)
+    const rule = fixedWindow({ limit: 5, window: '1h' })
+    const store = new RedisStore({ client, clock: clock.read })
+    const limiter = new RateLimiter({
+      rules: rule,
+      store,
+      prefix: `sd${process.pid}x${Math.random().toString(36).slice(2, 8)}`,
+      timeout: '10s',
+    })
+    const win = Math.floor(T0 / HOUR)
+    await client.set(store.keyFor(limiter.namespace, 'k', rule), `${win}:7`, 'PX', (win + 2) * HOUR - T0)
+    expect(await limiter.limit('k')).toMatchObject({
+      allowed: false,
+      remaining: 0,
+      retryAfter: (win + 1) * HOUR - T0,
+    })
+    clock.set((win + 1) * HOUR)
+    const next = await limiter.limit('k')
+    expect(next).toMatchObject({ allowed: true, remaining: 4 })
   })
 })

@@ -5,6 +5,12 @@ interface FixedWindowState {
   /** Window index: floor(now / window). Never goes back, even when the clock does. */
   win: number
   count: number
+  /**
+   * What charges took past the limit (a settle's debt), owed from the next windows; never a count above a limit
+   * lowered since (a downgraded plan, a lowered override), which ends with its window. Absent in a state kept before
+   * it was tracked: none.
+   */
+  debt?: number
 }
 
 const CODE = 1
@@ -23,102 +29,124 @@ export function fixedWindow(options: WindowRuleOptions): Rule {
 function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<FixedWindowState> {
   const windowEnd = (state: FixedWindowState, now: number) => (state.win + 1) * windowMs - now
   /**
-   * The wait until the window in which `count` (counted now) leaves room for `cost`: what is counted beyond the
-   * limit carries into the following windows, `limit` of it passing per window (see `advance`).
+   * The wait until a window leaves room for `cost` once this one has ended: the debt carries into the following
+   * windows, `limit` of it passing per window (see `advance`).
    */
-  const waitFor = (state: FixedWindowState, now: number, count: number, cost: number) =>
-    windowEnd(state, now) + (Math.max(1, Math.ceil((count + cost - limit) / limit)) - 1) * windowMs
+  const waitFor = (state: FixedWindowState, now: number, cost: number) =>
+    windowEnd(state, now) + Math.max(0, Math.ceil(((state.debt ?? 0) + cost - limit) / limit)) * windowMs
   return {
-    create: () => ({ win: Number.NEGATIVE_INFINITY, count: 0 }),
+    create: () => ({ win: Number.NEGATIVE_INFINITY, count: 0, debt: 0 }),
     advance(state, now) {
       // NOTE: only forward. A clock stepping back a few ms across a boundary keeps the newer window and its
       // count; resetting to the older window would start a third count.
       const win = Math.floor(now / windowMs)
       if (win > state.win) {
-        // NOTE: units counted beyond the limit (a settle's debt, or a lowered limit) carry into the following
-        // windows, `limit` of them passing per window: the rule's rate, never a fresh window's burst.
-        state.count = Math.max(0, state.count - (win - state.win) * limit)
+        // NOTE: a debt (units a charge took past the limit) carries into the following windows, `limit` of it
+        // passing per window: the rule's rate, never a fresh window's burst. A count above the limit that was no
+        // debt (admitted under a higher limit) ends with its window.
+        state.count = Math.max(0, (state.debt ?? 0) - (win - state.win - 1) * limit)
+        state.debt = Math.max(0, state.count - limit)
         state.win = win
       }
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
     consume(state, _now, cost) {
+      // The debt grows by what this charge takes past the limit, never by a count already above it.
+      const above = Math.max(0, state.count - limit)
       state.count += cost
+      state.debt = (state.debt ?? 0) + Math.max(0, state.count - limit) - above
     },
     refund(state, _now, cost, at) {
-      if (Math.floor(at / windowMs) === state.win) state.count = Math.max(0, state.count - cost)
+      if (Math.floor(at / windowMs) !== state.win) return
+      state.count = Math.max(0, state.count - cost)
+      state.debt = Math.min(state.debt ?? 0, Math.max(0, state.count - limit))
     },
     report(state, now, pending, deniedCost, into, i) {
       const count = state.count + pending
       const denied = count + deniedCost > limit
       into.remaining[i] = Math.max(0, limit - count)
-      into.reset[i] = count > 0 ? waitFor(state, now, count, limit) : 0
-      // The next window admits again unless units carry into it (a validated cost never exceeds the limit).
-      into.retryAfter[i] = denied ? waitFor(state, now, count, deniedCost) : 0
+      into.reset[i] = count > 0 ? waitFor(state, now, limit) : 0
+      // The next window admits again unless a debt carries into it (a validated cost never exceeds the limit).
+      into.retryAfter[i] = denied ? waitFor(state, now, deniedCost) : 0
     },
-    ttl: (state, now) => (state.count > 0 ? waitFor(state, now, state.count, limit) : 0),
+    ttl: (state, now) => (state.count > 0 ? waitFor(state, now, limit) : 0),
     used: (state) => state.count,
-    // Before `advance`: what the window counted beyond the new limit never carries into the next.
-    clamp(state) {
-      state.count = Math.min(state.count, limit)
-    },
   }
 }
 
 /**
- * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"` with its TTL, the end of the window
- * (or of the last window the count carries into). A key of an earlier window carries its count beyond the limit
- * into this one. Another type or content marks the state `broken`: the script deletes the key and starts afresh.
+ * Lua twin of `fixedWindowLogic`. Key: a string `"<window index>:<count>"`, or `"<window index>:<count>:<debt>"`
+ * while a charge left a debt, with its TTL: the end of the window (or of the last window the debt carries into). A
+ * key of an earlier window carries its debt into this one. Another type or content marks the state `broken`: the
+ * script deletes the key and starts afresh.
+ * NOTE: a state kept before the debt was tracked (`"<window>:<count>"`, a count above the limit carried whole) reads
+ * as one without debt: a count above the limit then ends with its window.
  * NOTE: every write sets the TTL (`SET … PX`), unlike the counter's: a key of this format is easily written by
  * hand without one, and an admitted request must give it one.
  */
 const LUA: LuaTwin = {
   params: 2,
-  state: ['win', 'count', 'broken'],
+  state: ['win', 'count', 'fdebt', 'broken'],
   load: (r) => {
     const [L, W] = r.params
-    const [win, count] = ['win', 'count'].map(r.v)
-    return `${win}, ${count} = math.floor(now / ${W}), 0
+    const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
+    return `${win}, ${count}, ${debt} = math.floor(now / ${W}), 0, 0
 do
   local raw = redis.pcall('GET', ${r.key})
   if raw then
-    local w, c
-    if type(raw) == 'string' then w, c = string.match(raw, '^(%-?%d+):(%d+)$') end
+    local w, c, d
+    if type(raw) == 'string' then w, c, d = string.match(raw, '^(%-?%d+):(%d+):?(%d*)$') end
     if not w then ${r.v('broken')} = true
-    elseif tonumber(w) >= ${win} then ${win}, ${count} = tonumber(w), tonumber(c)
-    else ${count} = math.max(0, tonumber(c) - (${win} - tonumber(w)) * ${L}) end
+    else
+      d = tonumber(d) or 0
+      if tonumber(w) >= ${win} then ${win}, ${count}, ${debt} = tonumber(w), tonumber(c), d
+      else
+        ${count} = math.max(0, d - (${win} - tonumber(w) - 1) * ${L})
+        ${debt} = math.max(0, ${count} - ${L})
+      end
+    end
   end
 end
 `
   },
-  clamp: (r) => `do
-  local raw = redis.pcall('GET', ${r.key})
-  local w, c
-  if type(raw) == 'string' then w, c = string.match(raw, '^(%-?%d+):(%d+)$') end
-  if w and tonumber(c) > ${r.params[0]} then redis.call('SET', ${r.key}, w .. ':' .. num(${r.params[0]}), 'KEEPTTL') end
-end
-`,
   fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => `${r.v('count')} = ${r.v('count')} + ${cost}
-`,
-  refund: (r, cost, at) =>
-    `if math.floor(${at} / ${r.params[1]}) == ${r.v('win')} then ${r.v('count')} = math.max(0, ${r.v('count')} - ${cost}) end
-`,
+  consume: (r, cost) => {
+    const L = r.params[0]
+    const [count, debt] = ['count', 'fdebt'].map(r.v)
+    return `do
+  local above = math.max(0, ${count} - ${L})
+  ${count} = ${count} + ${cost}
+  ${debt} = ${debt} + math.max(0, ${count} - ${L}) - above
+end
+`
+  },
+  refund: (r, cost, at) => {
+    const [L, W] = r.params
+    const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
+    return `if math.floor(${at} / ${W}) == ${win} then
+  ${count} = math.max(0, ${count} - ${cost})
+  ${debt} = math.min(${debt}, math.max(0, ${count} - ${L}))
+end
+`
+  },
   report: (r, pending, denied) => {
     const [L, W] = r.params
-    const [win, count] = ['win', 'count'].map(r.v)
+    const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
     return `do
   local count, windowEnd = ${count} + ${pending}, (${win} + 1) * ${W} - now
   remaining, reset, retry = math.max(0, ${L} - count), 0, 0
-  if count > 0 then reset = windowEnd + (math.ceil(count / ${L}) - 1) * ${W} end
-  if count + ${denied} > ${L} then retry = windowEnd + (math.max(1, math.ceil((count + ${denied} - ${L}) / ${L})) - 1) * ${W} end
+  if count > 0 then reset = windowEnd + math.max(0, math.ceil(${debt} / ${L})) * ${W} end
+  if count + ${denied} > ${L} then retry = windowEnd + math.max(0, math.ceil((${debt} + ${denied} - ${L}) / ${L})) * ${W} end
 end
 `
   },
   persist: (r) => {
     const [L, W] = r.params
-    const [win, count] = ['win', 'count'].map(r.v)
-    return `if ${count} > 0 then redis.call('SET', ${r.key}, num(${win}) .. ':' .. num(${count}), 'PX', (${win} + math.ceil(${count} / ${L})) * ${W} - now)
+    const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
+    return `if ${count} > 0 then
+  local value = num(${win}) .. ':' .. num(${count})
+  if ${debt} > 0 then value = value .. ':' .. num(${debt}) end
+  redis.call('SET', ${r.key}, value, 'PX', (${win} + 1 + math.ceil(${debt} / ${L})) * ${W} - now)
 else redis.call('DEL', ${r.key}) end
 `
   },

@@ -138,9 +138,6 @@ function gcraLogic(scale: number, interval: number, burst: number): AlgorithmLog
     // Nothing to bring forward: the TAT is absolute. A clock stepping back sees it further ahead, never reset.
     advance() {},
     fits: (state, now, cost) => ahead(state, now) + cost * interval <= tolerance,
-    clamp(state, now) {
-      state.tat = Math.min(state.tat, now * scale + tolerance)
-    },
     consume(state, now, cost) {
       state.tat = now * scale + ahead(state, now) + cost * interval
     },
@@ -221,17 +218,6 @@ do
   end
 end
 ${ahead} = math.max(0, ${tat} - now * ${scale})
-`
-  },
-  // Before load: the burst parameter is still a burst (load makes it the tolerance).
-  clamp: (r) => {
-    const [scale, interval, burst] = r.params
-    return `do
-  local raw = redis.pcall('GET', ${r.key})
-  local tat = type(raw) == 'string' and tonumber(string.match(raw, '^(%d+)$') or '') or nil
-  local most = now * ${scale} + ${burst} * ${interval}
-  if tat and tat > most then redis.call('SET', ${r.key}, num(most), 'KEEPTTL') end
-end
 `
   },
   fits: (r, cost) => `${r.v('ahead')} + ${cost} * ${r.params[1]} <= ${r.params[2]}`,

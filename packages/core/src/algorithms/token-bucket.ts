@@ -138,9 +138,6 @@ function tokenBucketLogic(
       if (state.tokens === full) state.fullAt = now
     },
     fits: (state, _now, cost) => state.tokens >= cost * intervalMs,
-    clamp(state) {
-      if (state.tokens < 0) state.tokens = 0
-    },
     consume(state, _now, cost) {
       state.tokens -= cost * intervalMs
     },
@@ -233,13 +230,6 @@ do
 end
 `
   },
-  clamp: (r) => `do
-  local raw = redis.pcall('GET', ${r.key})
-  local t, rest
-  if type(raw) == 'string' then t, rest = string.match(raw, '^(%-%d+)(:%-?%d+:%-?%d+)$') end
-  if t then redis.call('SET', ${r.key}, '0' .. rest, 'KEEPTTL') end
-end
-`,
   fits: (r, cost) => `${r.v('tokens')} >= ${cost} * ${r.params[2]}`,
   consume: (r, cost) => `${r.v('tokens')} = ${r.v('tokens')} - ${cost} * ${r.params[2]}
 `,

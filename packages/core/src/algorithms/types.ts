@@ -63,12 +63,6 @@ export interface LuaTwin {
    * `v('convert')` to true when it read an older format that the next write must replace even on a read.
    */
   load(r: LuaRule): string
-  /**
-   * Lua twin of `AlgorithmLogic.clamp`, on the state as kept at `r.key`, before it is loaded (the rule's parameters
-   * are the ones in force): rewrites it within the limit when the key's plan changed (`PC`, plan-lua.ts). Only the
-   * scripts of planned limiters hold it.
-   */
-  clamp?(r: LuaRule): string
   /** An expression: whether `cost` fits. */
   fits(r: LuaRule, cost: string): string
   /**
@@ -216,14 +210,6 @@ export interface AlgorithmLogic<S> {
    * (the window algorithms).
    */
   adopt?(state: S, from: readonly number[], now: number): void
-  /**
-   * A key's plan changed (`plans`): what the state counts beyond this rule's limit, admitted under the other plan's,
-   * is dropped, so that a downgrade leaves the key at its new limit (refused until that has rested at the new rate),
-   * never owing what the higher plan admitted. A settle's debt or slots reserved beyond the limit go with it. Absent
-   * where the state forgets within one window whatever it counts (the sliding windows) or tells a debt apart (the
-   * quota).
-   */
-  clamp?(state: S, now: number): void
   /**
    * Gives back up to `cost` units now, without the time they were admitted (`RateLimiter.give`), the state
    * advanced to `now`. Absent where `refund` at `now` does it (every algorithm but the log, whose refund removes

@@ -49,23 +49,6 @@ export function planOf(
   return requested
 }
 
-/**
- * @internal Whether a step that records `next` found `previous`, another plan, recorded: the state is then clamped
- * to the limits in force (`clampKey`) before it decides.
- */
-export function planChanged(previous: PlanInForce | undefined, next: PlanInForce | undefined): boolean {
-  if (previous === undefined || next === undefined || previous === next) return false
-  return previous.name !== next.name || JSON.stringify(previous.limits) !== JSON.stringify(next.limits)
-}
-
-/**
- * @internal A key's plan changed: each rule's state clamped to its limit in force (`AlgorithmLogic.clamp`), so that
- * what a higher plan admitted is not owed under a lower one.
- */
-export function clampKey(inForce: readonly Rule[], state: KeyStateData, now: number): void {
-  for (let i = 0; i < inForce.length; i++) inForce[i]!.logic.clamp?.(state.states[i], now)
-}
-
 /** @internal `state` while it still holds anything at `now`; undefined once expired (it decides as a fresh one). */
 export function liveAt<T extends KeyStateData>(state: T | undefined, now: number): T | undefined {
   return state !== undefined && state.expiresAt > now ? state : undefined

@@ -28,14 +28,12 @@ import { type Entry, EntryTables } from './entry-tables.js'
 import {
   acquireLeaseIn,
   chargeKey,
-  clampKey,
   consumeKey,
   consumeKeyInto,
   dropExpiredLeases,
   giveKey,
   liveAt,
   peekKey,
-  planChanged,
   planOf,
   refundKey,
   tuneKey,
@@ -116,13 +114,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const entries = this.#entries
     const entry = entries.take(entries.table(request), this.#key(request), request.rules, now)
     const record = this.#record(request, now)
-    const previous = entry.plan
     const plan = planOf(request.plan, entry, true)
     const rules =
       record === undefined && entry.tuned === undefined && plan?.limits === undefined
         ? request.rules
         : tuneKey(request.rules, entry, record, now, plan)
-    if (planChanged(previous, plan)) clampKey(rules, entry, now)
     const decision = consumeKey(
       rules,
       entry,
@@ -238,10 +234,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
       ? entries.take(table, this.#key(request), request.rules, now)
       : liveAt(table.get(this.#key(request)), now)
     if (entry === undefined) return
-    const previous = entry.plan
     const plan = planOf(request.plan, entry, create)
     const rules = tuneKey(request.rules, entry, this.#record(request, now), now, plan)
-    if (create && planChanged(previous, plan)) clampKey(rules, entry, now)
     step(rules, entry, now)
     entries.keep(entry, rules, request.penalty, now)
   }

@@ -24,7 +24,6 @@ import { storedClientId } from './client-id.js'
 import {
   acquireLeaseIn,
   chargeKey,
-  clampKey,
   consumeKey,
   freshStates,
   giveKey,
@@ -32,7 +31,6 @@ import {
   keepKey,
   liveAt,
   peekKey,
-  planChanged,
   planOf,
   refundKey,
   tuneKey,
@@ -233,10 +231,8 @@ export function applyToKeyState(
     }
     case 'consume': {
       const next = live ?? fresh(rules)
-      const previous = next.plan
       const plan = planned(next, true)
       const inForce = tuneKey(rules, next, record, now, plan)
-      if (planChanged(previous, plan)) clampKey(inForce, next, now)
       const decision = consumeKey(inForce, next, now, request.cost, penalty, undefined, record?.block)
       return {
         decision: plain(underOverride(decision, rules, inForce, record, plan), plan),
@@ -253,10 +249,8 @@ export function applyToKeyState(
     }
     case 'charge': {
       const next = live ?? fresh(rules)
-      const previous = next.plan
       const plan = planned(next, true)
       const inForce = tuneKey(rules, next, record, now, plan)
-      if (planChanged(previous, plan)) clampKey(inForce, next, now)
       const { charged } = chargeKey(inForce, next, now, request.cost, request.maxDebt)
       return { charged, ...kept(inForce, penalty, next, now) }
     }

@@ -16,11 +16,10 @@ export const PLAN_SUFFIX = 'plan'
  * lifetime (ms); a read of the recorded plan (an operator's): ARGV[at] '', ARGV[at + 1] the plans' limits by name
  * (`RecordedPlans.table`), of which the recorded name's apply (limits are never read from the store: another writer
  * under the prefix could have left any). Sets `PL` (the plan's limits by rule name, or nil), `prec` (the plan's
- * name, for the reply: '' for none) and `PC` (a call that writes found another plan recorded: each rule's state is
- * clamped to its limits in force, `LuaTwin.clamp`, before it is loaded).
+ * name, for the reply: '' for none).
  */
 export function planPrelude(key: number, at: number): string {
-  return `local PL, prec, PC = nil, '', false
+  return `local PL, prec = nil, ''
 do
   local pj, stored = ARGV[${at}], redis.pcall('GET', KEYS[${key}])
   if type(stored) ~= 'string' then stored = '' end
@@ -40,8 +39,6 @@ do
       local life = tonumber(ARGV[${at + 1}])
       if sj ~= pj or tonumber(su) - now < life / 2 then
         redis.call('SET', KEYS[${key}], num(now + life) .. '|' .. pj, 'PX', life)
-        -- Another plan was recorded: what the key counts beyond this plan's limits is dropped (each rule's clamp).
-        if sj and sj ~= pj then PC = true end
       end
     end
     plan = cjson.decode(pj)

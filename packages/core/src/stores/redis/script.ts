@@ -258,8 +258,7 @@ function overrideRule(
   index: number,
   planned: boolean,
 ): string {
-  const clamp = planned ? ALGORITHMS_BY_CODE.get(code)!.lua.clamp?.(r) : undefined
-  return `${retuneRule(code, r, names, planned)}${adoptRule(code, r, coded, index)}${clamp === undefined ? '' : `if PC then\n${clamp}end\n`}`
+  return `${retuneRule(code, r, names, planned)}${adoptRule(code, r, coded, index)}`
 }
 
 /** The single-decision script's reply statement: its numbers as one list. */
