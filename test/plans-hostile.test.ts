@@ -4,7 +4,7 @@
  * application wrote under the same prefix, and hostile answers of a `plan` function: none gets past the key's limit,
  * none crashes the server, and the operator tools never show a plan the store did not record.
  */
-import { fixedWindow, gcra, MemoryStore, RateLimiter, RedisStore } from '@ratewindow/core'
+import { fixedWindow, gcra, MemoryStore, RateLimiter, RedisStore, tokenBucket } from '@ratewindow/core'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { standaloneClient, uniquePrefix } from './support/redis.js'
@@ -128,4 +128,39 @@ describe('plans under attack (RedisStore)', () => {
       expect(await limiter.limit('k', { plan: 'free' })).toMatchObject({ allowed: true, remaining: 999 })
     }
   })
+
+  it.each([
+    ['fixed window', (limit: number) => fixedWindow({ limit, window: '1m', name: 'r' })],
+    ['GCRA', (limit: number) => gcra({ limit, window: '1m', name: 'r' })],
+    [
+      'token bucket',
+      (limit: number) => tokenBucket({ capacity: limit, refillRate: limit, interval: '1m', name: 'r' }),
+    ],
+  ])(
+    "round 2 (H1): one free request, then pro until refused, 20 times in one window gets pro's 100 in all (%s)",
+    async (_, make) => {
+      const clock = new ManualClock(Date.parse('2026-06-01T00:00:00Z'))
+      for (const store of [
+        new RedisStore({ client: standaloneClient(), clock: clock.read }),
+        new MemoryStore({ clock: clock.read }),
+      ]) {
+        const limiter = new RateLimiter({
+          plans: { free: make(10), pro: make(100) },
+          store,
+          prefix: uniquePrefix(),
+          timeout: '10s',
+        })
+        let admitted = 0
+        for (let round = 0; round < 20; round++) {
+          if ((await limiter.limit('k', { plan: 'free' })).allowed) admitted++
+          for (let i = 0; i < 200; i++) {
+            if (!(await limiter.limit('k', { plan: 'pro' })).allowed) break
+            admitted++
+          }
+        }
+        expect(admitted).toBe(100)
+        expect((await limiter.usage('k')).rules[0]).toMatchObject({ used: 100, limit: 100 })
+      }
+    },
+  )
 })

@@ -31,12 +31,23 @@ export interface WaitOptions {
    * when it is set, else `'deny'` (docs/waiting.md)
    */
   onStoreError?: 'allow' | 'deny'
+  /**
+   * With `plans`: the call's plan, as `limit`'s (docs/plans-and-quotas.md). @default the limiter's `defaultPlan`,
+   * else its first plan
+   */
+  plan?: string
 }
 
 /** `WaitOptions`' defaults, in one place (the `@default` tags above say the same). */
 export const WAIT_DEFAULTS = { maxWait: '1m', cost: 1 } as const satisfies WaitOptions
 
-const WAIT_OPTIONS = namesOf<WaitOptions>({ maxWait: true, signal: true, cost: true, onStoreError: true })
+const WAIT_OPTIONS = namesOf<WaitOptions>({
+  maxWait: true,
+  signal: true,
+  cost: true,
+  onStoreError: true,
+  plan: true,
+})
 
 /**
  * `wait()` could not reserve a slot within `maxWait` (`ERR_RATEWINDOW_WAIT_EXCEEDED`): nothing was reserved.
@@ -194,7 +205,7 @@ export interface Reserving {
   checkReservations(option: string): void
   limitNow(
     key: string,
-    options?: { cost?: number },
+    options?: { cost?: number; plan?: string },
     reserve?: number,
     onStoreError?: 'allow' | 'deny',
   ): Awaitable<RateLimitResult>
@@ -219,7 +230,13 @@ export async function waitFor(
   oneOf(onStoreError, 'onStoreError', ['allow', 'deny'])
   limiter.checkReservations('wait')
   if (signal?.aborted) throw signal.reason
-  const result = await limiter.limitNow(key, { cost }, maxWaitMs, onStoreError)
+  const { plan } = options
+  const result = await limiter.limitNow(
+    key,
+    plan === undefined ? { cost } : { cost, plan },
+    maxWaitMs,
+    onStoreError,
+  )
   if (!result.allowed) {
     if (result.source === 'policy') {
       throw new RateLimitError(

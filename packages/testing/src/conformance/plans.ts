@@ -205,6 +205,29 @@ export function describePlans(suite: SuiteContext): void {
       expect(refused).toMatchObject({ code: 'ERR_RATEWINDOW_COST_EXCEEDS_LIMIT' })
     })
 
+    it("let wait() take the call's plan, and keep what a flap between wait() and limit() counted", async () => {
+      // Outside round 2 (H2): wait() had no plan (the first plan's rate for every call).
+      const made = await setup({
+        plans: {
+          free: gcra({ limit: 10, window: '1h', name: 'rate' }),
+          pro: gcra({ limit: 100, window: '1h', name: 'rate' }),
+        },
+      })
+      if (made === undefined || made.store.reservations !== true) return
+      const { limiter } = made
+      let admitted = 0
+      for (let i = 0; i < 60; i++)
+        if ((await limiter.wait('k', { plan: 'pro', maxWait: 0 })).allowed) admitted++
+      for (let i = 0; i < 60; i++) if ((await limiter.limit('k', { plan: 'pro' })).allowed) admitted++
+      expect(admitted).toBe(100)
+      const waited = await limiter.wait('k', { plan: 'free', maxWait: 0 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(waited).toMatchObject({ code: 'ERR_RATEWINDOW_WAIT_EXCEEDED' })
+      expect((await limiter.limit('k', { plan: 'pro' })).allowed).toBe(false)
+    })
+
     it('settle a request under its plan, and refuse an unknown plan unless a default plan answers', async () => {
       const made = await setup()
       if (made === undefined) return
