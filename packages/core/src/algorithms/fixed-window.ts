@@ -1,3 +1,4 @@
+import { countWithDebt, giveBackWithDebt, luaCountWithDebt, luaGiveBackWithDebt } from './counted-debt.js'
 import { windowRule } from './rule.js'
 import type { AlgorithmLogic, LuaTwin, Rule, WindowAlgorithmDefinition, WindowRuleOptions } from './types.js'
 
@@ -50,16 +51,10 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
       }
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
-    consume(state, _now, cost) {
-      // The debt grows by what this charge takes past the limit, never by a count already above it.
-      const above = Math.max(0, state.count - limit)
-      state.count += cost
-      state.debt = (state.debt ?? 0) + Math.max(0, state.count - limit) - above
-    },
+    // Only what a charge takes past the limit is owed from the next windows (counted-debt.ts).
+    consume: (state, _now, cost) => countWithDebt(state, limit, cost),
     refund(state, _now, cost, at) {
-      if (Math.floor(at / windowMs) !== state.win) return
-      state.count = Math.max(0, state.count - cost)
-      state.debt = Math.min(state.debt ?? 0, Math.max(0, state.count - limit))
+      if (Math.floor(at / windowMs) === state.win) giveBackWithDebt(state, limit, cost)
     },
     report(state, now, pending, deniedCost, into, i) {
       const count = state.count + pending
@@ -110,23 +105,11 @@ end
 `
   },
   fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => {
-    const L = r.params[0]
-    const [count, debt] = ['count', 'fdebt'].map(r.v)
-    return `do
-  local above = math.max(0, ${count} - ${L})
-  ${count} = ${count} + ${cost}
-  ${debt} = ${debt} + math.max(0, ${count} - ${L}) - above
-end
-`
-  },
+  consume: (r, cost) => luaCountWithDebt(r.v('count'), r.v('fdebt'), r.params[0]!, cost),
   refund: (r, cost, at) => {
     const [L, W] = r.params
-    const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
-    return `if math.floor(${at} / ${W}) == ${win} then
-  ${count} = math.max(0, ${count} - ${cost})
-  ${debt} = math.min(${debt}, math.max(0, ${count} - ${L}))
-end
+    return `if math.floor(${at} / ${W}) == ${r.v('win')} then
+${luaGiveBackWithDebt(r.v('count'), r.v('fdebt'), L!, cost)}end
 `
   },
   report: (r, pending, denied) => {

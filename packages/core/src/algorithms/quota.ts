@@ -9,6 +9,7 @@ import {
   parseAnchor,
   parseTimeZone,
 } from './calendar.js'
+import { countWithDebt, giveBackWithDebt, luaCountWithDebt, luaGiveBackWithDebt } from './counted-debt.js'
 import { checkProduct, makeRule, parseCount, parseRuleName, parseShadow, parseWarnAt } from './rule.js'
 import type { AlgorithmDefinition, AlgorithmLogic, LuaRule, LuaTwin, Rule } from './types.js'
 
@@ -218,18 +219,12 @@ function quotaLogic(limit: number, periods: CalendarPeriods): AlgorithmLogic<Quo
       state.end = period.end
     },
     fits: (state, _now, cost) => state.count + cost <= limit,
-    consume(state, _now, cost) {
-      // The debt grows by the units of this charge above the limit, never by a count already above it (a limit
-      // lowered since): only what was charged past the limit is owed from the next period.
-      const above = Math.max(0, state.count - limit)
-      state.count += cost
-      state.debt += Math.max(0, state.count - limit) - above
-    },
+    // Only what was charged past the limit is owed from the next period (counted-debt.ts).
+    consume: (state, _now, cost) => countWithDebt(state, limit, cost),
     carriedDebt: limit,
     refund(state, _now, cost, at) {
       if (at >= state.end || periods.at(at).end !== state.end) return
-      state.count = Math.max(0, state.count - cost)
-      state.debt = Math.min(state.debt, Math.max(0, state.count - limit))
+      giveBackWithDebt(state, limit, cost)
     },
     report(state, now, pending, deniedCost, into, i) {
       const count = state.count + pending
@@ -289,23 +284,12 @@ end
 `
   },
   fits: (r, cost) => `${r.v('count')} + ${cost} <= ${r.params[0]}`,
-  consume: (r, cost) => {
-    const L = r.params[0]!
-    const [count, debt] = ['count', 'qdebt'].map(r.v)
-    return `do
-  local above = math.max(0, ${count} - ${L})
-  ${count} = ${count} + ${cost}
-  ${debt} = ${debt} + math.max(0, ${count} - ${L}) - above
-end
-`
-  },
+  consume: (r, cost) => luaCountWithDebt(r.v('count'), r.v('qdebt'), r.params[0]!, cost),
   refund: (r, cost, at) => {
     const [L, S, E, N] = r.params
     const [end, count, debt] = ['qend', 'count', 'qdebt'].map(r.v)
     return `if ${at} < ${end} and ((${at} >= ${S} and ${at} < ${E} and ${end} == ${E}) or (${at} >= ${E} and ${at} < ${N} and ${end} == ${N})) then
-  ${count} = math.max(0, ${count} - ${cost})
-  ${debt} = math.min(${debt}, math.max(0, ${count} - ${L}))
-end
+${luaGiveBackWithDebt(count!, debt!, L!, cost)}end
 `
   },
   report: (r, pending, denied) => {
