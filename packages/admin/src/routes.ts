@@ -42,7 +42,10 @@ const TOP_DEFAULTS = { count: 10, scan: 10_000 } as const
 /** The longest client key the endpoint takes in a path (an override or block keeps at most 128 characters). */
 export const MAX_KEY_LENGTH = 1024
 
-/** `GET /limiters`: each limiter, its rules and whether it takes overrides. */
+/**
+ * `GET /limiters`: each limiter, its rules (with plans, the first plan's; each key's own are in its views) and its
+ * plans' names, and whether it takes overrides.
+ */
 function limiters({ config }: Call) {
   return {
     limiters: [...config.limiters.values()].map((limiter) => ({
@@ -53,6 +56,7 @@ function limiters({ config }: Call) {
         limit: rule.limit,
         window: rule.windowMs,
       })),
+      ...(limiter.plans !== undefined && { plans: limiter.plans.names }),
       overrides: limiter.enabled,
     })),
   }

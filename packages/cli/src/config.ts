@@ -79,6 +79,7 @@ export async function loadLimiters(
       )
     }
     try {
+      definition = withoutAdapterOptions(definition)
       const http = isHttpStyle(definition)
       const options = http
         ? rateLimiterOptionsFrom(
@@ -129,6 +130,20 @@ function loaded<T>(loading: Promise<T>, path: string, timeoutMs: number): Promis
     }, timeoutMs)
   })
   return Promise.race([loading, late]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * The options of one adapter that say how a request reaches the limiter or how a refusal is answered, never what
+ * is counted (Fastify's `hook`, `global`, `notFound`; a `handler`; Hono's and Next.js's address options): an
+ * application's own options, as its middleware takes them, are a config with them left out.
+ */
+const ADAPTER_OPTIONS = ['hook', 'global', 'notFound', 'handler', 'getConnInfo', 'clientIp', 'trustProxy']
+
+function withoutAdapterOptions(definition: object): object {
+  if (!ADAPTER_OPTIONS.some((name) => Object.hasOwn(definition, name))) return definition
+  const options: Record<string, unknown> = { ...definition }
+  for (const name of ADAPTER_OPTIONS) delete options[name]
+  return options
 }
 
 /**

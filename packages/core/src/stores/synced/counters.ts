@@ -84,13 +84,16 @@ export const COUNTER_STATES: Partial<Record<Rule['algorithm'], StateWriter>> = {
     return 0
   },
   'fixed-window': (state, win, view, sent, unsent, limit) => {
-    const target = state as { win: number; count: number }
+    const target = state as { win: number; count: number; debt: number }
     target.win = win
     // NOTE: what the previous window counted beyond the limit (a settle's debt) carries into this one, as the
     // fixed window's `advance` carries it. The counters keep two windows: a carry into the previous window from
-    // the one before it is not carried again (SyncedStore's bound on a debt, docs/policies.md).
+    // the one before it is not carried again (SyncedStore's bound on a debt, docs/policies.md). Counts hold no
+    // debt apart: all of a count past the limit is owed (SyncedStore decides no plans, whose lowered limits would
+    // make a count past the limit that is no debt: those go to its RedisStore).
     const carried = Math.max(0, prevAt(view, win) + prevAt(sent, win) + prevAt(unsent, win) - limit)
     target.count = countIn(win, view, sent, unsent) + carried
+    target.debt = Math.max(0, target.count - limit)
     return carried
   },
 }
