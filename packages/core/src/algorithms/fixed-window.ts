@@ -90,7 +90,11 @@ do
   local raw = redis.pcall('GET', ${r.key})
   if raw then
     local w, c, d
-    if type(raw) == 'string' then w, c, d = string.match(raw, '^(%-?%d+):(%d+):?(%d*)$') end
+    if type(raw) == 'string' then
+      -- PERF: the usual state holds no debt: the shorter pattern first.
+      w, c = string.match(raw, '^(%-?%d+):(%d+)$')
+      if not w then w, c, d = string.match(raw, '^(%-?%d+):(%d+):(%d+)$') end
+    end
     if not w then ${r.v('broken')} = true
     else
       d = tonumber(d) or 0
