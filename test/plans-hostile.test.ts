@@ -4,7 +4,15 @@
  * application wrote under the same prefix, and hostile answers of a `plan` function: none gets past the key's limit,
  * none crashes the server, and the operator tools never show a plan the store did not record.
  */
-import { fixedWindow, gcra, MemoryStore, RateLimiter, RedisStore, tokenBucket } from '@ratewindow/core'
+import {
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimiter,
+  RedisStore,
+  slidingWindowLog,
+  tokenBucket,
+} from '@ratewindow/core'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from './support/clock.js'
 import { standaloneClient, uniquePrefix } from './support/redis.js'
@@ -163,4 +171,33 @@ describe('plans under attack (RedisStore)', () => {
       }
     },
   )
+
+  it('round 3 (1, 2): a cost above a lowered override on a sliding window log is refused on Redis, and its group decides', async () => {
+    const client = standaloneClient()
+    const store = new RedisStore({ client })
+    const log = new RateLimiter({
+      rules: slidingWindowLog({ limit: 10, window: '1m', name: 'log' }),
+      store,
+      prefix: uniquePrefix(),
+      overrides: true,
+      timeout: '10s',
+      onStoreError: 'allow',
+    })
+    await log.operator.set('abuser', { limit: 4 })
+    // The script failed on `cost` 5 (an entry read past the log's end), and the failure policy admitted all 50.
+    const abuser = await Promise.all(Array.from({ length: 50 }, () => log.limit('abuser', { cost: 5 })))
+    expect(abuser.filter((result) => result.allowed).length).toBe(0)
+    expect(abuser[0]).toMatchObject({ source: 'store', remaining: 4, retryAfter: 60_000 })
+    // Victims decided in the same groups as the abuser's calls: each held to its limit.
+    const calls = [
+      ...Array.from({ length: 20 }, (_, key) =>
+        Array.from({ length: 15 }, () => log.limit(`victim:${key}`)),
+      ).flat(),
+      ...Array.from({ length: 20 }, () => log.limit('abuser', { cost: 5 })),
+    ]
+    const results = await Promise.all(calls)
+    expect(results.filter((result) => result.source === 'policy').length).toBe(0)
+    for (let key = 0; key < 20; key++)
+      expect(results.filter((result) => result.key === `victim:${key}` && result.allowed).length).toBe(10)
+  })
 })

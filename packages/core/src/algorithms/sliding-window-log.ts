@@ -115,6 +115,8 @@ function slidingWindowLogLogic(limit: number, windowMs: number): AlgorithmLogic<
     wait(state, now, cost) {
       if (state.size === 0) return 0
       const excess = state.size + cost - limit
+      // A cost above the limit (a lowered override's) never fits: no slot.
+      if (excess > state.size) return Number.POSITIVE_INFINITY
       const free = excess > 0 ? at(state, excess - 1) + windowMs : now
       return Math.max(0, free - now, newest(state) - now)
     },
@@ -163,7 +165,8 @@ else ${r.v('size')} = redis.call('ZCARD', ${r.key}) end
     return `if ${size} > 0 then
   local excess = ${size} + ${cost} - ${L}
   w = math.max(w, tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2]) - now)
-  if excess > 0 then
+  if excess > ${size} then w = math.huge
+  elseif excess > 0 then
     w = math.max(w, tonumber(redis.call('ZRANGE', ${r.key}, excess - 1, excess - 1, 'WITHSCORES')[2]) + ${W} - now)
   end
 end
@@ -199,7 +202,9 @@ end
     if ${pending} > 0 then reset = ${W}
     else reset = tonumber(redis.call('ZRANGE', ${r.key}, -1, -1, 'WITHSCORES')[2]) + ${W} - now end
   end
-  if excess > 0 then
+  -- A cost above the limit (a lowered override's) outlasts every entry: a window, as in JavaScript.
+  if excess > ${size} then retry = ${W}
+  elseif excess > 0 then
     retry = tonumber(redis.call('ZRANGE', ${r.key}, excess - 1, excess - 1, 'WITHSCORES')[2]) + ${W} - now
   end
 end
