@@ -118,9 +118,11 @@ export function parsePlans(
         "plan names of letters, digits, `_`, `.`, `-` (at most 64), such as 'pro'",
       )
   }
-  const [first, ...others] = entries.map(([name, rules]) => ({ name, rules: parseRules(rules) }))
+  const parsed = entries.map(([name, rules]) => ({ name, rules: parseRules(rules) }))
+  const [first, ...others] = parsed
   const coded = first!.rules
-  const horizonMs = 2 * Math.max(...coded.map((rule) => rule.windowMs))
+  // Twice the longest window of any plan's rules (a bucket's fill time, GCRA's rest differ by plan).
+  const horizonMs = 2 * Math.max(...parsed.flatMap((plan) => plan.rules.map((rule) => rule.windowMs)))
   const byName = new Map<string, PlanTerms>()
   byName.set(first!.name, planTerms(coded, first!.name, undefined, horizonMs))
   for (const plan of others)
