@@ -81,7 +81,7 @@ function fixedWindowLogic(limit: number, windowMs: number): AlgorithmLogic<Fixed
  */
 const LUA: LuaTwin = {
   params: 2,
-  state: ['win', 'count', 'fdebt', 'broken'],
+  state: ['win', 'count', 'fdebt', 'broken', 'convert'],
   load: (r) => {
     const [L, W] = r.params
     const [win, count, debt] = ['win', 'count', 'fdebt'].map(r.v)
@@ -102,6 +102,10 @@ do
       else
         ${count} = math.max(0, d - (${win} - tonumber(w) - 1) * ${L})
         ${debt} = math.max(0, ${count} - ${L})
+        -- A debt carried into this window is kept as carried even by a refused request (as MemoryStore keeps the
+        -- window it advanced to): a later window's carry then never depends on which limit was in force at a
+        -- request that was not written (a plan or an override changing meanwhile).
+        if d > 0 and (mode == '0' or mode == '4') then ${r.v('convert')} = true end
       end
     end
   end

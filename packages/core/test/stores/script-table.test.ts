@@ -15,10 +15,10 @@ const PINNED: Record<string, string> = {
   // Issue 45: every decision script changed, its state did not (test/redis-state-compat.test.ts reads what the
   // previous scripts wrote): a charge goes past the limit up to `maxDebt` (its last argument), the fixed window carries
   // what it counted beyond the limit, a denial of cost 0 reports its wait, and a peek ends with the units used.
-  'fixed-window': '086a56443149a5fdcf9dbc5e086a97276bd7e8a6',
-  'fixed-window batch': '8c8a8c07101cfdaed3645dca599eeacd00bca9c5',
-  'fixed-window + penalty': '0e788649e75a6296b32b212c2ac3322fb301007a',
-  'fixed-window + penalty batch': 'dd61d9920f32414b26cdcfef69e4e82aa8eb1e15',
+  'fixed-window': '665282197902059c7c52086f0a03049d93b3a02c',
+  'fixed-window batch': '43d63f13cb4be7e3565a5da3572e76bc817b6076',
+  'fixed-window + penalty': '6ddf193c50b6cd293c2a434c04604e5960109f04',
+  'fixed-window + penalty batch': '2a927c7c1682a9091510f797d5e7fb99cb4cf4ae',
   // Session 9: the log's scripts know the give mode (its newest units, whatever their times); the others are unchanged.
   // The debt attack round (M5): the sliding windows' charges owe one limit at most (`carriedDebt`), with or without
   // overrides; their state is unchanged (test/redis-state-compat.test.ts reads what the previous scripts wrote).
@@ -39,14 +39,14 @@ const PINNED: Record<string, string> = {
   'gcra + penalty': 'b4caa1902b0b3ef22f2ce2172f632f658d436a48',
   'gcra + penalty batch': 'ef11b495582d0af87d42a5f54ed39e3a7fd4c436',
   // Issue 34: with overrides (the key's record read in the same execution); the scripts above are unchanged.
-  'fixed-window + overrides': '2826ec1f507bc3c9818d632506c2c2676aa02f7e',
-  'fixed-window + overrides + plan': 'b7fdfd694ac2fd923fd6728b1fb8be7be5b01967',
-  'fixed-window + overrides batch': 'e96206ef6a14f162cf2274c9f4a340c5fa0fa7b1',
-  'fixed-window + overrides + plan batch': 'f761ec37075bf540177d80d649a818668d3b70e3',
-  'fixed-window + penalty + overrides': 'a2408c2992a904bc8ada3457d69d22a927c62782',
-  'fixed-window + penalty + overrides + plan': '333f67b712443c9acff8bccbfe62f4403cb199ba',
-  'fixed-window + penalty + overrides batch': 'a246661ff1204f6235388898e84ae81442689e01',
-  'fixed-window + penalty + overrides + plan batch': '7cfa50f3a9ed2f253d08793eb39165556385b7c7',
+  'fixed-window + overrides': '9286df5f50fdbd6d03ac643f4aaee15e17b24842',
+  'fixed-window + overrides + plan': 'd6c3a023037d44a2b1c67c85cc2adf83aaa00c66',
+  'fixed-window + overrides batch': '9849ba7eb09fd53b801117d6fd09c7f47cc87804',
+  'fixed-window + overrides + plan batch': 'bc448849cb6dd2cb15bfc131f23cfb909adc9362',
+  'fixed-window + penalty + overrides': 'f5613026cb14c83ad9a7a9a14696f1789838e36c',
+  'fixed-window + penalty + overrides + plan': '05d441f5407937be35fc886fe31c652908f5c35a',
+  'fixed-window + penalty + overrides batch': '695aab83a0b94854ea1e9b8a29b1ef6febbb0cc4',
+  'fixed-window + penalty + overrides + plan batch': 'a89e1573faa9bd44f6e08f4d15873ca64d6c07a5',
   'sliding-window-log + overrides': '317006330fcd40c7e17397b42b1856652d3e4b7b',
   'sliding-window-log + overrides + plan': 'f8f6b97a20b11e277a7dc75ccd4b8e7c89363cd2',
   'sliding-window-log + overrides batch': '425e6873e5ddc0415c812f4c23416f9d422ec16a',

@@ -228,6 +228,49 @@ export function describePlans(suite: SuiteContext): void {
       expect((await limiter.limit('k', { plan: 'pro' })).allowed).toBe(false)
     })
 
+    it('carry a debt window by window at the limit in force at each, whatever plan a refused request named', async () => {
+      // Outside round 3 (5): RedisStore wrote no window a refused request carried a debt into, and rolled a later
+      // one over several windows at one plan's limit: it admitted from window 10 where MemoryStore did from 14.
+      const made = await setup({
+        maxDebt: 200,
+        plans: {
+          free: fixedWindow({ limit: 10, window: '1m', name: 'w' }),
+          pro: fixedWindow({ limit: 20, window: '1m', name: 'w' }),
+        },
+      })
+      if (made === undefined) return
+      const { clock, limiter } = made
+      const result = await limiter.limit('k', { plan: 'free' })
+      expect(await limiter.settle(result, 201)).toMatchObject({ charged: 200 })
+      const seen = []
+      for (let window = 1; window <= 16; window++) {
+        clock.set(START + window * MINUTE + 1_000)
+        const plan = window % 2 === 0 ? 'pro' : 'free'
+        const decided = await limiter.limit('k', { plan })
+        seen.push(
+          `${decided.allowed ? 'admitted' : 'refused'} ${(await limiter.operator.inspect('k')).rules[0]!.used}`,
+        )
+      }
+      expect(seen).toEqual([
+        'refused 191',
+        'refused 181',
+        'refused 161',
+        'refused 151',
+        'refused 131',
+        'refused 121',
+        'refused 101',
+        'refused 91',
+        'refused 71',
+        'refused 61',
+        'refused 41',
+        'refused 31',
+        'refused 11',
+        'admitted 2',
+        'admitted 1',
+        'admitted 1',
+      ])
+    })
+
     it('settle a request under its plan, and refuse an unknown plan unless a default plan answers', async () => {
       const made = await setup()
       if (made === undefined) return
