@@ -74,8 +74,6 @@ interface OperatorTarget {
   readonly rules: readonly Rule[]
   /** The override scope (`overrides: true`), else undefined. */
   readonly scope: string | undefined
-  /** The limiter's plans, as a read of a key's recorded plan needs them; undefined without plans. */
-  readonly plans: RecordedPlans | undefined
   readonly gateway: StoreGateway
   /** A store request for `key` and `cost`, validated as `limit` does (with the override scope when on). */
   request(key: string, cost: number, capped?: boolean): StoreRequest
@@ -131,7 +129,6 @@ export class LimiterOperator {
       namespace: limiter.namespace,
       rules: limiter.rules,
       scope,
-      plans: limiter.planSet?.recorded,
       gateway,
       request: (key, cost, capped) => storeRequest(limiter, scope, key, cost, capped),
       ...hooks,
@@ -300,7 +297,7 @@ export class LimiterOperator {
     storeFor(target, 'peekStored', 'overrides.top')
     const self: StoredLimiter = { name: target.name, rules: target.rules }
     if (target.scope !== undefined) self.overrides = target.scope
-    if (target.plans !== undefined) self.plans = target.plans
+    if (this.plans !== undefined) self.plans = this.plans
     const operate = <T>(run: () => Awaitable<T>) => target.gateway.operate('overrides.top', run)
     const scanned = {
       scanStored: (page: { cursor?: string | undefined; count: number }) =>
